@@ -1,0 +1,48 @@
+#pragma once
+// The result model shared by preflight, warm-up and diagnose: one Finding per decided thing.
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace sl {
+
+/// pass/warn/fail are decisions about the node; skip = not applicable here;
+/// error = could not decide (unreadable file, garbage value) -- never confused with pass.
+enum class Outcome { kPass, kWarn, kFail, kSkip, kError };
+
+std::string_view OutcomeName(Outcome o);
+/// Parses "pass", "warn", ...; returns false on an unknown name.
+bool ParseOutcome(std::string_view name, Outcome* out);
+/// Ordering for "worst of": pass < skip < warn < error < fail.
+int Severity(Outcome o);
+
+struct Evidence {
+  std::string source;  ///< file path (as on the node, e.g. /sys/class/infiniband/mlx5_0/ports/1/state) or variable
+  std::string value;   ///< the raw value read, trimmed
+};
+
+struct Finding {
+  std::string check_id;  ///< stable id such as "ib.port.state"
+  std::string entity;    ///< "mlx5_0:1", "node", "NCCL_IB_HCA", "gpu0", host name ...
+  Outcome outcome = Outcome::kPass;
+  std::string message;    ///< what was decided, one line
+  std::string next_step;  ///< the fix; empty for pass/skip
+  std::vector<Evidence> evidence;
+  bool waived = false;  ///< set by the runner when the user or a recipe waived this check
+
+  Finding& With(std::string source, std::string value) {
+    evidence.push_back({std::move(source), std::move(value)});
+    return *this;
+  }
+};
+
+void to_json(nlohmann::json& j, const Finding& f);
+void from_json(const nlohmann::json& j, Finding& f);
+
+/// Worst outcome over a set of findings, ignoring waived ones; kPass for an empty set.
+Outcome Worst(const std::vector<Finding>& findings);
+
+}  // namespace sl

@@ -1,0 +1,96 @@
+#pragma once
+// What a node is, as facts read from sysfs/procfs: the shared input of preflight checks, recipe
+// resolution (recipes/) and the cross-node comparison (warm-up). Gathering reads through a
+// FileReader, so a --sysroot fixture tree yields the same facts as the machine it was built from.
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/environment.h"
+#include "common/file_reader.h"
+#include "common/result.h"
+
+namespace sl {
+
+inline constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+
+/// One row of a port's GID table (what show_gids prints).
+struct GidEntry {
+  int index = 0;
+  std::string gid;   ///< "0000:0000:0000:0000:0000:ffff:0b00:0048" as in sysfs
+  std::string type;  ///< gid_attrs/types/I: "IB/RoCE v1" or "RoCE v2" ("" when unreadable)
+  std::string ndev;  ///< gid_attrs/ndevs/I, "" for InfiniBand
+  std::string ipv4;  ///< dotted IPv4 for IPv4-mapped GIDs, else ""
+  bool IsZero() const;
+  bool IsLinkLocal() const;  ///< fe80::/64
+  bool IsRoceV2() const { return type == "RoCE v2"; }
+};
+
+/// One port of one /sys/class/infiniband device.
+struct IbPort {
+  std::string device;      ///< "mlx5_0"
+  int port = 1;            ///< 1-based
+  std::string state;       ///< "ACTIVE", "DOWN", "INIT", "ARMED" (text after "N: ")
+  std::string phys_state;  ///< "LinkUp", "Disabled", "Polling"
+  std::string rate_text;   ///< "400 Gb/sec (4X NDR)"
+  double rate_gbps = 0;    ///< 400
+  std::string link_layer;  ///< "InfiniBand" or "Ethernet" (RoCE)
+  std::string netdev;      ///< RoCE: the netdev behind the port ("ens3np0"), else ""
+  int netdev_mtu = 0;      ///< /sys/class/net/<netdev>/mtu, 0 when unknown
+  int active_mtu = 0;      ///< IB MTU in bytes from libibverbs, 0 when not checkable
+  std::vector<GidEntry> gids;
+  std::string Name() const { return device + ":" + std::to_string(port); }
+  bool IsRoce() const { return link_layer == "Ethernet"; }
+  bool IsUp() const { return state == "ACTIVE" && phys_state == "LinkUp"; }
+};
+
+struct GpuInfo {
+  std::string pci_address;  ///< "0000:18:00.0"
+  std::string device_id;    ///< "0x2335"
+  std::string model;        ///< "NVIDIA H200" when /proc/driver/nvidia/gpus/*/information says
+};
+
+struct NetInterface {
+  std::string name;
+  std::string operstate;  ///< "up", "down", "unknown"
+  int mtu = 0;
+  std::vector<std::string> addresses;  ///< IPv4/IPv6 without prefix length
+};
+
+struct NodeFacts {
+  std::string hostname;
+  std::vector<IbPort> ib_ports;
+  std::vector<GpuInfo> gpus;
+  std::string nvidia_driver;  ///< "580.159.04", "" without the NVIDIA driver
+  std::uint64_t memlock_soft = 0, memlock_hard = 0;  ///< bytes, kUnlimited for unlimited
+  std::uint64_t nofile_soft = 0, nofile_hard = 0;
+  std::optional<std::uint64_t> shm_bytes;  ///< size of the /dev/shm mount
+  bool peermem_loaded = false;             ///< nvidia_peermem or nv_peer_mem in /proc/modules
+  std::vector<NetInterface> interfaces;
+  std::vector<Error> problems;  ///< files that could not be read while gathering (never fatal)
+};
+
+/// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
+NodeFacts GatherNodeFacts(const FileReader& fs);
+
+/// The GID index NCCL >= 2.21 picks on its own for a RoCE port (RoCE v2, address family from
+/// NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_IB_ROCE_VERSION_NUM; skipping zero and
+/// link-local GIDs); nullopt when the table has no usable entry.
+std::optional<int> SelectNcclGidIndex(const IbPort& port, const Environment& env);
+
+void to_json(nlohmann::json& j, const GidEntry& v);
+void from_json(const nlohmann::json& j, GidEntry& v);
+void to_json(nlohmann::json& j, const IbPort& v);
+void from_json(const nlohmann::json& j, IbPort& v);
+void to_json(nlohmann::json& j, const GpuInfo& v);
+void from_json(const nlohmann::json& j, GpuInfo& v);
+void to_json(nlohmann::json& j, const NetInterface& v);
+void from_json(const nlohmann::json& j, NetInterface& v);
+void to_json(nlohmann::json& j, const NodeFacts& v);
+void from_json(const nlohmann::json& j, NodeFacts& v);
+
+}  // namespace sl

@@ -1,0 +1,67 @@
+// JSON form of NodeFacts: what each node publishes to the warm-up store and writes to reports.
+#include <nlohmann/json.hpp>
+
+#include "common/node_facts.h"
+
+namespace sl {
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GidEntry, index, gid, type, ndev, ipv4)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IbPort, device, port, state, phys_state, rate_text,
+                                                rate_gbps, link_layer, netdev, netdev_mtu,
+                                                active_mtu, gids)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, pci_address, device_id, model)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetInterface, name, operstate, mtu, addresses)
+
+// Limits: kUnlimited is written as the string "unlimited" (as /proc/self/limits does).
+namespace {
+nlohmann::json LimitJson(std::uint64_t v) {
+  return v == kUnlimited ? nlohmann::json("unlimited") : nlohmann::json(v);
+}
+std::uint64_t LimitFrom(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return 0;
+  const auto& v = j.at(key);
+  if (v.is_string()) return kUnlimited;
+  return v.is_number_unsigned() ? v.get<std::uint64_t>() : 0;
+}
+}  // namespace
+
+void to_json(nlohmann::json& j, const NodeFacts& v) {
+  j = nlohmann::json{{"hostname", v.hostname},
+                     {"ib_ports", v.ib_ports},
+                     {"gpus", v.gpus},
+                     {"nvidia_driver", v.nvidia_driver},
+                     {"memlock_soft", LimitJson(v.memlock_soft)},
+                     {"memlock_hard", LimitJson(v.memlock_hard)},
+                     {"nofile_soft", LimitJson(v.nofile_soft)},
+                     {"nofile_hard", LimitJson(v.nofile_hard)},
+                     {"shm_bytes", v.shm_bytes ? nlohmann::json(*v.shm_bytes) : nlohmann::json()},
+                     {"peermem_loaded", v.peermem_loaded},
+                     {"interfaces", v.interfaces}};
+  auto problems = nlohmann::json::array();
+  for (const auto& p : v.problems) problems.push_back({{"where", p.where}, {"message", p.message}});
+  j["problems"] = std::move(problems);
+}
+
+void from_json(const nlohmann::json& j, NodeFacts& v) {
+  v.hostname = j.value("hostname", "");
+  v.ib_ports = j.value("ib_ports", std::vector<IbPort>{});
+  v.gpus = j.value("gpus", std::vector<GpuInfo>{});
+  v.nvidia_driver = j.value("nvidia_driver", "");
+  v.memlock_soft = LimitFrom(j, "memlock_soft");
+  v.memlock_hard = LimitFrom(j, "memlock_hard");
+  v.nofile_soft = LimitFrom(j, "nofile_soft");
+  v.nofile_hard = LimitFrom(j, "nofile_hard");
+  if (j.contains("shm_bytes") && j["shm_bytes"].is_number_unsigned()) {
+    v.shm_bytes = j["shm_bytes"].get<std::uint64_t>();
+  }
+  v.peermem_loaded = j.value("peermem_loaded", false);
+  v.interfaces = j.value("interfaces", std::vector<NetInterface>{});
+  v.problems.clear();
+  if (j.contains("problems") && j["problems"].is_array()) {
+    for (const auto& p : j["problems"]) {
+      v.problems.push_back(MakeError(p.value("message", ""), p.value("where", "")));
+    }
+  }
+}
+
+}  // namespace sl

@@ -1,0 +1,29 @@
+#pragma once
+// Small text helpers shared by the parsers. Parsers never throw: numbers come back as Result.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace sl {
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = true);
+std::vector<std::string> SplitLines(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+std::string ToLower(std::string_view s);
+/// Decimal (or 0x-prefixed hex) integer, whole string after trimming; error names `what`.
+Result<std::int64_t> ParseInt(std::string_view s, std::string_view what = {});
+Result<std::uint64_t> ParseUint(std::string_view s, std::string_view what = {});
+Result<double> ParseDouble(std::string_view s, std::string_view what = {});
+/// "64 MiB", "1.5 GiB", "512 KiB", "17 B".
+std::string HumanBytes(std::uint64_t bytes);
+/// Levenshtein distance, for "did you mean".
+std::size_t EditDistance(std::string_view a, std::string_view b);
+/// The closest candidate within a small distance, or "" when nothing is close.
+std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace sl

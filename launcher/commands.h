@@ -1,0 +1,26 @@
+#pragma once
+// The subcommand table (as ninja's kTools[]): one entry per subcommand; main() stays thin.
+// Each Setup function adds its options to the CLI11 subcommand and installs a callback that
+// runs the command and stores the process exit status in *exit_code.
+#include <span>
+
+#include <CLI/CLI.hpp>
+
+namespace sl::launcher {
+
+using SetupFn = void (*)(CLI::App& sub, int* exit_code);
+
+struct Command {
+  const char* name;
+  const char* summary;
+  SetupFn setup;
+};
+
+void SetupPreflight(CLI::App& sub, int* exit_code);
+void SetupEnv(CLI::App& sub, int* exit_code);
+void SetupRun(CLI::App& sub, int* exit_code);
+void SetupVersion(CLI::App& sub, int* exit_code);
+
+std::span<const Command> Commands();
+
+}  // namespace sl::launcher

@@ -1,0 +1,44 @@
+// safe-launch entry point: picks a subcommand from the table and returns its exit status.
+// `safe-launch [OPTIONS] -- CMD ARGS...` is shorthand for `safe-launch run [OPTIONS] -- CMD`.
+#include <string>
+#include <vector>
+
+#include "common/exit_codes.h"
+#include "launcher/commands.h"
+
+namespace {
+
+bool IsCommandName(const std::string& arg) {
+  for (const auto& c : sl::launcher::Commands()) {
+    if (arg == c.name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && !IsCommandName(args[0]) && args[0] != "-h" && args[0] != "--help") {
+    args.insert(args.begin(), "run");
+  }
+  if (args.empty()) args.push_back("--help");
+
+  CLI::App app{"safe-launch: preflight, tune, warm up and supervise multi-node PyTorch/NCCL jobs",
+               "safe-launch"};
+  app.require_subcommand(1, 1);
+  app.set_version_flag("--version", std::string("safe-launch ") + SAFE_LAUNCH_VERSION);
+  int exit_code = sl::exit_code::kOk;
+  for (const auto& c : sl::launcher::Commands()) {
+    c.setup(*app.add_subcommand(c.name, c.summary), &exit_code);
+  }
+  // CLI11 wants argv order reversed when given a vector.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? sl::exit_code::kOk : sl::exit_code::kUsage;
+  }
+  return exit_code;
+}

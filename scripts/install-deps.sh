@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package safe-launch needs to build, test and run its demo.
+# Idempotent: skips apt when everything is already there.
+set -euo pipefail
+PKGS=(
+  build-essential cmake ninja-build pkg-config git
+  libtorch-dev libgloo-dev python3-torch
+  libboost1.74-dev libboost-filesystem1.74-dev
+  libtomlplusplus-dev catch2 libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+  rdma-core libibverbs-dev ibverbs-utils libarchive-dev
+  openmpi-bin slurm-wlm
+  iproute2 procps clang libclang-rt-14-dev
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

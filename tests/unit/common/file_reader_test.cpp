@@ -1,0 +1,80 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "common/file_reader.h"
+
+namespace {
+
+std::string MakeTree() {
+  char tmpl[] = "/tmp/sl-reader-XXXXXX";
+  std::string root = ::mkdtemp(tmpl);
+  ::mkdir((root + "/sys").c_str(), 0755);
+  ::mkdir((root + "/sys/class").c_str(), 0755);
+  std::ofstream(root + "/sys/class/value") << "4: ACTIVE\n";
+  ::symlink("value", (root + "/sys/class/link").c_str());
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("a rooted reader reads node paths under its root") {
+  std::string root = MakeTree();
+  sl::RootedFileReader fs(root + "/");
+  auto r = fs.ReadFile("/sys/class/value");
+  REQUIRE(r.ok());
+  CHECK(*r == "4: ACTIVE\n");
+  CHECK(fs.HostPath("/sys/class/value") == root + "/sys/class/value");
+  CHECK(fs.IsDir("/sys/class"));
+  CHECK(fs.Exists("/sys/class/link"));
+  CHECK(fs.ReadLink("/sys/class/link").value() == "value");
+  auto names = fs.ListDir("/sys/class");
+  REQUIRE(names.ok());
+  CHECK(names->size() == 2);
+}
+
+TEST_CASE("a missing file is an error naming the host path, not a crash") {
+  std::string root = MakeTree();
+  sl::RootedFileReader fs(root);
+  auto r = fs.ReadFile("/sys/class/nope");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where == root + "/sys/class/nope");
+  CHECK(r.error().message.find("No such file") != std::string::npos);
+}
+
+TEST_CASE("reading a directory as a file is an error saying so") {
+  std::string root = MakeTree();
+  sl::RootedFileReader fs(root);
+  auto r = fs.ReadFile("/sys/class");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("directory") != std::string::npos);
+}
+
+TEST_CASE("an unreadable file reports permission and a fix") {
+  if (::geteuid() == 0) {
+    SUCCEED("root reads everything; permission errors cannot be provoked");
+    return;
+  }
+  std::string root = MakeTree();
+  ::chmod((root + "/sys/class/value").c_str(), 0);
+  sl::RootedFileReader fs(root);
+  auto r = fs.ReadFile("/sys/class/value");
+  REQUIRE_FALSE(r.ok());
+  CHECK_FALSE(r.error().fix.empty());
+}
+
+TEST_CASE("the in-memory reader lists implied directories") {
+  sl::MemFileReader fs;
+  fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE");
+  fs.AddFile("/sys/class/infiniband/mlx5_1/ports/1/state", "1: DOWN");
+  auto devs = fs.ListDir("/sys/class/infiniband");
+  REQUIRE(devs.ok());
+  CHECK(*devs == std::vector<std::string>{"mlx5_0", "mlx5_1"});
+  CHECK(fs.ReadFile("/sys/class/infiniband/mlx5_1/ports/1/state").value() == "1: DOWN");
+  CHECK_FALSE(fs.ReadFile("/sys/class/infiniband").ok());
+}
