@@ -10,7 +10,7 @@ bool GidEntry::IsLinkLocal() const { return gid.rfind("fe80:0000:0000:0000", 0) 
 
 NodeFacts GatherNodeFacts(const FileReader& fs) {
   NodeFacts facts;
-  facts.hostname = log::HostName();
+  GatherHostFacts(fs, &facts);
   return facts;
 }
 

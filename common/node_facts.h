@@ -75,7 +75,11 @@ struct NodeFacts {
 };
 
 /// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
+/// IB/RoCE ports come from node_facts.cpp; everything else from GatherHostFacts.
 NodeFacts GatherNodeFacts(const FileReader& fs);
+/// Host part (common/host_facts.cpp): hostname (/proc/sys/kernel/hostname under a sysroot,
+/// gethostname() live), GPUs, NVIDIA driver, limits, /dev/shm, peermem, interfaces.
+void GatherHostFacts(const FileReader& fs, NodeFacts* facts);
 
 /// The GID index NCCL >= 2.21 picks on its own for a RoCE port (RoCE v2, address family from
 /// NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_IB_ROCE_VERSION_NUM; skipping zero and
