@@ -1,0 +1,104 @@
+#pragma once
+// Resolution: (recipe, environment, facts, versions) -> Plan. Pure: no file or process access.
+// The plan is what `safe-launch env` prints and what `run` applies to the job's environment.
+//
+// Typical use (launcher, `run`):
+//   sl::recipes::ResolveOptions opts;  opts.run_dir = run_dir;  opts.recipe = flag_recipe;
+//   opts.versions = sl::recipes::DetectVersions({}, env).value_or({});
+//   auto plan = sl::recipes::ResolveForNode(opts, env, facts);       // Result<Plan>
+//   if (!plan) -> usage error (exit_code::kUsage), print plan.error().Describe()
+//   Environment job_env = sl::recipes::ApplyPlan(*plan, env);
+//   preflight_opts.thresholds = plan->thresholds;  preflight_opts.waive += plan->waive;
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/environment.h"
+#include "common/node_facts.h"
+#include "common/result.h"
+#include "common/thresholds.h"
+#include "recipes/recipe.h"
+#include "recipes/version.h"
+
+namespace sl::recipes {
+
+enum class Source {
+  kUser,      ///< already in the environment: kept as is, never overridden
+  kRecipe,    ///< a literal from a recipe file (origin = "file:line")
+  kComputed,  ///< computed from the node's facts (origin = recipe line that asked for it)
+};
+std::string_view SourceName(Source s);  ///< "user", "recipe", "computed"
+
+struct PlanEntry {
+  std::string name;    ///< as exported (already renamed for the detected torch version)
+  std::string value;
+  Source source = Source::kRecipe;
+  std::string origin;  ///< "environment", "recipes/default.toml:12"
+  std::string reason;  ///< why this value (for computed: the facts used)
+  /// For kUser entries: what the recipe would have set ("" when the recipe has no opinion).
+  std::string recipe_value;
+};
+
+/// A user value that contradicts the node (NCCL_IB_HCA naming a down port, NCCL_IB_GID_INDEX on a
+/// RoCE v1 entry, NCCL_IB_DISABLE=1 with active IB ports). The plan keeps the user value.
+struct Conflict {
+  std::string name;
+  std::string value;
+  std::string message;  ///< what is wrong, with the fact (port, index, state)
+  std::string fix;
+};
+
+/// A variable deliberately not set, and why (e.g. NCCL_IB_GID_INDEX with NCCL >= 2.21).
+struct PlanNote {
+  std::string name;
+  std::string message;
+};
+
+struct Plan {
+  std::string recipe;       ///< name
+  std::string recipe_path;  ///< file shown in origins
+  std::string recipe_why;   ///< why this recipe was chosen
+  Versions versions;
+  std::string run_dir;
+  std::vector<PlanEntry> entries;  ///< in export order
+  std::vector<Conflict> conflicts;
+  std::vector<PlanNote> notes;
+  Thresholds thresholds;           ///< for PreflightOptions.thresholds
+  std::vector<std::string> thresholds_set;
+  std::vector<std::string> waive;  ///< for PreflightOptions.waive
+
+  const PlanEntry* Find(std::string_view name) const;
+};
+
+struct ResolveOptions {
+  std::string recipe;   ///< name or path; "" = chosen from the facts
+  std::string run_dir;  ///< absolute; where NCCL debug files and Flight Recorder dumps go
+  Versions versions;    ///< from DetectVersions or flags
+};
+
+/// Pure resolution of one loaded recipe. Errors: a computed value the node cannot provide when
+/// the recipe requires it (documented fallbacks are notes, not errors).
+Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFacts& facts,
+                     const Versions& versions, const std::string& run_dir);
+
+/// Loads (or chooses) the recipe, then Resolve().
+Result<Plan> ResolveForNode(const ResolveOptions& options, const Environment& env,
+                            const NodeFacts& facts);
+
+/// `export NAME='value'` lines, safe to eval in sh/bash (single quotes; ' written as '\'').
+/// Conflicts and notes appear as '#' comment lines.
+std::string PlanToShell(const Plan& plan);
+/// The whole plan as JSON (schema in doc/manual.md).
+nlohmann::json PlanToJson(const Plan& plan);
+/// Human table: name, value, source, origin, reason; then conflicts and notes.
+std::string PlanToText(const Plan& plan);
+/// `env` with every plan entry set (user entries are already there, unchanged).
+Environment ApplyPlan(const Plan& plan, Environment env);
+/// Single-quotes a value for sh.
+std::string ShellQuote(std::string_view value);
+
+/// The job-unique RAS port: 28028 + hash(SLURM_JOB_ID, SLURM_STEP_ID) % 1000 (28028 without a job).
+int RasPortFor(const Environment& env);
+
+}  // namespace sl::recipes

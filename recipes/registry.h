@@ -1,0 +1,61 @@
+#pragma once
+// The variable registry: every NCCL / PyTorch distributed variable safe-launch sets or lints, as
+// data (one table in registry.cpp, like NCCL's NCCL_PARAM declarations). Used by recipe
+// validation, resolution and the preflight env.nccl lint.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "recipes/version.h"
+
+namespace sl::recipes {
+
+enum class VarType {
+  kInt,      ///< decimal integer within [min, max]
+  kBool,     ///< 0/1 (NCCL reads integers; only 0 and 1 are meaningful)
+  kEnum,     ///< one of `values` ('|'-separated, case-insensitive as NCCL reads them)
+  kIbHca,    ///< NCCL_IB_HCA syntax (common/nccl_select.h)
+  kIfname,   ///< NCCL_SOCKET_IFNAME syntax
+  kString,   ///< free text (paths, lists NCCL parses itself)
+  kHostPort, ///< "host:port" (NCCL_RAS_ADDR)
+};
+
+struct VarSpec {
+  std::string_view name;
+  VarType type;
+  std::string_view values;         ///< kEnum: "VERSION|WARN|INFO|TRACE"; else ""
+  std::int64_t min = 0, max = 0;   ///< kInt: accepted range (inclusive)
+  std::string_view default_value;  ///< what NCCL/torch uses when unset ("" = none / computed)
+  std::string_view meaning;        ///< one line
+  std::string_view owner;          ///< "nccl" or "torch"
+  std::optional<Version> since;    ///< first version of `owner` that reads it
+  std::optional<Version> until;    ///< first version that no longer reads it (exclusive)
+  /// Deprecated alias: this name was renamed to `replaced_by` in `owner` version `renamed_in`
+  /// (the old name is still read, with a warning, from then on).
+  std::string_view replaced_by;
+  std::optional<Version> renamed_in;
+};
+
+/// All registered variables.
+std::span<const VarSpec> Variables();
+/// Exact lookup; nullptr when not registered.
+const VarSpec* FindVariable(std::string_view name);
+/// True for names the lint covers: NCCL_*, TORCH_NCCL_*, TORCH_FR_*.
+bool IsLintedName(std::string_view name);
+/// Closest registered name ("" when nothing is close), for "did you mean".
+std::string SuggestVariable(std::string_view name);
+/// Checks `value` against the spec; the error names the variable, the value and the range or
+/// accepted values.
+Status ValidateValue(const VarSpec& spec, std::string_view value);
+/// "integer 0..1", "one of VERSION, WARN, INFO, TRACE", ... for messages and docs.
+std::string DescribeAccepted(const VarSpec& spec);
+/// Whether `spec` is read by the given version of its owner (unknown version: true).
+bool AppliesTo(const VarSpec& spec, const std::optional<Version>& owner_version);
+/// The name the given torch/NCCL version reads for a variable known under either its old or new
+/// name (e.g. TORCH_FR_BUFFER_SIZE -> TORCH_NCCL_TRACE_BUFFER_SIZE for torch < 2.9).
+std::string NameFor(std::string_view name, const Versions& versions);
+
+}  // namespace sl::recipes
