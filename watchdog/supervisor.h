@@ -1,0 +1,161 @@
+#pragma once
+// The supervisor loop (as tini does it): starts the job as our child in its own process group,
+// becomes a child subreaper, forwards signals, pumps the job's stdout/stderr through unchanged
+// while splitting them into lines for hooks, escalates stops to every descendant (torchrun
+// setsid's its workers, so a process group is not enough), reaps every child and reports the
+// job's status.
+//
+// Threads (the contract hooks rely on):
+//   * main thread  = the thread that calls Supervisor::Run(). It waits on a signalfd with a short
+//     tick, forwards signals, reaps, runs the escalation, and calls on_start, on_tick, on_exit.
+//   * pump threads = one per stream (stdout, stderr). Each calls on_line for its stream, in order.
+//     on_line for stdout and for stderr may run concurrently with each other and with on_tick:
+//     hooks share state through their own atomics/mutexes.
+//   * any thread may call RequestStop, JobPid, Descendants, LastOutput, TailLines, RunHelper.
+// Cost while the job runs: the main thread sleeps in poll() until a signal, a stop request or the
+// tick (default 100 ms); per line the pump does one memchr-split and, only when on_line is set,
+// one call. Keep on_line cheap (match, set a flag); do heavy work (bundle capture) in on_tick.
+// on_tick may block for seconds: signals stay queued meanwhile and are handled afterwards.
+//
+// Children: the supervisor reaps *every* child of this process (waitpid(-1)), because orphaned
+// descendants are re-parented to us as subreaper. Hooks that need to run a program (py-spy,
+// nvidia-smi) must use RunHelper(), not fork/popen/Boost.Process, or their status is stolen.
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/environment.h"
+#include "common/result.h"
+
+namespace sl::watchdog {
+
+using Clock = std::chrono::steady_clock;
+
+/// Stream numbers as file descriptors: 1 = stdout, 2 = stderr.
+inline constexpr int kStdout = 1;
+inline constexpr int kStderr = 2;
+
+/// How the job ended, as seen when the main child was reaped.
+struct JobExit {
+  enum class How { kExited, kSignaled, kExecFailed, kNotStarted };
+  How how = How::kNotStarted;
+  int code = -1;       ///< exit code when kExited / kExecFailed (126, 127)
+  int signal = 0;      ///< signal number when kSignaled
+  int exit_status = 0;  ///< what safe-launch exits with: code, 128+signal, or a stop override
+  std::string message;  ///< exec failure text, or why it was not started
+  /// Stop bookkeeping: empty when the job ended on its own.
+  std::string stopped_by;   ///< "signal SIGTERM from pid 812 (slurmstepd)", "hang detector", ...
+  std::string stop_reason;  ///< free text given to RequestStop, or "forwarded SIGTERM"
+  bool escalated = false;   ///< the grace ran out and descendants got TERM/KILL
+  std::vector<pid_t> swept;  ///< descendants that were still alive after the job and got killed
+  Clock::time_point started;
+  Clock::time_point ended;
+};
+
+/// Hooks, all optional. See the thread contract at the top of this file.
+struct SupervisorHooks {
+  /// Main thread, right after the job was started (before the first tick).
+  std::function<void(pid_t job_pid)> on_start;
+  /// Pump thread of `stream` (kStdout/kStderr): one complete line without its '\n' (a trailing
+  /// '\r' is kept). Lines longer than kMaxHookLine bytes are delivered in pieces. The final
+  /// unterminated line is delivered at end of stream. `t` is when the bytes were read.
+  std::function<void(int stream, std::string_view line, Clock::time_point t)> on_line;
+  /// Main thread, every tick while the job runs (and during the stop grace).
+  std::function<void(Clock::time_point now)> on_tick;
+  /// Main thread, once, after the job exited, descendants were swept and output drained.
+  std::function<void(const JobExit& exit)> on_exit;
+};
+
+inline constexpr std::size_t kMaxHookLine = 64 * 1024;
+
+struct SupervisorOptions {
+  std::vector<std::string> argv;  ///< the job's command; argv[0] is searched in env's PATH
+  Environment env;                ///< the job's whole environment (the plan already applied)
+  std::string run_dir;            ///< "" = write nothing; else status.json, stdout.tail, ...
+  std::chrono::milliseconds kill_grace{30000};  ///< after the first TERM, before killing all
+  std::chrono::milliseconds tick{100};
+  /// After the job exits (or the grace ran out), how long descendants get between TERM and KILL.
+  std::chrono::milliseconds sweep_grace{2000};
+  std::size_t tail_lines = 200;  ///< last lines of each stream kept in the run directory
+  /// Signal the direct child gets if safe-launch dies (PR_SET_PDEATHSIG). SIGTERM so that
+  /// torchrun can still stop its workers; see doc/manual.md for what remains uncovered.
+  int parent_death_signal = 15;
+  /// Merged into status.json at top level (cmd_run puts the preflight verdict and plan here).
+  nlohmann::json status_extra = nlohmann::json::object();
+};
+
+/// Output of a program run through Supervisor::RunHelper.
+struct HelperResult {
+  int exit_status = -1;  ///< code, or 128+signal; -1 when killed at the deadline
+  bool timed_out = false;
+  std::string output;  ///< stdout and stderr together, truncated at max_output
+};
+
+class Supervisor {
+ public:
+  Supervisor(SupervisorOptions options, SupervisorHooks hooks);
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  /// Starts the job and supervises it to the end. Returns an Error only when the job could not be
+  /// started at all for reasons of our own (pipe/fork failed); exec failures of the command are a
+  /// JobExit with kExecFailed and 126/127. Call BlockSupervisorSignals() first, as early as
+  /// possible (before any thread exists), or Run() blocks them itself.
+  Result<JobExit> Run();
+
+  /// Asks to stop the job: TERM to the job now, then after kill_grace TERM and KILL to every
+  /// descendant. `exit_status` (e.g. exit_code::kHang) replaces the job's status as safe-launch's
+  /// exit status. Thread-safe, returns at once; the first request's reason wins.
+  void RequestStop(std::string reason, std::optional<int> exit_status = std::nullopt,
+                   std::string requested_by = "safe-launch");
+
+  /// The job's pid (the direct child), 0 before it started. Thread-safe.
+  pid_t JobPid() const { return job_pid_.load(); }
+  /// Every live descendant of safe-launch (job, workers, setsid'd grandchildren, orphans
+  /// re-parented to us), excluding RunHelper children. Walks /proc; thread-safe.
+  std::vector<pid_t> Descendants() const;
+  /// Directory for status.json etc.; "" when none.
+  const std::string& RunDir() const { return options_.run_dir; }
+  /// When the job last wrote output (any stream); the start time before its first byte.
+  Clock::time_point LastOutput() const;
+  Clock::time_point StartTime() const;
+  /// The last `n` lines of a stream (kStdout/kStderr), oldest first. Thread-safe.
+  std::vector<std::string> TailLines(int stream, std::size_t n) const;
+  /// Runs a short program (argv[0] searched in PATH) as our child with stdin /dev/null, stdout and
+  /// stderr captured; killed at `deadline`. Safe from any thread, including hooks on the main
+  /// thread. Never touched by the sweep.
+  Result<HelperResult> RunHelper(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds deadline,
+                                 std::size_t max_output = 4u << 20);
+
+  struct Impl;
+
+ private:
+  SupervisorOptions options_;
+  SupervisorHooks hooks_;
+  std::atomic<pid_t> job_pid_{0};
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Blocks the signals the supervisor handles (TERM, INT, HUP, QUIT, USR1, USR2, WINCH, ALRM, CHLD,
+/// PIPE) in the calling thread; threads created afterwards inherit the mask. Call it first thing
+/// in `run` so that a signal arriving during preflight is queued, not fatal. Idempotent.
+void BlockSupervisorSignals();
+
+/// The signals forwarded to the job, in the order documented in the manual.
+const std::vector<int>& ForwardedSignals();
+
+/// "SIGTERM" for 15; "signal 77" when unknown.
+std::string SignalName(int signal);
+
+}  // namespace sl::watchdog
