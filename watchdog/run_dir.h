@@ -1,0 +1,28 @@
+#pragma once
+// The run directory: one per job and host, holding status.json, preflight.json, env-plan.json,
+// the output tails and hang bundles. Default
+// ${SLURM_SUBMIT_DIR:-$PWD}/safe-launch-runs/<jobid[.stepid] | UTC timestamp-pid>/<host>.
+#include <chrono>
+#include <string>
+
+#include "common/environment.h"
+#include "common/result.h"
+
+namespace sl::watchdog {
+
+/// The directory to use (not created). `explicit_dir` (--run-dir) wins when non-empty; `cwd` is
+/// used when SLURM_SUBMIT_DIR is unset. Pure: tested without touching the disk.
+std::string DefaultRunDir(const std::string& explicit_dir, const Environment& env,
+                          const std::string& cwd, const std::string& host,
+                          std::chrono::system_clock::time_point now, int pid);
+
+/// Creates `dir` and its parents (0755; the leaf 0750). An existing leaf is reused only when
+/// empty, otherwise ".1", ".2", ... is appended (a second step on the same node must not
+/// overwrite the first one's status). Returns the directory actually created; the error names
+/// the path and the fix (permissions, read-only or full file system).
+Result<std::string> CreateRunDir(const std::string& dir);
+
+/// Writes `content` to dir/name through a temporary file and rename.
+Status WriteRunFile(const std::string& dir, const std::string& name, const std::string& content);
+
+}  // namespace sl::watchdog
