@@ -1,21 +1,422 @@
-// Placeholder: GatherNodeFacts is implemented with the preflight checks (issue 2).
+// IB/RoCE part of NodeFacts: ports, states, rates, GID tables and the netdev behind RoCE ports,
+// read from /sys/class/infiniband through the FileReader; plus NCCL's GID-index selection.
 #include "common/node_facts.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/ib_sysfs.h"
 #include "common/log.h"
+#include "common/strings.h"
+
+#ifdef SAFE_LAUNCH_HAVE_IBVERBS
+#include <infiniband/verbs.h>
+#endif
 
 namespace sl {
 
+namespace {
+
+constexpr const char* kIbClass = "/sys/class/infiniband";
+
+// Entries of a directory named by numbers ("1", "2", "10"), ascending by value.
+std::vector<int> NumericEntries(const std::vector<std::string>& names) {
+  std::vector<int> out;
+  out.reserve(names.size());
+  for (const auto& n : names) {
+    int v = 0;
+    auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+    if (ec == std::errc() && p == n.data() + n.size() && v >= 0) out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class IbGatherer {
+ public:
+  IbGatherer(const FileReader& fs, NodeFacts* facts) : fs_(fs), facts_(facts) {}
+
+  void Run() {
+    if (!fs_.Exists(kIbClass)) return;  // no RDMA devices at all: a socket-only node
+    auto devices = fs_.ListDir(kIbClass);
+    if (!devices.ok()) {
+      Problem("", 0, "devices", kIbClass, devices.error());
+      return;
+    }
+    for (const auto& dev : *devices) GatherDevice(dev);
+  }
+
+ private:
+  void Problem(const std::string& dev, int port, std::string attribute, const std::string& path,
+               const Error& err) {
+    std::string message = err.message;
+    if (!err.where.empty()) message = err.where + ": " + message;
+    facts_->ib_problems.push_back({dev, port, std::move(attribute), path, message});
+    Error copy = err;
+    if (copy.where.empty()) copy.where = fs_.HostPath(path);
+    facts_->problems.push_back(std::move(copy));
+  }
+
+  // Reads a file; on failure records a problem and returns nullopt.
+  std::optional<std::string> Read(const std::string& dev, int port, const std::string& attribute,
+                                  const std::string& path) {
+    auto text = fs_.ReadFile(path, 4096);
+    if (!text.ok()) {
+      Problem(dev, port, attribute, path, text.error());
+      return std::nullopt;
+    }
+    return std::move(text).value();
+  }
+
+  // Device-level descriptive files: absent on some providers (rxe has no board_id); never a
+  // problem, only left empty.
+  std::string ReadOptional(const std::string& path) {
+    auto text = fs_.ReadFile(path, 4096);
+    return text.ok() ? std::string(Trim(*text)) : std::string();
+  }
+
+  void GatherDevice(const std::string& dev) {
+    const std::string dir = JoinPath(kIbClass, dev);
+    const std::string fw_ver = ReadOptional(dir + "/fw_ver");
+    const std::string hca_type = ReadOptional(dir + "/hca_type");
+    const std::string board_id = ReadOptional(dir + "/board_id");
+    auto ports = fs_.ListDir(dir + "/ports");
+    if (!ports.ok()) {
+      Problem(dev, 0, "ports", dir + "/ports", ports.error());
+      return;
+    }
+    for (int n : NumericEntries(*ports)) {
+      IbPort p;
+      p.device = dev;
+      p.port = n;
+      p.fw_ver = fw_ver;
+      p.hca_type = hca_type;
+      p.board_id = board_id;
+      GatherPort(dir + "/ports/" + std::to_string(n), &p);
+      facts_->ib_ports.push_back(std::move(p));
+    }
+  }
+
+  void GatherPort(const std::string& pdir, IbPort* p) {
+    const std::string& dev = p->device;
+    if (auto t = Read(dev, p->port, "state", pdir + "/state")) {
+      auto v = ParseSysfsCodeName(*t, "state");
+      if (v.ok()) {
+        p->state_code = v->code;
+        p->state = v->name;
+      } else {
+        Problem(dev, p->port, "state", pdir + "/state", WithWhere(v.error(), pdir + "/state"));
+      }
+    }
+    if (auto t = Read(dev, p->port, "phys_state", pdir + "/phys_state")) {
+      auto v = ParseSysfsCodeName(*t, "phys_state");
+      if (v.ok()) {
+        p->phys_state_code = v->code;
+        p->phys_state = v->name;
+      } else {
+        Problem(dev, p->port, "phys_state", pdir + "/phys_state",
+                WithWhere(v.error(), pdir + "/phys_state"));
+      }
+    }
+    if (auto t = Read(dev, p->port, "rate", pdir + "/rate")) {
+      auto v = ParseIbRate(*t);
+      if (v.ok()) {
+        p->rate_gbps = *v;
+        p->rate_text = std::string(Trim(*t));
+      } else {
+        Problem(dev, p->port, "rate", pdir + "/rate", WithWhere(v.error(), pdir + "/rate"));
+      }
+    }
+    if (auto t = Read(dev, p->port, "link_layer", pdir + "/link_layer")) {
+      auto v = ParseLinkLayer(*t);
+      if (v.ok()) {
+        p->link_layer = *v;
+      } else {
+        Problem(dev, p->port, "link_layer", pdir + "/link_layer",
+                WithWhere(v.error(), pdir + "/link_layer"));
+      }
+    }
+    GatherGids(pdir, p);
+    if (p->IsRoce()) GatherNetdev(pdir, p);
+  }
+
+  Error WithWhere(Error e, const std::string& path) {
+    e.where = fs_.HostPath(path);
+    return e;
+  }
+
+  void GatherGids(const std::string& pdir, IbPort* p) {
+    auto names = fs_.ListDir(pdir + "/gids");
+    if (!names.ok()) {
+      // InfiniBand ports always have gids/; only RoCE needs the table for a decision.
+      if (p->IsRoce()) Problem(p->device, p->port, "gids", pdir + "/gids", names.error());
+      return;
+    }
+    std::vector<int> indices = NumericEntries(*names);
+    p->gid_table_len = indices.empty() ? 0 : indices.back() + 1;
+    // InfiniBand: NCCL uses index 0 (the port GID); reading 128 empty entries would cost time.
+    if (!p->IsRoce() && !indices.empty()) indices.resize(1);
+    for (int i : indices) {
+      const std::string idx = std::to_string(i);
+      const std::string gid_path = pdir + "/gids/" + idx;
+      auto raw = Read(p->device, p->port, "gids/" + idx, gid_path);
+      if (!raw) continue;
+      auto bytes = ParseGid(*raw);
+      if (!bytes.ok()) {
+        Problem(p->device, p->port, "gids/" + idx, gid_path, WithWhere(bytes.error(), gid_path));
+        continue;
+      }
+      bool zero = std::all_of(bytes->begin(), bytes->end(), [](auto b) { return b == 0; });
+      if (zero) continue;  // empty slot; its types/ndevs files fail with EINVAL on a real kernel
+      GidEntry e;
+      e.index = i;
+      e.gid = std::string(Trim(*raw));
+      e.ipv4 = GidIpv4(*bytes);
+      // types/ndevs of a slot in use can still fail (EINVAL while the kernel updates the table,
+      // or in a container); NCCL then treats the version as unknown, and so do we.
+      auto type = fs_.ReadFile(pdir + "/gid_attrs/types/" + idx, 256);
+      if (type.ok()) e.type = std::string(Trim(*type));
+      auto ndev = fs_.ReadFile(pdir + "/gid_attrs/ndevs/" + idx, 256);
+      if (ndev.ok()) e.ndev = std::string(Trim(*ndev));
+      p->gids.push_back(std::move(e));
+    }
+  }
+
+  void GatherNetdev(const std::string& pdir, IbPort* p) {
+    for (const auto& g : p->gids) {
+      if (!g.ndev.empty()) {
+        p->netdev = g.ndev;
+        break;
+      }
+    }
+    if (p->netdev.empty()) {
+      // No GID names a netdev (empty table): the PCI function's own netdev, as ibdev2netdev does.
+      auto nets = fs_.ListDir(JoinPath(kIbClass, p->device) + "/device/net");
+      if (nets.ok() && !nets->empty()) p->netdev = nets->front();
+    }
+    if (p->netdev.empty()) return;
+    const std::string mtu_path = "/sys/class/net/" + p->netdev + "/mtu";
+    if (auto t = Read(p->device, p->port, "netdev_mtu", mtu_path)) {
+      auto v = ParseNetdevMtu(*t);
+      if (v.ok()) {
+        p->netdev_mtu = *v;
+      } else {
+        Problem(p->device, p->port, "netdev_mtu", mtu_path, WithWhere(v.error(), mtu_path));
+      }
+    }
+  }
+
+  const FileReader& fs_;
+  NodeFacts* facts_;
+};
+
+#ifdef SAFE_LAUNCH_HAVE_IBVERBS
+int IbvMtuBytes(ibv_mtu m) {
+  switch (m) {
+    case IBV_MTU_256: return 256;
+    case IBV_MTU_512: return 512;
+    case IBV_MTU_1024: return 1024;
+    case IBV_MTU_2048: return 2048;
+    case IBV_MTU_4096: return 4096;
+  }
+  return 0;
+}
+
+// The active MTU is not in sysfs; only the verbs port query has it. Live node only.
+void QueryActiveMtus(std::vector<IbPort>* ports) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list == nullptr) return;
+  for (int i = 0; i < n; ++i) {
+    const char* name = ibv_get_device_name(list[i]);
+    if (name == nullptr) continue;
+    bool wanted = std::any_of(ports->begin(), ports->end(),
+                              [&](const IbPort& p) { return p.device == name; });
+    if (!wanted) continue;
+    ibv_context* ctx = ibv_open_device(list[i]);
+    if (ctx == nullptr) continue;  // no permission on /dev/infiniband/uverbs*: not checkable
+    for (auto& p : *ports) {
+      if (p.device != name) continue;
+      ibv_port_attr attr;
+      std::memset(&attr, 0, sizeof attr);
+      if (ibv_query_port(ctx, static_cast<uint8_t>(p.port), &attr) == 0) {
+        p.active_mtu = IbvMtuBytes(attr.active_mtu);
+      }
+    }
+    ibv_close_device(ctx);
+  }
+  ibv_free_device_list(list);
+}
+#endif
+
+// NCCL's parameter parsing (src/misc/param.cc): strtoll base 0, trailing junk ignored.
+long long NcclIntParam(const Environment& env, const char* name, long long deflt) {
+  auto v = Lookup(env, name);
+  if (!v || v->empty()) return deflt;
+  errno = 0;
+  long long out = std::strtoll(v->c_str(), nullptr, 0);
+  return errno ? deflt : out;
+}
+
+struct AddrRange {
+  bool set = false;
+  std::uint8_t addr[16] = {};
+  int prefix_len = 0;
+};
+
+// NCCL envIbAddrRange(): "addr/len"; anything malformed is ignored (no filtering).
+AddrRange ParseAddrRange(const Environment& env, bool ipv6, std::string* shown) {
+  AddrRange r;
+  auto v = Lookup(env, "NCCL_IB_ADDR_RANGE");
+  if (!v || v->empty()) return r;
+  std::string s = v->substr(0, 127);
+  auto slash = s.find('/');
+  if (slash == std::string::npos) return r;
+  std::string addr = s.substr(0, slash);
+  if (inet_pton(ipv6 ? AF_INET6 : AF_INET, addr.c_str(), r.addr) != 1) return r;
+  long len = std::strtol(s.c_str() + slash + 1, nullptr, 10);
+  if (len > (ipv6 ? 128 : 32)) return r;
+  r.prefix_len = static_cast<int>(len);
+  r.set = true;
+  *shown = s;
+  return r;
+}
+
+std::uint32_t Word(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+std::uint32_t NetMask(int bits) {
+  return bits >= 32 ? 0xffffffffu : ~((std::uint32_t{1} << (32 - bits)) - 1);
+}
+
+// NCCL matchGidAddrPrefix(): IPv4 compares the last GID word; IPv6 word by word.
+bool MatchesRange(const AddrRange& r, bool ipv6, const GidBytes& gid) {
+  int len = r.prefix_len;
+  if (!r.set || len <= 0) return true;
+  if (!ipv6) {
+    std::uint32_t m = NetMask(len);
+    return (Word(r.addr) & m) == (Word(&gid[12]) & m);
+  }
+  for (int i = 0; i < 4 && len > 0; ++i) {
+    std::uint32_t m = NetMask(std::min(len, 32));
+    if ((Word(r.addr + 4 * i) & m) != (Word(&gid[4 * static_cast<std::size_t>(i)]) & m)) {
+      return false;
+    }
+    len -= 32;
+  }
+  return true;
+}
+
+struct Slot {
+  GidBytes bytes{};
+  int version = 0;  // 0: type unreadable/empty (NCCL leaves its variable unchanged)
+};
+
+}  // namespace
+
 bool GidEntry::IsZero() const { return gid.find_first_not_of("0:") == std::string::npos; }
 bool GidEntry::IsLinkLocal() const { return gid.rfind("fe80:0000:0000:0000", 0) == 0; }
+int GidEntry::RoceVersion() const { return RoceVersionFromType(type); }
+std::string GidEntry::VersionShort() const {
+  int v = RoceVersion();
+  return v == 0 ? std::string() : "v" + std::to_string(v);
+}
+
+int RoceIbMtuForNetdevMtu(int netdev_mtu) {
+  // include/rdma/ib_addr.h iboe_get_mtu(): GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 +
+  // ICRC 4 = 96 bytes of headers, then the largest IB MTU that fits.
+  int payload = netdev_mtu - 96;
+  for (int m : {4096, 2048, 1024, 512, 256}) {
+    if (payload >= m) return m;
+  }
+  return 0;
+}
+
+NcclGidChoice SimulateNcclGidIndex(const IbPort& port, const Environment& env,
+                                   bool honour_gid_index) {
+  NcclGidChoice c;
+  c.roce_version = static_cast<int>(NcclIntParam(env, "NCCL_IB_ROCE_VERSION_NUM", 2));
+  auto fam = Lookup(env, "NCCL_IB_ADDR_FAMILY");
+  c.want_ipv6 = fam && *fam == "AF_INET6";
+  AddrRange range = ParseAddrRange(env, c.want_ipv6, &c.addr_range);
+
+  int len = port.gid_table_len;
+  for (const auto& g : port.gids) len = std::max(len, g.index + 1);
+  std::vector<Slot> table(static_cast<std::size_t>(std::max(len, 1)));
+  for (const auto& g : port.gids) {
+    auto b = ParseGid(g.gid);
+    if (!b.ok() || g.index < 0) continue;
+    table[static_cast<std::size_t>(g.index)] = {*b, g.RoceVersion()};
+  }
+  auto valid = [](const GidBytes& b) { return !GidIsUnconfigured(b) && !GidIsLinkLocal(b); };
+  auto usable = [&](int i) {
+    if (i < 0 || i >= static_cast<int>(table.size())) return false;
+    const Slot& s = table[static_cast<std::size_t>(i)];
+    return valid(s.bytes) && s.version == c.roce_version && GidIsIpv4(s.bytes) != c.want_ipv6 &&
+           MatchesRange(range, c.want_ipv6, s.bytes);
+  };
+  for (int i = 0; i < static_cast<int>(table.size()); ++i) {
+    if (usable(i)) c.usable_indices.push_back(i);
+  }
+
+  if (honour_gid_index) {
+    long long forced = NcclIntParam(env, "NCCL_IB_GID_INDEX", -1);
+    if (forced >= 0) {
+      c.from_env = true;
+      c.index = forced > 1 << 20 ? 1 << 20 : static_cast<int>(forced);
+      c.usable = usable(c.index);
+      return c;
+    }
+  }
+
+  // ncclIbGetGidIndex()/ncclUpdateGidIndex(): start at 0 and let each later index replace the
+  // current one. A candidate of the wanted family replaces a current entry of the other family
+  // outright (even before versions are compared); within the wanted family a valid candidate
+  // in range replaces the current one when it has the wanted RoCE version and the current one
+  // has another version or is not valid.
+  int cur = 0;
+  for (int cand = 1; cand < static_cast<int>(table.size()); ++cand) {
+    const Slot& g = table[static_cast<std::size_t>(cur)];
+    const Slot& k = table[static_cast<std::size_t>(cand)];
+    bool k_v6 = !GidIsIpv4(k.bytes);
+    bool g_v6 = !GidIsIpv4(g.bytes);
+    bool k_match = MatchesRange(range, c.want_ipv6, k.bytes);
+    if (k_v6 != g_v6 && k_v6 == c.want_ipv6 && k_match) {
+      cur = cand;
+      continue;
+    }
+    if (k_v6 != c.want_ipv6 || !valid(k.bytes) || !k_match) continue;
+    // An unreadable type leaves NCCL's version variable unset; -1 never equals a real version.
+    int g_ver = g.version == 0 ? -1 : g.version;
+    int k_ver = k.version == 0 ? -1 : k.version;
+    if ((g_ver != k_ver || !valid(g.bytes)) && k_ver == c.roce_version) cur = cand;
+  }
+  c.index = cur;
+  c.usable = usable(cur);
+  return c;
+}
+
+std::optional<int> SelectNcclGidIndex(const IbPort& port, const Environment& env) {
+  NcclGidChoice c = SimulateNcclGidIndex(port, env, /*honour_gid_index=*/false);
+  if (!c.usable) return std::nullopt;
+  return c.index;
+}
 
 NodeFacts GatherNodeFacts(const FileReader& fs) {
   NodeFacts facts;
   GatherHostFacts(fs, &facts);
+  IbGatherer(fs, &facts).Run();
+#ifdef SAFE_LAUNCH_HAVE_IBVERBS
+  if (!fs.IsSysroot() && !facts.ib_ports.empty()) QueryActiveMtus(&facts.ib_ports);
+#endif
   return facts;
-}
-
-std::optional<int> SelectNcclGidIndex(const IbPort& port, const Environment& env) {
-  return std::nullopt;
 }
 
 }  // namespace sl

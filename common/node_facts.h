@@ -28,6 +28,20 @@ struct GidEntry {
   bool IsZero() const;
   bool IsLinkLocal() const;  ///< fe80::/64
   bool IsRoceV2() const { return type == "RoCE v2"; }
+  /// 1 for "IB/RoCE v1" / "RoCE v1", 2 for "RoCE v2", 0 when unknown (NCCL's prefix rule).
+  int RoceVersion() const;
+  /// show_gids VER column: "v1", "v2" or "" when unknown.
+  std::string VersionShort() const;
+};
+
+/// A file of an IB device/port that could not be read or parsed while gathering. The checks
+/// turn these into `error` findings for the port (never a guess, never a pass).
+struct IbProblem {
+  std::string device;     ///< "mlx5_0"
+  int port = 0;           ///< 0 for device-level files
+  std::string attribute;  ///< "state", "phys_state", "rate", "link_layer", "gids/3", "netdev_mtu", "ports"
+  std::string path;       ///< node path, e.g. /sys/class/infiniband/mlx5_0/ports/1/state
+  std::string message;    ///< reason, with the host path (root prefix included)
 };
 
 /// One port of one /sys/class/infiniband device.
@@ -42,7 +56,14 @@ struct IbPort {
   std::string netdev;      ///< RoCE: the netdev behind the port ("ens3np0"), else ""
   int netdev_mtu = 0;      ///< /sys/class/net/<netdev>/mtu, 0 when unknown
   int active_mtu = 0;      ///< IB MTU in bytes from libibverbs, 0 when not checkable
-  std::vector<GidEntry> gids;
+  std::vector<GidEntry> gids;  ///< non-empty entries only (RoCE: all; InfiniBand: index 0)
+  // Added with the IB checks:
+  int state_code = 0;          ///< the number in "4: ACTIVE"
+  int phys_state_code = 0;     ///< the number in "5: LinkUp"
+  int gid_table_len = 0;       ///< number of gids/I entries (empty ones included)
+  std::string fw_ver;          ///< device fw_ver, "28.39.1002"
+  std::string hca_type;        ///< device hca_type, "MT4129"
+  std::string board_id;        ///< device board_id
   std::string Name() const { return device + ":" + std::to_string(port); }
   bool IsRoce() const { return link_layer == "Ethernet"; }
   bool IsUp() const { return state == "ACTIVE" && phys_state == "LinkUp"; }
@@ -59,6 +80,8 @@ struct NetInterface {
   std::string operstate;  ///< "up", "down", "unknown"
   int mtu = 0;
   std::vector<std::string> addresses;  ///< IPv4/IPv6 without prefix length
+  int ifindex = 0;                     ///< /sys/class/net/<if>/ifindex (getifaddrs order)
+  std::uint32_t flags = 0;             ///< /sys/class/net/<if>/flags: IFF_UP = 0x1, ...
 };
 
 struct NodeFacts {
@@ -70,8 +93,11 @@ struct NodeFacts {
   std::uint64_t nofile_soft = 0, nofile_hard = 0;
   std::optional<std::uint64_t> shm_bytes;  ///< size of the /dev/shm mount
   bool peermem_loaded = false;             ///< nvidia_peermem or nv_peer_mem in /proc/modules
+  std::string peermem_module;              ///< which of the two is loaded, "" when none
+  bool nvidia_open_kernel = false;  ///< /proc/driver/nvidia/version says "Open Kernel Module"
   std::vector<NetInterface> interfaces;
   std::vector<Error> problems;  ///< files that could not be read while gathering (never fatal)
+  std::vector<IbProblem> ib_problems;  ///< the IB/RoCE subset of problems, by device/port
 };
 
 /// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
@@ -86,6 +112,26 @@ void GatherHostFacts(const FileReader& fs, NodeFacts* facts);
 /// link-local GIDs); nullopt when the table has no usable entry.
 std::optional<int> SelectNcclGidIndex(const IbPort& port, const Environment& env);
 
+/// NCCL's RoCE GID selection in full (src/transport/net_ib, ncclIbGetGidIndex).
+struct NcclGidChoice {
+  int index = 0;            ///< the index NCCL ends up with (NCCL_IB_GID_INDEX when set >= 0)
+  bool from_env = false;    ///< NCCL_IB_GID_INDEX was set (>= 0): NCCL uses it as is
+  bool usable = false;      ///< the entry is configured, not link-local, of the wanted RoCE
+                            ///< version and address family, and inside NCCL_IB_ADDR_RANGE
+  int roce_version = 2;     ///< wanted: NCCL_IB_ROCE_VERSION_NUM (default 2)
+  bool want_ipv6 = false;   ///< NCCL_IB_ADDR_FAMILY=AF_INET6
+  std::string addr_range;   ///< NCCL_IB_ADDR_RANGE as NCCL understood it ("" = none/ignored)
+  std::vector<int> usable_indices;  ///< every usable entry of the table, ascending
+};
+/// `honour_gid_index` false ignores NCCL_IB_GID_INDEX (what NCCL would pick on its own).
+NcclGidChoice SimulateNcclGidIndex(const IbPort& port, const Environment& env,
+                                   bool honour_gid_index = true);
+/// The IB path MTU a RoCE port allows over a netdev of `netdev_mtu` bytes (kernel iboe_get_mtu:
+/// the largest of 256..4096 that fits after 96 bytes of RoCE headers); 0 below 352.
+int RoceIbMtuForNetdevMtu(int netdev_mtu);
+
+void to_json(nlohmann::json& j, const IbProblem& v);
+void from_json(const nlohmann::json& j, IbProblem& v);
 void to_json(nlohmann::json& j, const GidEntry& v);
 void from_json(const nlohmann::json& j, GidEntry& v);
 void to_json(nlohmann::json& j, const IbPort& v);

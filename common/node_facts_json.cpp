@@ -6,11 +6,14 @@
 namespace sl {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GidEntry, index, gid, type, ndev, ipv4)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IbProblem, device, port, attribute, path, message)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IbPort, device, port, state, phys_state, rate_text,
                                                 rate_gbps, link_layer, netdev, netdev_mtu,
-                                                active_mtu, gids)
+                                                active_mtu, gids, state_code, phys_state_code,
+                                                gid_table_len, fw_ver, hca_type, board_id)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, pci_address, device_id, model)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetInterface, name, operstate, mtu, addresses)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetInterface, name, operstate, mtu, addresses,
+                                                ifindex, flags)
 
 // Limits: kUnlimited is written as the string "unlimited" (as /proc/self/limits does).
 namespace {
@@ -36,10 +39,13 @@ void to_json(nlohmann::json& j, const NodeFacts& v) {
                      {"nofile_hard", LimitJson(v.nofile_hard)},
                      {"shm_bytes", v.shm_bytes ? nlohmann::json(*v.shm_bytes) : nlohmann::json()},
                      {"peermem_loaded", v.peermem_loaded},
+                     {"peermem_module", v.peermem_module},
+                     {"nvidia_open_kernel", v.nvidia_open_kernel},
                      {"interfaces", v.interfaces}};
   auto problems = nlohmann::json::array();
   for (const auto& p : v.problems) problems.push_back({{"where", p.where}, {"message", p.message}});
   j["problems"] = std::move(problems);
+  j["ib_problems"] = v.ib_problems;
 }
 
 void from_json(const nlohmann::json& j, NodeFacts& v) {
@@ -55,6 +61,8 @@ void from_json(const nlohmann::json& j, NodeFacts& v) {
     v.shm_bytes = j["shm_bytes"].get<std::uint64_t>();
   }
   v.peermem_loaded = j.value("peermem_loaded", false);
+  v.peermem_module = j.value("peermem_module", "");
+  v.nvidia_open_kernel = j.value("nvidia_open_kernel", false);
   v.interfaces = j.value("interfaces", std::vector<NetInterface>{});
   v.problems.clear();
   if (j.contains("problems") && j["problems"].is_array()) {
@@ -62,6 +70,7 @@ void from_json(const nlohmann::json& j, NodeFacts& v) {
       v.problems.push_back(MakeError(p.value("message", ""), p.value("where", "")));
     }
   }
+  v.ib_problems = j.value("ib_problems", std::vector<IbProblem>{});
 }
 
 }  // namespace sl
