@@ -19,7 +19,9 @@ struct EnvSetting {
   std::string name;
   std::string literal;  ///< the value as written (numbers/bools turned into text)
   std::string compute;  ///< "" for a literal
-  std::string why;      ///< optional `why = "..."` of a computed entry, or a trailing comment
+  std::string why;      ///< optional `why = "..."` of a computed entry
+  bool required = false;   ///< computed: the node must provide it (else the fallback is a note)
+  std::string link_layer;  ///< computed ib_hca/roce_gid_index: only ports of this link layer
   std::string origin;   ///< "recipes/infiniband.toml:14"
 };
 

@@ -1,0 +1,657 @@
+// Resolution: (recipe, environment, facts, versions) -> Plan, and the plan's renderings. Pure.
+#include "recipes/plan.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/nccl_select.h"
+#include "common/strings.h"
+#include "recipes/registry.h"
+
+namespace sl::recipes {
+namespace {
+
+constexpr Version kNcclAutoGid{2, 21, 5};  // first NCCL that picks the RoCE v2 GID itself
+constexpr Version kNcclRas{2, 24, 3};      // first NCCL with the RAS subsystem
+
+std::string Join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+std::string PortDesc(const IbPort& p) {
+  std::string s = p.Name() + " (" + (p.state.empty() ? "?" : p.state);
+  if (!p.rate_text.empty()) s += ", " + p.rate_text;
+  if (!p.link_layer.empty()) s += ", " + std::string(p.IsRoce() ? "RoCE" : p.link_layer);
+  return s + ")";
+}
+
+std::vector<const IbPort*> Ports(const NodeFacts& f, std::string_view link_layer, bool up_only) {
+  std::vector<const IbPort*> out;
+  for (const auto& p : f.ib_ports) {
+    if (!link_layer.empty() && p.link_layer != link_layer) continue;
+    if (up_only && !p.IsUp()) continue;
+    out.push_back(&p);
+  }
+  return out;
+}
+
+std::string VersionText(const std::optional<Version>& v) { return v ? v->ToString() : "unknown"; }
+
+// What a compute function produced: a value with its reason, or a note why nothing is set.
+struct Computed {
+  std::optional<std::string> value;
+  std::string reason;  // for a value: why; without: the note
+};
+
+Computed ComputeIbHca(const EnvSetting& s, const NodeFacts& facts) {
+  auto up = Ports(facts, s.link_layer, true);
+  auto all = Ports(facts, s.link_layer, false);
+  if (up.empty()) {
+    std::string why = all.empty() ? "this node has no RDMA port" +
+                                        (s.link_layer.empty() ? "" : " of link layer " + s.link_layer)
+                                  : "no RDMA port is ACTIVE/LinkUp";
+    return {std::nullopt, why + "; left unset (NCCL would use sockets: see preflight ib.port.state)"};
+  }
+  NcclNameFilter f;
+  f.exact = true;
+  std::vector<std::string> used, skipped;
+  for (const IbPort* p : up) {
+    f.entries.push_back({p->device, p->port});
+    used.push_back(PortDesc(*p));
+  }
+  for (const IbPort* p : all) {
+    if (!p->IsUp()) skipped.push_back(PortDesc(*p));
+  }
+  std::string why = "the ACTIVE ports: " + Join(used, ", ");
+  if (!skipped.empty()) why += "; skipped " + Join(skipped, ", ");
+  why += "; '=' makes the match exact (without it mlx5_1 also selects mlx5_10..mlx5_17)";
+  return {FormatNcclFilter(f), why};
+}
+
+bool SkippedIfname(std::string_view n) {
+  return n == "lo" || StartsWith(n, "docker") || StartsWith(n, "virbr") || StartsWith(n, "veth") ||
+         StartsWith(n, "br-") || StartsWith(n, "cni") || StartsWith(n, "flannel");
+}
+
+Computed ComputeSocketIfname(const NodeFacts& facts) {
+  if (facts.interfaces.empty()) {
+    return {std::nullopt,
+            "no network interfaces known for this node; left unset (NCCL picks ib* first, then any "
+            "interface but docker*, lo, virbr*)"};
+  }
+  auto usable = [](const NetInterface& i) {
+    return !SkippedIfname(i.name) && (i.operstate == "up" || i.operstate == "unknown") &&
+           !i.addresses.empty();
+  };
+  const NetInterface* pick = nullptr;
+  // NCCL's own order: IPoIB (ib*) first, then the rest.
+  for (const auto& i : facts.interfaces) {
+    if (StartsWith(i.name, "ib") && usable(i)) {
+      pick = &i;
+      break;
+    }
+  }
+  if (pick == nullptr) {
+    for (const auto& i : facts.interfaces) {
+      if (usable(i)) {
+        pick = &i;
+        break;
+      }
+    }
+  }
+  if (pick == nullptr) {
+    return {std::nullopt,
+            "no interface is up with an address (lo, docker*, veth*, virbr* do not count); left "
+            "unset: see preflight net.ifname"};
+  }
+  std::string why = pick->name + " is up with address " + pick->addresses.front() +
+                    (StartsWith(pick->name, "ib") ? " (IPoIB: NCCL's first preference)"
+                                                  : " (first usable non-container interface)") +
+                    "; pinned with '=' so every rank bootstraps over the same, checked interface "
+                    "and never over a container bridge";
+  return {"=" + pick->name, why};
+}
+
+Computed ComputeGidIndex(const EnvSetting& s, const Environment& env, const NodeFacts& facts,
+                         const Versions& versions) {
+  auto up = Ports(facts, s.link_layer.empty() ? "Ethernet" : s.link_layer, true);
+  std::vector<const IbPort*> roce;
+  for (const IbPort* p : up) {
+    if (p->IsRoce()) roce.push_back(p);
+  }
+  if (roce.empty()) return {std::nullopt, "no ACTIVE RoCE port; not needed"};
+  std::vector<std::string> picks;
+  std::optional<int> common;
+  bool agree = true;
+  for (const IbPort* p : roce) {
+    auto idx = SelectNcclGidIndex(*p, env);
+    if (!idx) {
+      return {std::nullopt, p->Name() +
+                                " has no usable RoCE v2 GID (IPv4, not link-local); left unset: "
+                                "see preflight ib.gid"};
+    }
+    picks.push_back(p->Name() + " -> " + std::to_string(*idx));
+    if (common && *common != *idx) agree = false;
+    if (!common) common = idx;
+  }
+  const std::string where = Join(picks, ", ");
+  if (!versions.nccl) {
+    return {std::nullopt, "NCCL version unknown; assuming >= 2.21, which picks the RoCE v2 GID "
+                          "itself (" + where + "); state --nccl-version if older"};
+  }
+  if (*versions.nccl >= kNcclAutoGid) {
+    return {std::nullopt, "NCCL " + versions.nccl->ToString() +
+                              " (>= 2.21) picks the RoCE v2 GID itself (" + where +
+                              "); setting it would only break on nodes whose table differs"};
+  }
+  if (!agree) {
+    return {std::nullopt, "ports need different GID indexes (" + where +
+                              ") but NCCL " + versions.nccl->ToString() +
+                              " takes one global value; upgrade NCCL to >= 2.21"};
+  }
+  return {std::to_string(*common),
+          "NCCL " + versions.nccl->ToString() +
+              " (< 2.21) uses index 0 unless told; the RoCE v2 IPv4 entry is " + where};
+}
+
+std::uint64_t Fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+Computed ComputeRasAddr(const Environment& env, const Versions& versions) {
+  if (versions.nccl && *versions.nccl < kNcclRas) {
+    return {std::nullopt,
+            "NCCL " + versions.nccl->ToString() + " has no RAS (added in 2.24); not needed"};
+  }
+  auto job = Lookup(env, "SLURM_JOB_ID");
+  if (!job || job->empty()) {
+    return {std::nullopt,
+            "not in a Slurm job (no SLURM_JOB_ID): NCCL's default 127.0.0.1:28028 is kept"};
+  }
+  auto step = Lookup(env, "SLURM_STEP_ID").value_or("");
+  int port = RasPortFor(env);
+  return {"127.0.0.1:" + std::to_string(port),
+          "job-unique port 28028 + hash(SLURM_JOB_ID=" + *job +
+              (step.empty() ? "" : ", SLURM_STEP_ID=" + step) +
+              ") % 1000: two jobs sharing this node would otherwise both want 28028 and the "
+              "second one's RAS could not listen"};
+}
+
+std::string ExpandRunDir(const std::string& value, const std::string& run_dir) {
+  std::string out = value;
+  const std::string token = "{run_dir}";
+  for (auto pos = out.find(token); pos != std::string::npos; pos = out.find(token, pos)) {
+    out.replace(pos, token.size(), run_dir);
+    pos += run_dir.size();
+  }
+  return out;
+}
+
+// All names one variable goes by (itself, its old or new name).
+std::vector<std::string> AliasesOf(std::string_view name) {
+  std::vector<std::string> out{std::string(name)};
+  const VarSpec* spec = FindVariable(name);
+  if (spec && !spec->replaced_by.empty()) out.emplace_back(spec->replaced_by);
+  for (const VarSpec& s : Variables()) {
+    if (s.replaced_by == name) out.emplace_back(s.name);
+  }
+  return out;
+}
+
+bool ValidShellName(std::string_view n) {
+  if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// A comment line must stay one line whatever a user value contains.
+std::string CommentSafe(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (static_cast<unsigned char>(c) < 0x20) out += '?';
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view SourceName(Source s) {
+  switch (s) {
+    case Source::kUser:
+      return "user";
+    case Source::kRecipe:
+      return "recipe";
+    case Source::kComputed:
+      return "computed";
+  }
+  return "?";
+}
+
+const PlanEntry* Plan::Find(std::string_view name) const {
+  for (const auto& e : entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+int RasPortFor(const Environment& env) {
+  auto job = Lookup(env, "SLURM_JOB_ID");
+  if (!job || job->empty()) return 28028;
+  std::string key = *job + "." + Lookup(env, "SLURM_STEP_ID").value_or("");
+  return 28028 + static_cast<int>(Fnv1a(key) % 1000);
+}
+
+std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& facts) {
+  std::vector<Conflict> out;
+  auto active = Ports(facts, "", true);
+  std::vector<std::string> active_names;
+  for (const IbPort* p : active) active_names.push_back(p->Name());
+
+  if (auto v = Lookup(env, "NCCL_IB_DISABLE")) {
+    auto n = ParseInt(*v);
+    if (n.ok() && *n != 0 && !active.empty()) {
+      out.push_back({"NCCL_IB_DISABLE", *v,
+                     "IB/RoCE transport disabled while " + std::to_string(active.size()) +
+                         " RDMA port(s) are ACTIVE (" + Join(active_names, ", ") +
+                         "): training silently runs over TCP sockets, many times slower",
+                     "unset NCCL_IB_DISABLE (or set it to 0)"});
+    }
+  }
+  if (auto v = Lookup(env, "NCCL_NET")) {
+    if (ToLower(Trim(*v)) == "socket" && !active.empty()) {
+      out.push_back({"NCCL_NET", *v,
+                     "socket transport forced while RDMA ports are ACTIVE (" +
+                         Join(active_names, ", ") + ")",
+                     "unset NCCL_NET"});
+    }
+  }
+  if (auto v = Lookup(env, "NCCL_IB_HCA"); v && !facts.ib_ports.empty()) {
+    auto f = ParseIbHca(*v);
+    if (f.ok()) {
+      if (!f->exclude) {
+        for (const auto& e : f->entries) {
+          std::vector<const IbPort*> hits;
+          std::set<std::string> extra_devices;
+          for (const auto& p : facts.ib_ports) {
+            bool name_ok = f->exact ? p.device == e.name : StartsWith(p.device, e.name);
+            if (name_ok && (e.port < 0 || e.port == p.port)) {
+              hits.push_back(&p);
+              if (p.device != e.name) extra_devices.insert(p.device);
+            }
+          }
+          std::string ent = e.name + (e.port >= 0 ? ":" + std::to_string(e.port) : "");
+          if (hits.empty()) {
+            std::vector<std::string> have;
+            for (const auto& p : facts.ib_ports) have.push_back(p.Name());
+            out.push_back({"NCCL_IB_HCA", *v,
+                           "names " + ent + ", which this node does not have (ports: " +
+                               Join(have, ", ") + ")",
+                           "list only existing ports, e.g. NCCL_IB_HCA==" +
+                               (active_names.empty() ? std::string("mlx5_0:1")
+                                                     : Join(active_names, ","))});
+            continue;
+          }
+          bool any_up = std::any_of(hits.begin(), hits.end(),
+                                    [](const IbPort* p) { return p->IsUp(); });
+          if (!any_up) {
+            std::vector<std::string> d;
+            for (const IbPort* p : hits) d.push_back(PortDesc(*p));
+            out.push_back({"NCCL_IB_HCA", *v,
+                           "names " + ent + ", which is not ACTIVE/LinkUp: " + Join(d, ", "),
+                           "bring the port up, or remove it from NCCL_IB_HCA"});
+          }
+          if (!f->exact && !extra_devices.empty()) {
+            out.push_back({"NCCL_IB_HCA", *v,
+                           "'" + e.name + "' is a prefix match: it also selects " +
+                               Join({extra_devices.begin(), extra_devices.end()}, ", "),
+                           "prefix the list with '=' for exact names, e.g. NCCL_IB_HCA==" +
+                               std::string(Trim(*v)),
+                           true});
+          }
+        }
+      }
+      bool selects_active = std::any_of(active.begin(), active.end(), [&](const IbPort* p) {
+        return FilterSelectsIbPort(*f, p->device, p->port);
+      });
+      if (!selects_active && !active.empty()) {
+        out.push_back({"NCCL_IB_HCA", *v,
+                       "selects none of the ACTIVE ports (" + Join(active_names, ", ") +
+                           "): NCCL finds no IB device and falls back to sockets",
+                       "NCCL_IB_HCA==" + Join(active_names, ",")});
+      }
+    }
+  }
+  if (auto v = Lookup(env, "NCCL_IB_GID_INDEX")) {
+    auto idx = ParseInt(*v);
+    std::optional<NcclNameFilter> hca;
+    if (auto h = Lookup(env, "NCCL_IB_HCA")) {
+      if (auto f = ParseIbHca(*h); f.ok()) hca = *f;
+    }
+    if (idx.ok() && *idx >= 0) {
+      for (const IbPort* p : active) {
+        if (!p->IsRoce()) continue;
+        if (hca && !FilterSelectsIbPort(*hca, p->device, p->port)) continue;
+        const GidEntry* entry = nullptr;
+        for (const auto& g : p->gids) {
+          if (g.index == *idx) entry = &g;
+        }
+        std::string problem;
+        if (entry == nullptr || entry->IsZero()) {
+          problem = "GID index " + *v + " is empty on " + p->Name();
+        } else if (entry->IsLinkLocal()) {
+          problem = "GID index " + *v + " on " + p->Name() + " is link-local (" + entry->gid +
+                    "): not routable between nodes";
+        } else if (!entry->type.empty() && !entry->IsRoceV2()) {
+          problem = "GID index " + *v + " on " + p->Name() + " is " + entry->type +
+                    ", not RoCE v2";
+        }
+        if (problem.empty()) continue;
+        auto good = SelectNcclGidIndex(*p, env);
+        out.push_back({"NCCL_IB_GID_INDEX", *v, problem,
+                       good ? "use index " + std::to_string(*good) +
+                                  " (RoCE v2, IPv4), or unset it: NCCL >= 2.21 picks it itself"
+                            : "unset it; this port has no usable RoCE v2 GID (see ib.gid)"});
+      }
+    }
+  }
+  if (auto v = Lookup(env, "NCCL_SOCKET_IFNAME"); v && !facts.interfaces.empty()) {
+    auto f = ParseSocketIfname(*v);
+    if (f.ok()) {
+      std::vector<std::string> selected, up;
+      for (const auto& i : facts.interfaces) {
+        if (!FilterSelectsIfname(*f, i.name)) continue;
+        selected.push_back(i.name);
+        if ((i.operstate == "up" || i.operstate == "unknown") && !i.addresses.empty()) {
+          up.push_back(i.name);
+        }
+      }
+      std::vector<std::string> have;
+      for (const auto& i : facts.interfaces) have.push_back(i.name);
+      if (selected.empty()) {
+        out.push_back({"NCCL_SOCKET_IFNAME", *v,
+                       "matches no interface of this node (" + Join(have, ", ") +
+                           "): NCCL bootstrap fails with 'no socket interface found'",
+                       "name an existing interface, e.g. NCCL_SOCKET_IFNAME==" +
+                           (have.empty() ? std::string("eth0") : have.front())});
+      } else if (up.empty()) {
+        out.push_back({"NCCL_SOCKET_IFNAME", *v,
+                       "matches only interfaces that are down or have no address (" +
+                           Join(selected, ", ") + ")",
+                       "bring the interface up or choose another"});
+      }
+    }
+  }
+  return out;
+}
+
+Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFacts& facts,
+                     const Versions& versions, const std::string& run_dir) {
+  Plan plan;
+  plan.recipe = recipe.name;
+  plan.recipe_path = recipe.path;
+  plan.versions = versions;
+  plan.run_dir = run_dir;
+  plan.thresholds = recipe.thresholds;
+  plan.thresholds_set = recipe.thresholds_set;
+  plan.waive = recipe.waive;
+  std::set<std::string> handled;
+
+  for (const EnvSetting& s : recipe.env) {
+    const std::string name = NameFor(s.name, versions);
+    const VarSpec* spec = FindVariable(name);
+    for (const auto& a : AliasesOf(s.name)) handled.insert(a);
+    if (spec != nullptr) {
+      const auto& owner_version = spec->owner == "torch" ? versions.torch : versions.nccl;
+      if (!AppliesTo(*spec, owner_version)) {
+        plan.notes.push_back({name, std::string(spec->owner) + " " + VersionText(owner_version) +
+                                        " does not read it" +
+                                        (spec->since ? " (added in " + spec->since->ToString() + ")"
+                                                     : std::string()) +
+                                        "; not set"});
+        continue;
+      }
+    }
+    // Compute what the recipe wants, even when the user's value wins (shown in --explain).
+    PlanEntry entry;
+    entry.name = name;
+    entry.origin = s.origin;
+    std::optional<std::string> value;
+    std::string reason;
+    if (s.compute.empty()) {
+      if (s.literal.find("{run_dir}") != std::string::npos && run_dir.empty()) {
+        return MakeError(s.name + " uses {run_dir} but no run directory was given", s.origin,
+                         "pass --run-dir DIR");
+      }
+      value = ExpandRunDir(s.literal, run_dir);
+      reason = s.why.empty() && spec ? std::string(spec->meaning) : s.why;
+      entry.source = Source::kRecipe;
+    } else {
+      Computed c;
+      if (s.compute == "ib_hca") c = ComputeIbHca(s, facts);
+      if (s.compute == "socket_ifname") c = ComputeSocketIfname(facts);
+      if (s.compute == "roce_gid_index") c = ComputeGidIndex(s, env, facts, versions);
+      if (s.compute == "ras_addr") c = ComputeRasAddr(env, versions);
+      value = c.value;
+      reason = c.reason;
+      if (!s.why.empty()) reason = s.why + ": " + reason;
+      entry.source = Source::kComputed;
+    }
+    if (value && spec != nullptr) {
+      if (auto st = ValidateValue(*spec, *value); !st.ok()) {
+        Error e = st.error();
+        e.where = s.origin;
+        e.message = name + "=" + *value + ": " + e.message;
+        return e;
+      }
+    }
+    std::optional<std::pair<std::string, std::string>> user;
+    for (const auto& a : AliasesOf(s.name)) {
+      if (auto v = Lookup(env, a)) {
+        user = std::make_pair(a, *v);
+        break;
+      }
+    }
+    if (user) {
+      PlanEntry u;
+      u.name = user->first;
+      u.value = user->second;
+      u.source = Source::kUser;
+      u.origin = "environment";
+      u.recipe_value = value.value_or("");
+      u.reason = "set by you; kept" +
+                 (value ? (*value == u.value ? std::string(" (same as the recipe)")
+                                             : " (" + recipe.path + " would set " + *value + ")")
+                        : std::string());
+      if (u.name != name) {
+        u.reason += "; note: torch " + VersionText(versions.torch) + " reads " + name;
+      }
+      plan.entries.push_back(std::move(u));
+      continue;
+    }
+    if (!value) {
+      if (s.required) {
+        return MakeError(name + " cannot be computed on this node: " + reason, s.origin,
+                         "fix the node (see safe-launch preflight), or use a recipe that does "
+                         "not require it");
+      }
+      plan.notes.push_back({name, reason});
+      continue;
+    }
+    entry.value = *value;
+    entry.reason = reason;
+    plan.entries.push_back(std::move(entry));
+  }
+  // Every other NCCL/torch variable the user set travels unchanged; list it so the plan is the
+  // whole picture.
+  for (const auto& [k, v] : env) {
+    if (!IsLintedName(k) || handled.count(k)) continue;
+    PlanEntry u;
+    u.name = k;
+    u.value = v;
+    u.source = Source::kUser;
+    u.origin = "environment";
+    const VarSpec* spec = FindVariable(k);
+    u.reason = spec ? "set by you; kept (" + std::string(spec->meaning) + ")"
+                    : "set by you; kept (not a known NCCL/torch variable)";
+    plan.entries.push_back(std::move(u));
+  }
+  plan.conflicts = FactConflicts(env, facts);
+  return plan;
+}
+
+Result<Plan> ResolveForNode(const ResolveOptions& options, const Environment& env,
+                            const NodeFacts& facts) {
+  std::string why;
+  Result<Recipe> recipe = options.recipe.empty() ? ChooseRecipe(facts, env, &why)
+                                                 : LoadRecipe(options.recipe, env);
+  if (!recipe.ok()) return recipe.error();
+  if (!options.recipe.empty()) why = "named with --recipe";
+  auto plan = Resolve(*recipe, env, facts, options.versions, options.run_dir);
+  if (plan.ok()) plan->recipe_why = why;
+  return plan;
+}
+
+std::string ShellQuote(std::string_view value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string PlanToShell(const Plan& plan) {
+  std::string out = "# safe-launch env: recipe " + CommentSafe(plan.recipe) + " (" +
+                    CommentSafe(plan.recipe_path) + "), NCCL " +
+                    VersionText(plan.versions.nccl) + ", torch " +
+                    VersionText(plan.versions.torch) + "\n";
+  for (const auto& c : plan.conflicts) {
+    out += "# " + std::string(c.warning_only ? "warning" : "conflict") + ": " +
+           CommentSafe(c.name) + ": " + CommentSafe(c.message) + " (fix: " + CommentSafe(c.fix) +
+           ")\n";
+  }
+  for (const auto& e : plan.entries) {
+    if (!ValidShellName(e.name)) {
+      out += "# skipped a variable whose name is not a valid shell name: " + CommentSafe(e.name) +
+             "\n";
+      continue;
+    }
+    out += "export " + e.name + "=" + ShellQuote(e.value) + "\n";
+  }
+  return out;
+}
+
+nlohmann::json PlanToJson(const Plan& plan) {
+  nlohmann::json j;
+  j["recipe"] = plan.recipe;
+  j["recipe_path"] = plan.recipe_path;
+  j["recipe_why"] = plan.recipe_why;
+  j["run_dir"] = plan.run_dir;
+  auto ver = [](const std::optional<Version>& v) {
+    return v ? nlohmann::json(v->ToString()) : nlohmann::json(nullptr);
+  };
+  j["versions"] = {{"nccl", ver(plan.versions.nccl)},
+                   {"nccl_source", plan.versions.nccl_source},
+                   {"torch", ver(plan.versions.torch)},
+                   {"torch_source", plan.versions.torch_source}};
+  j["entries"] = nlohmann::json::array();
+  for (const auto& e : plan.entries) {
+    nlohmann::json x = {{"name", e.name},     {"value", e.value},
+                        {"source", SourceName(e.source)}, {"origin", e.origin},
+                        {"reason", e.reason}};
+    if (e.source == Source::kUser && !e.recipe_value.empty()) x["recipe_value"] = e.recipe_value;
+    j["entries"].push_back(std::move(x));
+  }
+  j["conflicts"] = nlohmann::json::array();
+  for (const auto& c : plan.conflicts) {
+    j["conflicts"].push_back({{"name", c.name},
+                              {"value", c.value},
+                              {"message", c.message},
+                              {"fix", c.fix},
+                              {"severity", c.warning_only ? "warn" : "fail"}});
+  }
+  j["notes"] = nlohmann::json::array();
+  for (const auto& n : plan.notes) j["notes"].push_back({{"name", n.name}, {"message", n.message}});
+  const Thresholds& t = plan.thresholds;
+  j["thresholds"] = {{"min_ib_mtu", t.min_ib_mtu},
+                     {"min_roce_mtu", t.min_roce_mtu},
+                     {"expected_mtu", t.expected_mtu ? nlohmann::json(*t.expected_mtu)
+                                                     : nlohmann::json(nullptr)},
+                     {"min_rate_gbps", t.min_rate_gbps},
+                     {"min_memlock", t.min_memlock},
+                     {"min_nofile", t.min_nofile},
+                     {"min_shm", t.min_shm},
+                     {"min_rmem_max", t.min_rmem_max},
+                     {"min_wmem_max", t.min_wmem_max},
+                     {"min_tcp_rmem_max", t.min_tcp_rmem_max},
+                     {"min_tcp_wmem_max", t.min_tcp_wmem_max},
+                     {"min_local_ports", t.min_local_ports}};
+  j["thresholds_set"] = plan.thresholds_set;
+  j["waive"] = plan.waive;
+  return j;
+}
+
+std::string PlanToText(const Plan& plan) {
+  std::ostringstream o;
+  o << "recipe   " << plan.recipe << " (" << plan.recipe_path << ")";
+  if (!plan.recipe_why.empty()) o << ": " << plan.recipe_why;
+  o << "\nNCCL     " << VersionText(plan.versions.nccl) << "  [" << plan.versions.nccl_source
+    << "]\ntorch    " << VersionText(plan.versions.torch) << "  [" << plan.versions.torch_source
+    << "]\nrun dir  " << (plan.run_dir.empty() ? "-" : plan.run_dir) << "\n\n";
+  std::size_t w = 8;
+  for (const auto& e : plan.entries) w = std::max(w, e.name.size());
+  o << "NAME" << std::string(w - 4 + 2, ' ') << "VALUE  [source: origin]\n";
+  for (const auto& e : plan.entries) {
+    o << e.name << std::string(w - e.name.size() + 2, ' ') << CommentSafe(e.value) << "  ["
+      << SourceName(e.source) << ": " << e.origin << "]\n";
+    if (!e.reason.empty()) o << std::string(w + 2, ' ') << "why: " << CommentSafe(e.reason) << "\n";
+  }
+  if (!plan.notes.empty()) {
+    o << "\nnot set:\n";
+    for (const auto& n : plan.notes) o << "  " << n.name << ": " << n.message << "\n";
+  }
+  if (!plan.conflicts.empty()) {
+    o << "\nconflicts with this node (your values are kept):\n";
+    for (const auto& c : plan.conflicts) {
+      o << "  " << (c.warning_only ? "warn " : "FAIL ") << c.name << "=" << CommentSafe(c.value)
+        << ": " << CommentSafe(c.message) << "\n       fix: " << CommentSafe(c.fix) << "\n";
+    }
+  }
+  if (!plan.thresholds_set.empty() || !plan.waive.empty()) {
+    o << "\npreflight: ";
+    if (!plan.thresholds_set.empty()) o << "thresholds " << Join(plan.thresholds_set, ", ");
+    if (!plan.waive.empty()) {
+      o << (plan.thresholds_set.empty() ? "" : "; ") << "waived " << Join(plan.waive, ", ");
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+Environment ApplyPlan(const Plan& plan, Environment env) {
+  for (const auto& e : plan.entries) env[e.name] = e.value;
+  return env;
+}
+
+}  // namespace sl::recipes

@@ -1,0 +1,513 @@
+// Recipe parsing (toml++) and choice. toml++ throws on malformed input; the throw is caught here so
+// nothing leaves this module but Result values.
+#include "recipes/recipe.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "common/strings.h"
+#include "recipes/registry.h"
+
+namespace sl::recipes {
+
+// Generated from recipes/*.toml by recipes/embed.cmake (builtin_recipes.cpp in the build dir).
+const std::vector<std::pair<std::string, std::string>>& EmbeddedRecipes();
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"description", "extends", "match", "env", "thresholds",
+                                           "waive"};
+const std::vector<std::string> kMatchKeys = {"link_layer", "device", "gpu_model", "priority"};
+const std::vector<std::string> kComputeNames = {"ib_hca", "socket_ifname", "roce_gid_index",
+                                                "ras_addr"};
+const std::vector<std::string> kComputeKeys = {"value", "compute", "why", "required", "link_layer"};
+const std::vector<std::string> kThresholdKeys = {
+    "min_ib_mtu",   "min_roce_mtu",     "expected_mtu",     "min_rate_gbps",
+    "min_memlock",  "min_nofile",       "min_shm",          "min_rmem_max",
+    "min_wmem_max", "min_tcp_rmem_max", "min_tcp_wmem_max", "min_local_ports"};
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string m = ClosestMatch(word, candidates);
+  if (m.empty()) {
+    std::string all;
+    for (const auto& c : candidates) all += (all.empty() ? "" : ", ") + c;
+    return "valid: " + all;
+  }
+  return "did you mean '" + m + "'?";
+}
+
+std::string At(std::string_view path, const toml::source_region& r) {
+  return std::string(path) + ":" + std::to_string(r.begin.line);
+}
+
+// "64 MiB", "1GiB", "4194304", "unlimited" (-> 0 meaning unlimited for memlock only).
+Result<std::uint64_t> ParseSize(std::string_view text, const std::string& where) {
+  std::string_view s = Trim(text);
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0) {
+    return MakeError("'" + std::string(text) + "' is not a size", where,
+                     "write a number of bytes or e.g. \"64 MiB\", \"1 GiB\"");
+  }
+  auto num = ParseDouble(s.substr(0, i), where);
+  if (!num.ok()) return num.error();
+  std::string unit = ToLower(Trim(s.substr(i)));
+  double mult = 1;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb") mult = 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mb") mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gb") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib" || unit == "tb") mult = 1024.0 * 1024 * 1024 * 1024;
+  else {
+    return MakeError("unknown size unit '" + unit + "'", where, "use B, KiB, MiB, GiB or TiB");
+  }
+  return static_cast<std::uint64_t>(*num * mult);
+}
+
+std::vector<std::string> StringList(const toml::node& n) {
+  std::vector<std::string> out;
+  if (auto s = n.value<std::string>()) {
+    out.push_back(*s);
+  } else if (auto* arr = n.as_array()) {
+    for (const auto& e : *arr) {
+      if (auto s2 = e.value<std::string>()) out.push_back(*s2);
+    }
+  }
+  return out;
+}
+
+bool IsStringList(const toml::node& n) {
+  if (n.is_string()) return true;
+  auto* arr = n.as_array();
+  if (arr == nullptr) return false;
+  for (const auto& e : *arr) {
+    if (!e.is_string()) return false;
+  }
+  return true;
+}
+
+Status ParseThresholds(const toml::table& t, std::string_view path, Recipe* r) {
+  for (auto&& [key, node] : t) {
+    const std::string k(key.str());
+    const std::string where = At(path, key.source());
+    if (std::find(kThresholdKeys.begin(), kThresholdKeys.end(), k) == kThresholdKeys.end()) {
+      return MakeError("unknown threshold '" + k + "'", where, DidYouMean(k, kThresholdKeys));
+    }
+    auto integer = [&](std::int64_t lo, std::int64_t hi) -> Result<std::int64_t> {
+      auto v = node.value<std::int64_t>();
+      if (!v) return MakeError("[thresholds] " + k + " must be an integer", where);
+      if (*v < lo || *v > hi) {
+        return MakeError("[thresholds] " + k + " = " + std::to_string(*v) +
+                             " is outside the accepted range " + std::to_string(lo) + ".." +
+                             std::to_string(hi),
+                         where);
+      }
+      return *v;
+    };
+    auto size = [&]() -> Result<std::uint64_t> {
+      if (auto v = node.value<std::int64_t>()) {
+        if (*v < 0) return MakeError("[thresholds] " + k + " must not be negative", where);
+        return static_cast<std::uint64_t>(*v);
+      }
+      if (auto s = node.value<std::string>()) {
+        if (k == "min_memlock" && ToLower(*s) == "unlimited") return std::uint64_t{0};
+        return ParseSize(*s, where);
+      }
+      return MakeError("[thresholds] " + k + " must be a number of bytes or a size string", where);
+    };
+    Thresholds& th = r->thresholds;
+    if (k == "min_ib_mtu" || k == "min_roce_mtu" || k == "expected_mtu") {
+      auto v = integer(256, 65536);
+      if (!v.ok()) return v.error();
+      if (k == "min_ib_mtu") th.min_ib_mtu = static_cast<int>(*v);
+      if (k == "min_roce_mtu") th.min_roce_mtu = static_cast<int>(*v);
+      if (k == "expected_mtu") th.expected_mtu = static_cast<int>(*v);
+    } else if (k == "min_local_ports") {
+      auto v = integer(1, 65535);
+      if (!v.ok()) return v.error();
+      th.min_local_ports = static_cast<int>(*v);
+    } else if (k == "min_rate_gbps") {
+      auto v = node.value<double>();
+      if (!v || *v < 0 || *v > 100000) {
+        return MakeError("[thresholds] min_rate_gbps must be a number in 0..100000", where);
+      }
+      th.min_rate_gbps = *v;
+    } else if (k == "min_nofile") {
+      auto v = integer(0, std::int64_t{1} << 40);
+      if (!v.ok()) return v.error();
+      th.min_nofile = static_cast<std::uint64_t>(*v);
+    } else {
+      auto v = size();
+      if (!v.ok()) return v.error();
+      if (k == "min_memlock") th.min_memlock = *v;
+      if (k == "min_shm") th.min_shm = *v;
+      if (k == "min_rmem_max") th.min_rmem_max = *v;
+      if (k == "min_wmem_max") th.min_wmem_max = *v;
+      if (k == "min_tcp_rmem_max") th.min_tcp_rmem_max = *v;
+      if (k == "min_tcp_wmem_max") th.min_tcp_wmem_max = *v;
+    }
+    r->thresholds_set.push_back(k + " (" + where + ")");
+  }
+  return OkStatus();
+}
+
+Status ParseEnv(const toml::table& t, std::string_view path, Recipe* r) {
+  for (auto&& [key, node] : t) {
+    const std::string name(key.str());
+    const std::string where = At(path, key.source());
+    const VarSpec* spec = FindVariable(name);
+    if (spec == nullptr && IsLintedName(name)) {
+      std::string near = SuggestVariable(name);
+      return MakeError("unknown variable '" + name + "'", where,
+                       near.empty() ? "check the spelling against doc/manual.md (registry)"
+                                    : "did you mean '" + near + "'?");
+    }
+    if (spec != nullptr && !spec->replaced_by.empty()) {
+      return MakeError("'" + name + "' is the old name of " + std::string(spec->replaced_by), where,
+                       "write " + std::string(spec->replaced_by) +
+                           "; safe-launch exports whichever name the detected version reads");
+    }
+    EnvSetting s;
+    s.name = name;
+    s.origin = where;
+    if (auto* tbl = node.as_table()) {
+      for (auto&& [k2, n2] : *tbl) {
+        std::string kk(k2.str());
+        if (std::find(kComputeKeys.begin(), kComputeKeys.end(), kk) == kComputeKeys.end()) {
+          return MakeError("unknown key '" + kk + "' in the value of " + name,
+                           At(path, k2.source()), DidYouMean(kk, kComputeKeys));
+        }
+      }
+      s.why = (*tbl)["why"].value_or(std::string());
+      auto compute = (*tbl)["compute"].value<std::string>();
+      if (auto lit = (*tbl)["value"]; lit && !compute) {
+        if (auto str = lit.value<std::string>(); str && lit.is_string()) {
+          s.literal = *str;
+        } else if (auto i = lit.value<std::int64_t>(); i && lit.is_integer()) {
+          s.literal = std::to_string(*i);
+        } else if (auto b = lit.value<bool>(); b && lit.is_boolean()) {
+          s.literal = *b ? "1" : "0";
+        } else {
+          return MakeError(name + ": value must be a string, an integer or a boolean", where);
+        }
+      } else if (!compute) {
+        return MakeError(name + " = { ... } needs value = ... or compute = \"<name>\"", where,
+                         DidYouMean("", kComputeNames));
+      }
+      if (compute) {
+      if (std::find(kComputeNames.begin(), kComputeNames.end(), *compute) ==
+          kComputeNames.end()) {
+        return MakeError("unknown compute '" + *compute + "' for " + name, where,
+                         DidYouMean(*compute, kComputeNames));
+      }
+      s.compute = *compute;
+      }
+      s.required = (*tbl)["required"].value_or(false);
+      s.link_layer = (*tbl)["link_layer"].value_or(std::string());
+      if (!s.link_layer.empty() && s.link_layer != "InfiniBand" && s.link_layer != "Ethernet") {
+        return MakeError("link_layer '" + s.link_layer + "' is not InfiniBand or Ethernet", where,
+                         DidYouMean(s.link_layer, {"InfiniBand", "Ethernet"}));
+      }
+    } else if (auto str = node.value<std::string>()) {
+      s.literal = *str;
+    } else if (auto i = node.value<std::int64_t>(); i && node.is_integer()) {
+      s.literal = std::to_string(*i);
+    } else if (auto b = node.value<bool>(); b && node.is_boolean()) {
+      s.literal = *b ? "1" : "0";
+    } else {
+      return MakeError(name + " must be a string, an integer, a boolean or { compute = ... }",
+                       where);
+    }
+    if (s.compute.empty() && spec != nullptr && s.literal.find("{run_dir}") == std::string::npos) {
+      if (auto st = ValidateValue(*spec, s.literal); !st.ok()) {
+        Error e = st.error();
+        e.where = where;
+        e.message = name + "=" + s.literal + ": " + e.message;
+        return e;
+      }
+    }
+    // A child recipe's entry replaces the parent's, keeping the parent's position.
+    auto it = std::find_if(r->env.begin(), r->env.end(),
+                           [&](const EnvSetting& e) { return e.name == name; });
+    if (it != r->env.end()) {
+      *it = s;
+    } else {
+      r->env.push_back(s);
+    }
+  }
+  return OkStatus();
+}
+
+std::optional<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool LooksLikePath(std::string_view s) {
+  return s.find('/') != std::string_view::npos || EndsWith(s, ".toml");
+}
+
+std::string StemOf(std::string_view path) {
+  auto slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (EndsWith(base, ".toml")) base.remove_suffix(5);
+  return std::string(base);
+}
+
+std::vector<std::string> SearchDirs(const Environment& env) {
+  if (auto p = Lookup(env, "SAFE_LAUNCH_RECIPE_PATH")) return Split(*p, ':');
+  return {};
+}
+
+Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
+                         std::vector<std::string>* stack);
+
+Result<Recipe> LoadText(const std::string& text, const std::string& shown_path,
+                        const Environment& env, std::vector<std::string>* stack) {
+  ParentLoader loader = [&](std::string_view parent) { return LoadChain(parent, env, stack); };
+  return ParseRecipe(text, shown_path, loader);
+}
+
+Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
+                         std::vector<std::string>* stack) {
+  std::string key(name_or_path);
+  if (std::find(stack->begin(), stack->end(), key) != stack->end()) {
+    std::string cycle;
+    for (const auto& s : *stack) cycle += s + " -> ";
+    return MakeError("recipes extend each other in a cycle: " + cycle + key, key,
+                     "remove one of the extends lines");
+  }
+  if (stack->size() > 16) return MakeError("extends chain deeper than 16 recipes", key);
+  stack->push_back(key);
+  Result<Recipe> out = MakeError("unreached", key);
+  if (LooksLikePath(name_or_path)) {
+    auto text = ReadWholeFile(key);
+    if (!text) {
+      out = MakeError("cannot read recipe file", key, "check the path and its permissions");
+    } else {
+      out = LoadText(*text, key, env, stack);
+    }
+  } else {
+    bool found = false;
+    for (const auto& dir : SearchDirs(env)) {
+      std::string p = dir + "/" + key + ".toml";
+      if (auto text = ReadWholeFile(p)) {
+        out = LoadText(*text, p, env, stack);
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      if (const std::string* text = BuiltinRecipeText(key)) {
+        out = LoadText(*text, "recipes/" + key + ".toml", env, stack);
+      } else {
+        out = MakeError("no recipe named '" + key + "'", key,
+                        DidYouMean(key, BuiltinRecipeNames()) +
+                            " (or give a path to a .toml file)");
+      }
+    }
+  }
+  stack->pop_back();
+  if (out.ok()) out->name = StemOf(key);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> BuiltinRecipeNames() {
+  std::vector<std::string> names;
+  for (const auto& [n, t] : EmbeddedRecipes()) names.push_back(n);
+  return names;
+}
+
+const std::string* BuiltinRecipeText(std::string_view name) {
+  for (const auto& [n, t] : EmbeddedRecipes()) {
+    if (n == name) return &t;
+  }
+  return nullptr;
+}
+
+Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
+                           const ParentLoader& load_parent) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    return MakeError("malformed TOML: " + std::string(e.description()),
+                     std::string(path) + ":" + std::to_string(b.line) + ":" +
+                         std::to_string(b.column),
+                     "fix the TOML syntax at that line and column");
+  } catch (const std::exception& e) {
+    return MakeError(std::string("cannot parse: ") + e.what(), std::string(path));
+  }
+
+  for (auto&& [key, node] : root) {
+    std::string k(key.str());
+    if (std::find(kTopKeys.begin(), kTopKeys.end(), k) == kTopKeys.end()) {
+      return MakeError("unknown key '" + k + "'", At(path, key.source()), DidYouMean(k, kTopKeys));
+    }
+  }
+
+  Recipe r;
+  if (auto ext = root["extends"]) {
+    auto parent_name = ext.value<std::string>();
+    if (!parent_name) {
+      return MakeError("extends must be a recipe name or path (a string)",
+                       At(path, ext.node()->source()));
+    }
+    if (!load_parent) return MakeError("extends is not supported here", std::string(path));
+    auto parent = load_parent(*parent_name);
+    if (!parent.ok()) {
+      Error e = parent.error();
+      e.message = "in recipe extended by " + std::string(path) + ": " + e.message;
+      return e;
+    }
+    r = std::move(parent).value();
+    r.match = Match{};  // [match] is never inherited: a child says where it applies
+  }
+  r.path = std::string(path);
+  r.chain.insert(r.chain.begin(), StemOf(path));
+  if (auto d = root["description"].value<std::string>()) r.description = *d;
+
+  if (auto m = root["match"]) {
+    auto* t = m.as_table();
+    if (t == nullptr) return MakeError("[match] must be a table", At(path, m.node()->source()));
+    for (auto&& [key, node] : *t) {
+      std::string k(key.str());
+      std::string where = At(path, key.source());
+      if (std::find(kMatchKeys.begin(), kMatchKeys.end(), k) == kMatchKeys.end()) {
+        return MakeError("unknown match key '" + k + "'", where, DidYouMean(k, kMatchKeys));
+      }
+      if (k == "priority") {
+        auto p = node.value<std::int64_t>();
+        if (!p) return MakeError("[match] priority must be an integer", where);
+        r.match.priority = static_cast<int>(*p);
+        continue;
+      }
+      if (!IsStringList(node)) {
+        return MakeError("[match] " + k + " must be a string or a list of strings", where);
+      }
+      auto values = StringList(node);
+      if (k == "link_layer") {
+        for (const auto& v : values) {
+          if (v != "InfiniBand" && v != "Ethernet" && v != "none") {
+            return MakeError("[match] link_layer '" + v + "' is not InfiniBand, Ethernet or none",
+                             where, DidYouMean(v, {"InfiniBand", "Ethernet", "none"}));
+          }
+        }
+        r.match.link_layer = values;
+      }
+      if (k == "device") r.match.device = values;
+      if (k == "gpu_model") r.match.gpu_model = values;
+    }
+  }
+  if (auto e = root["env"]) {
+    auto* t = e.as_table();
+    if (t == nullptr) return MakeError("[env] must be a table", At(path, e.node()->source()));
+    if (auto st = ParseEnv(*t, path, &r); !st.ok()) return st.error();
+  }
+  if (auto th = root["thresholds"]) {
+    auto* t = th.as_table();
+    if (t == nullptr) {
+      return MakeError("[thresholds] must be a table", At(path, th.node()->source()));
+    }
+    if (auto st = ParseThresholds(*t, path, &r); !st.ok()) return st.error();
+  }
+  if (auto w = root["waive"]) {
+    if (!w.is_array() || !IsStringList(*w.node())) {
+      return MakeError("waive must be a list of check ids, e.g. [\"pci.acs\"]",
+                       At(path, w.node()->source()));
+    }
+    for (const auto& id : StringList(*w.node())) {
+      bool ok = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+        return std::islower(static_cast<unsigned char>(c)) ||
+               std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '_';
+      });
+      if (!ok) {
+        return MakeError("waive: '" + id + "' is not a check id", At(path, w.node()->source()),
+                         "use ids from `safe-launch preflight --list`, e.g. \"pci.acs\"");
+      }
+      if (std::find(r.waive.begin(), r.waive.end(), id) == r.waive.end()) r.waive.push_back(id);
+    }
+  }
+  return r;
+}
+
+Result<Recipe> LoadRecipe(std::string_view name_or_path, const Environment& env) {
+  std::vector<std::string> stack;
+  return LoadChain(name_or_path, env, &stack);
+}
+
+bool MatchesFacts(const Match& m, const NodeFacts& facts) {
+  if (!m.link_layer.empty()) {
+    bool any = false;
+    for (const auto& want : m.link_layer) {
+      if (want == "none") {
+        any = any || facts.ib_ports.empty();
+        continue;
+      }
+      for (const auto& p : facts.ib_ports) any = any || p.link_layer == want;
+    }
+    if (!any) return false;
+  }
+  if (!m.device.empty()) {
+    bool any = false;
+    for (const auto& want : m.device) {
+      for (const auto& p : facts.ib_ports) any = any || StartsWith(p.device, want);
+    }
+    if (!any) return false;
+  }
+  if (!m.gpu_model.empty()) {
+    bool any = false;
+    for (const auto& want : m.gpu_model) {
+      for (const auto& g : facts.gpus) any = any || g.model.find(want) != std::string::npos;
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
+Result<Recipe> ChooseRecipe(const NodeFacts& facts, const Environment& env, std::string* why) {
+  std::set<std::string> names;
+  for (const auto& n : BuiltinRecipeNames()) names.insert(n);
+  for (const auto& dir : SearchDirs(env)) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      std::string file = entry.path().filename().string();
+      if (EndsWith(file, ".toml")) names.insert(StemOf(file));
+    }
+  }
+  std::optional<Recipe> best;
+  for (const auto& n : names) {
+    auto r = LoadRecipe(n, env);
+    if (!r.ok()) return r.error();
+    if (r->match.empty() || !MatchesFacts(r->match, facts)) continue;
+    if (!best || r->match.priority > best->match.priority) best = std::move(r).value();
+  }
+  if (best) {
+    if (why) {
+      std::string m;
+      if (!best->match.link_layer.empty()) {
+        m += "link_layer ";
+        for (const auto& l : best->match.link_layer) m += l + " ";
+      }
+      if (!best->match.device.empty()) m += "device " + best->match.device.front() + "* ";
+      if (!best->match.gpu_model.empty()) m += "gpu_model " + best->match.gpu_model.front() + " ";
+      *why = "chosen from this node's facts ([match] " + std::string(Trim(m)) + ")";
+    }
+    return std::move(*best);
+  }
+  if (why) *why = "no recipe's [match] fits this node: using default";
+  return LoadRecipe("default", env);
+}
+
+}  // namespace sl::recipes

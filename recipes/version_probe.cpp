@@ -1,0 +1,251 @@
+// Version detection: the only code in recipes/ that touches the machine (stat, read, dlopen, one
+// python run). Everything it finds is cached by file path + mtime, so `env` stays fast.
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/strings.h"
+#include "recipes/version.h"
+
+namespace sl::recipes {
+namespace {
+
+struct FileStamp {
+  bool exists = false;
+  long long mtime_ns = 0;
+  long long size = 0;
+  std::string Key() const { return std::to_string(mtime_ns) + ":" + std::to_string(size); }
+};
+
+FileStamp Stamp(const std::string& path) {
+  struct stat st {};
+  FileStamp s;
+  if (::stat(path.c_str(), &st) != 0) return s;
+  s.exists = true;
+  s.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  s.size = static_cast<long long>(st.st_size);
+  return s;
+}
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cache {
+ public:
+  explicit Cache(std::string dir) : dir_(std::move(dir)) {
+    if (dir_.empty()) return;
+    path_ = dir_ + "/versions.json";
+    std::ifstream in(path_);
+    if (in) {
+      data_ = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (!data_.is_object()) data_ = nlohmann::json::object();
+    }
+  }
+  std::optional<nlohmann::json> Get(const std::string& key, const std::string& stamp) const {
+    if (path_.empty() || !data_.contains(key)) return std::nullopt;
+    const auto& e = data_[key];
+    if (!e.is_object() || e.value("stamp", "") != stamp || !e.contains("value")) {
+      return std::nullopt;
+    }
+    return e["value"];
+  }
+  void Put(const std::string& key, const std::string& stamp, nlohmann::json value) {
+    if (path_.empty()) return;
+    data_[key] = {{"stamp", stamp}, {"value", std::move(value)}};
+    dirty_ = true;
+  }
+  void Save() {
+    if (!dirty_ || path_.empty()) return;
+    // mkdir -p; a cache we cannot write is only slower, never an error.
+    std::string partial;
+    for (const auto& part : Split(dir_, '/')) {
+      partial += "/" + part;
+      ::mkdir(partial.c_str(), 0700);
+    }
+    std::string tmp = path_ + "." + std::to_string(::getpid());
+    {
+      std::ofstream out(tmp);
+      if (!out) return;
+      out << data_.dump();
+    }
+    std::rename(tmp.c_str(), path_.c_str());
+  }
+
+ private:
+  std::string dir_, path_;
+  nlohmann::json data_ = nlohmann::json::object();
+  bool dirty_ = false;
+};
+
+std::string DefaultCacheDir(const Environment& env) {
+  if (auto x = Lookup(env, "XDG_CACHE_HOME"); x && !x->empty()) return *x + "/safe-launch";
+  if (auto h = Lookup(env, "HOME"); h && !h->empty()) return *h + "/.cache/safe-launch";
+  return "";
+}
+
+// Runs `python -c ...` without a shell; stdout only, bounded.
+std::optional<std::string> RunPython(const std::string& python, const std::string& code) {
+  int fds[2];
+  if (::pipe(fds) != 0) return std::nullopt;
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::freopen("/dev/null", "w", stderr);
+    ::execl(python.c_str(), python.c_str(), "-c", code.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0 && out.size() < (1u << 20)) out.append(buf, n);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return out;
+}
+
+// The Python's sys.path (where site-packages are), cached by the interpreter's stamp.
+std::vector<std::string> PythonPaths(const std::string& python, Cache& cache,
+                                     std::string* problem) {
+  FileStamp st = Stamp(python);
+  if (!st.exists) {
+    *problem = python + " not found";
+    return {};
+  }
+  std::string key = "syspath:" + python;
+  if (auto v = cache.Get(key, st.Key()); v && v->is_array()) {
+    return v->get<std::vector<std::string>>();
+  }
+  auto out = RunPython(python, "import sys, json; print(json.dumps(sys.path))");
+  if (!out) {
+    *problem = python + " could not be run";
+    return {};
+  }
+  auto j = nlohmann::json::parse(*out, nullptr, false);
+  if (!j.is_array()) {
+    *problem = python + " printed no sys.path";
+    return {};
+  }
+  std::vector<std::string> paths;
+  for (const auto& p : j) {
+    if (p.is_string() && !p.get<std::string>().empty()) paths.push_back(p.get<std::string>());
+  }
+  cache.Put(key, st.Key(), paths);
+  return paths;
+}
+
+std::optional<Version> TorchVersionFile(const std::string& path, std::string* raw) {
+  // torch/version.py: "__version__ = '2.11.0+cu130'"
+  for (const auto& line : SplitLines(ReadSmallFile(path))) {
+    auto t = Trim(line);
+    if (!StartsWith(t, "__version__")) continue;
+    auto q = t.find_first_of("'\"");
+    if (q == std::string_view::npos) continue;
+    auto end = t.find(t[q], q + 1);
+    if (end == std::string_view::npos) continue;
+    *raw = std::string(t.substr(q + 1, end - q - 1));
+    auto v = ParseVersion(*raw);
+    if (v.ok()) return *v;
+  }
+  return std::nullopt;
+}
+
+std::optional<Version> NcclLibVersion(const std::string& path, Cache& cache) {
+  FileStamp st = Stamp(path);
+  if (!st.exists) return std::nullopt;
+  std::string key = "nccl:" + path;
+  if (auto v = cache.Get(key, st.Key()); v && v->is_number_integer()) {
+    return NcclVersionFromCode(v->get<int>());
+  }
+  // ncclGetVersion only reports the compiled-in NCCL_VERSION_CODE: no GPU or driver needed.
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return std::nullopt;
+  using GetVersionFn = int (*)(int*);
+  auto fn = reinterpret_cast<GetVersionFn>(::dlsym(handle, "ncclGetVersion"));
+  int code = 0;
+  bool ok = fn != nullptr && fn(&code) == 0 && code > 0;
+  // Deliberately not dlclose()d: NCCL registers atexit handlers in some versions.
+  if (!ok) return std::nullopt;
+  cache.Put(key, st.Key(), code);
+  return NcclVersionFromCode(code);
+}
+
+}  // namespace
+
+Result<Versions> DetectVersions(const DetectOptions& options, const Environment& env) {
+  Versions out;
+  if (options.nccl_override) {
+    auto v = ParseVersion(*options.nccl_override, "--nccl-version");
+    if (!v.ok()) return v.error();
+    out.nccl = *v;
+    out.nccl_source = "--nccl-version";
+  }
+  if (options.torch_override) {
+    auto v = ParseVersion(*options.torch_override, "--torch-version");
+    if (!v.ok()) return v.error();
+    out.torch = *v;
+    out.torch_source = "--torch-version";
+  }
+  if (out.nccl && out.torch) return out;
+
+  std::string cache_dir = options.cache_dir == "-"  ? std::string()
+                          : options.cache_dir.empty() ? DefaultCacheDir(env)
+                                                      : options.cache_dir;
+  Cache cache(cache_dir);
+  std::string problem;
+  std::vector<std::string> paths = PythonPaths(options.python, cache, &problem);
+
+  if (!out.torch) {
+    out.torch_source = problem.empty() ? "no torch/version.py on " + options.python + "'s sys.path"
+                                       : problem;
+    for (const auto& dir : paths) {
+      std::string f = dir + "/torch/version.py";
+      std::string raw;
+      if (auto v = TorchVersionFile(f, &raw)) {
+        out.torch = *v;
+        out.torch_source = f + " (" + raw + ")";
+        break;
+      }
+    }
+  }
+  if (!out.nccl) {
+    std::vector<std::string> candidates;
+    for (const auto& dir : paths) candidates.push_back(dir + "/nvidia/nccl/lib/libnccl.so.2");
+    if (!options.system_nccl.empty()) candidates.push_back(options.system_nccl);
+    out.nccl_source = "no libnccl.so.2 in the torch wheel or at " + options.system_nccl;
+    for (const auto& c : candidates) {
+      if (auto v = NcclLibVersion(c, cache)) {
+        out.nccl = *v;
+        out.nccl_source = c;
+        break;
+      }
+    }
+  }
+  cache.Save();
+  return out;
+}
+
+}  // namespace sl::recipes
