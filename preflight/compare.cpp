@@ -1,0 +1,372 @@
+#include "preflight/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/strings.h"
+
+namespace sl::preflight {
+namespace {
+
+// How a difference is judged: the outcome, whether values are ordered (a tie then names the
+// lower side as the degraded one) and the next step.
+struct Attribute {
+  std::string check_id;
+  std::string what;  // "MTU of mlx5_0:1"
+  Outcome outcome;
+  bool ordered;  // values are numbers where lower is worse
+  std::string next_step;
+};
+
+// node index -> value; nullopt: the node has no such thing (e.g. a port it lacks) -> not compared.
+using Values = std::vector<std::optional<std::string>>;
+
+std::string Plural(std::size_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+double NumericPrefix(const std::string& s) {
+  if (s == "unlimited") return HUGE_VAL;
+  try {
+    return std::stod(s);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void Compare(const std::vector<NodeReport>& nodes, const Attribute& a, const Values& values,
+             std::vector<Finding>* out) {
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (values[i]) groups[*values[i]].push_back(i);
+  if (groups.size() < 2) return;
+  // Reference = the majority; among equal-sized groups the better value (ordered attributes)
+  // or the group holding the lowest node rank.
+  auto better = [&](const auto& x, const auto& y) {  // is x a better reference than y?
+    if (x.second.size() != y.second.size()) return x.second.size() > y.second.size();
+    if (a.ordered) {
+      double vx = NumericPrefix(x.first), vy = NumericPrefix(y.first);
+      if (vx != vy) return vx > vy;
+    }
+    return nodes[x.second.front()].node_rank < nodes[y.second.front()].node_rank;
+  };
+  auto ref = groups.begin();
+  for (auto it = groups.begin(); it != groups.end(); ++it)
+    if (better(*it, *ref)) ref = it;
+  std::string ref_labels;
+  for (std::size_t k = 0; k < ref->second.size() && k < 3; ++k)
+    ref_labels += (k ? ", " : "") + nodes[ref->second[k]].Label();
+  if (ref->second.size() > 3) ref_labels += ", ...";
+  for (const auto& [value, members] : groups) {
+    if (&value == &ref->first) continue;
+    std::string labels;
+    for (std::size_t k = 0; k < members.size(); ++k)
+      labels += (k ? ", " : "") + nodes[members[k]].Label();
+    Finding f;
+    f.check_id = a.check_id;
+    f.entity = labels;
+    f.outcome = a.outcome;
+    f.message = fmt::format("{} is {} on {} but {} on {} ({})", a.what, value, labels, ref->first,
+                            Plural(ref->second.size(), "other node"), ref_labels);
+    f.next_step = a.next_step;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (values[i]) f.With(nodes[i].Label(), *values[i]);
+    out->push_back(std::move(f));
+  }
+}
+
+std::string LimitText(std::uint64_t v) {
+  if (v == kUnlimited) return "unlimited";
+  return std::to_string(v);
+}
+
+std::string GpuModels(const NodeFacts& f) {
+  std::set<std::string> models;
+  for (const auto& g : f.gpus) models.insert(g.model.empty() ? "device " + g.device_id : g.model);
+  std::string s;
+  for (const auto& m : models) s += (s.empty() ? "" : " + ") + m;
+  return s.empty() ? "(none)" : s;
+}
+
+// Index NCCL will use on a RoCE port: NCCL_IB_GID_INDEX when set, else its own choice.
+std::string GidChoice(const IbPort& port, const Environment& env) {
+  std::optional<int> index;
+  if (auto v = Lookup(env, "NCCL_IB_GID_INDEX"); v && !Trim(*v).empty()) {
+    auto n = ParseInt(*v);
+    if (n.ok() && *n >= 0) index = static_cast<int>(*n);
+  }
+  if (!index) index = SelectNcclGidIndex(port, env);
+  if (!index) return "none usable";
+  std::string type = "?";
+  for (const auto& g : port.gids)
+    if (g.index == *index) type = g.type.empty() ? "unknown type" : g.type;
+  return std::to_string(*index) + " (" + type + ")";
+}
+
+const std::set<std::string>& MustMatchEnv() {
+  // A mismatch here makes nodes speak different protocols or transports: connections fail or hang.
+  static const std::set<std::string> k = {
+      "NCCL_IB_DISABLE",   "NCCL_NET",          "NCCL_PROTO",         "NCCL_ALGO",
+      "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY", "NCCL_NET_PLUGIN", "NCCL_P2P_DISABLE",
+      "NCCL_IB_GID_INDEX", "NCCL_CROSS_NIC",    "NCCL_NVLS_ENABLE",   "NCCL_COLLNET_ENABLE"};
+  return k;
+}
+
+}  // namespace
+
+std::string NodeReport::Label() const {
+  std::string l = "node " + std::to_string(node_rank);
+  if (!node_name.empty()) l += " (" + node_name + ")";
+  return l;
+}
+
+void to_json(nlohmann::json& j, const NodeReport& r) {
+  j = nlohmann::json{{"node_rank", r.node_rank},         {"node_name", r.node_name},
+                     {"facts", r.facts},                 {"torch_version", r.torch_version},
+                     {"nccl_version", r.nccl_version},   {"env", r.env}};
+}
+
+void from_json(const nlohmann::json& j, NodeReport& r) {
+  r.node_rank = j.value("node_rank", 0);
+  r.node_name = j.value("node_name", "");
+  if (j.contains("facts")) r.facts = j.at("facts").get<NodeFacts>();
+  r.torch_version = j.value("torch_version", "");
+  r.nccl_version = j.value("nccl_version", "");
+  r.env.clear();
+  if (j.contains("env") && j.at("env").is_object())
+    for (const auto& [k, v] : j.at("env").items())
+      if (v.is_string()) r.env[k] = v.get<std::string>();
+}
+
+Environment ComparableEnvironment(const Environment& env) {
+  static const std::set<std::string> kPerHost = {
+      "NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+      "TORCH_FR_DUMP_TEMP_FILE", "TORCH_COMPILE_DEBUG_DIR", "TORCHINDUCTOR_CACHE_DIR"};
+  Environment out;
+  for (const auto& [k, v] : env) {
+    if (!StartsWith(k, "NCCL_") && !StartsWith(k, "TORCH_")) continue;
+    if (kPerHost.count(k) || k.find("RANK") != std::string::npos) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes) {
+  std::vector<Finding> out;
+  if (nodes.size() < 2) {
+    Finding f;
+    f.check_id = "warmup.consistency";
+    f.entity = "job";
+    f.outcome = Outcome::kSkip;
+    f.message = "single-node job: nothing to compare across nodes";
+    return {f};
+  }
+  const std::size_t n = nodes.size();
+  auto each = [&](auto fn) {
+    Values v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = fn(nodes[i]);
+    return v;
+  };
+  const std::string kSameSoftware =
+      "install the same software on every node (same container image / module set) and rerun";
+
+  Compare(nodes,
+          {"warmup.consistency.nccl_version", "the NCCL version the job will load", Outcome::kFail,
+           false,
+           "nodes with different NCCL versions can disagree on the wire protocol and hang: " +
+               kSameSoftware},
+          each([](const NodeReport& r) {
+            return std::optional<std::string>(r.nccl_version.empty() ? "(none)" : r.nccl_version);
+          }),
+          &out);
+  Compare(nodes,
+          {"warmup.consistency.torch_version", "the torch version", Outcome::kWarn, false,
+           kSameSoftware},
+          each([](const NodeReport& r) {
+            return std::optional<std::string>(r.torch_version.empty() ? "(unknown)" : r.torch_version);
+          }),
+          &out);
+  Compare(nodes,
+          {"warmup.consistency.cuda_driver", "the NVIDIA driver", Outcome::kWarn, false,
+           "install the same NVIDIA driver on every node (drain the odd node until it matches)"},
+          each([](const NodeReport& r) {
+            return std::optional<std::string>(r.facts.nvidia_driver.empty() ? "(none)"
+                                                                            : r.facts.nvidia_driver);
+          }),
+          &out);
+  Compare(nodes,
+          {"warmup.consistency.gpu_model", "the GPU model", Outcome::kFail, false,
+           "schedule the job on identical nodes (Slurm --constraint / partition)"},
+          each([](const NodeReport& r) { return std::optional<std::string>(GpuModels(r.facts)); }),
+          &out);
+  Compare(nodes,
+          {"warmup.consistency.gpu_count", "the GPU count", Outcome::kFail, true,
+           "a GPU is missing or fell off the bus on the odd node: check nvidia-smi and dmesg "
+           "there, drain it"},
+          each([](const NodeReport& r) {
+            return std::optional<std::string>(std::to_string(r.facts.gpus.size()));
+          }),
+          &out);
+  Compare(nodes,
+          {"warmup.consistency.hca_count", "the HCA count", Outcome::kFail, true,
+           "an HCA is missing on the odd node (driver not loaded, card failed): check "
+           "ibv_devinfo and dmesg there, or drain it"},
+          each([](const NodeReport& r) {
+            std::set<std::string> devices;
+            for (const auto& p : r.facts.ib_ports) devices.insert(p.device);
+            return std::optional<std::string>(std::to_string(devices.size()));
+          }),
+          &out);
+
+  // Per port, by name, over the nodes that have it.
+  std::set<std::string> port_names;
+  for (const auto& r : nodes)
+    for (const auto& p : r.facts.ib_ports) port_names.insert(p.Name());
+  auto port_of = [](const NodeReport& r, const std::string& name) -> const IbPort* {
+    for (const auto& p : r.facts.ib_ports)
+      if (p.Name() == name) return &p;
+    return nullptr;
+  };
+  for (const auto& name : port_names) {
+    Compare(nodes,
+            {"warmup.consistency.link_layer", "the link layer of " + name, Outcome::kFail, false,
+             "all nodes must use the same fabric type (InfiniBand or RoCE) on this port: fix the "
+             "port's mode (mlxconfig LINK_TYPE_P1) or exclude it with NCCL_IB_HCA"},
+            each([&](const NodeReport& r) -> std::optional<std::string> {
+              const IbPort* p = port_of(r, name);
+              if (!p || p->link_layer.empty()) return std::nullopt;
+              return p->link_layer;
+            }),
+            &out);
+    Compare(nodes,
+            {"warmup.consistency.rate", "the link rate (Gb/s) of " + name, Outcome::kWarn, true,
+             "the slow port limits every collective: reseat/replace the cable or transceiver, or "
+             "check the switch port speed"},
+            each([&](const NodeReport& r) -> std::optional<std::string> {
+              const IbPort* p = port_of(r, name);
+              if (!p || p->rate_gbps <= 0) return std::nullopt;
+              return fmt::format("{:g}", p->rate_gbps);
+            }),
+            &out);
+    Compare(nodes,
+            {"warmup.consistency.mtu", "the MTU of " + name, Outcome::kFail, true,
+             "set the same MTU on every node's interface (RoCE: ip link set dev <netdev> mtu "
+             "9000, and on the switch ports); a mismatch drops large packets and hangs NCCL"},
+            each([&](const NodeReport& r) -> std::optional<std::string> {
+              const IbPort* p = port_of(r, name);
+              if (!p) return std::nullopt;
+              int mtu = p->IsRoce() ? p->netdev_mtu : p->active_mtu;
+              if (mtu <= 0) return std::nullopt;
+              return std::to_string(mtu);
+            }),
+            &out);
+    Compare(nodes,
+            {"warmup.consistency.gid", "the RoCE GID index NCCL will use on " + name,
+             Outcome::kFail, false,
+             "nodes must use the same GID type (RoCE v2) and address family: check show_gids on "
+             "the odd node (address missing on the netdev?) or set NCCL_IB_GID_INDEX"},
+            each([&](const NodeReport& r) -> std::optional<std::string> {
+              const IbPort* p = port_of(r, name);
+              if (!p || !p->IsRoce()) return std::nullopt;
+              return GidChoice(*p, r.env);
+            }),
+            &out);
+  }
+
+  Compare(nodes,
+          {"warmup.consistency.memlock", "the memlock limit (bytes, soft)", Outcome::kWarn, true,
+           "set 'memlock unlimited' for the job on every node (slurm.conf PropagateResourceLimits, "
+           "/etc/security/limits.d)"},
+          each([](const NodeReport& r) {
+            return std::optional<std::string>(LimitText(r.facts.memlock_soft));
+          }),
+          &out);
+  Compare(nodes,
+          {"warmup.consistency.nofile", "the open-files limit (soft)", Outcome::kWarn, true,
+           "set the same nofile limit on every node (ulimit -n / limits.d)"},
+          each([](const NodeReport& r) {
+            return std::optional<std::string>(LimitText(r.facts.nofile_soft));
+          }),
+          &out);
+
+  // Environment: a variable set on some nodes only counts as "(unset)" on the others.
+  std::vector<Environment> envs;
+  std::set<std::string> names;
+  for (const auto& r : nodes) {
+    envs.push_back(ComparableEnvironment(r.env));
+    for (const auto& [k, v] : envs.back()) names.insert(k);
+  }
+  for (const auto& name : names) {
+    Values v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      auto it = envs[i].find(name);
+      v[i] = it == envs[i].end() ? std::string("(unset)") : "'" + it->second + "'";
+    }
+    bool must = MustMatchEnv().count(name) > 0;
+    Compare(nodes,
+            {"warmup.consistency.env", name, must ? Outcome::kFail : Outcome::kWarn, false,
+             "export the same " + name +
+                 " on every node (set it in the job script, not in a node's profile)"},
+            v, &out);
+  }
+
+  if (out.empty()) {
+    Finding f;
+    f.check_id = "warmup.consistency";
+    f.entity = "job";
+    f.outcome = Outcome::kPass;
+    f.message = fmt::format(
+        "{} nodes agree on NCCL/torch versions, driver, GPUs, HCAs, ports, GIDs, limits and "
+        "NCCL_*/TORCH_* environment",
+        n);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> CompareBandwidth(const std::vector<NodeBandwidth>& nodes, double ratio) {
+  std::vector<Finding> out;
+  if (nodes.size() < 2) return out;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  };
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::vector<double> others;
+    for (std::size_t k = 0; k < nodes.size(); ++k)
+      if (k != i) others.push_back(nodes[k].busbw_gbps);
+    double ref = median(others);
+    if (ref > 0 && nodes[i].busbw_gbps < ratio * ref) {
+      Finding f;
+      f.check_id = "warmup.bandwidth";
+      f.entity = nodes[i].label;
+      f.outcome = Outcome::kWarn;
+      f.message = fmt::format(
+          "{} reached {:.2f} GB/s bus bandwidth, {:.0f}% of the other nodes' median {:.2f} GB/s",
+          nodes[i].label, nodes[i].busbw_gbps, 100.0 * nodes[i].busbw_gbps / ref, ref);
+      f.next_step =
+          "check that node's port rate, PCIe link (lspci -vv LnkSta), error counters and "
+          "NCCL_IB_HCA; run `safe-launch preflight` there";
+      for (const auto& nb : nodes) f.With(nb.label, fmt::format("{:.2f} GB/s", nb.busbw_gbps));
+      out.push_back(std::move(f));
+    }
+  }
+  if (out.empty()) {
+    Finding f;
+    f.check_id = "warmup.bandwidth";
+    f.entity = "job";
+    f.outcome = Outcome::kPass;
+    f.message = fmt::format("no node below {:.0f}% of the others' bus bandwidth", ratio * 100);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace sl::preflight

@@ -1,0 +1,215 @@
+#include "preflight/warmup_protocol.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/strings.h"
+
+namespace sl::preflight {
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SweepPoint, bytes, seconds, algbw_gbps, busbw_gbps)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankTimings, spawn, start, store, arrived, verdict,
+                                                group, verified, swept, end)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankResult, rank, node_rank, local_rank, host, ok,
+                                                error, backend, sweep, timings)
+
+void to_json(nlohmann::json& j, const WarmupPlan& p) {
+  j = nlohmann::json{{"nnodes", p.nnodes},
+                     {"node_rank", p.node_rank},
+                     {"nproc_per_node", p.nproc_per_node},
+                     {"store_host", p.store_host},
+                     {"store_port", p.store_port},
+                     {"local_address", p.local_address},
+                     {"hosts", p.hosts},
+                     {"deadline_unix_ms", p.deadline_unix_ms},
+                     {"spawn_unix_ms", p.spawn_unix_ms},
+                     {"backend", p.backend},
+                     {"sweep_bytes", p.sweep_bytes},
+                     {"iterations", p.iterations},
+                     {"verify_count", p.verify_count},
+                     {"node", p.node}};
+}
+
+void from_json(const nlohmann::json& j, WarmupPlan& p) {
+  WarmupPlan d;
+  p.nnodes = j.value("nnodes", d.nnodes);
+  p.node_rank = j.value("node_rank", d.node_rank);
+  p.nproc_per_node = j.value("nproc_per_node", d.nproc_per_node);
+  p.store_host = j.value("store_host", d.store_host);
+  p.store_port = j.value("store_port", d.store_port);
+  p.local_address = j.value("local_address", d.local_address);
+  p.hosts = j.value("hosts", d.hosts);
+  p.deadline_unix_ms = j.value("deadline_unix_ms", d.deadline_unix_ms);
+  p.spawn_unix_ms = j.value("spawn_unix_ms", d.spawn_unix_ms);
+  p.backend = j.value("backend", d.backend);
+  p.sweep_bytes = j.value("sweep_bytes", d.sweep_bytes);
+  p.iterations = j.value("iterations", d.iterations);
+  p.verify_count = j.value("verify_count", d.verify_count);
+  if (j.contains("node")) p.node = j.at("node").get<NodeReport>();
+}
+
+SweepPoint MakeSweepPoint(std::uint64_t bytes, double seconds, int world) {
+  SweepPoint p;
+  p.bytes = bytes;
+  p.seconds = seconds;
+  if (seconds > 0) {
+    p.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
+    // nccl-tests: all_reduce moves 2(n-1)/n of the buffer over the slowest link.
+    p.busbw_gbps = world > 0 ? p.algbw_gbps * 2.0 * (world - 1) / world : 0;
+  }
+  return p;
+}
+
+std::vector<Finding> MissingRankFindings(const WarmupPlan& plan, const std::set<int>& present,
+                                         const std::map<int, std::string>& node_names,
+                                         const std::string& stage, const std::string& check_id,
+                                         double waited_s) {
+  std::map<int, std::vector<int>> missing;  // node -> ranks
+  for (int r = 0; r < plan.World(); ++r)
+    if (!present.count(r)) missing[plan.NodeOfRank(r)].push_back(r);
+  std::vector<Finding> out;
+  for (const auto& [node, ranks] : missing) {
+    std::string host;
+    if (auto it = node_names.find(node); it != node_names.end() && !it->second.empty())
+      host = it->second;
+    else if (static_cast<std::size_t>(node) < plan.hosts.size())
+      host = plan.hosts[static_cast<std::size_t>(node)];
+    std::string label = "node " + std::to_string(node) + (host.empty() ? "" : " (" + host + ")");
+    bool whole_node = static_cast<int>(ranks.size()) == plan.nproc_per_node;
+    std::string rank_list;
+    for (int r : ranks)
+      rank_list += (rank_list.empty() ? "" : ",") + std::to_string(r);
+    Finding f;
+    f.check_id = check_id;
+    f.entity = label;
+    f.outcome = Outcome::kFail;
+    f.message = fmt::format("{} {} did not {} within {:.1f} s ({} {})", label,
+                            whole_node ? "(all its ranks)" : "", stage, waited_s,
+                            ranks.size() == 1 ? "rank" : "ranks", rank_list);
+    // Collapse the double space left when the parenthesis is empty.
+    if (auto pos = f.message.find("  "); pos != std::string::npos) f.message.erase(pos, 1);
+    f.next_step = whole_node
+                      ? "check that safe-launch started on " + (host.empty() ? label : host) +
+                            " (srun output, node state), that it can reach " + plan.store_host +
+                            ":" + std::to_string(plan.store_port) +
+                            " (firewall, routing), and rerun; drain the node if it keeps failing"
+                      : "look at that rank's warm-up log in the run directory on " +
+                            (host.empty() ? label : host) + " (GPU stuck? driver error in dmesg?)";
+    f.With("ranks", rank_list);
+    f.With("rendezvous", plan.store_host + ":" + std::to_string(plan.store_port));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<NodeBandwidth> BandwidthPerNode(const std::vector<RankResult>& results,
+                                            const std::map<int, std::string>& node_names) {
+  std::map<int, std::pair<double, int>> sum;  // node -> (busbw sum, ranks)
+  for (const auto& r : results) {
+    if (!r.ok || r.sweep.empty()) continue;
+    const SweepPoint* largest = &r.sweep.front();
+    for (const auto& p : r.sweep)
+      if (p.bytes > largest->bytes) largest = &p;
+    sum[r.node_rank].first += largest->busbw_gbps;
+    sum[r.node_rank].second += 1;
+  }
+  std::vector<NodeBandwidth> out;
+  for (const auto& [node, s] : sum) {
+    NodeBandwidth b;
+    b.node_rank = node;
+    auto it = node_names.find(node);
+    b.label = "node " + std::to_string(node) +
+              (it != node_names.end() && !it->second.empty() ? " (" + it->second + ")" : "");
+    b.busbw_gbps = s.first / s.second;
+    out.push_back(b);
+  }
+  return out;
+}
+
+namespace {
+
+std::string FirstProblem(const nlohmann::json& report, Outcome at_least) {
+  if (!report.contains("findings")) return "";
+  for (const auto& fj : report.at("findings")) {
+    Finding f = fj.get<Finding>();
+    if (Severity(f.outcome) >= Severity(at_least) && !f.waived) return f.message;
+  }
+  return "";
+}
+
+std::string SizeText(std::uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+}  // namespace
+
+std::string VerdictLine(const nlohmann::json& report) {
+  std::string verdict = report.value("verdict", "fail");
+  int nnodes = report.value("nnodes", 0), nproc = report.value("nproc_per_node", 0);
+  double total = report.contains("timings_ms") ? report["timings_ms"].value("total", 0.0) : 0.0;
+  if (verdict == "fail") {
+    std::string why = FirstProblem(report, Outcome::kFail);
+    if (why.empty()) why = report.value("error", "see node 0's log for details");
+    int failures = 0;
+    for (const auto& f : report.value("findings", nlohmann::json::array()))
+      if (f.value("outcome", "") == "fail" || f.value("outcome", "") == "error") ++failures;
+    return fmt::format("warm-up FAILED ({} node(s) x {} rank(s), {:.2f} s): {}{}", nnodes, nproc,
+                       total / 1000.0, why,
+                       failures > 1 ? fmt::format(" (+{} more)", failures - 1) : "");
+  }
+  std::string bw;
+  if (report.contains("sweep") && !report["sweep"].empty()) {
+    const auto& last = report["sweep"].back();
+    bw = fmt::format(", busbw {:.3f} GB/s at {}", last.value("busbw_gbps", 0.0),
+                     SizeText(last.value("bytes", std::uint64_t{0})));
+  }
+  std::string warn = verdict == "warn" ? " with warnings: " + FirstProblem(report, Outcome::kWarn)
+                                       : "";
+  return fmt::format("warm-up passed{} ({} node(s) x {} rank(s), {} all_reduce verified{}, {:.2f} s)",
+                     warn, nnodes, nproc, report.value("backend", "?"), bw, total / 1000.0);
+}
+
+std::string RenderWarmupReport(const nlohmann::json& report) {
+  std::string out;
+  out += fmt::format("warm-up: {} node(s) x {} rank(s), backend {}, store {}\n",
+                     report.value("nnodes", 0), report.value("nproc_per_node", 0),
+                     report.value("backend", "?"), report.value("store", "?"));
+  for (const auto& fj : report.value("findings", nlohmann::json::array())) {
+    Finding f = fj.get<Finding>();
+    out += fmt::format("  {:<5} {:<34} {}\n", OutcomeName(f.outcome), f.check_id, f.message);
+    if (!f.next_step.empty() && f.outcome != Outcome::kPass)
+      out += fmt::format("        fix: {}\n", f.next_step);
+  }
+  if (report.contains("sweep") && !report["sweep"].empty()) {
+    out += "  all_reduce sweep (rank 0):    size     time(us)  algbw(GB/s)  busbw(GB/s)\n";
+    for (const auto& p : report["sweep"])
+      out += fmt::format("  {:>38} {:>12.1f} {:>12.3f} {:>12.3f}\n",
+                         SizeText(p.value("bytes", std::uint64_t{0})),
+                         p.value("seconds", 0.0) * 1e6, p.value("algbw_gbps", 0.0),
+                         p.value("busbw_gbps", 0.0));
+  }
+  if (report.contains("bandwidth_per_node"))
+    for (const auto& b : report["bandwidth_per_node"])
+      out += fmt::format("  busbw {:<28} {:.3f} GB/s\n", b.value("label", ""),
+                         b.value("busbw_gbps", 0.0));
+  if (report.contains("arrivals") && !report["arrivals"].empty()) {
+    const auto& last = report["arrivals"].back();
+    out += fmt::format("  arrival: last rank {} on {} arrived {:.0f} ms after the first\n",
+                       last.value("rank", -1), last.value("host", "?"),
+                       last.value("offset_ms", 0.0));
+  }
+  if (report.contains("timings_ms")) {
+    const auto& t = report["timings_ms"];
+    out += fmt::format(
+        "  time: process start {:.0f} ms, rendezvous {:.0f} ms, comparison {:.0f} ms, "
+        "collectives {:.0f} ms, total {:.0f} ms\n",
+        t.value("process_start", 0.0), t.value("rendezvous", 0.0), t.value("comparison", 0.0),
+        t.value("collectives", 0.0), t.value("total", 0.0));
+  }
+  return out;
+}
+
+}  // namespace sl::preflight

@@ -1,0 +1,96 @@
+#pragma once
+// The warm-up's data: the plan the launcher hands each warm-up rank, what each rank reports
+// back, and rank 0's job-wide report -- plus the pure decisions over them (who never arrived,
+// bandwidth per node, verdict text). Shared by the launcher's phase (warmup_phase.h) and the
+// libtorch warm-up binary (preflight/warmup/); no libtorch here.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/finding.h"
+#include "preflight/compare.h"
+#include "preflight/topology.h"
+
+namespace sl::preflight {
+
+/// Sizes of the bandwidth sweep (bytes) when the plan gives none: small enough to finish in a
+/// fraction of a second on loopback Gloo, big enough to leave the latency-bound regime on IB.
+inline const std::vector<std::uint64_t> kDefaultSweepBytes = {1u << 16, 1u << 20, 8u << 20};
+
+/// Written by the launcher, read by every local warm-up rank (one JSON file per node).
+struct WarmupPlan {
+  int nnodes = 1, node_rank = 0, nproc_per_node = 1;
+  std::string store_host;  ///< node 0's address; global rank 0 hosts the store there
+  int store_port = 0;
+  std::string local_address;          ///< this node's address towards store_host
+  std::vector<std::string> hosts;     ///< expected host per node rank (Slurm), may be empty
+  double deadline_unix_ms = 0;        ///< hard deadline for this node's warm-up
+  double spawn_unix_ms = 0;           ///< when the launcher started the ranks (for timings)
+  std::string backend = "auto";       ///< auto | gloo | nccl
+  std::vector<std::uint64_t> sweep_bytes = kDefaultSweepBytes;
+  int iterations = 5;
+  std::uint64_t verify_count = 1u << 14;  ///< floats in the verified all_reduce
+  NodeReport node;                    ///< this node's published facts (versions filled by rank)
+
+  int World() const { return nnodes * nproc_per_node; }
+  int NodeOfRank(int rank) const { return nproc_per_node > 0 ? rank / nproc_per_node : 0; }
+};
+void to_json(nlohmann::json& j, const WarmupPlan& p);
+void from_json(const nlohmann::json& j, WarmupPlan& p);
+
+/// One point of the bandwidth sweep, as nccl-tests defines it for all_reduce:
+/// algbw = bytes / time, busbw = algbw * 2(n-1)/n.
+struct SweepPoint {
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+  double algbw_gbps = 0;  ///< GB/s (1e9 bytes per second)
+  double busbw_gbps = 0;
+};
+SweepPoint MakeSweepPoint(std::uint64_t bytes, double seconds, int world);
+void to_json(nlohmann::json& j, const SweepPoint& p);
+void from_json(const nlohmann::json& j, SweepPoint& p);
+
+/// Unix-epoch milliseconds of each stage on one rank (0 = not reached).
+struct RankTimings {
+  double spawn = 0, start = 0, store = 0, arrived = 0, verdict = 0, group = 0, verified = 0,
+         swept = 0, end = 0;
+};
+void to_json(nlohmann::json& j, const RankTimings& t);
+void from_json(const nlohmann::json& j, RankTimings& t);
+
+/// What one rank publishes after its collectives (store key "result/<rank>").
+struct RankResult {
+  int rank = 0, node_rank = 0, local_rank = 0;
+  std::string host;
+  bool ok = false;
+  std::string error;  ///< why it failed, "" when ok
+  std::string backend;
+  std::vector<SweepPoint> sweep;
+  RankTimings timings;
+};
+void to_json(nlohmann::json& j, const RankResult& r);
+void from_json(const nlohmann::json& j, RankResult& r);
+
+/// Names ranks that did not reach `stage` ("arrive at the rendezvous", "finish the
+/// collectives"), grouped per node with the host when known (published facts, else the Slurm
+/// node list): one fail finding per node, check id `check_id`.
+std::vector<Finding> MissingRankFindings(const WarmupPlan& plan, const std::set<int>& present,
+                                         const std::map<int, std::string>& node_names,
+                                         const std::string& stage, const std::string& check_id,
+                                         double waited_s);
+
+/// Mean bus bandwidth per node at the largest swept size, labelled "node N (host)".
+std::vector<NodeBandwidth> BandwidthPerNode(const std::vector<RankResult>& results,
+                                            const std::map<int, std::string>& node_names);
+
+/// One line for every node's log: "warm-up passed: ..." / "warm-up FAILED: <first failure>".
+std::string VerdictLine(const nlohmann::json& report);
+/// Node 0's details: findings, bandwidth table, arrival skew, stage timings.
+std::string RenderWarmupReport(const nlohmann::json& report);
+
+}  // namespace sl::preflight
