@@ -1,0 +1,603 @@
+#include "watchdog/hang/collectors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/strings.h"
+#include "watchdog/process_tree.h"
+
+namespace sl::hang {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+Environment ParseEnviron(std::string_view text) {
+  Environment env;
+  for (const std::string& kv : Split(text, '\0')) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+std::vector<std::string> ParseCmdline(std::string_view text) { return Split(text, '\0'); }
+
+std::vector<RankProc> FindRanks(const FileReader& reader, const std::vector<pid_t>& pids) {
+  std::vector<RankProc> all;
+  std::map<pid_t, pid_t> parent;
+  for (const auto& p : watchdog::ListProcesses(reader)) parent[p.pid] = p.ppid;
+  std::map<pid_t, int> rank_of;
+  for (pid_t pid : pids) {
+    auto text = reader.ReadFile(fmt::format("/proc/{}/environ", pid), 1 << 20);
+    if (!text.ok()) continue;
+    RankProc r;
+    r.pid = pid;
+    r.env = ParseEnviron(*text);
+    auto rank = Lookup(r.env, "RANK");
+    if (!rank) continue;
+    r.rank = static_cast<int>(ParseInt(*rank).value_or(-1));
+    if (auto lr = Lookup(r.env, "LOCAL_RANK")) r.local_rank = static_cast<int>(ParseInt(*lr).value_or(-1));
+    rank_of[pid] = r.rank;
+    all.push_back(std::move(r));
+  }
+  // Dataloader workers and other forks inherit RANK: keep only the topmost process of a rank.
+  std::vector<RankProc> out;
+  for (auto& r : all) {
+    bool nested = false;
+    for (pid_t p = parent[r.pid]; p > 1 && !nested; p = parent.count(p) ? parent[p] : 0) {
+      if (auto it = rank_of.find(p); it != rank_of.end() && it->second == r.rank) nested = true;
+    }
+    if (!nested) out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const RankProc& a, const RankProc& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.pid < b.pid;
+  });
+  return out;
+}
+
+CounterSnapshot ReadIbCounters(const FileReader& reader) {
+  CounterSnapshot snap;
+  const std::string base = "/sys/class/infiniband";
+  auto devs = reader.ListDir(base);
+  if (!devs.ok()) return snap;
+  for (const auto& dev : *devs) {
+    auto ports = reader.ListDir(base + "/" + dev + "/ports");
+    if (!ports.ok()) continue;
+    for (const auto& port : *ports) {
+      for (const char* group : {"counters", "hw_counters"}) {
+        std::string dir = fmt::format("{}/{}/ports/{}/{}", base, dev, port, group);
+        auto names = reader.ListDir(dir);
+        if (!names.ok()) continue;
+        for (const auto& name : *names) {
+          auto text = reader.ReadFile(dir + "/" + name, 256);
+          if (!text.ok()) continue;
+          auto v = ParseUint(*text);
+          if (v.ok()) snap[fmt::format("{}:{}/{}/{}", dev, port, group, name)] = *v;
+        }
+      }
+    }
+  }
+  return snap;
+}
+
+nlohmann::json IbCounterDeltas(const CounterSnapshot& start, const CounterSnapshot& now) {
+  nlohmann::json ports = nlohmann::json::object();
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& [key, value] : now) {
+    auto slash = key.find('/');
+    std::string port = key.substr(0, slash);
+    std::string counter = key.substr(key.rfind('/') + 1);
+    auto it = start.find(key);
+    nlohmann::json c = {{"now", value}};
+    if (it != start.end()) {
+      c["start"] = it->second;
+      // Counters wrap or reset (port reset); a negative delta is reported as such.
+      c["delta"] = static_cast<std::int64_t>(value - it->second);
+      std::string lc = ToLower(counter);
+      bool bad = lc.find("err") != std::string::npos || lc.find("discard") != std::string::npos ||
+                 lc.find("downed") != std::string::npos || lc.find("recovery") != std::string::npos ||
+                 lc.find("timeout") != std::string::npos || lc.find("out_of_") != std::string::npos;
+      if (bad && value > it->second) {
+        errors.push_back({{"port", port}, {"counter", counter}, {"delta", value - it->second}});
+      }
+    }
+    ports[port][key.substr(slash + 1)] = std::move(c);
+  }
+  return {{"ports", ports}, {"error_deltas", errors}};
+}
+
+std::string FilterKernelLog(std::string_view kmsg, std::uint64_t since_usec) {
+  static constexpr std::string_view kWords[] = {"mlx5",  "infiniband", "ib_", "rdma", "xid", "nvrm",
+                                                "link",  "aer",        "pcie", "nvlink", "roce",
+                                                "ib0",   "ib1",        "hfi1"};
+  std::string out;
+  for (const std::string& rec : SplitLines(kmsg)) {
+    auto semi = rec.find(';');
+    if (semi == std::string::npos) continue;
+    auto head = Split(std::string_view(rec).substr(0, semi), ',', false);
+    if (head.size() < 3) continue;
+    auto usec = ParseUint(head[2]);
+    if (!usec.ok() || *usec < since_usec) continue;
+    std::string lc = ToLower(std::string_view(rec).substr(semi + 1));
+    bool keep = false;
+    for (auto w : kWords) keep = keep || lc.find(w) != std::string::npos;
+    if (keep) out += fmt::format("[{:>12.6f}] {}\n", *usec / 1e6, rec.substr(semi + 1));
+  }
+  return out;
+}
+
+namespace {
+
+void Account(CollectorOutcome* o, std::string_view rel, const Result<std::uint64_t>& r) {
+  if (r.ok()) {
+    o->bytes += *r;
+    o->files.emplace_back(rel);
+  } else {
+    o->status = "error";
+    if (!o->error.empty()) o->error += "; ";
+    o->error += r.error().message;
+  }
+}
+
+std::string PathPrefix(const Environment& env, std::initializer_list<const char*> names,
+                       std::string fallback) {
+  for (const char* n : names) {
+    if (auto v = Lookup(env, n); v && !v->empty()) return *v;
+  }
+  return fallback;
+}
+
+// Flight Recorder: write to every rank's dump pipe (torch's DumpPipe reads it in the watchdog's
+// heartbeat loop and dumps at once), then pick up the dump files as they appear.
+CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  if (ctx.ranks.empty()) {
+    o.status = "skipped";
+    o.error = "no rank process (with RANK in its environment) found";
+  }
+  nlohmann::json pipes = nlohmann::json::array();
+  struct Want { int rank; std::string path; };
+  std::vector<Want> wanted;
+  auto trigger_time = fs::file_time_type::clock::now();
+  for (const RankProc& r : ctx.ranks) {
+    std::string pipe_prefix = PathPrefix(r.env, {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE"}, "");
+    std::string dump_prefix = PathPrefix(
+        r.env, {"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"}, "/tmp/nccl_trace_rank_");
+    wanted.push_back({r.rank, dump_prefix + std::to_string(r.rank)});
+    if (pipe_prefix.empty() || !ctx.job_alive) continue;
+    std::string pipe = pipe_prefix + std::to_string(r.rank) + ".pipe";
+    // O_NONBLOCK: opening a FIFO for writing without a reader fails with ENXIO instead of
+    // blocking forever (a rank whose watchdog is gone, or torch too old to create the pipe).
+    int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      pipes.push_back({{"rank", r.rank}, {"pipe", pipe}, {"status", "error"},
+                       {"error", errno == ENXIO ? "no reader on the pipe (ENXIO)"
+                                                : std::string(std::strerror(errno))}});
+      continue;
+    }
+    ssize_t n = write(fd, "1\n", 2);
+    int err = errno;
+    close(fd);
+    pipes.push_back({{"rank", r.rank}, {"pipe", pipe}, {"status", n == 2 ? "triggered" : "error"},
+                     {"error", n == 2 ? "" : std::string(std::strerror(err))}});
+  }
+  o.details["pipes"] = pipes;
+  // Wait for the dumps: a file counts when written after the job started and its size has been
+  // stable for two polls (torch writes it in one go, but not atomically).
+  auto start = Clock::now();
+  std::map<int, std::uintmax_t> last_size;
+  std::map<int, bool> done;
+  bool any_triggered = false;
+  for (auto& p : pipes) any_triggered = any_triggered || p["status"] == "triggered";
+  auto wait = any_triggered ? ctx.fr_wait : std::chrono::milliseconds(0);
+  auto start_wall_ft = fs::file_time_type::clock::now() -
+                       (std::chrono::system_clock::now() - ctx.start_wall);
+  for (;;) {
+    for (const Want& w : wanted) {
+      if (done[w.rank]) continue;
+      std::error_code ec;
+      auto size = fs::file_size(w.path, ec);
+      if (ec) continue;
+      auto mtime = fs::last_write_time(w.path, ec);
+      if (ec || mtime < start_wall_ft) continue;
+      bool fresh_enough = !any_triggered || mtime >= trigger_time ||
+                          Clock::now() - start > std::chrono::milliseconds(500);
+      if (size > 0 && fresh_enough && last_size[w.rank] == size) done[w.rank] = true;
+      last_size[w.rank] = size;
+    }
+    bool all = std::all_of(wanted.begin(), wanted.end(), [&](const Want& w) { return done[w.rank]; });
+    if (all || Clock::now() - start >= wait) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  nlohmann::json dumps = nlohmann::json::array();
+  for (const Want& w : wanted) {
+    std::error_code ec;
+    if (!fs::exists(w.path, ec)) {
+      dumps.push_back({{"rank", w.rank}, {"path", w.path}, {"status", "missing"}});
+      continue;
+    }
+    std::string rel = fmt::format("fr/fr_rank_{}.pkl", w.rank);
+    auto r = bundle.CopyFile(rel, w.path);
+    Account(&o, rel, r);
+    dumps.push_back({{"rank", w.rank}, {"path", w.path}, {"status", r.ok() ? "collected" : "error"},
+                     {"complete", done[w.rank]}});
+  }
+  o.details["dumps"] = dumps;
+  if (o.status == "ok" && !ctx.ranks.empty() && o.files.empty()) {
+    o.status = "error";
+    o.error = any_triggered ? "pipes triggered but no dump was written before the deadline"
+                            : "no Flight Recorder pipe (TORCH_NCCL_DEBUG_INFO_PIPE_FILE) and no dump";
+  }
+  return o;
+}
+
+CollectorOutcome CollectStacks(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  std::vector<pid_t> pids;
+  for (const auto& r : ctx.ranks) pids.push_back(r.pid);
+  if (pids.empty()) pids = ctx.descendants;
+  if (pids.empty()) {
+    o.status = "skipped";
+    o.error = "no live job process";
+    return o;
+  }
+  bool have_pyspy = false;
+  for (const std::string& dir : Split(Lookup(ctx.job_env, "PATH").value_or("/usr/bin:/bin"), ':')) {
+    if (access((dir + "/py-spy").c_str(), X_OK) == 0) have_pyspy = true;
+  }
+  o.details["method"] = have_pyspy && ctx.run_helper ? "py-spy" : "proc";
+  for (pid_t pid : pids) {
+    std::string text;
+    if (have_pyspy && ctx.run_helper) {
+      auto r = ctx.run_helper({"py-spy", "dump", "--native", "--pid", std::to_string(pid)},
+                              std::chrono::milliseconds(3000));
+      if (r.ok()) text = fmt::format("# py-spy dump --native --pid {} (exit {}{})\n{}", pid,
+                                     r->exit_status, r->timed_out ? ", timed out" : "", r->output);
+    }
+    // Kernel view of every thread: state, what it waits on, and (root only) the kernel stack.
+    std::string proc = fmt::format("# /proc/{}/task/*/{{stat,wchan,stack}}\n", pid);
+    auto tasks = ctx.fs->ListDir(fmt::format("/proc/{}/task", pid));
+    if (tasks.ok()) {
+      for (const auto& tid : *tasks) {
+        std::string base = fmt::format("/proc/{}/task/{}", pid, tid);
+        auto stat = ctx.fs->ReadFile(base + "/stat", 4096);
+        auto wchan = ctx.fs->ReadFile(base + "/wchan", 256);
+        auto stack = ctx.fs->ReadFile(base + "/stack", 16384);
+        proc += fmt::format("## tid {}\nstat: {}wchan: {}\n{}\n", tid,
+                            stat.ok() ? *stat : "(unreadable)\n",
+                            wchan.ok() ? *wchan : "(unreadable)",
+                            stack.ok() ? *stack : "(kernel stack unreadable)");
+      }
+    } else {
+      proc += "(process gone)\n";
+    }
+    text += "\n" + proc;
+    std::string rel = fmt::format("stacks/pid_{}.txt", pid);
+    for (const auto& r : ctx.ranks) {
+      if (r.pid == pid) rel = fmt::format("stacks/rank_{}_pid_{}.txt", r.rank, pid);
+    }
+    Account(&o, rel, bundle.WriteFile(rel, text));
+  }
+  return o;
+}
+
+CollectorOutcome CollectRas(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  std::string errors;
+  int ok = 0;
+  for (bool json : {false, true}) {
+    auto r = QueryRasStatus(ctx.ras, json, std::chrono::milliseconds(1800));
+    std::string rel = json ? "ras/verbose_status.json" : "ras/verbose_status.txt";
+    if (r.ok()) {
+      ++ok;
+      Account(&o, rel, bundle.WriteFile(rel, r->body));
+      o.details["server_protocol"] = r->server_protocol;
+    } else {
+      errors += (errors.empty() ? "" : "; ") + std::string(json ? "json: " : "text: ") +
+                r.error().Describe();
+    }
+  }
+  if (ok == 0) {
+    o.status = "error";
+    o.error = errors;
+  } else if (!errors.empty()) {
+    o.error = errors;
+  }
+  o.details["note"] = "RAS can report OK during a real hang; evidence, not a verdict";
+  return o;
+}
+
+CollectorOutcome CollectIbCounters(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  auto now = ReadIbCounters(*ctx.fs);
+  if (now.empty()) {
+    o.status = "skipped";
+    o.error = "no readable /sys/class/infiniband/*/ports/*/counters";
+    return o;
+  }
+  auto j = IbCounterDeltas(ctx.ib_start, now);
+  o.details["error_deltas"] = j["error_deltas"];
+  Account(&o, "node/ib_counters.json", bundle.WriteFile("node/ib_counters.json", j.dump(2)));
+  return o;
+}
+
+CollectorOutcome CollectKernelLog(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  auto kmsg = ctx.fs->ReadFile("/dev/kmsg", 16u << 20);
+  if (!kmsg.ok()) {
+    o.status = "error";
+    o.error = kmsg.error().Describe() + " (in containers /dev/kmsg is often hidden; "
+              "run dmesg on the host)";
+    return o;
+  }
+  std::string text = FilterKernelLog(*kmsg, ctx.start_monotonic_usec);
+  if (ctx.evidence && ctx.matcher) {
+    std::lock_guard lock(*ctx.evidence_mu);
+    ctx.evidence->AddText(*ctx.matcher, text, "kernel.log");
+  }
+  Account(&o, "node/kernel.log", bundle.WriteFile("node/kernel.log", text));
+  return o;
+}
+
+CollectorOutcome CollectNvidiaSmi(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  bool found = false;
+  for (const std::string& dir : Split(Lookup(ctx.job_env, "PATH").value_or("/usr/bin:/bin"), ':')) {
+    found = found || access((dir + "/nvidia-smi").c_str(), X_OK) == 0;
+  }
+  if (!found || !ctx.run_helper) {
+    o.status = "skipped";
+    o.error = "nvidia-smi not installed";
+    return o;
+  }
+  auto r = ctx.run_helper({"nvidia-smi", "-q"}, std::chrono::milliseconds(5000));
+  if (!r.ok()) {
+    o.status = "error";
+    o.error = r.error().Describe();
+    return o;
+  }
+  if (r->timed_out) {
+    o.status = "error";
+    o.error = "nvidia-smi -q did not finish in 5 s (a wedged GPU driver is itself evidence)";
+  }
+  Account(&o, "node/nvidia-smi-q.txt", bundle.WriteFile("node/nvidia-smi-q.txt", r->output));
+  return o;
+}
+
+CollectorOutcome CollectOutput(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  auto join = [](const std::vector<std::string>& lines) {
+    std::string s;
+    for (const auto& l : lines) s += l + "\n";
+    return s;
+  };
+  Account(&o, "output/stdout.tail", bundle.WriteFile("output/stdout.tail", join(ctx.stdout_tail)));
+  Account(&o, "output/stderr.tail", bundle.WriteFile("output/stderr.tail", join(ctx.stderr_tail)));
+  // torch >= 2.4 prefixes rank output with "[rankN]:"; older jobs' lines stay in the stream files.
+  std::map<std::string, std::string> per_rank;
+  for (const auto* tail : {&ctx.stdout_tail, &ctx.stderr_tail}) {
+    for (const auto& l : *tail) {
+      if (!StartsWith(l, "[rank")) continue;
+      auto close = l.find("]:");
+      if (close == std::string::npos) continue;
+      per_rank[l.substr(5, close - 5)] += l + "\n";
+    }
+  }
+  for (const auto& [rank, text] : per_rank) {
+    std::string rel = "output/rank_" + rank + ".tail";
+    Account(&o, rel, bundle.WriteFile(rel, text));
+  }
+  return o;
+}
+
+CollectorOutcome CollectNcclDebug(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  // NCCL_DEBUG_FILE may hold %h (host) and %p (pid); collect every file whose name matches the
+  // part before the first '%' in its directory, plus nccl*.log in the run directory.
+  std::set<std::string> files;
+  std::set<std::string> patterns;
+  for (const auto& r : ctx.ranks) {
+    if (auto f = Lookup(r.env, "NCCL_DEBUG_FILE")) patterns.insert(*f);
+  }
+  if (auto f = Lookup(ctx.job_env, "NCCL_DEBUG_FILE")) patterns.insert(*f);
+  auto add_dir = [&files](const std::string& dir, const std::string& prefix) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (StartsWith(name, prefix) && it->is_regular_file(ec)) files.insert(it->path().string());
+    }
+  };
+  for (const auto& p : patterns) {
+    fs::path path(p);
+    std::string name = path.filename().string();
+    add_dir(path.parent_path().empty() ? "." : path.parent_path().string(),
+            name.substr(0, name.find('%')));
+  }
+  if (!ctx.run_dir.empty()) add_dir(ctx.run_dir, "nccl");
+  if (files.empty()) {
+    o.status = "skipped";
+    o.error = "no NCCL debug file (set NCCL_DEBUG=INFO NCCL_DEBUG_FILE=<run dir>/nccl.%h.%p.log)";
+    return o;
+  }
+  for (const auto& f : files) {
+    std::string rel = "nccl/" + fs::path(f).filename().string();
+    auto r = bundle.CopyFile(rel, f, 32u << 20);
+    Account(&o, rel, r);
+    if (r.ok() && ctx.evidence && ctx.matcher) {
+      auto text = ctx.fs->ReadFile(f, 32u << 20);
+      if (text.ok()) {
+        std::lock_guard lock(*ctx.evidence_mu);
+        ctx.evidence->AddText(*ctx.matcher, *text, rel);
+      }
+    }
+  }
+  return o;
+}
+
+CollectorOutcome CollectRunFiles(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  if (ctx.run_dir.empty()) {
+    o.status = "skipped";
+    o.error = "no run directory";
+    return o;
+  }
+  // The preflight report and environment plan written by `run` (names fixed by the launcher).
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(ctx.run_dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    bool wanted = (StartsWith(name, "preflight") || StartsWith(name, "env") ||
+                   StartsWith(name, "plan") || name == "status.json") &&
+                  it->is_regular_file(ec);
+    if (!wanted) continue;
+    std::string rel = "run/" + name;
+    Account(&o, rel, bundle.CopyFile(rel, it->path().string(), 8u << 20));
+  }
+  if (o.files.empty()) {
+    o.status = "skipped";
+    o.error = "no preflight report or environment plan in the run directory";
+  }
+  return o;
+}
+
+CollectorOutcome CollectHost(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  nlohmann::json j;
+  j["host"] = ctx.host;
+  utsname u{};
+  if (uname(&u) == 0) j["uname"] = fmt::format("{} {} {} {}", u.sysname, u.release, u.version, u.machine);
+  j["safe_launch_version"] = SAFE_LAUNCH_VERSION;
+  j["job_argv"] = ctx.redactor->RedactArgv(ctx.job_argv);
+  j["job_pid"] = ctx.job_pid;
+  j["job_alive"] = ctx.job_alive;
+  for (const char* f : {"/proc/driver/nvidia/version", "/proc/version"}) {
+    if (auto t = ctx.fs->ReadFile(f, 4096); t.ok()) j["versions"][f] = std::string(Trim(*t));
+  }
+  nlohmann::json procs = nlohmann::json::array();
+  for (pid_t pid : ctx.descendants) {
+    nlohmann::json p = {{"pid", pid}};
+    if (auto c = ctx.fs->ReadFile(fmt::format("/proc/{}/cmdline", pid), 1 << 20); c.ok()) {
+      p["cmdline"] = ctx.redactor->RedactArgv(ParseCmdline(*c));
+    }
+    for (const auto& r : ctx.ranks) {
+      if (r.pid == pid) p["rank"] = r.rank, p["local_rank"] = r.local_rank;
+    }
+    procs.push_back(std::move(p));
+  }
+  j["processes"] = procs;
+  Account(&o, "node/host.json", bundle.WriteFile("node/host.json", j.dump(2)));
+  if (!ctx.ranks.empty()) {
+    pid_t pid = ctx.ranks.front().pid;
+    if (auto l = ctx.fs->ReadFile(fmt::format("/proc/{}/limits", pid), 65536); l.ok()) {
+      Account(&o, "node/limits.txt", bundle.WriteFile("node/limits.txt", *l));
+    }
+    std::string env;
+    for (const auto& [k, v] : ctx.ranks.front().env) env += k + "=" + v + "\n";
+    Account(&o, "node/rank_environment.txt", bundle.WriteFile("node/rank_environment.txt", env));
+  } else {
+    std::string env;
+    for (const auto& [k, v] : ctx.job_env) env += k + "=" + v + "\n";
+    Account(&o, "node/job_environment.txt", bundle.WriteFile("node/job_environment.txt", env));
+  }
+  return o;
+}
+
+constexpr Collector kCollectors[] = {
+    {"flight_recorder", "Flight Recorder dumps via TORCH_NCCL_DEBUG_INFO_PIPE_FILE pipes",
+     std::chrono::milliseconds(8000), CollectFlightRecorder},
+    {"stacks", "stacks of every rank (py-spy dump, /proc/<pid>/task/*/{stat,wchan,stack})",
+     std::chrono::milliseconds(8000), CollectStacks},
+    {"nccl_ras", "NCCL RAS VERBOSE STATUS (text and JSON)", std::chrono::milliseconds(4500),
+     CollectRas},
+    {"ib_counters", "IB port counters, now vs job start", std::chrono::milliseconds(3000),
+     CollectIbCounters},
+    {"kernel_log", "kernel log since job start (mlx5/IB/Xid/link)", std::chrono::milliseconds(3000),
+     CollectKernelLog},
+    {"nvidia_smi", "nvidia-smi -q", std::chrono::milliseconds(6000), CollectNvidiaSmi},
+    {"rank_output", "last lines of the job's output, per rank when prefixed",
+     std::chrono::milliseconds(2000), CollectOutput},
+    {"nccl_debug", "NCCL debug files (NCCL_DEBUG_FILE, run dir nccl*)",
+     std::chrono::milliseconds(4000), CollectNcclDebug},
+    {"run_files", "preflight report and environment plan from the run directory",
+     std::chrono::milliseconds(2000), CollectRunFiles},
+    {"host", "host, versions, limits, command lines, environment (redacted)",
+     std::chrono::milliseconds(2000), CollectHost},
+};
+
+}  // namespace
+
+std::span<const Collector> Collectors() { return kCollectors; }
+
+nlohmann::json RunCollectors(std::span<const Collector> collectors,
+                             std::shared_ptr<const CaptureContext> ctx,
+                             std::shared_ptr<Bundle> bundle) {
+  struct Slot {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    CollectorOutcome outcome;
+    double duration_s = 0;
+  };
+  std::vector<std::shared_ptr<Slot>> slots;
+  const auto start = Clock::now();
+  for (const Collector& c : collectors) {
+    auto slot = std::make_shared<Slot>();
+    slots.push_back(slot);
+    // Detached: a collector stuck past its deadline must not hold the capture; everything it uses
+    // is shared_ptr-owned, and the closed bundle refuses its late writes.
+    std::thread([slot, ctx, bundle, fn = c.fn, start] {
+      CollectorOutcome out;
+      try {
+        out = fn(*ctx, *bundle);
+      } catch (const std::exception& e) {
+        out.status = "error";
+        out.error = std::string("internal error: ") + e.what();
+      }
+      std::lock_guard lock(slot->mu);
+      slot->outcome = std::move(out);
+      slot->duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+      slot->done = true;
+      slot->cv.notify_all();
+    }).detach();
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < collectors.size(); ++i) {
+    Slot& s = *slots[i];
+    std::unique_lock lock(s.mu);
+    s.cv.wait_until(lock, start + collectors[i].deadline, [&s] { return s.done; });
+    nlohmann::json j = {{"id", collectors[i].id},
+                        {"what", collectors[i].what},
+                        {"deadline_s", collectors[i].deadline.count() / 1000.0}};
+    if (!s.done) {
+      j["status"] = "timeout";
+      j["duration_s"] = std::chrono::duration<double>(Clock::now() - start).count();
+      j["bytes"] = 0;
+      j["files"] = nlohmann::json::array();
+      j["error"] = fmt::format("did not finish within {} ms; abandoned",
+                               collectors[i].deadline.count());
+    } else {
+      j["status"] = s.outcome.status;
+      j["duration_s"] = s.duration_s;
+      j["bytes"] = s.outcome.bytes;
+      j["files"] = s.outcome.files;
+      j["error"] = s.outcome.error;
+      j["details"] = s.outcome.details;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace sl::hang

@@ -1,0 +1,118 @@
+#pragma once
+// Collectors: one row per piece of evidence captured while the job is still alive (as ninja's
+// tool table: id, what, deadline, function). RunCollectors runs them in parallel, each bounded by
+// its deadline; a collector that runs over is recorded as "timeout" and abandoned -- its late
+// writes are refused by the closed Bundle -- so none can block or kill the capture.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/environment.h"
+#include "common/file_reader.h"
+#include "common/result.h"
+#include "watchdog/hang/bundle.h"
+#include "watchdog/hang/ras_client.h"
+#include "watchdog/hang/redact.h"
+#include "watchdog/hang/verdict.h"
+
+namespace sl::hang {
+
+/// One local rank process (a descendant whose environment has RANK, not a forked worker of
+/// another rank).
+struct RankProc {
+  pid_t pid = 0;
+  int rank = -1;
+  int local_rank = -1;
+  Environment env;
+};
+
+/// Output of a helper program (py-spy, nvidia-smi) run with a deadline.
+struct HelperOutput {
+  int exit_status = -1;
+  bool timed_out = false;
+  std::string output;
+};
+using HelperRunner = std::function<Result<HelperOutput>(const std::vector<std::string>& argv,
+                                                        std::chrono::milliseconds deadline)>;
+
+/// IB counter values by sysfs path, taken at job start and at capture.
+using CounterSnapshot = std::map<std::string, std::uint64_t>;
+/// Reads every /sys/class/infiniband/*/ports/*/{counters,hw_counters}/* through `fs`.
+CounterSnapshot ReadIbCounters(const FileReader& fs);
+/// Per-port deltas as JSON; counters whose name says error/discard/downed and that grew are
+/// listed under "error_deltas".
+nlohmann::json IbCounterDeltas(const CounterSnapshot& start, const CounterSnapshot& now);
+
+/// Kernel log records ("pri,seq,usec,flags;text" from /dev/kmsg) at or after `since_usec`
+/// (CLOCK_MONOTONIC microseconds) whose text mentions mlx5/IB/RDMA/Xid/NVRM/link/PCIe AER.
+std::string FilterKernelLog(std::string_view kmsg, std::uint64_t since_usec);
+
+/// Everything the collectors may look at; built once per capture and shared read-only.
+struct CaptureContext {
+  std::string host;
+  std::string run_dir;
+  Environment job_env;
+  std::vector<std::string> job_argv;
+  pid_t job_pid = 0;
+  bool job_alive = true;
+  std::vector<RankProc> ranks;
+  std::vector<pid_t> descendants;
+  RasAddress ras;
+  CounterSnapshot ib_start;
+  std::uint64_t start_monotonic_usec = 0;
+  std::chrono::system_clock::time_point start_wall;
+  std::vector<std::string> stdout_tail, stderr_tail;
+  HelperRunner run_helper;
+  std::shared_ptr<const FileReader> fs;  ///< the live node ("/")
+  std::shared_ptr<Redactor> redactor;
+  /// Lines found in NCCL debug files are added here (under evidence_mu).
+  std::shared_ptr<Evidence> evidence;
+  std::shared_ptr<const LineMatcher> matcher;
+  std::shared_ptr<std::mutex> evidence_mu;
+  std::chrono::milliseconds fr_wait{6000};  ///< how long to wait for Flight Recorder dumps
+};
+
+struct CollectorOutcome {
+  std::string status = "ok";  ///< ok | skipped | error | timeout
+  std::string error;          ///< why, when not ok (skipped: why not applicable)
+  std::uint64_t bytes = 0;
+  std::vector<std::string> files;
+  nlohmann::json details = nlohmann::json::object();
+};
+
+using CollectorFn = CollectorOutcome (*)(const CaptureContext& ctx, Bundle& bundle);
+
+struct Collector {
+  const char* id;
+  const char* what;
+  std::chrono::milliseconds deadline;
+  CollectorFn fn;
+};
+
+/// The collector table.
+std::span<const Collector> Collectors();
+
+/// Runs `collectors` in parallel and returns the manifest's "collectors" array (id, what,
+/// status, duration_s, bytes, files, error, details), in table order.
+nlohmann::json RunCollectors(std::span<const Collector> collectors,
+                             std::shared_ptr<const CaptureContext> ctx,
+                             std::shared_ptr<Bundle> bundle);
+
+/// Finds the rank processes among `pids` by reading /proc/<pid>/environ through `fs`.
+std::vector<RankProc> FindRanks(const FileReader& fs, const std::vector<pid_t>& pids);
+
+/// NUL-separated /proc/<pid>/environ or cmdline text into a map / argv.
+Environment ParseEnviron(std::string_view text);
+std::vector<std::string> ParseCmdline(std::string_view text);
+
+}  // namespace sl::hang

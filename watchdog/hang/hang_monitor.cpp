@@ -1,0 +1,362 @@
+#include "watchdog/hang/hang_monitor.h"
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/exit_codes.h"
+#include "common/log.h"
+#include "common/strings.h"
+
+namespace sl::hang {
+
+using watchdog::Clock;
+
+Result<OnHang> ParseOnHang(std::string_view text) {
+  if (text == "capture-and-stop") return OnHang::kCaptureAndStop;
+  if (text == "capture-only") return OnHang::kCaptureOnly;
+  return MakeError(fmt::format("unknown --on-hang value '{}'", text), "--on-hang",
+                   "use capture-and-stop (default) or capture-only");
+}
+
+namespace {
+
+class SupervisorControl final : public JobControl {
+ public:
+  explicit SupervisorControl(watchdog::Supervisor* s) : s_(s) {}
+  pid_t JobPid() const override { return s_->JobPid(); }
+  std::vector<pid_t> Descendants() const override { return s_->Descendants(); }
+  std::vector<std::string> TailLines(int stream, std::size_t n) const override {
+    return s_->TailLines(stream, n);
+  }
+  void RequestStop(std::string reason, int exit_status) override {
+    s_->RequestStop(std::move(reason), exit_status, "hang detector");
+  }
+  Result<HelperOutput> RunHelper(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds deadline) override {
+    auto r = s_->RunHelper(argv, deadline);
+    if (!r.ok()) return r.error();
+    return HelperOutput{r->exit_status, r->timed_out, r->output};
+  }
+
+ private:
+  watchdog::Supervisor* s_;
+};
+
+std::uint64_t MonotonicUsec() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+std::string UtcStamp(std::chrono::system_clock::time_point t, const char* fmt_str) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), fmt_str, &tm);
+  return buf;
+}
+
+std::int64_t Ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::unique_ptr<JobControl> MakeSupervisorControl(watchdog::Supervisor* supervisor) {
+  return std::make_unique<SupervisorControl>(supervisor);
+}
+
+std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::string& run_dir,
+                                                                  const Environment& env) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (run_dir.empty()) return out;
+  auto set_default = [&](const char* name, std::string value) {
+    if (!Lookup(env, name)) out.emplace_back(name, std::move(value));
+  };
+  std::string fr = run_dir + "/fr";
+  mkdir(fr.c_str(), 0700);
+  set_default("SAFE_LAUNCH_HEARTBEAT", run_dir + "/heartbeat");
+  // Flight Recorder records nothing with a zero buffer (the default before torch 2.9); torch
+  // renamed the variables in 2.5 (TORCH_NCCL_TRACE_BUFFER_SIZE -> TORCH_FR_BUFFER_SIZE, ...), so
+  // both spellings are set unless the user chose either.
+  if (!Lookup(env, "TORCH_FR_BUFFER_SIZE") && !Lookup(env, "TORCH_NCCL_TRACE_BUFFER_SIZE")) {
+    out.emplace_back("TORCH_FR_BUFFER_SIZE", "2000");
+    out.emplace_back("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
+  }
+  if (!Lookup(env, "TORCH_FR_DUMP_TEMP_FILE") && !Lookup(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
+    out.emplace_back("TORCH_FR_DUMP_TEMP_FILE", fr + "/fr_rank_");
+    out.emplace_back("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr + "/fr_rank_");
+  }
+  set_default("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", fr + "/pipe_");
+  set_default("TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
+  return out;
+}
+
+HangMonitor::HangMonitor(HangOptions options)
+    : options_(std::move(options)),
+      evidence_(std::make_shared<Evidence>()),
+      evidence_mu_(std::make_shared<std::mutex>()) {
+  start_ = Clock::now();
+  start_wall_ = std::chrono::system_clock::now();
+  start_monotonic_usec_ = MonotonicUsec();
+  last_output_ns_ = Ns(start_);
+  if (options_.host.empty()) options_.host = log::HostName();
+}
+
+HangMonitor::~HangMonitor() = default;
+
+void HangMonitor::SetControl(std::unique_ptr<JobControl> control) { control_ = std::move(control); }
+
+watchdog::SupervisorHooks HangMonitor::Hooks(watchdog::SupervisorHooks inner) {
+  watchdog::SupervisorHooks h;
+  h.on_start = [this, f = inner.on_start](pid_t pid) {
+    if (f) f(pid);
+    OnStart(pid);
+  };
+  h.on_line = [this, f = inner.on_line](int stream, std::string_view line, Clock::time_point t) {
+    if (f) f(stream, line, t);
+    OnLine(stream, line, t);
+  };
+  h.on_tick = [this, f = inner.on_tick](Clock::time_point now) {
+    if (f) f(now);
+    OnTick(now);
+  };
+  h.on_exit = [this, f = inner.on_exit](const watchdog::JobExit& e) {
+    OnExit(e);
+    if (f) f(e);
+  };
+  return h;
+}
+
+void HangMonitor::OnStart(pid_t) {
+  start_ = Clock::now();
+  start_wall_ = std::chrono::system_clock::now();
+  start_monotonic_usec_ = MonotonicUsec();
+  last_output_ns_ = Ns(start_);
+  RootedFileReader fs(options_.proc_root == "/" ? "" : options_.proc_root);
+  ib_start_ = ReadIbCounters(fs);  // a few hundred small sysfs reads, once
+}
+
+void HangMonitor::OnLine(int stream, std::string_view line, Clock::time_point t) {
+  last_output_ns_.store(Ns(t), std::memory_order_relaxed);
+  auto m = matcher_.MatchLine(line);
+  if (!m) return;
+  m->source = stream == watchdog::kStderr ? "stderr" : "stdout";
+  m->at_s = std::chrono::duration<double>(t - start_).count();
+  bool hang = m->signature->severity == Severity::kHang;
+  {
+    std::lock_guard lock(*evidence_mu_);
+    m->line_number = evidence_->total() + 1;  // order of recognised lines, not of all lines
+    evidence_->Add(std::move(*m));
+  }
+  if (hang && !captured_.load()) {
+    int none = 0;
+    pending_.compare_exchange_strong(none, static_cast<int>(Trigger::kSignature));
+  }
+}
+
+void HangMonitor::OnTick(Clock::time_point now) {
+  if (captured_.load()) return;
+  if (pending_.load() == 0 && options_.stall_timeout_s > 0) {
+    double since = std::chrono::duration<double>(
+                       now - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load())))
+                       .count();
+    stall_source_ = "output";
+    if (!options_.heartbeat_path.empty()) {
+      if (now - last_heartbeat_check_ >= std::chrono::seconds(1)) {
+        last_heartbeat_check_ = now;
+        struct stat st{};
+        if (stat(options_.heartbeat_path.c_str(), &st) == 0) {
+          std::int64_t mt = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+          std::int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      start_wall_.time_since_epoch()).count();
+          if (mt >= start_ns) heartbeat_mtime_ns_ = mt;
+        }
+      }
+      if (heartbeat_mtime_ns_ != 0) {
+        auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+        since = (wall_now - heartbeat_mtime_ns_) / 1e9;
+        stall_source_ = "heartbeat";
+      }
+    }
+    if (since >= options_.stall_timeout_s) {
+      pending_ = static_cast<int>(stall_source_ == "heartbeat" ? Trigger::kHeartbeat : Trigger::kStall);
+    }
+  }
+  int p = pending_.load();
+  if (p == 0) return;
+  hang_detected_ = true;
+  auto trigger = static_cast<Trigger>(p);
+  BundleInfo info = Capture(trigger, std::nullopt);
+  if (options_.on_hang == OnHang::kCaptureAndStop && control_) {
+    control_->RequestStop("hang detected: " + info.verdict.headline, exit_code::kHang);
+  }
+}
+
+void HangMonitor::OnExit(const watchdog::JobExit& exit) {
+  if (captured_.load() || !options_.bundle_on_failure) return;
+  bool failed = exit.how == watchdog::JobExit::How::kSignaled ||
+                (exit.how == watchdog::JobExit::How::kExited && exit.code != 0);
+  if (!failed || !exit.stopped_by.empty()) return;  // stopped by Slurm/user: not a failure of its own
+  Capture(Trigger::kJobFailed, exit.exit_status);
+}
+
+BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status) {
+  captured_ = true;
+  const auto t0 = Clock::now();
+  BundleInfo info;
+  bool alive = !exit_status.has_value();
+
+  auto ctx = std::make_shared<CaptureContext>();
+  ctx->host = options_.host;
+  ctx->run_dir = options_.run_dir;
+  ctx->job_env = options_.job_env;
+  ctx->job_argv = options_.job_argv;
+  ctx->job_alive = alive;
+  ctx->start_monotonic_usec = start_monotonic_usec_;
+  ctx->start_wall = start_wall_;
+  ctx->ib_start = ib_start_;
+  ctx->fr_wait = options_.fr_wait;
+  auto fs = std::make_shared<RootedFileReader>(options_.proc_root == "/" ? "" : options_.proc_root);
+  ctx->fs = fs;
+  if (control_) {
+    ctx->job_pid = control_->JobPid();
+    if (alive) ctx->descendants = control_->Descendants();
+    ctx->stdout_tail = control_->TailLines(watchdog::kStdout, 200);
+    ctx->stderr_tail = control_->TailLines(watchdog::kStderr, 200);
+    JobControl* c = control_.get();
+    ctx->run_helper = [c](const std::vector<std::string>& argv, std::chrono::milliseconds d) {
+      return c->RunHelper(argv, d);
+    };
+  }
+  ctx->ranks = FindRanks(*fs, ctx->descendants);
+  auto redactor = std::make_shared<Redactor>(options_.job_env);
+  redactor->LearnArgv(options_.job_argv);
+  for (const auto& r : ctx->ranks) {
+    for (const auto& [k, v] : r.env) {
+      if (IsSecretName(k)) redactor->AddSecret(v);
+    }
+  }
+  for (pid_t pid : ctx->descendants) {
+    if (auto c = fs->ReadFile(fmt::format("/proc/{}/cmdline", pid), 1 << 20); c.ok()) {
+      redactor->LearnArgv(ParseCmdline(*c));
+    }
+  }
+  ctx->redactor = redactor;
+  auto ras = ParseRasAddress(Lookup(options_.job_env, "NCCL_RAS_ADDR").value_or(""));
+  ctx->ras = ras.ok() ? *ras : RasAddress{};
+  ctx->evidence = evidence_;
+  ctx->evidence_mu = evidence_mu_;
+  ctx->matcher = std::shared_ptr<const LineMatcher>(&matcher_, [](const LineMatcher*) {});
+
+  JobTiming timing;
+  timing.host = options_.host;
+  timing.since_start_s = std::chrono::duration<double>(t0 - start_).count();
+  timing.since_progress_s = std::chrono::duration<double>(
+      t0 - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load()))).count();
+  if (trigger == Trigger::kHeartbeat && heartbeat_mtime_ns_) {
+    auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+    timing.since_progress_s = (wall_now - heartbeat_mtime_ns_) / 1e9;
+  }
+  timing.exit_status = exit_status;
+  timing.stall_timeout_s = options_.stall_timeout_s;
+  if (trigger == Trigger::kStall || trigger == Trigger::kHeartbeat) timing.stall_source = stall_source_;
+
+  const char* kind = trigger == Trigger::kJobFailed ? "failure" : "hang";
+  std::string name = fmt::format("{}-{}-{}", kind, options_.host,
+                                 UtcStamp(std::chrono::system_clock::now(), "%Y%m%dT%H%M%SZ"));
+  auto decide = [&]() {
+    std::lock_guard lock(*evidence_mu_);
+    Evidence snapshot = *evidence_;
+    Verdict v = Decide(snapshot, trigger, timing);
+    // Verdict points into `snapshot`: render before it goes away, keep a copy without pointers.
+    auto j = SummaryJson(v, timing);
+    auto md = SummaryMarkdown(v, timing);
+    v.evidence.clear();
+    return std::make_tuple(v, j, md);
+  };
+
+  if (options_.run_dir.empty()) {
+    auto [v, j, md] = decide();
+    info.verdict = v;
+    info.error = "no run directory; bundle not written";
+    log::Error("hang detector: {} (no run directory, nothing captured)", v.headline);
+  } else {
+    auto created = Bundle::Create(options_.run_dir, name, redactor.get());
+    if (!created.ok()) {
+      auto [v, j, md] = decide();
+      info.verdict = v;
+      info.error = created.error().Describe();
+      log::Error("hang detector: {}", v.headline);
+      log::Error("bundle not written: {}", info.error);
+    } else {
+      std::shared_ptr<Bundle> bundle(std::move(created).value().release(),
+                                     [redactor](Bundle* b) { delete b; });
+      info.path = bundle->partial_dir();
+      log::Warn("{} detected ({}); capturing diagnostics into {}", kind, TriggerName(trigger),
+                bundle->final_dir());
+      auto collectors = RunCollectors(Collectors(), ctx, bundle);
+      auto [v, j, md] = decide();
+      info.verdict = v;
+      auto r1 = bundle->WriteFile("summary.json", j.dump(2));
+      auto r2 = bundle->WriteFile("summary.md", md);
+      nlohmann::json manifest;
+      manifest["schema"] = "safe-launch.bundle-manifest/1";
+      manifest["name"] = name;
+      manifest["host"] = options_.host;
+      manifest["trigger"] = TriggerName(trigger);
+      manifest["created_utc"] = UtcStamp(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ");
+      manifest["job_start_utc"] = UtcStamp(start_wall_, "%Y-%m-%dT%H:%M:%SZ");
+      manifest["job_alive_at_capture"] = alive;
+      manifest["collectors"] = collectors;
+      manifest["capture_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
+      auto errors = bundle->WriteErrors();
+      manifest["write_errors"] = errors;
+      manifest["complete"] = errors.empty();
+      auto r3 = bundle->WriteFile("manifest.json", manifest.dump(2));
+      auto finished = bundle->Finish();
+      if (finished.ok()) {
+        info.complete = true;
+        info.path = bundle->final_dir();
+        info.tar = bundle->final_tar();
+      } else {
+        info.error = finished.error().Describe();
+        // Record why in the partial directory when at all possible (a second, tiny write).
+        manifest["complete"] = false;
+        manifest["write_errors"] = bundle->WriteErrors();
+        manifest["finish_error"] = info.error;
+        std::ofstream(bundle->partial_dir() + "/manifest.json", std::ios::trunc)
+            << redactor->Redact(manifest.dump(2));
+      }
+      info.capture_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      log::Warn("verdict: {}", v.headline);
+      if (!v.fix.empty()) log::Warn("next step: {}", v.fix);
+      if (info.complete) {
+        log::Warn("bundle complete in {:.1f} s: {} (and .tar.gz)", info.capture_s, info.path);
+      } else {
+        log::Error("bundle INCOMPLETE ({}); what was captured is in {}", info.error, info.path);
+      }
+    }
+  }
+  info.capture_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::lock_guard lock(bundle_mu_);
+  last_bundle_ = info;
+  return info;
+}
+
+std::optional<BundleInfo> HangMonitor::LastBundle() const {
+  std::lock_guard lock(bundle_mu_);
+  return last_bundle_;
+}
+
+}  // namespace sl::hang

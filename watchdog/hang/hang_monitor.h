@@ -1,0 +1,120 @@
+#pragma once
+// HangMonitor: the detectors (hang signature in the output, stall of output or heartbeat, job
+// failure) and the capture policy, plugged into the supervisor through SupervisorHooks.
+//   on_line  (pump threads): match the line against the catalog, remember the time; never blocks.
+//   on_tick  (main thread):  check the stall timeout; when a detector fired, capture the bundle
+//                            (collectors run in parallel, bounded by deadlines, <= ~10 s) and,
+//                            with --on-hang=capture-and-stop, RequestStop(reason, kHang = 124).
+//   on_exit  (main thread):  a job that failed on its own gets a post-mortem bundle too.
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/environment.h"
+#include "common/result.h"
+#include "watchdog/hang/collectors.h"
+#include "watchdog/hang/ras_client.h"
+#include "watchdog/hang/signatures.h"
+#include "watchdog/hang/verdict.h"
+#include "watchdog/supervisor.h"
+
+namespace sl::hang {
+
+enum class OnHang { kCaptureAndStop, kCaptureOnly };
+/// "capture-and-stop" / "capture-only"; error names the value and the accepted ones.
+Result<OnHang> ParseOnHang(std::string_view text);
+
+struct HangOptions {
+  /// Seconds without output (or heartbeat touch, once the job touched it); 0 disables.
+  double stall_timeout_s = 600;
+  OnHang on_hang = OnHang::kCaptureAndStop;
+  std::string run_dir;         ///< where bundles go; "" disables bundles (detection still logs)
+  std::string heartbeat_path;  ///< SAFE_LAUNCH_HEARTBEAT; "" = none
+  Environment job_env;         ///< for redaction, PATH, NCCL_RAS_ADDR, NCCL_DEBUG_FILE
+  std::vector<std::string> job_argv;
+  std::string host;
+  std::string proc_root = "/";  ///< root of /proc and /sys (tests)
+  std::chrono::milliseconds fr_wait{6000};
+  bool bundle_on_failure = true;
+};
+
+/// The supervisor calls the monitor needs, as an interface so the monitor is testable alone.
+class JobControl {
+ public:
+  virtual ~JobControl() = default;
+  virtual pid_t JobPid() const = 0;
+  virtual std::vector<pid_t> Descendants() const = 0;
+  virtual std::vector<std::string> TailLines(int stream, std::size_t n) const = 0;
+  virtual void RequestStop(std::string reason, int exit_status) = 0;
+  virtual Result<HelperOutput> RunHelper(const std::vector<std::string>& argv,
+                                         std::chrono::milliseconds deadline) = 0;
+};
+
+/// JobControl backed by the real Supervisor.
+std::unique_ptr<JobControl> MakeSupervisorControl(watchdog::Supervisor* supervisor);
+
+/// What the last capture produced.
+struct BundleInfo {
+  std::string path;  ///< final directory, or the .partial one when incomplete
+  std::string tar;   ///< final .tar.gz, "" when not written
+  bool complete = false;
+  std::string error;  ///< why incomplete
+  Verdict verdict;
+  double capture_s = 0;  ///< detection to complete bundle
+};
+
+/// Environment additions safe-launch makes for the job so evidence exists when it hangs:
+/// SAFE_LAUNCH_HEARTBEAT, Flight Recorder buffer/dump/pipe paths in <run_dir>/fr/ (new and
+/// pre-2.5 names), TORCH_NCCL_DUMP_ON_TIMEOUT=1. Variables the user already set are left alone.
+/// Creates <run_dir>/fr (0700).
+std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::string& run_dir,
+                                                                  const Environment& env);
+
+class HangMonitor {
+ public:
+  explicit HangMonitor(HangOptions options);
+  ~HangMonitor();
+  /// Must be set before the supervisor starts the job.
+  void SetControl(std::unique_ptr<JobControl> control);
+  /// Hooks for the supervisor; `inner` hooks (e.g. the launcher's own) are called first.
+  watchdog::SupervisorHooks Hooks(watchdog::SupervisorHooks inner = {});
+
+  void OnStart(pid_t job_pid);
+  void OnLine(int stream, std::string_view line, watchdog::Clock::time_point t);
+  void OnTick(watchdog::Clock::time_point now);
+  void OnExit(const watchdog::JobExit& exit);
+
+  /// Captures now (used by the hooks; public for tests and `diagnose`).
+  BundleInfo Capture(Trigger trigger, std::optional<int> exit_status);
+
+  std::optional<BundleInfo> LastBundle() const;
+  bool HangDetected() const { return hang_detected_.load(); }
+
+ private:
+  HangOptions options_;
+  std::unique_ptr<JobControl> control_;
+  LineMatcher matcher_;
+  std::shared_ptr<Evidence> evidence_;
+  std::shared_ptr<std::mutex> evidence_mu_;
+  std::atomic<std::int64_t> last_output_ns_{0};  // steady clock
+  std::atomic<int> pending_{0};                  // Trigger value, 0 = none
+  std::atomic<bool> hang_detected_{false};
+  std::atomic<bool> captured_{false};
+  watchdog::Clock::time_point start_;
+  std::chrono::system_clock::time_point start_wall_;
+  std::uint64_t start_monotonic_usec_ = 0;
+  CounterSnapshot ib_start_;
+  watchdog::Clock::time_point last_heartbeat_check_{};
+  std::int64_t heartbeat_mtime_ns_ = 0;  // wall clock of the last touch, 0 = never touched
+  std::string stall_source_;
+  mutable std::mutex bundle_mu_;
+  std::optional<BundleInfo> last_bundle_;
+};
+
+}  // namespace sl::hang

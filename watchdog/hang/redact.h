@@ -1,0 +1,45 @@
+#pragma once
+// Secrets never leave the node: every byte written into a bundle passes through a Redactor.
+// Three rules, applied in order: (1) every known secret value (values of secret-named variables in
+// the job's environment, values given after secret-named flags) is replaced wherever it occurs;
+// (2) NAME=VALUE and "NAME": "VALUE" with a secret-looking NAME; (3) --secret-flag VALUE and
+// --secret-flag=VALUE. The replacement is "<redacted>".
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/environment.h"
+
+namespace sl::hang {
+
+inline constexpr std::string_view kRedacted = "<redacted>";
+
+/// True for names that look like they hold a secret: a '_'/'-'-separated part ends with TOKEN,
+/// SECRET, PASSWORD, PASSWD, KEY, CREDENTIAL(S) or is AUTH/AUTHORIZATION (HF_TOKEN,
+/// WANDB_API_KEY, AWS_SECRET_ACCESS_KEY, --api-key, --token). Parts rather than raw substrings so
+/// that --max-tokens or TOKENIZERS_PARALLELISM are not taken for secrets.
+bool IsSecretName(std::string_view name);
+
+class Redactor {
+ public:
+  Redactor() = default;
+  /// Learns the values of secret-named variables in `env`.
+  explicit Redactor(const Environment& env);
+  /// Adds one value to scrub everywhere (values shorter than 4 bytes are ignored: redacting "1"
+  /// would destroy the bundle and such values are not secrets worth the name).
+  void AddSecret(std::string_view value);
+  /// Learns values after secret-named flags in `argv` ("--api-key X", "--token=X").
+  void LearnArgv(const std::vector<std::string>& argv);
+  /// The text with every secret replaced. Thread-safe.
+  std::string Redact(std::string_view text) const;
+  /// argv with secret values replaced (and learned).
+  std::vector<std::string> RedactArgv(const std::vector<std::string>& argv);
+
+ private:
+  mutable std::mutex mu_;
+  std::set<std::string, std::greater<>> secrets_;  // longest-first is not needed: exact values
+};
+
+}  // namespace sl::hang

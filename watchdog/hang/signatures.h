@@ -1,0 +1,67 @@
+#pragma once
+// The signature catalog: one table of known failure lines (PyTorch watchdog, NCCL WARN, Gloo,
+// c10d store, CUDA, torchrun, kernel log) and a matcher that recognises them line by line.
+// The table is data so the offline `diagnose` command can reuse it. Matching costs one substring
+// search per signature per line; the regex (extraction only) runs only on lines that passed the
+// substring prefilter, which in a healthy job is almost none.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sl::hang {
+
+enum class Severity { kInfo, kWarning, kError, kHang };
+std::string_view SeverityName(Severity s);
+
+/// One row of the catalog.
+struct Signature {
+  std::string_view id;        ///< stable id, "torch.watchdog_timeout"
+  std::string_view prefilter;  ///< substring that must occur in the line (cheap first test)
+  std::string_view also;       ///< second substring that must occur too ("" = none)
+  std::string_view pattern;    ///< ECMAScript regex run only after the prefilter ("" = none)
+  std::string_view fields;     ///< comma-separated names of the regex groups, in order
+  std::string_view category;   ///< root-cause category, e.g. "shm_too_small"
+  Severity severity;           ///< kHang triggers a capture while the job is alive
+  int priority;  ///< verdict weight: a root cause (shm, IB status) outranks its consequence
+                 ///< (a watchdog timeout), which outranks generic errors
+  std::string_view fix;  ///< next step for the engineer
+};
+
+/// The whole catalog, most specific rows first (the first row that matches a line wins).
+std::span<const Signature> Catalog();
+
+/// A recognised line with what was extracted from it.
+struct Match {
+  const Signature* signature = nullptr;
+  std::string line;                           ///< the line as seen (trimmed of "\r\n")
+  std::map<std::string, std::string> fields;  ///< regex fields + rank/pg/host/pid when present
+  std::string source;                         ///< "stdout", "stderr", or a file name
+  std::uint64_t line_number = 0;              ///< 1-based within its source
+  double at_s = 0;                            ///< seconds since job start (0 when offline)
+  std::string Field(std::string_view name) const;
+};
+
+/// Recognises lines against the catalog. Regexes are compiled once, at construction.
+class LineMatcher {
+ public:
+  LineMatcher();
+  ~LineMatcher();
+  LineMatcher(const LineMatcher&) = delete;
+  LineMatcher& operator=(const LineMatcher&) = delete;
+  /// The first matching signature with its fields, or nullopt. Never throws.
+  std::optional<Match> MatchLine(std::string_view line) const;
+
+ private:
+  struct Compiled;
+  std::vector<Compiled*> compiled_;  // parallel to Catalog()
+};
+
+/// Fields common to most lines, found without regex: "rank" from "[rank3]:" / "[Rank 3]" /
+/// "rank: 3", "pg" from "PG ID 0", "host"/"pid" from NCCL's "host:pid:tid [dev]" prefix.
+void ExtractCommonFields(std::string_view line, std::map<std::string, std::string>* fields);
+
+}  // namespace sl::hang
