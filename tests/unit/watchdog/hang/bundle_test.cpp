@@ -1,0 +1,178 @@
+#include "watchdog/hang/bundle.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "watchdog/hang/collectors.h"
+
+using namespace sl::hang;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/sl-bundle-test-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+// Every file of the .tar.gz, decompressed, concatenated.
+std::string TarContents(const std::string& path, std::vector<std::string>* names) {
+  archive* a = archive_read_new();
+  archive_read_support_filter_gzip(a);
+  archive_read_support_format_tar(a);
+  std::string all;
+  if (archive_read_open_filename(a, path.c_str(), 10240) == ARCHIVE_OK) {
+    archive_entry* e;
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+      names->push_back(archive_entry_pathname(e));
+      char buf[4096];
+      la_ssize_t n;
+      while ((n = archive_read_data(a, buf, sizeof(buf))) > 0) all.append(buf, n);
+    }
+  }
+  archive_read_free(a);
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("a finished bundle has its final names, 0600/0700 modes and a matching tar.gz") {
+  std::string run = TempDir();
+  Redactor r(sl::Environment{{"HF_TOKEN", "hf_planted_value_77"}});
+  auto b = Bundle::Create(run, "hang-test", &r);
+  REQUIRE(b.ok());
+  auto& bundle = **b;
+  CHECK(fs::exists(run + "/.hang-test.partial"));
+  REQUIRE(bundle.WriteFile("output/stdout.tail", "hello hf_planted_value_77\n").ok());
+  REQUIRE(bundle.WriteFile("summary.md", "# ok\n").ok());
+  REQUIRE(bundle.Finish().ok());
+  CHECK_FALSE(fs::exists(run + "/.hang-test.partial"));
+  CHECK(fs::is_directory(run + "/hang-test"));
+  CHECK(fs::exists(run + "/hang-test.tar.gz"));
+  struct stat st{};
+  stat((run + "/hang-test").c_str(), &st);
+  CHECK((st.st_mode & 0777) == 0700);
+  stat((run + "/hang-test/output").c_str(), &st);
+  CHECK((st.st_mode & 0777) == 0700);
+  stat((run + "/hang-test/output/stdout.tail").c_str(), &st);
+  CHECK((st.st_mode & 0777) == 0600);
+  stat((run + "/hang-test.tar.gz").c_str(), &st);
+  CHECK((st.st_mode & 0777) == 0600);
+  std::vector<std::string> names;
+  std::string all = TarContents(run + "/hang-test.tar.gz", &names);
+  CHECK(std::find(names.begin(), names.end(), "hang-test/output/stdout.tail") != names.end());
+  CHECK(all.find("hello <redacted>") != std::string::npos);
+  CHECK(all.find("hf_planted_value_77") == std::string::npos);
+  fs::remove_all(run);
+}
+
+TEST_CASE("a failed write keeps the bundle partial and Finish says which file") {
+  std::string run = TempDir();
+  auto b = Bundle::Create(run, "hang-x", nullptr);
+  REQUIRE(b.ok());
+  REQUIRE((*b)->WriteFile("node", "a file where a directory is needed").ok());
+  CHECK_FALSE((*b)->WriteFile("node/host.json", "{}").ok());
+  auto f = (*b)->Finish();
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().message.find("node") != std::string::npos);
+  CHECK_FALSE(fs::exists(run + "/hang-x"));
+  CHECK_FALSE(fs::exists(run + "/hang-x.tar.gz"));
+  CHECK(fs::exists(run + "/.hang-x.partial"));
+  fs::remove_all(run);
+}
+
+TEST_CASE("writes after Close are refused so a late collector cannot touch a finished bundle") {
+  std::string run = TempDir();
+  auto b = Bundle::Create(run, "hang-y", nullptr);
+  REQUIRE(b.ok());
+  (*b)->Close();
+  CHECK_FALSE((*b)->WriteFile("late.txt", "x").ok());
+  CHECK_FALSE(fs::exists(run + "/.hang-y.partial/late.txt"));
+  fs::remove_all(run);
+}
+
+TEST_CASE("a missing run directory gives an error naming the path and the fix") {
+  auto b = Bundle::Create("/nonexistent/run", "hang-z", nullptr);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().message.find("/nonexistent/run/.hang-z.partial") != std::string::npos);
+  CHECK_FALSE(b.error().fix.empty());
+}
+
+TEST_CASE("a collector past its deadline is recorded as timeout and does not hold the capture") {
+  std::string run = TempDir();
+  auto created = Bundle::Create(run, "hang-t", nullptr);
+  REQUIRE(created.ok());
+  std::shared_ptr<Bundle> bundle(std::move(created).value().release());
+  static const Collector kSlow[] = {
+      {"slow", "sleeps", std::chrono::milliseconds(200),
+       [](const CaptureContext&, Bundle& b) {
+         std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+         CollectorOutcome o;
+         (void)b.WriteFile("late.txt", "late");
+         return o;
+       }},
+      {"fast", "writes", std::chrono::milliseconds(1000),
+       [](const CaptureContext&, Bundle& b) {
+         CollectorOutcome o;
+         o.bytes = *b.WriteFile("fast.txt", "ok");
+         return o;
+       }},
+  };
+  auto ctx = std::make_shared<CaptureContext>();
+  auto t0 = std::chrono::steady_clock::now();
+  auto j = RunCollectors(kSlow, ctx, bundle);
+  bundle->Close();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(ms < 1200);
+  CHECK(j[0]["status"] == "timeout");
+  CHECK(j[1]["status"] == "ok");
+  CHECK(j[1]["bytes"] == 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+  CHECK_FALSE(fs::exists(run + "/.hang-t.partial/late.txt"));
+  fs::remove_all(run);
+}
+
+TEST_CASE("IB counter deltas list grown error counters") {
+  CounterSnapshot a{{"mlx5_0:1/counters/link_downed", 1}, {"mlx5_0:1/counters/port_xmit_data", 10}};
+  CounterSnapshot b{{"mlx5_0:1/counters/link_downed", 3}, {"mlx5_0:1/counters/port_xmit_data", 99}};
+  auto j = IbCounterDeltas(a, b);
+  REQUIRE(j["error_deltas"].size() == 1);
+  CHECK(j["error_deltas"][0]["counter"] == "link_downed");
+  CHECK(j["error_deltas"][0]["delta"] == 2);
+  CHECK(j["ports"]["mlx5_0:1"]["counters/port_xmit_data"]["delta"] == 89);
+}
+
+TEST_CASE("kernel log filter keeps fabric/GPU records since job start only") {
+  std::string kmsg =
+      "4,100,1000000,-;mlx5_core 0000:17:00.0: Link down\n"
+      "4,101,5000000,-;mlx5_core 0000:17:00.0: Link down\n"
+      "4,102,6000000,-;EXT4-fs (sda1): mounted\n"
+      "3,103,7000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=123, GPU has fallen off the bus.\n";
+  std::string out = FilterKernelLog(kmsg, 2000000);
+  CHECK(out.find("Link down") != std::string::npos);
+  CHECK(out.find("[    1.000000]") == std::string::npos);
+  CHECK(out.find("EXT4") == std::string::npos);
+  CHECK(out.find("Xid") != std::string::npos);
+}
+
+TEST_CASE("rank processes are found by RANK in their environment, forked workers skipped") {
+  sl::MemFileReader fsr;
+  fsr.AddFile("/proc/10/stat", "10 (torchrun) S 1 10 10 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 100 0 0");
+  fsr.AddFile("/proc/11/stat", "11 (python) S 10 11 11 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 100 0 0");
+  fsr.AddFile("/proc/12/stat", "12 (python) S 11 11 11 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 100 0 0");
+  fsr.AddFile("/proc/11/environ", std::string("RANK=3\0LOCAL_RANK=1\0", 20));
+  fsr.AddFile("/proc/12/environ", std::string("RANK=3\0LOCAL_RANK=1\0", 20));
+  fsr.AddFile("/proc/10/environ", std::string("PATH=/bin\0", 10));
+  auto ranks = FindRanks(fsr, {10, 11, 12});
+  REQUIRE(ranks.size() == 1);
+  CHECK(ranks[0].pid == 11);
+  CHECK(ranks[0].rank == 3);
+  CHECK(ranks[0].local_rank == 1);
+}
