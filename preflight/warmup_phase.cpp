@@ -1,0 +1,355 @@
+#include "preflight/warmup_phase.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/finding.h"
+#include "preflight/compare.h"
+#include "preflight/warmup_protocol.h"
+
+namespace sl::preflight {
+namespace {
+
+namespace fs = std::filesystem;
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string ReadText(const std::string& path, std::size_t max = 1 << 20) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "";
+  std::string s(max, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(max));
+  s.resize(static_cast<std::size_t>(f.gcount()));
+  return s;
+}
+
+std::string LastLines(const std::string& text, int n) {
+  std::size_t pos = text.size();
+  while (pos > 0 && (text[pos - 1] == '\n')) --pos;
+  std::size_t end = pos;
+  for (int i = 0; i < n && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) {
+      pos = 0;
+      break;
+    }
+  }
+  return text.substr(pos == 0 ? 0 : pos + 1, end - (pos == 0 ? 0 : pos + 1));
+}
+
+bool WriteFile(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return false;
+    f << content;
+    if (!f) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// Everything but the report: a failure that happened before node 0 could say anything.
+nlohmann::json LocalFailureReport(const WarmupOptions& o, std::vector<Finding> findings,
+                                  double spawn_ms) {
+  return {{"schema", "safe-launch.warmup/1"},
+          {"verdict", "fail"},
+          {"passed", false},
+          {"nnodes", o.topology.nnodes},
+          {"nproc_per_node", o.topology.nproc_per_node},
+          {"world", o.topology.WorldSize()},
+          {"backend", o.backend},
+          {"store", o.topology.rendezvous_host + ":" + std::to_string(o.topology.warmup_port)},
+          {"findings", findings},
+          {"source", "node " + std::to_string(o.topology.node_rank) + " (no report from node 0)"},
+          {"timings_ms", {{"total", NowMs() - spawn_ms}}}};
+}
+
+}  // namespace
+
+std::string FindWarmupBinary() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  fs::path candidate = self.parent_path() / "safe-launch-warmup";
+  if (::access(candidate.c_str(), X_OK) != 0) return "";
+  return candidate.string();
+}
+
+std::string SourceAddressFor(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return "";
+  std::string out;
+  for (addrinfo* ai = res; ai != nullptr && out.empty(); ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    // connect() on UDP sends nothing: it only asks the kernel for the route and source address.
+    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof(ss);
+      char buf[INET6_ADDRSTRLEN] = {};
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+        if (ss.ss_family == AF_INET)
+          ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
+        else
+          ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
+        out = buf;
+      }
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
+
+WarmupOutcome RunWarmup(const WarmupOptions& o) {
+  WarmupOutcome outcome;
+  const Topology& t = o.topology;
+  const std::string node_label = "node " + std::to_string(t.node_rank) + " (" +
+                                 (o.node_name.empty() ? o.facts.hostname : o.node_name) + ")";
+  const double spawn_ms = NowMs();
+  auto fail_now = [&](const std::string& check, const std::string& msg, const std::string& fix) {
+    Finding f;
+    f.check_id = check;
+    f.entity = node_label;
+    f.outcome = Outcome::kFail;
+    f.message = msg;
+    f.next_step = fix;
+    outcome.report = LocalFailureReport(o, {f}, spawn_ms);
+    outcome.verdict_line = VerdictLine(outcome.report);
+    return outcome;
+  };
+
+  // Where the rank plans, logs and results go.
+  std::string dir;
+  std::error_code ec;
+  if (!o.run_dir.empty()) {
+    dir = (fs::path(o.run_dir) / "warmup").string();
+    fs::create_directories(dir, ec);
+  } else {
+    std::string tmpl = (fs::temp_directory_path(ec) / "safe-launch-warmup.XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
+  }
+  if (dir.empty() || ec || !fs::is_directory(dir))
+    return fail_now("warmup.setup",
+                    "cannot create the warm-up directory " + dir + ": " + ec.message(),
+                    "make the run directory writable (--run-dir)");
+
+  std::string binary = o.warmup_binary.empty() ? FindWarmupBinary() : o.warmup_binary;
+  if (binary.empty() || ::access(binary.c_str(), X_OK) != 0)
+    return fail_now("warmup.setup",
+                    "safe-launch-warmup was not found" +
+                        (binary.empty() ? std::string(" next to safe-launch") : " at " + binary) +
+                        ": this safe-launch was built without libtorch",
+                    "build it with libtorch (cmake -DCMAKE_PREFIX_PATH=<torch cmake prefix>, see "
+                    "doc/manual.md 'Warm-up'), or pass --no-warmup");
+
+  WarmupPlan plan;
+  plan.nnodes = t.nnodes;
+  plan.node_rank = t.node_rank;
+  plan.nproc_per_node = t.nproc_per_node;
+  plan.store_host = t.rendezvous_host;
+  plan.store_port = t.warmup_port;
+  plan.local_address = SourceAddressFor(t.rendezvous_host, t.warmup_port);
+  plan.hosts = t.hosts;
+  plan.spawn_unix_ms = spawn_ms;
+  plan.deadline_unix_ms = spawn_ms + static_cast<double>(o.timeout.count());
+  plan.backend = o.backend;
+  if (!o.sweep_bytes.empty()) plan.sweep_bytes = o.sweep_bytes;
+  plan.node.node_rank = t.node_rank;
+  plan.node.node_name = o.node_name.empty() ? o.facts.hostname : o.node_name;
+  plan.node.facts = o.facts;
+  plan.node.env = ComparableEnvironment(o.env);
+  const std::string plan_path = dir + "/plan.json";
+  if (!WriteFile(plan_path, nlohmann::json(plan).dump(2) + "\n"))
+    return fail_now("warmup.setup", "cannot write " + plan_path + ": " + std::strerror(errno),
+                    "make the run directory writable (--run-dir)");
+
+  // The ranks get the job's environment, so NCCL sees the tuned variables the job will see.
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : o.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  struct Child {
+    pid_t pid = -1;
+    int local_rank = 0;
+    std::string out, log;
+    bool exited = false, killed = false;
+    int status = 0;
+  };
+  std::vector<Child> children(static_cast<std::size_t>(t.nproc_per_node));
+  for (int l = 0; l < t.nproc_per_node; ++l) {
+    Child& c = children[static_cast<std::size_t>(l)];
+    c.local_rank = l;
+    c.out = dir + "/rank" + std::to_string(t.GlobalRank(l)) + ".json";
+    c.log = dir + "/rank" + std::to_string(t.GlobalRank(l)) + ".log";
+    std::remove(c.out.c_str());
+    std::string lr = std::to_string(l);
+    std::vector<std::string> args = {binary, "--plan", plan_path, "--local-rank", lr, "--out", c.out};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      // Child: unblock what the supervisor blocked, die with safe-launch, log to the rank file.
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      int devnull = ::open("/dev/null", O_RDONLY);
+      if (devnull >= 0) ::dup2(devnull, 0);
+      if (log_fd >= 0) {
+        ::dup2(log_fd, 1);
+        ::dup2(log_fd, 2);
+      }
+      ::execve(binary.c_str(), argv.data(), envp.data());
+      ::_exit(127);
+    }
+    if (log_fd >= 0) ::close(log_fd);
+    if (pid < 0) {
+      for (auto& k : children)
+        if (k.pid > 0) ::kill(k.pid, SIGKILL);
+      for (auto& k : children)
+        if (k.pid > 0) ::waitpid(k.pid, nullptr, 0);
+      return fail_now("warmup.setup", std::string("fork failed: ") + std::strerror(errno),
+                      "the node is out of processes or memory: check ulimit -u and free memory");
+    }
+    c.pid = pid;
+  }
+
+  // Wait for all of them; the ranks enforce the deadline themselves, this is the backstop.
+  const double hard_stop = plan.deadline_unix_ms + 3000;
+  int running = t.nproc_per_node;
+  while (running > 0) {
+    for (auto& c : children) {
+      if (c.exited) continue;
+      int st = 0;
+      pid_t r = ::waitpid(c.pid, &st, WNOHANG);
+      if (r == c.pid || (r < 0 && errno == ECHILD)) {
+        c.exited = true;
+        c.status = st;
+        --running;
+      }
+    }
+    if (running == 0) break;
+    if (NowMs() > hard_stop) {
+      for (auto& c : children) {
+        if (c.exited) continue;
+        ::kill(c.pid, SIGKILL);
+        ::waitpid(c.pid, &c.status, 0);
+        c.exited = c.killed = true;
+        --running;
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  // Collect: the job-wide report from whichever local rank received it (rank 0 on node 0).
+  nlohmann::json report;
+  nlohmann::json local = nlohmann::json::array();
+  std::vector<Finding> local_findings;
+  for (const auto& c : children) {
+    nlohmann::json out;
+    std::string text = ReadText(c.out);
+    if (!text.empty()) {
+      try {
+        out = nlohmann::json::parse(text);
+      } catch (const std::exception&) {
+      }
+    }
+    nlohmann::json entry = {{"local_rank", c.local_rank},
+                            {"rank", t.GlobalRank(c.local_rank)},
+                            {"log", c.log},
+                            {"killed_at_deadline", c.killed}};
+    if (WIFEXITED(c.status)) entry["exit_status"] = WEXITSTATUS(c.status);
+    if (WIFSIGNALED(c.status)) entry["signal"] = WTERMSIG(c.status);
+    if (out.contains("result")) entry["result"] = out["result"];
+    local.push_back(entry);
+    if (report.is_null() && out.contains("report") && out["report"].is_object())
+      report = out["report"];
+    std::string rank_text = "rank " + std::to_string(t.GlobalRank(c.local_rank)) + " on " +
+                            node_label;
+    Finding f;
+    f.check_id = "warmup.rank";
+    f.entity = rank_text;
+    f.outcome = Outcome::kFail;
+    if (c.killed) {
+      f.message = fmt::format("{} was still running {:.0f} s after the deadline and was killed",
+                              rank_text, (hard_stop - plan.deadline_unix_ms) / 1000.0);
+      f.next_step = "look at " + c.log;
+    } else if (out.contains("result") && !out["result"].value("error", "").empty()) {
+      f.message = rank_text + ": " + out["result"].value("error", "");
+      f.next_step = "look at " + c.log;
+    } else if (!out.contains("result")) {
+      std::string tail = LastLines(ReadText(c.log), 3);
+      f.message = rank_text + " ended without a result (" +
+                  (WIFSIGNALED(c.status) ? "killed by signal " + std::to_string(WTERMSIG(c.status))
+                                         : "exit status " + std::to_string(WEXITSTATUS(c.status))) +
+                  ")" + (tail.empty() ? "" : ": " + tail);
+      f.next_step = "look at " + c.log;
+    } else {
+      continue;
+    }
+    local_findings.push_back(std::move(f));
+  }
+  if (report.is_null()) {
+    if (local_findings.empty()) {
+      Finding f;
+      f.check_id = "warmup.rank";
+      f.entity = node_label;
+      f.outcome = Outcome::kFail;
+      f.message = "no warm-up report from node 0 and no error from this node's ranks";
+      f.next_step = "look at the rank logs in " + dir;
+      local_findings.push_back(std::move(f));
+    }
+    report = LocalFailureReport(o, local_findings, spawn_ms);
+  } else if (!local_findings.empty() && t.node_rank != 0) {
+    // The job-wide report is node 0's view; this node's own rank errors are added to the file.
+    report["local_findings"] = local_findings;
+  }
+  report["this_node"] = {{"node_rank", t.node_rank},
+                         {"name", plan.node.node_name},
+                         {"local_address", plan.local_address},
+                         {"warmup_dir", dir},
+                         {"ranks", local}};
+  outcome.report = report;
+  outcome.passed = report.value("verdict", "fail") != "fail";
+  outcome.verdict_line = VerdictLine(report);
+  if (t.node_rank == 0) outcome.details = RenderWarmupReport(report);
+  if (!o.run_dir.empty()) {
+    std::string path = (fs::path(o.run_dir) / "warmup.json").string();
+    if (WriteFile(path, report.dump(2) + "\n")) outcome.json_path = path;
+  } else {
+    std::string path = dir + "/warmup.json";
+    if (WriteFile(path, report.dump(2) + "\n")) outcome.json_path = path;
+  }
+  return outcome;
+}
+
+}  // namespace sl::preflight

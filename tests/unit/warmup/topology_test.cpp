@@ -1,0 +1,185 @@
+#include <catch2/catch.hpp>
+
+#include "preflight/topology.h"
+
+using sl::Environment;
+using sl::preflight::InferTopology;
+using sl::preflight::TopologyFlags;
+using sl::preflight::TorchrunArguments;
+using Cmd = std::vector<std::string>;
+
+TEST_CASE("torchrun dashed arguments give nodes, rank, ranks per node and the endpoint") {
+  Cmd cmd = {"torchrun", "--nnodes=4", "--nproc-per-node", "8", "--node-rank=2",
+             "--rdzv-endpoint=gpu01:29400", "train.py", "--nnodes=99"};
+  auto t = InferTopology({}, cmd, {});
+  REQUIRE(t.ok());
+  CHECK(t->nnodes == 4);
+  CHECK(t->nproc_per_node == 8);
+  CHECK(t->node_rank == 2);
+  CHECK(t->rendezvous_host == "gpu01");
+  CHECK(t->rendezvous_port == 29400);
+  CHECK(t->warmup_port == 29401);
+  CHECK(t->source.at("nnodes") == "torchrun --nnodes");
+}
+
+TEST_CASE("torch 1.13 underscore spellings are understood") {
+  Cmd cmd = {"python3", "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node=4",
+             "--node_rank", "1", "--master_addr", "10.0.0.1", "--master_port=23456", "t.py"};
+  auto t = InferTopology({}, cmd, {});
+  REQUIRE(t.ok());
+  CHECK(t->nnodes == 2);
+  CHECK(t->nproc_per_node == 4);
+  CHECK(t->node_rank == 1);
+  CHECK(t->rendezvous_host == "10.0.0.1");
+  CHECK(t->rendezvous_port == 23456);
+  CHECK(t->warmup_port == 23457);
+}
+
+TEST_CASE("rdzv endpoint without a port uses torchrun's default 29400") {
+  auto t = InferTopology({}, {"/usr/bin/torchrun", "--nnodes=2", "--rdzv_endpoint", "head",
+                              "x.py"},
+                         {{"SLURM_NODEID", "1"}});
+  REQUIRE(t.ok());
+  CHECK(t->rendezvous_host == "head");
+  CHECK(t->rendezvous_port == 29400);
+  CHECK(t->node_rank == 1);
+  CHECK(t->source.at("node_rank") == "SLURM_NODEID");
+}
+
+TEST_CASE("IPv6 endpoints in brackets keep the address whole") {
+  auto t = InferTopology({}, {"torchrun", "--nnodes=2", "--node-rank=0",
+                              "--rdzv-endpoint=[fd00::1]:1234", "x.py"},
+                         {});
+  REQUIRE(t.ok());
+  CHECK(t->rendezvous_host == "fd00::1");
+  CHECK(t->rendezvous_port == 1234);
+}
+
+TEST_CASE("explicit safe-launch flags win over torchrun and Slurm") {
+  TopologyFlags f;
+  f.nnodes = 3;
+  f.node_rank = 2;
+  f.nproc_per_node = 2;
+  f.rendezvous = "10.1.1.1:4000";
+  f.warmup_port = 5000;
+  Environment env = {{"SLURM_NNODES", "8"}, {"SLURM_NODEID", "5"},
+                     {"SLURM_JOB_NODELIST", "n[1-8]"}};
+  auto t = InferTopology(f, {"torchrun", "--nnodes=4", "--nproc-per-node=8", "x.py"}, env);
+  REQUIRE(t.ok());
+  CHECK(t->nnodes == 3);
+  CHECK(t->node_rank == 2);
+  CHECK(t->nproc_per_node == 2);
+  CHECK(t->rendezvous_host == "10.1.1.1");
+  CHECK(t->rendezvous_port == 4000);
+  CHECK(t->warmup_port == 5000);
+  CHECK(t->hosts.empty());  // Slurm's 8 hosts do not describe a 3-node job
+}
+
+TEST_CASE("Slurm gives node count, node id and node 0 as the first host of the list") {
+  Environment env = {{"SLURM_NNODES", "4"}, {"SLURM_NODEID", "3"},
+                     {"SLURM_JOB_NODELIST", "gpu[01-04]"}, {"MASTER_PORT", "31000"}};
+  auto t = InferTopology({}, {"python", "train.py"}, env);
+  REQUIRE(t.ok());
+  CHECK(t->nnodes == 4);
+  CHECK(t->node_rank == 3);
+  CHECK(t->rendezvous_host == "gpu01");
+  CHECK(t->rendezvous_port == 31000);
+  CHECK(t->hosts.size() == 4);
+  CHECK(t->NodeLabel(2) == "node 2 (gpu03)");
+}
+
+TEST_CASE("torchrun's node count combines with Slurm's node id and host list") {
+  Environment env = {{"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"},
+                     {"SLURM_JOB_NODELIST", "a[1-2]-ib"}};
+  auto t = InferTopology({}, {"torchrun", "--nnodes", "2", "--nproc-per-node=gpu", "x.py"}, env,
+                         /*local_gpus=*/8);
+  REQUIRE(t.ok());
+  CHECK(t->nproc_per_node == 8);
+  CHECK(t->node_rank == 1);
+  CHECK(t->rendezvous_host == "a1-ib");
+  CHECK(t->rendezvous_port == 29500);
+}
+
+TEST_CASE("torchrun's PET_ environment stands in for absent arguments") {
+  auto t = InferTopology({}, {"torchrun", "x.py"},
+                         {{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"PET_NPROC_PER_NODE", "3"},
+                          {"PET_MASTER_ADDR", "h0"}});
+  REQUIRE(t.ok());
+  CHECK(t->nnodes == 2);
+  CHECK(t->node_rank == 1);
+  CHECK(t->nproc_per_node == 3);
+  CHECK(t->rendezvous_host == "h0");
+  CHECK(t->source.at("nnodes") == "PET_NNODES");
+}
+
+TEST_CASE("--standalone is one node on localhost") {
+  auto t = InferTopology({}, {"torchrun", "--standalone", "--nproc-per-node=2", "x.py"},
+                         {{"SLURM_NNODES", "4"}});
+  REQUIRE(t.ok());
+  CHECK(t->nnodes == 1);
+  CHECK(t->node_rank == 0);
+  CHECK(t->rendezvous_host == "127.0.0.1");
+  CHECK(t->nproc_per_node == 2);
+}
+
+TEST_CASE("arguments after the training script belong to the script") {
+  auto a = TorchrunArguments({"torchrun", "--nnodes=2", "train.py", "--node-rank", "7"});
+  CHECK(a.count("nnodes") == 1);
+  CHECK(a.count("node-rank") == 0);
+}
+
+TEST_CASE("a command that is not torchrun yields no torchrun arguments") {
+  CHECK(TorchrunArguments({"python", "train.py", "--nnodes=2"}).empty());
+}
+
+TEST_CASE("an elastic node range is refused unless min equals max") {
+  auto t = InferTopology({}, {"torchrun", "--nnodes=1:4", "--rdzv-endpoint=h:1", "x.py"}, {});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().where == "torchrun --nnodes");
+  CHECK(t.error().fix.find("--nnodes") != std::string::npos);
+  auto ok = InferTopology({}, {"torchrun", "--nnodes=2:2", "--rdzv-endpoint=h:1", "x.py"}, {});
+  REQUIRE(ok.ok());
+  CHECK(ok->nnodes == 2);
+}
+
+TEST_CASE("a multi-node job without any way to find node 0 is an error with the fix") {
+  auto t = InferTopology({}, {"python", "x.py"}, {{"SLURM_NNODES", "2"}});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().fix.find("--rendezvous") != std::string::npos);
+}
+
+TEST_CASE("a node rank outside the node count names both sources") {
+  auto t = InferTopology({}, {"torchrun", "--nnodes=2", "--master-addr=h", "x.py"},
+                         {{"SLURM_NODEID", "2"}});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().message.find("SLURM_NODEID") != std::string::npos);
+  CHECK(t.error().message.find("torchrun --nnodes") != std::string::npos);
+}
+
+TEST_CASE("garbage values are errors naming where they came from") {
+  auto t = InferTopology({}, {"torchrun", "--nproc_per_node=eight", "x.py"}, {});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().where == "torchrun --nproc-per-node");
+  auto s = InferTopology({}, {"x"}, {{"SLURM_NNODES", "two"}});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().where == "SLURM_NNODES");
+  TopologyFlags f;
+  f.rendezvous = "host:99999";
+  auto r = InferTopology(f, {"x"}, {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where == "--rendezvous");
+}
+
+TEST_CASE("nproc-per-node=gpu without GPUs asks for an explicit count") {
+  auto t = InferTopology({}, {"torchrun", "--nproc-per-node=gpu", "x.py"}, {}, 0);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().fix.find("--nproc-per-node") != std::string::npos);
+}
+
+TEST_CASE("the warm-up port is the rendezvous port plus one and must stay in range") {
+  TopologyFlags f;
+  f.rendezvous = "h:65535";
+  auto t = InferTopology(f, {"x"}, {});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().fix.find("--warmup-port") != std::string::npos);
+}
