@@ -70,7 +70,8 @@ Result<double> ParseIbRate(std::string_view text) {
   std::string_view number = s.substr(0, i);
   std::string_view rest = s.substr(i);
   if (number.empty() || !StartsWith(rest, " Gb/sec")) {
-    return Garbage("rate", text, "'<number> Gb/sec (<width>X <speed>)' such as '400 Gb/sec (4X NDR)'");
+    return Garbage("rate", text,
+                   "'<number> Gb/sec (<width>X <speed>)' such as '400 Gb/sec (4X NDR)'");
   }
   rest.remove_prefix(7);
   if (!rest.empty() && !(StartsWith(rest, " (") && EndsWith(rest, ")"))) {
@@ -91,7 +92,8 @@ Result<GidBytes> ParseGid(std::string_view text) {
   std::string_view s = Trim(text);
   GidBytes out{};
   if (s.size() != 39) {
-    return Garbage("GID", text, "8 groups of 4 hex digits, e.g. fe80:0000:0000:0000:a288:c2ff:fe5b:03ec");
+    return Garbage("GID", text,
+                   "8 groups of 4 hex digits, e.g. fe80:0000:0000:0000:a288:c2ff:fe5b:03ec");
   }
   for (int g = 0; g < 8; ++g) {
     std::string_view group = s.substr(static_cast<std::size_t>(g) * 5, 4);

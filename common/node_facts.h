@@ -39,7 +39,7 @@ struct GidEntry {
 struct IbProblem {
   std::string device;     ///< "mlx5_0"
   int port = 0;           ///< 0 for device-level files
-  std::string attribute;  ///< "state", "phys_state", "rate", "link_layer", "gids/3", "netdev_mtu", "ports"
+  std::string attribute;  ///< "state", "rate", "link_layer", "gids/3", "netdev_mtu", "ports"...
   std::string path;       ///< node path, e.g. /sys/class/infiniband/mlx5_0/ports/1/state
   std::string message;    ///< reason, with the host path (root prefix included)
 };

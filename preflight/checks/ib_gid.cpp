@@ -1,15 +1,190 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// ib.gid: on RoCE, NCCL addresses peers by a GID-table entry. The wrong entry (link-local, RoCE
+// v1, empty, another pod's slot) gives "ibv_modify_qp failed" at best and a silent hang at worst.
+// We compute the entry NCCL >= 2.21 picks on its own (common/node_facts.cpp mirrors its rule) and
+// judge NCCL_IB_GID_INDEX when it is set.
+#include "common/ib_sysfs.h"
+#include "common/strings.h"
 #include "preflight/check.h"
+#include "preflight/ib_ports.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "ib.gid";
+
+const GidEntry* Entry(const IbPort& p, int index) {
+  for (const auto& g : p.gids) {
+    if (g.index == index) return &g;
+  }
+  return nullptr;
+}
+
+// "RoCE v2 11.0.0.72 on ens3np0" / "RoCE v1 fe80:...:03ec (link-local) on ens3np0".
+std::string Describe(const GidEntry& g) {
+  std::string s = (g.type.empty() ? std::string("type unknown") : g.type) + " ";
+  s += g.ipv4.empty() ? g.gid : g.ipv4;
+  if (g.IsLinkLocal()) s += " (link-local)";
+  if (!g.ndev.empty()) s += " on " + g.ndev;
+  return s;
+}
+
+// Why entry `index` is not usable for NCCL under `c` (empty when it is).
+std::string Unusable(const IbPort& p, int index, const NcclGidChoice& c) {
+  if (index >= std::max(p.gid_table_len, 1) && !Entry(p, index)) {
+    return "index " + std::to_string(index) + " does not exist (the table has " +
+           std::to_string(p.gid_table_len) + " entries)";
+  }
+  const GidEntry* g = Entry(p, index);
+  if (!g) return "entry " + std::to_string(index) + " is empty";
+  auto bytes = ParseGid(g->gid);
+  if (bytes.ok() && GidIsUnconfigured(*bytes))
+    return "entry " + std::to_string(index) + " is empty";
+  if (g->IsLinkLocal()) {
+    return "entry " + std::to_string(index) + " is link-local (" + Describe(*g) +
+           "): not routable between nodes";
+  }
+  if (g->RoceVersion() != c.roce_version) {
+    return "entry " + std::to_string(index) + " is " + Describe(*g) + ", not RoCE v" +
+           std::to_string(c.roce_version);
+  }
+  if (bytes.ok() && GidIsIpv4(*bytes) == c.want_ipv6) {
+    return "entry " + std::to_string(index) + " is " + Describe(*g) + ", not an " +
+           (c.want_ipv6 ? "IPv6" : "IPv4") + " address (NCCL_IB_ADDR_FAMILY)";
+  }
+  if (!c.addr_range.empty()) {
+    return "entry " + std::to_string(index) + " is " + Describe(*g) +
+           ", outside NCCL_IB_ADDR_RANGE=" + c.addr_range;
+  }
+  return {};
+}
+
+void AddEntryEvidence(Finding& f, const IbPort& p, int index) {
+  const GidEntry* g = Entry(p, index);
+  const std::string idx = std::to_string(index);
+  f.With(IbPortPath(p, "gids/" + idx),
+         g ? g->gid : std::string("0000:0000:0000:0000:0000:0000:0000:0000"));
+  if (g)
+    f.With(IbPortPath(p, "gid_attrs/types/" + idx), g->type.empty() ? "(unreadable)" : g->type);
+}
+
+// show_gids-style rows as evidence: "gids/3" -> "0000:...:0048  11.0.0.72  v2  ens3np0".
+void AddTable(Finding& f, const IbPort& p) {
+  for (const auto& g : p.gids) {
+    std::string row = g.gid + "  " + (g.ipv4.empty() ? std::string("-") : g.ipv4) + "  " +
+                      (g.VersionShort().empty() ? std::string("?") : g.VersionShort()) + "  " +
+                      (g.ndev.empty() ? std::string("-") : g.ndev);
+    f.With(IbPortPath(p, "gids/" + std::to_string(g.index)), row);
+  }
+}
+
+std::string NoUsableFix(const IbPort& p, const NcclGidChoice& c) {
+  std::string dev = p.netdev.empty() ? "<netdev>" : p.netdev;
+  std::string fix = "give " + dev + " an " + (c.want_ipv6 ? "IPv6" : "IPv4") +
+                    " address (`ip addr add <addr>/<len> dev " + dev +
+                    "`); the kernel then adds RoCE v1 and v2 entries for it (check with "
+                    "`show_gids " +
+                    p.device + "`)";
+  if (!c.addr_range.empty()) fix += "; or widen NCCL_IB_ADDR_RANGE=" + c.addr_range;
+  if (!c.want_ipv6) fix += "; on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6";
+  return fix;
+}
+
+}  // namespace
 
 std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "ib_gid";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out;
+  NcclPortSelection sel(ctx.env);
+  int roce_ports = 0;
+  for (const auto& p : ctx.facts.ib_ports) {
+    if (!p.IsRoce()) continue;
+    ++roce_ports;
+    Finding f;
+    f.check_id = kId;
+    f.entity = p.Name();
+    if (!sel.Uses(p)) {
+      f.outcome = Outcome::kSkip;
+      f.message = p.Name() + ": NCCL will not use it (" + sel.WhyNot(p) + ")";
+      out.push_back(std::move(f));
+      continue;
+    }
+    auto problems = IbProblemsFor(ctx.facts, p, {"gids"});
+    if (!problems.empty()) {
+      out.push_back(IbReadErrorFinding(kId, p, problems));
+      continue;
+    }
+    const NcclGidChoice own = SimulateNcclGidIndex(p, ctx.env, /*honour_gid_index=*/false);
+    const NcclGidChoice eff = SimulateNcclGidIndex(p, ctx.env, /*honour_gid_index=*/true);
+    const std::string ver = "RoCE v" + std::to_string(own.roce_version);
+    const bool any_usable = !own.usable_indices.empty();
+    const int best = own.usable ? own.index : (any_usable ? own.usable_indices.back() : -1);
+
+    if (eff.from_env) {
+      const std::string var = "NCCL_IB_GID_INDEX=" + std::to_string(eff.index);
+      f.With("NCCL_IB_GID_INDEX", *Lookup(ctx.env, "NCCL_IB_GID_INDEX"));
+      AddEntryEvidence(f, p, eff.index);
+      if (eff.usable) {
+        f.outcome = Outcome::kPass;
+        f.message = var + " names " + Describe(*Entry(p, eff.index));
+        if (own.usable && own.index != eff.index) {
+          f.message += " (NCCL would pick " + std::to_string(own.index) + " on its own)";
+        }
+      } else if (any_usable) {
+        f.outcome = Outcome::kFail;
+        f.message = var + " is wrong on this node: " + Unusable(p, eff.index, eff) +
+                    "; the usable " + ver + " entry is " + std::to_string(best);
+        f.next_step = "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 picks " + std::to_string(best) +
+                      " on its own; container GID tables differ per pod) or export "
+                      "NCCL_IB_GID_INDEX=" +
+                      std::to_string(best);
+        AddEntryEvidence(f, p, best);
+      } else {
+        f.outcome = Outcome::kFail;
+        f.message = var + " and no usable " + ver + " GID exists on " + p.Name() + ": " +
+                    Unusable(p, eff.index, eff);
+        f.next_step = NoUsableFix(p, own);
+      }
+    } else if (own.usable) {
+      f.outcome = Outcome::kPass;
+      f.message = "NCCL >= 2.21 picks GID " + std::to_string(own.index) + ": " +
+                  Describe(*Entry(p, own.index));
+      if (own.index != 0) {
+        f.message +=
+            " (NCCL < 2.21 uses 0 unless NCCL_IB_GID_INDEX=" + std::to_string(own.index) + ")";
+      }
+      AddEntryEvidence(f, p, own.index);
+    } else if (any_usable) {
+      f.outcome = Outcome::kFail;
+      f.message = "NCCL's own choice on " + p.Name() + " is GID " + std::to_string(own.index) +
+                  " (" + Unusable(p, own.index, own) + ") although entry " + std::to_string(best) +
+                  " is a usable " + ver + " GID";
+      f.next_step = "export NCCL_IB_GID_INDEX=" + std::to_string(best) +
+                    " on this node, or correct NCCL_IB_ADDR_FAMILY/NCCL_IB_ADDR_RANGE";
+      AddEntryEvidence(f, p, own.index);
+      AddEntryEvidence(f, p, best);
+    } else {
+      f.outcome = Outcome::kFail;
+      f.message = "no usable " + ver + " GID on " + p.Name() + " (" +
+                  std::to_string(p.gids.size()) + " non-empty entries, none " +
+                  (own.want_ipv6 ? "IPv6" : "IPv4") + " " + ver +
+                  (own.addr_range.empty() ? "" : " in NCCL_IB_ADDR_RANGE=" + own.addr_range) +
+                  "): NCCL falls back to GID " + std::to_string(own.index) +
+                  " and cross-node connections fail or hang";
+      f.next_step = NoUsableFix(p, own);
+    }
+    if (ctx.verbose) AddTable(f, p);
+    out.push_back(std::move(f));
+  }
+  if (roce_ports == 0) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kSkip;
+    f.message = ctx.facts.ib_ports.empty()
+                    ? "no InfiniBand/RoCE ports: no GID table to check"
+                    : "no RoCE ports (InfiniBand ports address peers by LID; GID index 0)";
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

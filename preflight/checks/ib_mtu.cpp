@@ -1,15 +1,150 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// ib.mtu: the MTU each port will run at. RoCE: the netdev's MTU decides the IB path MTU
+// (1500 -> 1024, 9000 -> 4096); InfiniBand: the port's active MTU, which only libibverbs reports
+// (not in sysfs). Small MTUs cost bandwidth; ports of one node that disagree make NCCL's rails
+// uneven.
+#include <map>
+#include <set>
+
 #include "preflight/check.h"
+#include "preflight/ib_ports.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "ib.mtu";
+
+std::string NetdevOr(const IbPort& p) { return p.netdev.empty() ? "<netdev>" : p.netdev; }
+
+}  // namespace
 
 std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "ib_mtu";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out;
+  if (ctx.facts.ib_ports.empty()) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kSkip;
+    f.message = "no InfiniBand/RoCE ports: no MTU to check";
+    out.push_back(std::move(f));
+    return out;
+  }
+  NcclPortSelection sel(ctx.env);
+  const auto& th = ctx.thresholds;
+  std::map<std::string, int> path_mtu;  // used, up ports: the IB MTU they will run at
+  std::map<std::string, std::string> path_mtu_how;
+
+  for (const auto& p : ctx.facts.ib_ports) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = p.Name();
+    const bool used = sel.Uses(p);
+    if (!used) {
+      f.outcome = Outcome::kSkip;
+      f.message = p.Name() + ": NCCL will not use it (" + sel.WhyNot(p) + ")";
+      out.push_back(std::move(f));
+      continue;
+    }
+    if (p.IsRoce()) {
+      auto problems = IbProblemsFor(ctx.facts, p, {"netdev_mtu"});
+      if (!problems.empty()) {
+        out.push_back(IbReadErrorFinding(kId, p, problems));
+        continue;
+      }
+      if (p.netdev.empty() || p.netdev_mtu == 0) {
+        f.outcome = Outcome::kSkip;
+        f.message = p.Name() +
+                    " is RoCE but no netdev is known behind it (no GID entry names "
+                    "one): MTU not checkable";
+        out.push_back(std::move(f));
+        continue;
+      }
+      const std::string mtu_path = "/sys/class/net/" + p.netdev + "/mtu";
+      f.With(mtu_path, std::to_string(p.netdev_mtu));
+      const int ib_mtu = RoceIbMtuForNetdevMtu(p.netdev_mtu);
+      if (p.active_mtu > 0)
+        f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
+      const std::string desc = p.netdev + " MTU " + std::to_string(p.netdev_mtu) +
+                               " allows a RoCE path MTU of " + std::to_string(ib_mtu);
+      const std::string fix = "set the MTU on the netdev (`ip link set " + p.netdev + " mtu " +
+                              std::to_string(th.expected_mtu.value_or(th.min_roce_mtu)) +
+                              "`, and persist it in netplan/NetworkManager), on the switch ports "
+                              "(9216 for jumbo) and identically on every node";
+      if (th.expected_mtu && p.netdev_mtu != *th.expected_mtu) {
+        f.outcome = Outcome::kFail;
+        f.message = desc + ", expected netdev MTU " + std::to_string(*th.expected_mtu);
+        f.next_step = fix;
+      } else if (!th.expected_mtu && p.netdev_mtu < th.min_roce_mtu) {
+        f.outcome = Outcome::kWarn;
+        f.message = desc + " (below jumbo " + std::to_string(th.min_roce_mtu) +
+                    "): more packets per message, lower bandwidth";
+        f.next_step = fix;
+      } else {
+        f.outcome = Outcome::kPass;
+        f.message = desc;
+      }
+      if (p.IsUp() && ib_mtu > 0) {
+        path_mtu[p.Name()] = ib_mtu;
+        path_mtu_how[p.Name()] = p.netdev + " " + std::to_string(p.netdev_mtu);
+      }
+      out.push_back(std::move(f));
+      continue;
+    }
+    // InfiniBand (or unknown link layer): only the verbs port query knows the active MTU.
+    if (p.active_mtu <= 0) {
+      f.outcome = Outcome::kSkip;
+      f.message = p.Name() +
+                  ": InfiniBand active MTU not checkable here (not in sysfs; needs "
+                  "libibverbs on the live node" +
+                  std::string(ctx.fs.IsSysroot() ? ", not a --sysroot tree" : "") + ")";
+      out.push_back(std::move(f));
+      continue;
+    }
+    f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
+    const std::string desc = p.Name() + " active MTU " + std::to_string(p.active_mtu);
+    const std::string fix =
+        "the IB MTU comes from the partition: set mtu=5 (4096) for the "
+        "partition in opensm's partitions.conf or UFM, then re-run "
+        "`ibv_devinfo -d " +
+        p.device + "`";
+    if (th.expected_mtu && p.active_mtu != *th.expected_mtu) {
+      f.outcome = Outcome::kFail;
+      f.message = desc + ", expected " + std::to_string(*th.expected_mtu);
+      f.next_step = fix;
+    } else if (!th.expected_mtu && p.active_mtu < th.min_ib_mtu) {
+      f.outcome = Outcome::kWarn;
+      f.message = desc + " (below " + std::to_string(th.min_ib_mtu) + "): lower bandwidth";
+      f.next_step = fix;
+    } else {
+      f.outcome = Outcome::kPass;
+      f.message = desc;
+    }
+    if (p.IsUp()) {
+      path_mtu[p.Name()] = p.active_mtu;
+      path_mtu_how[p.Name()] = "active";
+    }
+    out.push_back(std::move(f));
+  }
+
+  std::set<int> distinct;
+  for (const auto& [_, m] : path_mtu) distinct.insert(m);
+  if (distinct.size() > 1) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kFail;
+    std::string list;
+    for (const auto& [name, m] : path_mtu) {
+      list += (list.empty() ? "" : ", ") + name + " " + std::to_string(m) + " (" +
+              path_mtu_how[name] + ")";
+      f.With(name, std::to_string(m));
+    }
+    f.message = "ports NCCL uses run at different MTUs: " + list;
+    f.next_step =
+        "give every port NCCL uses the same MTU (jumbo 9000 on all RoCE netdevs, "
+        "4096 on all IB partitions); connections run at the smaller MTU of both ends";
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

@@ -1,15 +1,189 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// ib.port.errors: non-zero error counters of a port (ports/N/counters, ports/N/hw_counters).
+// They count since the driver loaded, so a value alone does not say "now"; it says "this link or
+// this fabric has had trouble", which is what to look at first when a job on this node hangs.
+#include <algorithm>
+#include <string_view>
+
+#include "common/ib_sysfs.h"
 #include "preflight/check.h"
+#include "preflight/ib_ports.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "ib.port.errors";
+
+enum class Kind { kPhysical, kDiscard, kTransport };
+
+struct Counter {
+  std::string_view name;
+  Kind kind;
+};
+
+// IBA PortCounters (counters/). Left out: traffic counters, port_xmit_wait (congestion, not an
+// error) and VL15_dropped (SM packets an HCA drops routinely).
+constexpr Counter kPortCounters[] = {
+    {"symbol_error", Kind::kPhysical},
+    {"link_error_recovery", Kind::kPhysical},
+    {"link_downed", Kind::kPhysical},
+    {"port_rcv_errors", Kind::kPhysical},
+    {"port_rcv_remote_physical_errors", Kind::kPhysical},
+    {"local_link_integrity_errors", Kind::kPhysical},
+    {"excessive_buffer_overrun_errors", Kind::kDiscard},
+    {"port_xmit_discards", Kind::kDiscard},
+    {"port_xmit_constraint_errors", Kind::kDiscard},
+    {"port_rcv_constraint_errors", Kind::kDiscard},
+    {"port_rcv_switch_relay_errors", Kind::kDiscard},
+};
+
+// mlx5 hw_counters that mean retransmission or failed work requests. Left out: lifespan (the
+// counter cache lifetime in ms), rx_*_requests (traffic), *_cqe_flush_error (normal teardown),
+// np_*/rp_* (ECN/CNP congestion control doing its job), duplicate_request (the peer's retry).
+constexpr Counter kHwCounters[] = {
+    {"local_ack_timeout_err", Kind::kTransport},
+    {"out_of_sequence", Kind::kTransport},
+    {"packet_seq_err", Kind::kTransport},
+    {"implied_nak_seq_err", Kind::kTransport},
+    {"rnr_nak_retry_err", Kind::kTransport},
+    {"req_transport_retries_exceeded", Kind::kTransport},
+    {"req_rnr_retries_exceeded", Kind::kTransport},
+    {"req_cqe_error", Kind::kTransport},
+    {"resp_cqe_error", Kind::kTransport},
+    {"req_remote_access_errors", Kind::kTransport},
+    {"req_remote_invalid_request", Kind::kTransport},
+    {"resp_local_length_error", Kind::kTransport},
+    {"resp_remote_access_errors", Kind::kTransport},
+    {"out_of_buffer", Kind::kDiscard},
+    {"rx_icrc_encapsulated", Kind::kTransport},
+};
+
+struct PortCounts {
+  std::vector<std::pair<std::string, std::uint64_t>> nonzero;  // node path -> value
+  bool physical = false, discard = false, transport = false;
+  int read = 0;
+  std::vector<std::string> errors;  // host-path messages
+  std::vector<std::string> error_paths;
+};
+
+void ReadCounters(const FileReader& fs, const IbPort& p, std::string_view dir, const Counter* list,
+                  std::size_t n, PortCounts* out) {
+  const std::string base = IbPortPath(p, dir);
+  auto names = fs.ListDir(base);
+  if (!names.ok()) return;  // the provider exposes no such directory (rxe, older kernels)
+  for (std::size_t i = 0; i < n; ++i) {
+    const Counter& c = list[i];
+    if (!std::binary_search(names->begin(), names->end(), c.name)) continue;
+    const std::string path = base + "/" + std::string(c.name);
+    auto text = fs.ReadFile(path, 64);
+    if (!text.ok()) {
+      out->errors.push_back(text.error().where + ": " + text.error().message);
+      out->error_paths.push_back(path);
+      continue;
+    }
+    auto v = ParseCounterValue(*text);
+    if (!v.ok()) {
+      out->errors.push_back(fs.HostPath(path) + ": " + v.error().message);
+      out->error_paths.push_back(path);
+      continue;
+    }
+    ++out->read;
+    if (*v == 0) continue;
+    out->nonzero.emplace_back(path, *v);
+    out->physical = out->physical || c.kind == Kind::kPhysical;
+    out->discard = out->discard || c.kind == Kind::kDiscard;
+    out->transport = out->transport || c.kind == Kind::kTransport;
+  }
+}
+
+std::string Fix(const IbPort& p, const PortCounts& c) {
+  std::string fix;
+  auto add = [&](const std::string& s) { fix += (fix.empty() ? "" : "; ") + s; };
+  if (c.physical) {
+    add("link-level errors: check the cable/transceiver with `mlxlink -d " + p.device +
+        " -m -e` (BER, FEC), reseat or replace it, and look at the switch side of the link");
+  }
+  if (c.discard) {
+    add("discards/overruns: the link dropped or congestion backed up; check the switch port "
+        "and, on RoCE, PFC/ECN settings (`mlnx_qos -i " +
+        (p.netdev.empty() ? std::string("<netdev>") : p.netdev) + "`)");
+  }
+  if (c.transport) {
+    add(std::string("retransmissions/timeouts: ") +
+        (p.IsRoce() ? "RoCE needs a lossless or ECN-marked fabric: check PFC/ECN on NIC and "
+                      "switches"
+                    : "check the fabric with `ibdiagnet` and the peers' ports"));
+  }
+  add("counts are since the driver loaded: run preflight again after a job; if they rise, drain "
+      "the node (`watch -d grep . " +
+      IbPortPath(p, "counters/*") + "`)");
+  return fix;
+}
+
+}  // namespace
 
 std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "ib_port_errors";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out;
+  if (ctx.facts.ib_ports.empty()) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kSkip;
+    f.message = "no InfiniBand/RoCE ports: no error counters to read";
+    out.push_back(std::move(f));
+    return out;
+  }
+  NcclPortSelection sel(ctx.env);
+  for (const auto& p : ctx.facts.ib_ports) {
+    PortCounts c;
+    ReadCounters(ctx.fs, p, "counters", kPortCounters, std::size(kPortCounters), &c);
+    ReadCounters(ctx.fs, p, "hw_counters", kHwCounters, std::size(kHwCounters), &c);
+    Finding f;
+    f.check_id = kId;
+    f.entity = p.Name();
+    if (!c.errors.empty()) {
+      f.outcome = Outcome::kError;
+      std::string what;
+      for (std::size_t i = 0; i < c.errors.size(); ++i) {
+        what += (i ? "; " : "") + c.errors[i];
+        f.With(c.error_paths[i], "unreadable: " + c.errors[i]);
+      }
+      f.message = "cannot read error counters: " + what;
+      f.next_step = "look at the named counter file(s); `perfquery -x` (IB) or `ethtool -S " +
+                    (p.netdev.empty() ? std::string("<netdev>") : p.netdev) +
+                    "` (RoCE) read the same counters another way";
+      out.push_back(std::move(f));
+      continue;
+    }
+    if (c.read == 0) {
+      f.outcome = Outcome::kSkip;
+      f.message = p.Name() + " exposes no error counters (no counters/ or hw_counters/)";
+      out.push_back(std::move(f));
+      continue;
+    }
+    if (c.nonzero.empty()) {
+      f.outcome = Outcome::kPass;
+      f.message = p.Name() + ": all " + std::to_string(c.read) + " error counters are 0";
+      out.push_back(std::move(f));
+      continue;
+    }
+    std::string list;
+    for (const auto& [path, v] : c.nonzero) {
+      f.With(path, std::to_string(v));
+      list +=
+          (list.empty() ? "" : ", ") + path.substr(path.rfind('/') + 1) + "=" + std::to_string(v);
+    }
+    if (sel.Uses(p)) {
+      f.outcome = Outcome::kWarn;
+      f.message = p.Name() + " has error counts: " + list;
+      f.next_step = Fix(p, c);
+    } else {
+      f.outcome = Outcome::kSkip;
+      f.message = p.Name() + " has error counts (" + list + ") but NCCL will not use it (" +
+                  sel.WhyNot(p) + ")";
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

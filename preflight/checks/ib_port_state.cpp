@@ -1,15 +1,158 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// ib.port.state: every port of every /sys/class/infiniband device is ACTIVE/LinkUp at the rate
+// of its siblings. NCCL silently skips a port that is not ACTIVE, so one down rail on one node
+// means fewer rails there than elsewhere: the job crawls or hangs instead of failing.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "common/strings.h"
 #include "preflight/check.h"
+#include "preflight/ib_ports.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "ib.port.state";
+
+std::string StateText(const IbPort& p) {
+  return (p.state.empty() ? "?" : p.state) + "/" + (p.phys_state.empty() ? "?" : p.phys_state);
+}
+
+std::string RateText(double gbps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g Gb/sec", gbps);
+  return buf;
+}
+
+void AddStateEvidence(Finding& f, const IbPort& p) {
+  if (!p.state.empty()) {
+    f.With(IbPortPath(p, "state"), std::to_string(p.state_code) + ": " + p.state);
+  }
+  if (!p.phys_state.empty()) {
+    f.With(IbPortPath(p, "phys_state"), std::to_string(p.phys_state_code) + ": " + p.phys_state);
+  }
+}
+
+// What to do about a port that is not ACTIVE/LinkUp, by what the two state files say.
+std::string DownFix(const IbPort& p) {
+  const std::string dev = p.device;
+  const std::string exclude =
+      "; to run without it meanwhile, exclude it on every node "
+      "(export NCCL_IB_HCA=^=" +
+      dev + ") so all nodes use the same rails";
+  if (p.phys_state == "Disabled") {
+    return "the port is administratively disabled: enable it (`ibportstate` on IB, `ip link set " +
+           (p.netdev.empty() ? std::string("<netdev>") : p.netdev) +
+           " up` on RoCE, or on the switch), then check `ibstat " + dev + "`" + exclude;
+  }
+  if (p.phys_state == "Polling" || p.phys_state == "Sleep") {
+    return "no link partner: reseat or replace the cable/transceiver and check the switch port "
+           "(`ibstat " +
+           dev + "`, `mlxlink -d " + dev + " -m`)" + exclude;
+  }
+  if (p.phys_state == "LinkUp" && !p.IsRoce()) {
+    return "the cable is fine but no subnet manager activated the port (state " + p.state +
+           "): check that opensm/UFM runs and sees this port (`sminfo`, `ibstat " + dev + "`)" +
+           exclude;
+  }
+  if (p.IsRoce()) {
+    return "bring the netdev up (`ip link set " +
+           (p.netdev.empty() ? std::string("<netdev>") : p.netdev) +
+           " up`) and check cable and switch port (`ibstat " + dev + "`, `ethtool " +
+           (p.netdev.empty() ? std::string("<netdev>") : p.netdev) + "`)" + exclude;
+  }
+  return "the link is training or in error recovery: check `ibstat " + dev +
+         "` again in a few "
+         "seconds, then `mlxlink -d " +
+         dev + " -m` for cable errors" + exclude;
+}
+
+}  // namespace
 
 std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "ib_port_state";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out = IbDeviceErrorFindings(kId, ctx.facts);
+  const auto& ports = ctx.facts.ib_ports;
+  if (ports.empty()) {
+    if (out.empty()) {
+      Finding f;
+      f.check_id = kId;
+      f.entity = "node";
+      f.outcome = Outcome::kSkip;
+      f.message =
+          "no InfiniBand/RoCE devices in /sys/class/infiniband: NCCL will use TCP "
+          "sockets (NET/Socket) on this node";
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+  NcclPortSelection sel(ctx.env);
+
+  // Fastest rate among used, up ports of each link layer: the "sibling" rate.
+  std::map<std::string, double> best;
+  for (const auto& p : ports) {
+    if (sel.Uses(p) && p.IsUp() && p.rate_gbps > 0) {
+      best[p.link_layer] = std::max(best[p.link_layer], p.rate_gbps);
+    }
+  }
+
+  for (const auto& p : ports) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = p.Name();
+    auto problems = IbProblemsFor(ctx.facts, p, {"state", "phys_state", "rate", "link_layer"});
+    const bool used = sel.Uses(p);
+    const bool state_known = !p.state.empty() && !p.phys_state.empty();
+    AddStateEvidence(f, p);
+    if (!p.rate_text.empty()) f.With(IbPortPath(p, "rate"), p.rate_text);
+    if (!p.link_layer.empty()) f.With(IbPortPath(p, "link_layer"), p.link_layer);
+
+    if (state_known && !p.IsUp()) {
+      if (used) {
+        f.outcome = Outcome::kFail;
+        f.message = p.Name() + " is " + StateText(p) + " but NCCL would use it (" + sel.Describe() +
+                    "); NCCL skips it silently and this node runs with one " + "rail less";
+        f.next_step = DownFix(p);
+      } else {
+        f.outcome = Outcome::kSkip;
+        f.message =
+            p.Name() + " is " + StateText(p) + "; NCCL will not use it (" + sel.WhyNot(p) + ")";
+      }
+      for (const auto* pr : problems) f.With(pr->path, "unreadable: " + pr->message);
+      out.push_back(std::move(f));
+      continue;
+    }
+    if (!problems.empty()) {
+      out.push_back(IbReadErrorFinding(kId, p, problems));
+      continue;
+    }
+    const std::string desc = StateText(p) + ", " + p.rate_text + ", " + p.link_layer;
+    if (!used) {
+      f.outcome = Outcome::kSkip;
+      f.message = p.Name() + " is " + desc + "; NCCL will not use it (" + sel.WhyNot(p) + ")";
+      out.push_back(std::move(f));
+      continue;
+    }
+    const double sibling = best.count(p.link_layer) ? best[p.link_layer] : p.rate_gbps;
+    if (ctx.thresholds.min_rate_gbps > 0 && p.rate_gbps < ctx.thresholds.min_rate_gbps) {
+      f.outcome = Outcome::kFail;
+      f.message = p.Name() + " runs at " + p.rate_text + ", below the required " +
+                  RateText(ctx.thresholds.min_rate_gbps);
+      f.next_step = "check the link width/speed with `mlxlink -d " + p.device +
+                    " -m` (a degraded lane or a wrong cable), reseat or replace the cable";
+    } else if (p.rate_gbps < sibling) {
+      f.outcome = Outcome::kWarn;
+      f.message = p.Name() + " runs at " + p.rate_text + " while its siblings run at " +
+                  RateText(sibling) + ": collectives pace to the slowest rail";
+      f.next_step = "a lane or cable is degraded: `mlxlink -d " + p.device +
+                    " -m` shows width/speed and errors; reseat or replace the cable, check the "
+                    "switch port speed setting";
+    } else {
+      f.outcome = Outcome::kPass;
+      f.message = p.Name() + " " + desc;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

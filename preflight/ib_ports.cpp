@@ -1,0 +1,93 @@
+#include "preflight/ib_ports.h"
+
+#include <cstdlib>
+
+#include "common/strings.h"
+
+namespace sl::preflight {
+
+NcclPortSelection::NcclPortSelection(const Environment& env) {
+  // NCCL reads its integer parameters with strtoll(s, NULL, 0): "1" disables, "0"/"" do not.
+  if (auto d = Lookup(env, "NCCL_IB_DISABLE"); d && std::strtoll(d->c_str(), nullptr, 0) != 0) {
+    disabled_ = true;
+  }
+  if (auto h = Lookup(env, "NCCL_IB_HCA"); h && !Trim(*h).empty()) {
+    auto f = ParseIbHca(*h);
+    if (f.ok()) {
+      has_filter_ = true;
+      spec_ = *h;
+      filter_ = std::move(f).value();
+    }
+  }
+}
+
+bool NcclPortSelection::Uses(const IbPort& port) const {
+  if (disabled_) return false;
+  return !has_filter_ || FilterSelectsIbPort(filter_, port.device, port.port);
+}
+
+std::string NcclPortSelection::WhyNot(const IbPort& port) const {
+  if (disabled_) return "NCCL_IB_DISABLE is set: NCCL uses no IB/RoCE port";
+  if (Uses(port)) return {};
+  return (filter_.exclude ? "excluded by NCCL_IB_HCA=" : "not listed in NCCL_IB_HCA=") + spec_;
+}
+
+std::string NcclPortSelection::Describe() const {
+  return has_filter_ ? "selected by NCCL_IB_HCA=" + spec_
+                     : "NCCL_IB_HCA is unset, so NCCL uses every port";
+}
+
+std::string IbPortPath(const IbPort& port, std::string_view rel) {
+  return "/sys/class/infiniband/" + port.device + "/ports/" + std::to_string(port.port) + "/" +
+         std::string(rel);
+}
+
+std::vector<const IbProblem*> IbProblemsFor(const NodeFacts& facts, const IbPort& port,
+                                            std::initializer_list<std::string_view> prefixes) {
+  std::vector<const IbProblem*> out;
+  for (const auto& p : facts.ib_problems) {
+    if (p.device != port.device || p.port != port.port) continue;
+    bool wanted = prefixes.size() == 0;
+    for (auto prefix : prefixes) wanted = wanted || StartsWith(p.attribute, prefix);
+    if (wanted) out.push_back(&p);
+  }
+  return out;
+}
+
+Finding IbReadErrorFinding(std::string_view check_id, const IbPort& port,
+                           const std::vector<const IbProblem*>& problems) {
+  Finding f;
+  f.check_id = std::string(check_id);
+  f.entity = port.Name();
+  f.outcome = Outcome::kError;
+  std::string what;
+  for (const auto* p : problems) {
+    if (!what.empty()) what += "; ";
+    what += p->message;
+    f.With(p->path, "unreadable: " + p->message);
+  }
+  f.message = "cannot decide: " + what;
+  f.next_step = "look at the file(s) named above (cat them; `ibstat " + port.device +
+                "` and `ibv_devinfo -d " + port.device +
+                "` show the same data); a driver in a bad state needs `mlxfwreset` or a reboot, "
+                "a broken --sysroot tree needs regenerating";
+  return f;
+}
+
+std::vector<Finding> IbDeviceErrorFindings(std::string_view check_id, const NodeFacts& facts) {
+  std::vector<Finding> out;
+  for (const auto& p : facts.ib_problems) {
+    if (p.port != 0) continue;
+    Finding f;
+    f.check_id = std::string(check_id);
+    f.entity = p.device.empty() ? "node" : p.device;
+    f.outcome = Outcome::kError;
+    f.message = "cannot read " + p.path + ": " + p.message;
+    f.next_step = "check permissions and the RDMA driver (`lsmod | grep mlx5_ib`, `ibv_devices`)";
+    f.With(p.path, "unreadable: " + p.message);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace sl::preflight
