@@ -1,17 +1,289 @@
-// Placeholder until the 'run' subcommand lands.
+// `safe-launch [run] [OPTIONS] -- CMD ARGS...`: preflight -> environment plan -> warm-up ->
+// supervise, each phase one call; the hang monitor attaches to the supervisor through hooks.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
+#include "common/file_reader.h"
+#include "common/log.h"
 #include "launcher/commands.h"
+#include "launcher/run_phases.h"
+#include "preflight/runner.h"
+#include "watchdog/run_dir.h"
+#include "watchdog/supervisor.h"
+#ifdef SAFE_LAUNCH_HAVE_RECIPE_PLAN
+#include "recipes/plan.h"
+#endif
 
 namespace sl::launcher {
+namespace {
+
+struct RunArgs {
+  std::vector<std::string> command;
+  bool no_preflight = false;
+  std::string on_preflight_fail = "abort";
+  std::string run_dir;
+  double kill_grace_s = 30;
+  std::string recipe;
+  std::string sysroot;
+  bool verbose = false;
+  std::shared_ptr<WarmupArgs> warmup;
+  std::shared_ptr<HangArgs> hang;
+};
+
+std::string Cwd() {
+  std::error_code ec;
+  auto p = std::filesystem::current_path(ec);
+  return ec ? std::string(".") : p.string();
+}
+
+// ---- phase 1: local preflight --------------------------------------------------------------
+// Returns kOk to go on, or the exit status. The report is kept for later phases and preflight.json.
+int PreflightPhase(const RunArgs& args, RunContext& ctx,
+                   std::optional<preflight::PreflightReport>* report,
+                   const preflight::PreflightOptions& base) {
+  if (args.no_preflight) {
+    log::Info("preflight skipped (--no-preflight)");
+    ctx.status_extra["preflight"] = {{"verdict", "skipped"}, {"action", "skipped"}};
+    return exit_code::kOk;
+  }
+  preflight::PreflightOptions options = base;
+  options.sysroot = args.sysroot;
+  auto r = preflight::RunPreflight(options, ctx.base_env);
+  if (!r.ok()) {
+    log::Error("preflight could not run: {}", r.error().Describe());
+    return exit_code::kUsage;
+  }
+  report->emplace(std::move(*r));
+  const auto& rep = **report;
+  ctx.preflight = &rep;
+  ctx.facts = rep.facts;
+  ctx.have_facts = true;
+  ctx.preflight_verdict = std::string(OutcomeName(rep.verdict));
+  if (auto s = watchdog::WriteRunFile(ctx.run_dir, "preflight.json",
+                                      preflight::ReportToJson(rep).dump(2) + "\n");
+      !s.ok()) {
+    log::Warn("{}", s.error().Describe());
+  }
+  const bool failed = rep.verdict == Outcome::kFail;
+  const bool abort = failed && args.on_preflight_fail == "abort";
+  ctx.status_extra["preflight"] = {{"verdict", ctx.preflight_verdict},
+                                   {"action", abort ? "abort" : failed ? "warn" : "go"},
+                                   {"report", ctx.run_dir + "/preflight.json"}};
+  if (rep.verdict == Outcome::kPass || rep.verdict == Outcome::kSkip) {
+    log::Info("preflight passed ({} checks, {:.0f} ms)", rep.findings.size(), rep.elapsed_ms);
+    return exit_code::kOk;
+  }
+  // Print what is wrong: the same table `safe-launch preflight` shows, non-pass lines only.
+  preflight::PreflightReport bad = rep;
+  std::erase_if(bad.findings, [](const Finding& f) {
+    return f.outcome == Outcome::kPass || f.outcome == Outcome::kSkip;
+  });
+  std::fputs(preflight::RenderText(bad, true, false).c_str(), stderr);
+  if (!failed) {
+    log::Warn("preflight verdict {}: starting the job anyway (details in {}/preflight.json)",
+              ctx.preflight_verdict, ctx.run_dir);
+    return exit_code::kOk;
+  }
+  if (abort) {
+    log::Error(
+        "preflight failed on this node: the job was NOT started (exit {}). Fix the failures above, "
+        "waive a check with a recipe, or pass --on-preflight-fail=warn to start anyway. Report: "
+        "{}/preflight.json",
+        exit_code::kPreflightFailed, ctx.run_dir);
+    return exit_code::kPreflightFailed;
+  }
+  log::Warn("preflight failed on this node; starting the job anyway (--on-preflight-fail=warn)");
+  return exit_code::kOk;
+}
+
+// ---- phase 2: environment plan -------------------------------------------------------------
+int EnvPlanPhase(const RunArgs& args, RunContext& ctx, preflight::PreflightOptions* preflight_opts) {
+  ctx.job_env = ctx.base_env;
+#ifdef SAFE_LAUNCH_HAVE_RECIPE_PLAN
+  if (!ctx.have_facts) {
+    RootedFileReader fs(args.sysroot);
+    ctx.facts = GatherNodeFacts(fs);
+    ctx.have_facts = true;
+  }
+  recipes::ResolveOptions opts;
+  opts.recipe = args.recipe;
+  std::error_code ec;
+  opts.run_dir = std::filesystem::absolute(ctx.run_dir, ec).string();
+  opts.versions = recipes::DetectVersions({}, ctx.base_env).value_or(recipes::Versions{});
+  auto plan = recipes::ResolveForNode(opts, ctx.base_env, ctx.facts);
+  if (!plan.ok()) {
+    log::Error("environment plan: {}", plan.error().Describe());
+    return exit_code::kUsage;
+  }
+  ctx.job_env = recipes::ApplyPlan(*plan, ctx.base_env);
+  ctx.plan_json = recipes::PlanToJson(*plan);
+  if (preflight_opts) {
+    preflight_opts->thresholds = plan->thresholds;
+    preflight_opts->waive.insert(preflight_opts->waive.end(), plan->waive.begin(),
+                                 plan->waive.end());
+  }
+  for (const auto& c : plan->conflicts) {
+    log::Warn("{}={}: {} (fix: {})", c.name, c.value, c.message, c.fix);
+  }
+  ctx.status_extra["env_plan"] = {{"recipe", plan->recipe},
+                                  {"entries", plan->entries.size()},
+                                  {"file", ctx.run_dir + "/env-plan.json"}};
+#else
+  // HOOK(env plan): recipes/ has no resolver in this build; the environment passes through as is.
+  if (!args.recipe.empty()) {
+    log::Warn("--recipe {} ignored: this build has no recipe resolver", args.recipe);
+  }
+  ctx.plan_json = {{"recipe", nullptr},
+                   {"note", "no recipe resolver in this build: environment passed through"}};
+  ctx.status_extra["env_plan"] = {{"recipe", nullptr}, {"file", ctx.run_dir + "/env-plan.json"}};
+#endif
+  if (auto s = watchdog::WriteRunFile(ctx.run_dir, "env-plan.json", ctx.plan_json.dump(2) + "\n");
+      !s.ok()) {
+    log::Warn("{}", s.error().Describe());
+  }
+  return exit_code::kOk;
+}
+
+// ---- phase 4: supervise --------------------------------------------------------------------
+int SupervisePhase(const RunArgs& args, RunContext& ctx) {
+  watchdog::SupervisorOptions opts;
+  opts.argv = ctx.command;
+  opts.env = ctx.job_env;
+  opts.run_dir = ctx.run_dir;
+  opts.kill_grace = std::chrono::milliseconds(static_cast<long long>(args.kill_grace_s * 1000));
+  opts.sweep_grace = std::min(opts.sweep_grace, opts.kill_grace);
+  opts.status_extra = ctx.status_extra;
+  watchdog::Supervisor sup(std::move(opts), {});
+  auto monitor = AttachHangMonitor(*args.hang, ctx, sup);
+  if (!monitor.ok()) {
+    log::Error("hang detection: {}", monitor.error().Describe());
+    return exit_code::kUsage;
+  }
+  // status_extra may have been extended by the hang phase.
+  sup.Options().status_extra = ctx.status_extra;
+  auto result = sup.Run();
+  if (!result.ok()) {
+    log::Error("could not start the job: {}", result.error().Describe());
+    return exit_code::kInternal;
+  }
+  const auto& e = *result;
+  const double secs = std::chrono::duration<double>(e.ended - e.started).count();
+  switch (e.how) {
+    case watchdog::JobExit::How::kExited:
+      if (e.code == 0) {
+        log::Info("job exited 0 after {:.1f} s", secs);
+      } else {
+        log::Warn("job exited {} after {:.1f} s", e.code, secs);
+      }
+      break;
+    case watchdog::JobExit::How::kSignaled:
+      log::Warn("job died of {} after {:.1f} s (exit status {})",
+                watchdog::SignalName(e.signal), secs, 128 + e.signal);
+      break;
+    case watchdog::JobExit::How::kExecFailed:
+    case watchdog::JobExit::How::kNotStarted:
+      break;  // already said
+  }
+  if (!e.stopped_by.empty()) {
+    log::Info("stopped by {}: {}{}", e.stopped_by, e.stop_reason,
+              e.escalated ? " (grace ran out, descendants were killed)" : "");
+  }
+  if (e.exit_status != (e.how == watchdog::JobExit::How::kSignaled ? 128 + e.signal : e.code)) {
+    log::Info("exit status {} (set by {})", e.exit_status, e.stopped_by);
+  }
+  log::Info("run directory: {}", ctx.run_dir);
+  return e.exit_status;
+}
+
+int Run(RunArgs& args) {
+  // First of all: a SIGTERM during preflight/warm-up must be queued for us, not kill us.
+  watchdog::BlockSupervisorSignals();
+  RunContext ctx;
+  ctx.host = log::HostName();
+  log::Init(ctx.host, {}, args.verbose);
+  ctx.command = args.command;
+  ctx.sysroot = args.sysroot;
+  ctx.base_env = ProcessEnvironment();
+  if (ctx.command.empty()) {
+    log::Error("no command given: put the job after --, e.g. safe-launch -- torchrun "
+               "--nproc-per-node=8 train.py");
+    return exit_code::kUsage;
+  }
+  if (args.on_preflight_fail != "abort" && args.on_preflight_fail != "warn") {
+    log::Error("--on-preflight-fail must be abort or warn, got '{}'", args.on_preflight_fail);
+    return exit_code::kUsage;
+  }
+  if (!(args.kill_grace_s >= 0) || args.kill_grace_s > 86400) {
+    log::Error("--kill-grace must be between 0 and 86400 seconds, got {}", args.kill_grace_s);
+    return exit_code::kUsage;
+  }
+  const std::string wanted = watchdog::DefaultRunDir(args.run_dir, ctx.base_env, Cwd(), ctx.host,
+                                                     std::chrono::system_clock::now(), ::getpid());
+  auto dir = watchdog::CreateRunDir(wanted);
+  if (!dir.ok()) {
+    log::Error("{}", dir.error().Describe());
+    return exit_code::kUsage;
+  }
+  ctx.run_dir = *dir;
+  ctx.status_extra["run_dir"] = ctx.run_dir;
+
+  // The plan gives preflight its thresholds and waivers, so it is resolved first when a resolver
+  // exists; preflight.json and env-plan.json are both written before anything starts.
+  preflight::PreflightOptions preflight_opts;
+  preflight_opts.verbose = args.verbose;
+  if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) return rc;
+  std::optional<preflight::PreflightReport> report;
+  if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
+    nlohmann::json j = ctx.status_extra;
+    j["schema"] = 1;
+    j["state"] = "not_started";
+    j["command"] = ctx.command;
+    j["host"] = ctx.host;
+    j["exit_status"] = rc;
+    (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
+    return rc;
+  }
+  if (int rc = RunWarmupPhase(*args.warmup, ctx); rc != exit_code::kOk) {
+    nlohmann::json j = ctx.status_extra;
+    j["schema"] = 1;
+    j["state"] = "not_started";
+    j["command"] = ctx.command;
+    j["host"] = ctx.host;
+    j["exit_status"] = rc;
+    (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
+    return rc;
+  }
+  return SupervisePhase(args, ctx);
+}
+
+}  // namespace
 
 void SetupRun(CLI::App& sub, int* exit_code) {
-  sub.allow_extras();
-  sub.callback([exit_code] {
-    std::fprintf(stderr, "safe-launch: 'run' is not available in this build yet\n");
-    *exit_code = exit_code::kInternal;
-  });
+  auto args = std::make_shared<RunArgs>();
+  sub.add_flag("--no-preflight", args->no_preflight, "Do not run the local preflight");
+  sub.add_option("--on-preflight-fail", args->on_preflight_fail,
+                 "abort (default: exit 78, job not started) or warn (start anyway)")
+      ->check(CLI::IsMember({"abort", "warn"}));
+  sub.add_option("--run-dir", args->run_dir,
+                 "Run directory (default $SLURM_SUBMIT_DIR or cwd + "
+                 "/safe-launch-runs/<jobid>/<host>)");
+  sub.add_option("--kill-grace", args->kill_grace_s,
+                 "Seconds between the first SIGTERM to the job and killing every descendant "
+                 "(default 30)");
+  sub.add_option("--recipe", args->recipe, "Recipe name or file for the environment plan");
+  sub.add_option("--sysroot", args->sysroot,
+                 "Read /sys, /proc, /dev, /etc under DIR for preflight and facts (fixture tree)");
+  sub.add_flag("-v,--verbose", args->verbose, "More log lines");
+  args->warmup = AddWarmupOptions(sub);
+  args->hang = AddHangOptions(sub);
+  sub.add_option("command", args->command, "The job: everything after --");
+  sub.callback([args, exit_code] { *exit_code = Run(*args); });
 }
 
 }  // namespace sl::launcher

@@ -107,6 +107,11 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
+  /// Replaces the hooks; only before Run(). Lets a hook object hold a Supervisor& (RequestStop).
+  void SetHooks(SupervisorHooks hooks) { hooks_ = std::move(hooks); }
+  /// The options, before Run() (e.g. to add SAFE_LAUNCH_HEARTBEAT to env).
+  SupervisorOptions& Options() { return options_; }
+
   /// Starts the job and supervises it to the end. Returns an Error only when the job could not be
   /// started at all for reasons of our own (pipe/fork failed); exec failures of the command are a
   /// JobExit with kExecFailed and 126/127. Call BlockSupervisorSignals() first, as early as

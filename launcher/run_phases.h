@@ -1,0 +1,60 @@
+#pragma once
+// The phases of `safe-launch run`, each one call from cmd_run.cpp:
+//   preflight -> environment plan -> warm-up -> supervise (hang monitor attached through hooks).
+// Warm-up (launcher/run_warmup.cpp) and hang detection (launcher/run_hang.cpp) live in their own
+// files so that their owners add flags and behaviour without editing cmd_run.cpp.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/environment.h"
+#include "common/node_facts.h"
+#include "common/result.h"
+#include "watchdog/supervisor.h"
+
+namespace sl::preflight {
+struct PreflightReport;
+}
+
+namespace sl::launcher {
+
+/// What the phases share. Filled in order by cmd_run; later phases read what earlier ones wrote.
+struct RunContext {
+  std::vector<std::string> command;  ///< the job, everything after --
+  std::string sysroot;               ///< --sysroot ("" = live node)
+  std::string run_dir;               ///< created, absolute or relative to the cwd
+  std::string host;                  ///< short host name
+  Environment base_env;              ///< safe-launch's own environment
+  Environment job_env;               ///< base_env with the plan applied (what the job gets)
+  NodeFacts facts;                   ///< gathered once (from the preflight report when it ran)
+  bool have_facts = false;
+  const preflight::PreflightReport* preflight = nullptr;  ///< null with --no-preflight
+  std::string preflight_verdict = "skipped";              ///< pass|warn|fail|error|skipped
+  nlohmann::json plan_json;          ///< env-plan.json content (null when no plan)
+  nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
+};
+
+// ---- warm-up (launcher/run_warmup.cpp) --------------------------------------------------------
+struct WarmupArgs;
+/// Registers --nnodes, --node-rank, --nproc-per-node, --rendezvous, --warmup-port,
+/// --warmup-timeout, --no-warmup, --on-warmup-fail on `sub`.
+std::shared_ptr<WarmupArgs> AddWarmupOptions(CLI::App& sub);
+/// Runs the warm-up before the job; returns exit_code::kOk to go on, or the status to exit with
+/// (exit_code::kWarmupFailed) without starting the job. May add to ctx.status_extra.
+int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx);
+
+// ---- hang detection (launcher/run_hang.cpp) ---------------------------------------------------
+struct HangArgs;
+/// Registers --stall-timeout, --on-hang on `sub`.
+std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub);
+/// Called after the Supervisor is constructed and before Run(): may edit sup.Options() (env such
+/// as SAFE_LAUNCH_HEARTBEAT) and install hooks with sup.SetHooks(). Whatever it allocates must
+/// live in the returned handle, which cmd_run keeps until the run is over. An Error aborts with
+/// exit_code::kUsage before the job starts.
+Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext& ctx,
+                                                watchdog::Supervisor& sup);
+
+}  // namespace sl::launcher

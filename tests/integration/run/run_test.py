@@ -1,0 +1,420 @@
+"""Integration tests of `safe-launch run`: the real binary, real processes, real signals.
+
+usage: run_test.py SAFE_LAUNCH SL_TEST_CHILD SOURCE_DIR [unittest args, e.g. -k exit_codes]
+
+Leftover processes are found by a unique --marker=... argument in /proc/*/cmdline, which every
+sl-test-child mode (and its forked grandchildren) keeps.
+"""
+import glob
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import uuid
+
+SL = CHILD = SRC = None
+TORCHRUN = "/usr/bin/torchrun"
+PYTHON = "/usr/bin/python3"
+
+
+def marker():
+    return "--marker=sltest-" + uuid.uuid4().hex[:12]
+
+
+def pids_with(mark):
+    """Pids whose cmdline contains `mark` (zombies have an empty cmdline and do not count)."""
+    found = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as f:
+                if mark.encode() in f.read():
+                    found.append(int(path.split("/")[2]))
+        except OSError:
+            pass
+    return found
+
+
+def wait_gone(mark, timeout=5.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if not pids_with(mark):
+            return True
+        time.sleep(0.05)
+    return not pids_with(mark)
+
+
+def kill_leftovers(mark):
+    for pid in pids_with(mark):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class Job:
+    """safe-launch running in the background with stdout/stderr captured to files."""
+
+    def __init__(self, args, run_dir, env=None, stdout=None):
+        self.out = tempfile.TemporaryFile()
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [SL, "--no-preflight", "--run-dir", run_dir] + args,
+            stdout=stdout if stdout is not None else self.out, stderr=self.err, env=env)
+
+    def wait_for_output(self, text, timeout=10.0):
+        end = time.time() + timeout
+        while time.time() < end:
+            if text in self.stdout():
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stdout(self):
+        self.out.seek(0)
+        return self.out.read().decode(errors="replace")
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")
+
+    def wait(self, timeout=30):
+        return self.proc.wait(timeout=timeout)
+
+
+class RunTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="sl-run-test-")
+        self.marks = []
+
+    def tearDown(self):
+        for m in self.marks:
+            kill_leftovers(m)
+        self.tmp.cleanup()
+
+    def mark(self):
+        m = marker()
+        self.marks.append(m)
+        return m
+
+    def run_dir(self, name="run"):
+        return os.path.join(self.tmp.name, name)
+
+    def run_sl(self, cmd, extra=(), timeout=60, **kw):
+        return subprocess.run([SL, "--no-preflight", "--run-dir", self.run_dir()] + list(extra) +
+                              ["--"] + cmd, capture_output=True, timeout=timeout, **kw)
+
+    def status(self, run_dir=None):
+        with open(os.path.join(run_dir or self.run_dir(), "status.json")) as f:
+            return json.load(f)
+
+    # ---- exit status --------------------------------------------------------------------------
+
+    def test_every_exit_code_0_to_255_passes_through(self):
+        def one(code):
+            d = os.path.join(self.tmp.name, f"rc{code}")
+            r = subprocess.run([SL, "--no-preflight", "--run-dir", d, "--", CHILD, "exit",
+                                str(code)], capture_output=True, timeout=60)
+            return code, r.returncode
+        results = []
+        lock = threading.Lock()
+        codes = list(range(256))
+
+        def worker():
+            while True:
+                with lock:
+                    if not codes:
+                        return
+                    c = codes.pop()
+                res = one(c)
+                with lock:
+                    results.append(res)
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wrong = [(c, rc) for c, rc in results if c != rc]
+        self.assertEqual(len(results), 256)
+        self.assertEqual(wrong, [])
+        st = self.status(os.path.join(self.tmp.name, "rc3"))
+        self.assertEqual(st["job"]["how"], "exited")
+        self.assertEqual(st["job"]["exit_code"], 3)
+        self.assertEqual(st["exit_status"], 3)
+
+    def test_death_by_signal_gives_128_plus_signal(self):
+        for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGABRT, signal.SIGKILL,
+                    signal.SIGSEGV, signal.SIGPIPE, signal.SIGALRM, signal.SIGTERM,
+                    signal.SIGUSR1, signal.SIGUSR2, signal.SIGBUS):
+            r = self.run_sl([CHILD, "signal", str(int(sig))])
+            self.assertEqual(r.returncode, 128 + int(sig), f"{sig.name}: {r.stderr[-500:]}")
+            st = self.status()
+            self.assertEqual(st["job"]["how"], "signaled")
+            self.assertEqual(st["job"]["signal"], int(sig))
+            self.assertEqual(st["job"]["signal_name"], sig.name)
+
+    def test_exec_failure_gives_127_or_126_with_a_message(self):
+        r = self.run_sl(["no-such-command-xyz", "arg"])
+        self.assertEqual(r.returncode, 127)
+        self.assertIn(b"'no-such-command-xyz' was not found in PATH=", r.stderr)
+        self.assertEqual(self.status()["job"]["how"], "exec_failed")
+        r = self.run_sl([os.path.join(self.tmp.name, "missing", "prog")])
+        self.assertEqual(r.returncode, 127)
+        self.assertIn(b"No such file or directory", r.stderr)
+        not_exec = os.path.join(self.tmp.name, "script.sh")
+        with open(not_exec, "w") as f:
+            f.write("#!/bin/sh\necho hi\n")
+        os.chmod(not_exec, 0o644)
+        r = self.run_sl([not_exec])
+        self.assertEqual(r.returncode, 126)
+        self.assertIn(b"permission denied", r.stderr)
+        self.assertIn(b"chmod +x", r.stderr)
+
+    def test_no_command_is_a_usage_error(self):
+        r = subprocess.run([SL, "--no-preflight", "--run-dir", self.run_dir()],
+                           capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"no command given", r.stderr)
+
+    # ---- signals ------------------------------------------------------------------------------
+
+    def test_each_forwarded_signal_arrives_exactly_once(self):
+        job = Job(["--", CHILD, self.mark(), "print-signals"], self.run_dir())
+        self.assertTrue(job.wait_for_output("ready"), job.stderr())
+        sent = [signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH,
+                signal.SIGALRM]
+        for sig in sent:
+            job.proc.send_signal(sig)
+            self.assertTrue(job.wait_for_output("got " + sig.name), sig.name + job.stderr())
+        job.proc.send_signal(signal.SIGTERM)  # the child exits 0 on TERM
+        self.assertEqual(job.wait(), 0, job.stderr())
+        lines = job.stdout().splitlines()
+        for sig in sent + [signal.SIGTERM]:
+            self.assertEqual(lines.count("got " + sig.name), 1, f"{sig.name}: {lines}")
+        st = self.status()
+        self.assertIn(f"SIGTERM from pid {os.getpid()}", st["stop"]["requested_by"])
+        self.assertFalse(st["stop"]["escalated"])
+
+    def test_sigint_is_forwarded_once_and_the_grace_then_escalates(self):
+        job = Job(["--kill-grace", "1", "--", CHILD, self.mark(), "print-signals"],
+                  self.run_dir())
+        self.assertTrue(job.wait_for_output("ready"))
+        job.proc.send_signal(signal.SIGINT)
+        # The child survives SIGINT; after 1 s of grace everything gets TERM (child exits 0).
+        self.assertEqual(job.wait(), 0)
+        lines = job.stdout().splitlines()
+        self.assertEqual(lines.count("got SIGINT"), 1, lines)
+        self.assertEqual(lines.count("got SIGTERM"), 1, lines)
+        self.assertTrue(self.status()["stop"]["escalated"])
+
+    def test_sigterm_with_child_ignoring_term_leaves_no_descendant_after_the_grace(self):
+        mark = self.mark()
+        job = Job(["--kill-grace", "1", "--", CHILD, mark, "ignore-term", "grandchild"],
+                  self.run_dir())
+        self.assertTrue(job.wait_for_output("ready"))
+        self.assertEqual(len(pids_with(mark)), 2)  # the child and its setsid'd grandchild
+        t0 = time.time()
+        job.proc.send_signal(signal.SIGTERM)
+        rc = job.wait()
+        took = time.time() - t0
+        self.assertEqual(rc, 128 + signal.SIGKILL)
+        self.assertGreaterEqual(took, 1.0)  # the grace was honoured
+        self.assertLess(took, 8.0)
+        self.assertEqual(pids_with(mark), [])
+        st = self.status()
+        self.assertTrue(st["stop"]["escalated"])
+        self.assertEqual(len(st["swept_pids"]), 2)
+        self.assertIn("SIGTERM", st["stop"]["requested_by"])
+
+    def test_second_sigterm_skips_the_rest_of_the_grace(self):
+        mark = self.mark()
+        job = Job(["--kill-grace", "60", "--", CHILD, mark, "ignore-term", "grandchild"],
+                  self.run_dir())
+        self.assertTrue(job.wait_for_output("ready"))
+        job.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        t0 = time.time()
+        job.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(job.wait(timeout=20), 128 + signal.SIGKILL)
+        self.assertLess(time.time() - t0, 6.0)
+        self.assertEqual(pids_with(mark), [])
+
+    def test_job_exit_sweeps_a_setsid_grandchild_left_behind(self):
+        mark = self.mark()
+        r = self.run_sl([CHILD, mark, "setsid-grandchild", "exit"], timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_gone(mark, 2.0), pids_with(mark))
+        gc = int(r.stdout.decode().split("grandchild ")[1].split()[0])
+        st = self.status()
+        self.assertIn(gc, st["swept_pids"])
+        self.assertIn("leftover", json.dumps(st["events"]))
+
+    def test_sigterm_received_before_the_job_starts_means_it_never_starts(self):
+        # A TERM that is pending when safe-launch starts (blocked + sent before exec; pending
+        # signals survive execve) stands for one that arrives during preflight or warm-up.
+        flag = os.path.join(self.tmp.name, "started")
+
+        def pending_term():
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+            os.kill(os.getpid(), signal.SIGTERM)
+        r = subprocess.run([SL, "--no-preflight", "--run-dir", self.run_dir(), "--", "/bin/sh",
+                            "-c", f"touch {flag}"], capture_output=True, timeout=30,
+                           preexec_fn=pending_term)
+        self.assertEqual(r.returncode, 128 + signal.SIGTERM, r.stderr)
+        self.assertFalse(os.path.exists(flag))
+        self.assertIn(b"job not started", r.stderr)
+
+    # ---- output -------------------------------------------------------------------------------
+
+    def test_100_mib_of_output_passes_byte_identical_with_streams_kept_apart(self):
+        n = 100 * 1024 * 1024
+        direct_out = os.path.join(self.tmp.name, "direct.out")
+        direct_err = os.path.join(self.tmp.name, "direct.err")
+        with open(direct_out, "wb") as o, open(direct_err, "wb") as e:
+            subprocess.run([CHILD, "write", str(n), "both"], stdout=o, stderr=e, check=True)
+        sl_out = os.path.join(self.tmp.name, "sl.out")
+        sl_err = os.path.join(self.tmp.name, "sl.err")
+        with open(sl_out, "wb") as o, open(sl_err, "wb") as e:
+            rc = subprocess.run([SL, "--no-preflight", "--run-dir", self.run_dir(), "--", CHILD,
+                                 "write", str(n), "both"], stdout=o, stderr=e).returncode
+        self.assertEqual(rc, 0)
+
+        def digest(path, drop_own_lines=False):
+            h = hashlib.sha256()
+            size = 0
+            with open(path, "rb") as f:
+                for line in f:
+                    # safe-launch's own log lines (before the job starts / after it ended).
+                    if drop_own_lines and line.startswith(b"safe-launch["):
+                        continue
+                    h.update(line)
+                    size += len(line)
+            return h.hexdigest(), size
+
+        self.assertEqual(digest(sl_out), digest(direct_out))
+        self.assertEqual(digest(sl_err, True), digest(direct_err))
+        self.assertEqual(digest(direct_out)[1], n)
+        self.assertNotEqual(digest(direct_out)[0], digest(direct_err)[0])
+        st = self.status()
+        self.assertEqual(st["output_bytes"], {"stdout": n, "stderr": n})
+        # The tails in the run directory are the streams' real last lines.
+        with open(direct_out, "rb") as f:
+            f.seek(-4096, 2)
+            last = f.read().decode().splitlines()[-1]
+        with open(os.path.join(self.run_dir(), "stdout.tail")) as f:
+            self.assertEqual(f.read().splitlines()[-1], last)
+
+    def test_a_slow_reader_of_our_stdout_loses_nothing(self):
+        n = 8 * 1024 * 1024
+        expected = subprocess.run([CHILD, "write", str(n)], capture_output=True).stdout
+        reader = ("import sys,time,hashlib\nh=hashlib.sha256();t=0\n"
+                  "while True:\n b=sys.stdin.buffer.read(65536)\n if not b: break\n"
+                  " h.update(b);t+=len(b);time.sleep(0.002)\nprint(h.hexdigest(),t)\n")
+        sl = subprocess.Popen([SL, "--no-preflight", "--run-dir", self.run_dir(), "--", CHILD,
+                               "write", str(n)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+        out = subprocess.run([PYTHON, "-c", reader], stdin=sl.stdout, capture_output=True,
+                             timeout=120).stdout.decode().split()
+        sl.stdout.close()
+        self.assertEqual(sl.wait(timeout=30), 0)
+        self.assertEqual(out, [hashlib.sha256(expected).hexdigest(), str(n)])
+
+    # ---- run directory, status.json, preflight ------------------------------------------------
+
+    def test_default_run_dir_is_under_slurm_submit_dir_per_job_and_host(self):
+        env = dict(os.environ, SLURM_SUBMIT_DIR=self.tmp.name, SLURM_JOB_ID="4242",
+                   SLURM_STEP_ID="0")
+        r = subprocess.run([SL, "--no-preflight", "--", CHILD, "replay", "/etc/hostname"],
+                           capture_output=True, env=env, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dirs = glob.glob(os.path.join(self.tmp.name, "safe-launch-runs", "4242.0", "*"))
+        self.assertEqual(len(dirs), 1, dirs)
+        st = self.status(dirs[0])
+        self.assertEqual(st["command"], [CHILD, "replay", "/etc/hostname"])
+        self.assertEqual(st["state"], "finished")
+        self.assertEqual(st["preflight"]["verdict"], "skipped")
+        for key in ("started_at", "ended_at", "duration_s", "host", "job_pid", "exit_status"):
+            self.assertIn(key, st)
+        self.assertTrue(os.path.exists(os.path.join(dirs[0], "env-plan.json")))
+        # A second step of the same job on the same host gets its own directory.
+        r = subprocess.run([SL, "--no-preflight", "--", "true"], capture_output=True, env=env)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(len(glob.glob(os.path.join(self.tmp.name, "safe-launch-runs", "4242.0",
+                                                    "*"))), 2)
+
+    def test_unwritable_run_dir_is_a_usage_error_and_the_job_does_not_start(self):
+        flag = os.path.join(self.tmp.name, "started")
+        r = subprocess.run([SL, "--no-preflight", "--run-dir", "/proc/sl-cannot-be-here", "--",
+                            "/bin/sh", "-c", f"touch {flag}"], capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"cannot create the run directory", r.stderr)
+        self.assertIn(b"--run-dir", r.stderr)
+        self.assertFalse(os.path.exists(flag))
+
+    def test_failed_preflight_aborts_with_78_without_starting_the_job(self):
+        fixture = None
+        for name in ("host-broken", "memlock-64k", "shm-64m"):
+            cand = os.path.join(SRC, "tests", "fixtures", "sysroots", name)
+            if os.path.isdir(cand):
+                fixture = cand
+                break
+        if fixture is None:
+            cands = glob.glob(os.path.join(SRC, "tests", "fixtures", "*", "host-broken"))
+            fixture = cands[0] if cands else None
+        if fixture is None:
+            self.skipTest("no failing fixture tree (host-broken) in tests/fixtures yet")
+        flag = os.path.join(self.tmp.name, "started")
+        r = subprocess.run([SL, "--sysroot", fixture, "--run-dir", self.run_dir(), "--",
+                            "/bin/sh", "-c", f"touch {flag}"], capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 78, r.stderr.decode()[-2000:])
+        self.assertIn(b"the job was NOT started", r.stderr)
+        self.assertFalse(os.path.exists(flag))
+        st = self.status()
+        self.assertEqual(st["state"], "not_started")
+        self.assertEqual(st["preflight"]["verdict"], "fail")
+        self.assertTrue(os.path.exists(os.path.join(self.run_dir(), "preflight.json")))
+        # warn: the same node, the job starts.
+        r = subprocess.run([SL, "--sysroot", fixture, "--on-preflight-fail=warn", "--run-dir",
+                            self.run_dir("warn"), "--", "/bin/sh", "-c", f"touch {flag}"],
+                           capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr.decode()[-2000:])
+        self.assertTrue(os.path.exists(flag))
+        self.assertEqual(self.status(self.run_dir("warn"))["preflight"]["action"], "warn")
+
+    # ---- torchrun -----------------------------------------------------------------------------
+
+    def torchrun(self, *script_args):
+        # Debian's torchrun (torch 1.13, Python 3.11) crashes with its default --redirects/--tee
+        # and only knows --nproc_per_node.
+        return [TORCHRUN, "--nproc_per_node=2", "-r", "1", "-t", "1", "--monitor_interval", "0.5",
+                "--master_port", str(29500 + os.getpid() % 1000),
+                os.path.join(SRC, "examples", "allreduce_gloo.py")] + list(script_args)
+
+    def test_torchrun_gloo_allreduce_with_two_ranks_exits_0(self):
+        if not os.path.exists(TORCHRUN):
+            self.skipTest("no /usr/bin/torchrun")
+        r = self.run_sl(self.torchrun(), timeout=180)
+        self.assertEqual(r.returncode, 0, r.stderr.decode()[-3000:])
+        out = r.stdout.decode() + r.stderr.decode()
+        self.assertIn("all_reduce ok", out)
+        self.assertEqual(self.status()["exit_status"], 0)
+
+    def test_torchrun_with_a_rank_exiting_3_gives_torchruns_status(self):
+        if not os.path.exists(TORCHRUN):
+            self.skipTest("no /usr/bin/torchrun")
+        cmd = self.torchrun("--fail-rank", "1", "--fail-code", "3")
+        bare = subprocess.run(cmd, capture_output=True, timeout=180).returncode
+        self.assertNotEqual(bare, 0)
+        r = self.run_sl(cmd, timeout=180)
+        self.assertEqual(r.returncode, bare, r.stderr.decode()[-3000:])
+        self.assertIn(b"exiting with 3 on purpose", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    SL, CHILD, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[4:], verbosity=2)
