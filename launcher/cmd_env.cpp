@@ -1,17 +1,118 @@
-// Placeholder until the 'env' subcommand lands.
+// `safe-launch env`: resolve the recipe for this node (or a --sysroot fixture tree) and print the
+// plan as sh exports, JSON, or an explained table.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
+#include "common/file_reader.h"
+#include "common/log.h"
+#include "common/node_facts.h"
 #include "launcher/commands.h"
+#include "recipes/plan.h"
+#include "recipes/version.h"
+#include "watchdog/run_dir.h"
 
 namespace sl::launcher {
+namespace {
+
+struct EnvArgs {
+  std::string sysroot;
+  std::string recipe;
+  std::string format = "sh";
+  bool explain = false;
+  std::string nccl_version;
+  std::string torch_version;
+  std::string run_dir;
+  std::string python = "/usr/bin/python3";
+};
+
+int Fail(const Error& e) {
+  std::fprintf(stderr, "safe-launch env: %s\n", e.Describe().c_str());
+  return exit_code::kUsage;
+}
+
+int Run(const EnvArgs& args) {
+  const Environment env = ProcessEnvironment();
+  if (!args.sysroot.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(args.sysroot, ec)) {
+      return Fail(MakeError("not a readable directory", args.sysroot,
+                            "give the root of a fixture tree (it holds sys/, proc/, ...)"));
+    }
+  }
+  RootedFileReader fs(args.sysroot);
+  NodeFacts facts = GatherNodeFacts(fs);
+
+  recipes::DetectOptions detect;
+  detect.python = args.python;
+  if (!args.nccl_version.empty()) detect.nccl_override = args.nccl_version;
+  if (!args.torch_version.empty()) detect.torch_override = args.torch_version;
+  auto versions = recipes::DetectVersions(detect, env);
+  if (!versions.ok()) return Fail(versions.error());
+
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  std::string host = facts.hostname.empty() ? log::HostName() : facts.hostname;
+  recipes::ResolveOptions options;
+  options.recipe = args.recipe;
+  options.versions = *versions;
+  options.run_dir = watchdog::DefaultRunDir(args.run_dir, env, cwd, host,
+                                            std::chrono::system_clock::now(), ::getpid());
+  options.run_dir = std::filesystem::absolute(options.run_dir, ec).lexically_normal().string();
+  while (options.run_dir.size() > 1 && options.run_dir.back() == '/') options.run_dir.pop_back();
+
+  auto plan = recipes::ResolveForNode(options, env, facts);
+  if (!plan.ok()) return Fail(plan.error());
+
+  if (args.explain) {
+    std::cout << recipes::PlanToText(*plan);
+  } else if (args.format == "json") {
+    std::cout << recipes::PlanToJson(*plan).dump(2) << "\n";
+  } else {
+    // The exports point NCCL and torch at files in the run directory: it must exist before the
+    // job starts or the logs and Flight Recorder dumps are silently lost.
+    std::filesystem::create_directories(plan->run_dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "safe-launch env: cannot create run directory %s: %s\n",
+                   plan->run_dir.c_str(), ec.message().c_str());
+    }
+    std::cout << recipes::PlanToShell(*plan);
+  }
+  for (const auto& c : plan->conflicts) {
+    std::fprintf(stderr, "safe-launch env: %s: %s=%s: %s (fix: %s)\n",
+                 c.warning_only ? "warning" : "conflict", c.name.c_str(), c.value.c_str(),
+                 c.message.c_str(), c.fix.c_str());
+  }
+  return exit_code::kOk;
+}
+
+}  // namespace
 
 void SetupEnv(CLI::App& sub, int* exit_code) {
-  sub.allow_extras();
-  sub.callback([exit_code] {
-    std::fprintf(stderr, "safe-launch: 'env' is not available in this build yet\n");
-    *exit_code = exit_code::kInternal;
-  });
+  auto args = std::make_shared<EnvArgs>();
+  sub.add_option("--sysroot", args->sysroot, "Read node facts from this fixture tree");
+  sub.add_option("--recipe", args->recipe,
+                 "Recipe name (default, infiniband, roce, socket-only, or one in "
+                 "$SAFE_LAUNCH_RECIPE_PATH) or path to a .toml file; default: chosen from facts");
+  sub.add_option("--format", args->format, "Output: sh (export lines to eval) or json")
+      ->check(CLI::IsMember({"sh", "json"}));
+  sub.add_flag("--explain", args->explain, "Human table: every value with its source and reason");
+  sub.add_option("--nccl-version", args->nccl_version,
+                 "NCCL version the job uses (default: detected from the torch wheel or system)");
+  sub.add_option("--torch-version", args->torch_version,
+                 "torch version the job uses (default: read from --python's site-packages)");
+  sub.add_option("--run-dir", args->run_dir,
+                 "Run directory for NCCL logs and Flight Recorder dumps (default: "
+                 "${SLURM_SUBMIT_DIR:-$PWD}/safe-launch-runs/<job>/<host>)");
+  sub.add_option("--python", args->python, "The Python the job runs (for version detection)");
+  sub.callback([args, exit_code] { *exit_code = Run(*args); });
 }
 
 }  // namespace sl::launcher
