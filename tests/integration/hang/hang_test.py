@@ -1,0 +1,286 @@
+"""Integration tests of hang detection and post-mortem bundles: the real safe-launch binary, real
+torchrun (Debian's torch 1.13, Gloo), the helper child replaying real torch 2.11 output.
+
+usage: hang_test.py SAFE_LAUNCH SL_TEST_CHILD SOURCE_DIR [unittest args, e.g. -k stall]
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import unittest
+import uuid
+
+SL = CHILD = SRC = None
+TORCHRUN = "/usr/bin/torchrun"
+HANG_EXIT = 124
+SECRET_TOKEN = "hf_PLANTEDtoken" + uuid.uuid4().hex[:10]
+SECRET_KEY = "sk-PLANTEDkey" + uuid.uuid4().hex[:10]
+
+
+def pids_with(mark):
+    found = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as f:
+                if mark.encode() in f.read():
+                    found.append(int(path.split("/")[2]))
+        except OSError:
+            pass
+    return found
+
+
+def wait_gone(mark, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if not pids_with(mark):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def fixture(name):
+    return os.path.join(SRC, "tests", "fixtures", "logs", name)
+
+
+class HangTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="sl-hang-test-")
+        self.mark = "--marker=slhang-" + uuid.uuid4().hex[:12]
+        self.mounts = []
+
+    def tearDown(self):
+        for pid in pids_with(self.mark):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for m in reversed(self.mounts):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_dir(self):
+        return os.path.join(self.tmp, "run")
+
+    def sl(self, job, extra=(), timeout=120, env=None, run_dir=None):
+        cmd = [SL, "--no-preflight", "--no-warmup", "--run-dir", run_dir or self.run_dir()]
+        cmd += list(extra) + ["--"] + job
+        return subprocess.run(cmd, capture_output=True, timeout=timeout, env=env)
+
+    def bundles(self, prefix="hang-", run_dir=None):
+        d = run_dir or self.run_dir()
+        return sorted(p for p in glob.glob(os.path.join(d, prefix + "*")) if os.path.isdir(p))
+
+    def one_bundle(self, r, prefix="hang-"):
+        b = self.bundles(prefix)
+        self.assertEqual(len(b), 1, f"bundles {b}\nstderr:\n{r.stderr.decode()[-4000:]}")
+        self.assertTrue(os.path.exists(b[0] + ".tar.gz"))
+        with open(os.path.join(b[0], "summary.json")) as f:
+            summary = json.load(f)
+        with open(os.path.join(b[0], "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertTrue(manifest["complete"])
+        self.assertEqual(glob.glob(os.path.join(self.run_dir(), ".*.partial")), [])
+        return b[0], summary, manifest
+
+    def assert_nowhere(self, bundle, secrets):
+        """No secret in any file of the bundle directory nor inside its tar.gz."""
+        for root, _, files in os.walk(bundle):
+            for name in files:
+                with open(os.path.join(root, name), "rb") as f:
+                    data = f.read()
+                for s in secrets:
+                    self.assertNotIn(s.encode(), data, os.path.join(root, name))
+        with tarfile.open(bundle + ".tar.gz") as tar:
+            members = tar.getmembers()
+            self.assertTrue(members)
+            for m in members:
+                if m.isfile():
+                    data = tar.extractfile(m).read()
+                    for s in secrets:
+                        self.assertNotIn(s.encode(), data, m.name)
+
+    def assert_modes(self, bundle):
+        for root, dirs, files in os.walk(bundle):
+            self.assertEqual(os.stat(root).st_mode & 0o777, 0o700, root)
+            for name in files:
+                p = os.path.join(root, name)
+                self.assertEqual(os.stat(p).st_mode & 0o777, 0o600, p)
+
+    # ---- real torchrun ----------------------------------------------------------------------------
+
+    def test_torchrun_gloo_rank_stopping_before_allreduce_is_caught_as_a_stall(self):
+        if not os.path.exists(TORCHRUN):
+            self.skipTest("no /usr/bin/torchrun")
+        env = dict(os.environ, HF_TOKEN=SECRET_TOKEN)
+        job = [TORCHRUN, "--nproc_per_node=2", "-r", "1", "-t", "1", "--monitor_interval", "0.5",
+               "--master_port", str(30500 + os.getpid() % 1000),
+               os.path.join(SRC, "tests", "integration", "hang", "stall_job.py"),
+               self.mark, "--api-key", SECRET_KEY]
+        t0 = time.time()
+        r = self.sl(job, ["--stall-timeout", "5", "--kill-grace", "10"], timeout=180, env=env)
+        elapsed = time.time() - t0
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, HANG_EXIT, err[-4000:])
+        self.assertTrue(wait_gone(self.mark), f"left over: {pids_with(self.mark)}")
+        bundle, summary, manifest = self.one_bundle(r)
+        self.assertEqual(summary["trigger"], "stall")
+        self.assertEqual(summary["category"], "stall")
+        self.assertGreaterEqual(summary["since_progress_s"], 5)
+        self.assertIn("stall", summary["headline"])
+        out = open(os.path.join(bundle, "output", "stdout.tail")).read()
+        self.assertIn("rank 1 stops before all_reduce", out)
+        self.assertIn("rank 0 enters all_reduce", out)
+        # Both ranks were found by RANK in their environment and got a stack file.
+        stacks = sorted(os.path.basename(p) for p in glob.glob(os.path.join(bundle, "stacks", "*")))
+        self.assertTrue(any(s.startswith("rank_0_") for s in stacks), stacks)
+        self.assertTrue(any(s.startswith("rank_1_") for s in stacks), stacks)
+        ids = {c["id"]: c for c in manifest["collectors"]}
+        for cid in ("flight_recorder", "stacks", "nccl_ras", "ib_counters", "kernel_log",
+                    "nvidia_smi", "rank_output", "nccl_debug", "run_files", "host"):
+            self.assertIn(cid, ids)
+            self.assertIn(ids[cid]["status"], ("ok", "skipped", "error", "timeout"))
+            self.assertIn("duration_s", ids[cid])
+        self.assertEqual(ids["stacks"]["status"], "ok")
+        self.assertEqual(ids["nccl_ras"]["status"], "error")  # torch 1.13/Gloo has no RAS
+        status = json.load(open(os.path.join(self.run_dir(), "status.json")))
+        self.assertIn("hang", json.dumps(status))
+        # Secrets: the planted values were in the environment, argv, /proc cmdlines and output.
+        host = open(os.path.join(bundle, "node", "host.json")).read()
+        self.assertIn("<redacted>", host)
+        self.assertIn("<redacted>", out)
+        self.assert_nowhere(bundle, [SECRET_TOKEN, SECRET_KEY])
+        self.assert_modes(bundle)
+        self.assertLess(elapsed, 60, err[-2000:])
+
+    # ---- replay of real torch 2.11 output --------------------------------------------------------
+
+    def test_replayed_torch_2_11_watchdog_timeout_is_detected_from_its_first_line(self):
+        # 300 ms per line: the watchdog line is line 3, the rest would take ~20 s more.
+        job = [CHILD, self.mark, "replay", fixture("watchdog_timeout.torchrun.txt"), "300", "hang"]
+        t0 = time.time()
+        r = self.sl(job, ["--stall-timeout", "0", "--kill-grace", "5"])
+        elapsed = time.time() - t0
+        self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-4000:])
+        self.assertTrue(wait_gone(self.mark))
+        bundle, summary, _ = self.one_bundle(r)
+        self.assertEqual(summary["trigger"], "signature")
+        self.assertEqual(summary["category"], "collective_timeout")
+        self.assertEqual(summary["collective"]["seq"], 5)
+        self.assertEqual(summary["collective"]["op"], "ALLREDUCE")
+        self.assertEqual(summary["collective"]["timeout_ms"], 5000)
+        self.assertEqual(summary["evidence"][0]["signature"], "torch.watchdog_timeout")
+        # Detected from the first watchdog line: the capture happened long before the replay's end.
+        out = open(os.path.join(bundle, "output", "stdout.tail")).read()
+        self.assertIn("Watchdog caught collective operation timeout", out)
+        self.assertNotIn("ChildFailedError", out)
+        self.assertLess(elapsed, 15)
+        md = open(os.path.join(bundle, "summary.md")).read()
+        self.assertIn("SeqNum=5", md)
+        self.assertIn("collective_timeout", r.stderr.decode())
+
+    def test_capture_only_lets_the_job_run_on(self):
+        job = [CHILD, self.mark, "replay", fixture("watchdog_timeout.torchrun.txt"), "20"]
+        r = self.sl(job, ["--on-hang=capture-only"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode()[-3000:])
+        # The job printed everything: it was not stopped.
+        self.assertIn("ChildFailedError", r.stdout.decode())
+        bundle, summary, _ = self.one_bundle(r)
+        self.assertEqual(summary["collective"]["seq"], 5)
+
+    def test_job_failing_on_its_own_gets_a_failure_bundle(self):
+        r = self.sl([CHILD, self.mark, "exit", "3"])
+        self.assertEqual(r.returncode, 3)
+        bundle, summary, manifest = self.one_bundle(r, prefix="failure-")
+        self.assertEqual(summary["trigger"], "job_failed")
+        self.assertEqual(summary["exit_status"], 3)
+        self.assertFalse(manifest["job_alive_at_capture"])
+        self.assertEqual(self.bundles("hang-"), [])
+
+    def test_heartbeat_file_keeps_a_silent_job_alive(self):
+        # Touches the heartbeat for ~5 s without printing, then stops touching it.
+        script = ('for i in 1 2 3 4 5 6 7 8 9 10; do touch "$SAFE_LAUNCH_HEARTBEAT"; sleep 0.5; '
+                  'done; exec sleep 300')
+        t0 = time.time()
+        r = self.sl(["/bin/sh", "-c", script, self.mark], ["--stall-timeout", "3",
+                                                           "--kill-grace", "2"])
+        elapsed = time.time() - t0
+        self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
+        self.assertGreater(elapsed, 7.5)  # not stalled while the heartbeat was fresh
+        _, summary, _ = self.one_bundle(r)
+        self.assertEqual(summary["trigger"], "heartbeat")
+        self.assertEqual(summary["stall_source"], "heartbeat")
+
+    # ---- capture under a full / read-only run directory -----------------------------------------
+
+    def mount_tmpfs(self, size):
+        if os.geteuid() != 0:
+            self.skipTest("needs root for a tmpfs")
+        d = os.path.join(self.tmp, "mnt")
+        os.makedirs(d, exist_ok=True)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", d],
+                           capture_output=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount tmpfs: " + r.stderr.decode())
+        self.mounts.append(d)
+        return d
+
+    def test_full_run_dir_during_capture_leaves_no_complete_bundle_and_still_stops(self):
+        mnt = self.mount_tmpfs("256k")
+        run = os.path.join(mnt, "run")
+        # The job fills the run directory's file system, then shows a real watchdog timeout.
+        script = (f'head -c 1M /dev/zero > "{run}/filler" 2>/dev/null; '
+                  f'cat "{fixture("watchdog_timeout.torchrun.txt")}"; exec sleep 300')
+        r = self.sl(["/bin/sh", "-c", script, self.mark], ["--kill-grace", "2"], run_dir=run)
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, HANG_EXIT, err[-3000:])
+        self.assertTrue(wait_gone(self.mark))
+        self.assertEqual(self.bundles(run_dir=run), [])
+        self.assertEqual(glob.glob(os.path.join(run, "hang-*.tar.gz")), [])
+        self.assertIn("INCOMPLETE", err + "") if glob.glob(os.path.join(run, ".hang-*.partial")) \
+            else self.assertIn("not written", err)
+        for m in glob.glob(os.path.join(run, ".hang-*.partial", "manifest.json")):
+            try:
+                manifest = json.load(open(m))
+            except ValueError:
+                continue  # the disk was too full even for the manifest
+            self.assertFalse(manifest["complete"])
+            self.assertTrue(manifest["write_errors"] or manifest.get("finish_error"))
+
+    def test_read_only_run_dir_during_capture_still_stops_the_job(self):
+        mnt = self.mount_tmpfs("4m")
+        run = os.path.join(mnt, "run")
+        ready = os.path.join(self.tmp, "ready")
+        go = os.path.join(self.tmp, "go")
+        script = (f'echo ready; touch "{ready}"; while [ ! -e "{go}" ]; do sleep 0.1; done; '
+                  f'cat "{fixture("watchdog_timeout.torchrun.txt")}"; exec sleep 300')
+        p = subprocess.Popen([SL, "--no-preflight", "--no-warmup", "--run-dir", run,
+                              "--kill-grace", "2", "--", "/bin/sh", "-c", script, self.mark],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        end = time.time() + 30
+        while not os.path.exists(ready) and time.time() < end:
+            time.sleep(0.05)
+        subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+        open(go, "w").close()
+        out, err = p.communicate(timeout=120)
+        err = err.decode()
+        self.assertEqual(p.returncode, HANG_EXIT, err[-3000:])
+        self.assertTrue(wait_gone(self.mark))
+        self.assertIn("bundle not written", err)
+        self.assertIn("collective_timeout", err)  # the verdict still reaches the log
+        self.assertEqual(self.bundles(run_dir=run), [])
+
+    def test_bad_on_hang_value_is_a_usage_error(self):
+        r = self.sl([CHILD, self.mark, "exit", "0"], ["--on-hang=explode"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("capture-and-stop", r.stderr.decode())
+
+
+if __name__ == "__main__":
+    SL, CHILD, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[4:], verbosity=2)
