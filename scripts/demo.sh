@@ -10,3 +10,10 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "preflight of this machine"
 $SL preflight || true
+
+step "hang detection: replay of a real torch 2.11 watchdog timeout -> bundle, job stopped (exit 124)"
+DEMO_RUN=$(mktemp -d)/run
+$SL --no-preflight --no-warmup --run-dir "$DEMO_RUN" -- build/bin/sl-test-child replay \
+  tests/fixtures/logs/watchdog_timeout.torchrun.txt 100 hang || echo "safe-launch exited $?"
+ls -l "$DEMO_RUN"
+sed -n 1,20p "$DEMO_RUN"/hang-*/summary.md
