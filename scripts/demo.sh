@@ -17,3 +17,12 @@ $SL --no-preflight --no-warmup --run-dir "$DEMO_RUN" -- build/bin/sl-test-child 
   tests/fixtures/logs/watchdog_timeout.torchrun.txt 100 hang || echo "safe-launch exited $?"
 ls -l "$DEMO_RUN"
 sed -n 1,20p "$DEMO_RUN"/hang-*/summary.md
+
+step "supervised job: a real 2-rank torchrun Gloo all_reduce under safe-launch"
+# Debian's torchrun (torch 1.13, Python 3.11) needs --nproc_per_node and -r/-t; on a cluster:
+#   srun safe-launch -- torchrun --nproc-per-node=8 train.py   (see examples/sbatch/train.sbatch)
+DEMO_JOB=$(mktemp -d)/run
+$SL --on-preflight-fail=warn --run-dir "$DEMO_JOB" -- /usr/bin/torchrun --nproc_per_node=2 \
+  -r 1 -t 1 --monitor_interval 0.5 examples/allreduce_gloo.py && echo "safe-launch exited 0"
+ls "$DEMO_JOB"
+sed -n '/"exit_status"/p;/"state"/p' "$DEMO_JOB/status.json"

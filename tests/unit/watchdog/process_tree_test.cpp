@@ -1,5 +1,7 @@
 #include "watchdog/process_tree.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // The supervisor in-process, with hooks, against the sl-test-child program.
 #include "watchdog/supervisor.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
