@@ -1,15 +1,75 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// env.nccl: lint of NCCL_*, TORCH_NCCL_*, TORCH_FR_* in the job's environment against the variable
+// registry (recipes/registry.h) and the node's facts. NCCL silently ignores unknown names and falls
+// back to defaults on unparsable values, so each of those is a finding here.
 #include "preflight/check.h"
+#include "recipes/plan.h"
+#include "recipes/registry.h"
 
 namespace sl::preflight {
+namespace {
+
+Finding Make(std::string entity, Outcome o, std::string message, std::string next = {}) {
+  Finding f;
+  f.check_id = "env.nccl";
+  f.entity = std::move(entity);
+  f.outcome = o;
+  f.message = std::move(message);
+  f.next_step = std::move(next);
+  return f;
+}
+
+}  // namespace
 
 std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "env_nccl";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out;
+  std::vector<std::string> valid;
+  for (const auto& [name, value] : ctx.env) {
+    if (!recipes::IsLintedName(name)) continue;
+    const recipes::VarSpec* spec = recipes::FindVariable(name);
+    if (spec == nullptr) {
+      std::string near = recipes::SuggestVariable(name);
+      out.push_back(Make(name, Outcome::kWarn,
+                         "unknown variable: neither NCCL nor PyTorch reads it, so it has no effect" +
+                             (near.empty() ? std::string() : "; did you mean " + near + "?"),
+                         near.empty() ? "check the spelling, or unset it"
+                                      : "rename it to " + near)
+                        .With(name, value));
+      continue;
+    }
+    if (!spec->replaced_by.empty()) {
+      out.push_back(
+          Make(name, Outcome::kWarn,
+               "deprecated name: " + std::string(spec->owner) + " " +
+                   (spec->renamed_in ? spec->renamed_in->ToString() : std::string("")) +
+                   " and later read " + std::string(spec->replaced_by) + " and warn about this one",
+               "use " + std::string(spec->replaced_by) + " (older versions read only " + name +
+                   "; `safe-launch env` exports the name the detected version reads)")
+              .With(name, value));
+    }
+    if (auto st = recipes::ValidateValue(*spec, value); !st.ok()) {
+      out.push_back(Make(name, Outcome::kFail,
+                         "invalid value '" + value + "': " + st.error().message +
+                             "; the library silently falls back to its default",
+                         st.error().fix)
+                        .With(name, value));
+      continue;
+    }
+    valid.push_back(name);
+  }
+  for (const auto& c : recipes::FactConflicts(ctx.env, ctx.facts)) {
+    out.push_back(Make(c.name, c.warning_only ? Outcome::kWarn : Outcome::kFail,
+                       c.name + "=" + c.value + ": " + c.message, c.fix)
+                      .With(c.name, c.value));
+  }
+  if (out.empty()) {
+    std::string msg = valid.empty() ? "no NCCL/torch variables set"
+                                    : std::to_string(valid.size()) +
+                                          " NCCL/torch variable(s) set, all known and valid";
+    Finding f = Make("node", Outcome::kPass, msg);
+    for (const auto& n : valid) f.With(n, ctx.env.find(n)->second);
+    out.push_back(f);
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Integration tests of `safe-launch env`: usage: env_cli_test.sh CASE SAFE_LAUNCH FIXTURES
+set -u
+CASE=$1
+SL=$2
+FIX=$3
+T=$(mktemp -d /tmp/sl-env-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export XDG_CACHE_HOME=$T/cache
+unset SLURM_JOB_ID SLURM_STEP_ID SAFE_LAUNCH_RECIPE_PATH
+for v in $(env | sed -n 's/^\(NCCL_[A-Za-z0-9_]*\|TORCH_NCCL_[A-Za-z0-9_]*\|TORCH_FR_[A-Za-z0-9_]*\)=.*/\1/p'); do
+  unset "$v"
+done
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+check() {  # name condition-command...
+  local name=$1
+  shift
+  if "$@"; then ok "$name"; else bad "$name"; fi
+}
+V=(--nccl-version 2.28.9 --torch-version 2.11.0 --run-dir "$T/run")
+# Runs safe-launch env with the arguments, then evals its output in a clean bash and prints the
+# named variables as NAME=<value> lines (one line per variable).
+eval_env() {  # vars... -- args...
+  local vars=()
+  while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+  shift
+  "$SL" env "$@" >"$T/out.sh" 2>"$T/err" || { echo "rc=$? $(cat "$T/err")"; return 1; }
+  bash -c 'set -e; eval "$(cat "$1")"; shift; for v in "$@"; do printf "%s=%s\n" "$v" "${!v-<unset>}"; done' \
+    _ "$T/out.sh" "${vars[@]}"
+}
+need_fixture() {
+  if [ ! -d "$FIX/$1" ]; then
+    echo "skip: fixture $1 not present"
+    exit 0
+  fi
+}
+
+case "$CASE" in
+ib)
+  need_fixture ib-healthy
+  out=$(eval_env NCCL_IB_HCA NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_DEBUG_FILE TORCH_FR_BUFFER_SIZE \
+    TORCH_FR_DUMP_TEMP_FILE TORCH_NCCL_DEBUG_INFO_PIPE_FILE TORCH_NCCL_ASYNC_ERROR_HANDLING \
+    NCCL_IB_GID_INDEX -- --sysroot "$FIX/ib-healthy" "${V[@]}")
+  echo "$out"
+  ports=$(ls "$FIX/ib-healthy/sys/class/infiniband" | sed 's/$/:1/' | sort -V | paste -sd, -)
+  check "NCCL_IB_HCA lists the 8 active ports exactly" grep -qx "NCCL_IB_HCA==$ports" <<<"$out"
+  check "bootstrap interface pinned with =" grep -q '^NCCL_SOCKET_IFNAME==' <<<"$out"
+  check "NCCL_DEBUG=WARN" grep -qx 'NCCL_DEBUG=WARN' <<<"$out"
+  check "debug file per host and pid in the run dir" grep -qx "NCCL_DEBUG_FILE=$T/run/nccl.%h.%p.log" <<<"$out"
+  check "Flight Recorder on (new names for torch 2.11)" grep -qx 'TORCH_FR_BUFFER_SIZE=2000' <<<"$out"
+  check "FR dump prefix in run dir" grep -qx "TORCH_FR_DUMP_TEMP_FILE=$T/run/fr_rank_" <<<"$out"
+  check "FR pipe prefix in run dir" grep -qx "TORCH_NCCL_DEBUG_INFO_PIPE_FILE=$T/run/frpipe_" <<<"$out"
+  check "async error handling 3" grep -qx 'TORCH_NCCL_ASYNC_ERROR_HANDLING=3' <<<"$out"
+  check "no GID index on InfiniBand" grep -qx 'NCCL_IB_GID_INDEX=<unset>' <<<"$out"
+  check "run dir created for the exported paths" test -d "$T/run"
+  "$SL" env --sysroot "$FIX/ib-healthy" "${V[@]}" --explain >"$T/explain" 2>&1
+  check "--explain names the recipe" grep -q '^recipe   infiniband' "$T/explain"
+  check "--explain gives a reason per value" grep -q 'why: the ACTIVE ports' "$T/explain"
+  check "--explain shows file:line origins" grep -qE '\[recipe: recipes/default.toml:[0-9]+\]' "$T/explain"
+  out=$(eval_env TORCH_NCCL_TRACE_BUFFER_SIZE TORCH_FR_BUFFER_SIZE TORCH_NCCL_DEBUG_INFO_TEMP_FILE \
+    -- --sysroot "$FIX/ib-healthy" --nccl-version 2.28.9 --torch-version 2.5.1 --run-dir "$T/run")
+  check "torch 2.5 gets the old Flight Recorder names" grep -qx 'TORCH_NCCL_TRACE_BUFFER_SIZE=2000' <<<"$out"
+  check "torch 2.5 does not get the new names" grep -qx 'TORCH_FR_BUFFER_SIZE=<unset>' <<<"$out"
+  ;;
+roce)
+  need_fixture roce-container-gid4
+  out=$(eval_env NCCL_IB_HCA NCCL_IB_GID_INDEX -- --sysroot "$FIX/roce-container-gid4" "${V[@]}")
+  echo "$out"
+  check "RoCE: NCCL_IB_HCA exact list" grep -qE '^NCCL_IB_HCA==mlx5_0:1' <<<"$out"
+  check "RoCE + NCCL 2.28: no GID index (NCCL picks it)" grep -qx 'NCCL_IB_GID_INDEX=<unset>' <<<"$out"
+  out=$(eval_env NCCL_IB_GID_INDEX -- --sysroot "$FIX/roce-container-gid4" --nccl-version 2.18.3 \
+    --torch-version 2.11.0 --run-dir "$T/run")
+  echo "$out"
+  idx=$(sed -n 's/^NCCL_IB_GID_INDEX=//p' <<<"$out")
+  check "RoCE + NCCL 2.18: GID index set" test "$idx" != "<unset>"
+  check "container table: index is 4 or higher" test "${idx:-0}" -ge 4 2>/dev/null
+  type=$(cat "$FIX/roce-container-gid4/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/$idx" 2>/dev/null)
+  check "the chosen index is a RoCE v2 entry ($type)" test "$type" = "RoCE v2"
+  "$SL" env --sysroot "$FIX/roce-container-gid4" "${V[@]}" --format json >"$T/j"
+  check "recipe roce chosen from facts" /usr/bin/python3 -c \
+    'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(j["recipe"]!="roce")' "$T/j"
+  ;;
+socket)
+  need_fixture socket-only
+  out=$(eval_env NCCL_IB_HCA NCCL_IB_DISABLE NCCL_SOCKET_IFNAME -- --sysroot "$FIX/socket-only" "${V[@]}")
+  echo "$out"
+  check "socket-only: IB disabled" grep -qx 'NCCL_IB_DISABLE=1' <<<"$out"
+  check "socket-only: no NCCL_IB_HCA" grep -qx 'NCCL_IB_HCA=<unset>' <<<"$out"
+  check "socket-only: bootstrap interface is not lo/docker" grep -qvE '=(lo|docker)' <<<"$(grep NCCL_SOCKET_IFNAME <<<"$out")"
+  ;;
+hostile)
+  need_fixture ib-healthy
+  hostile=$'it\'s $(touch '"$T"'/pwned1) `touch '"$T"'/pwned2` ; touch '"$T"'/pwned3 \\\nsecond line "dq" $HOME'
+  export NCCL_DEBUG_FILE="$hostile"
+  export NCCL_TOPO_FILE=$'\'; touch '"$T"$'/pwned4; echo \''
+  "$SL" env --sysroot "$FIX/ib-healthy" "${V[@]}" >"$T/out.sh" 2>"$T/err"
+  got=$(bash -c 'eval "$(cat "$1")"; printf "%s" "$NCCL_DEBUG_FILE"' _ "$T/out.sh")
+  check "hostile value survives eval byte for byte" test "$got" = "$hostile"
+  got4=$(bash -c 'eval "$(cat "$1")"; printf "%s" "$NCCL_TOPO_FILE"' _ "$T/out.sh")
+  check "quote-breaking value survives eval" test "$got4" = "$NCCL_TOPO_FILE"
+  check "no command in a value was executed" test ! -e "$T/pwned1" -a ! -e "$T/pwned2" -a ! -e "$T/pwned3" -a ! -e "$T/pwned4"
+  check "sh output passes bash -n" bash -n "$T/out.sh"
+  check "sh output is POSIX sh too (dash)" sh -n "$T/out.sh"
+  ;;
+user)
+  need_fixture ib-healthy
+  export NCCL_DEBUG=INFO NCCL_IB_DISABLE=1
+  out=$(eval_env NCCL_DEBUG NCCL_IB_DISABLE -- --sysroot "$FIX/ib-healthy" "${V[@]}")
+  echo "$out"
+  check "user NCCL_DEBUG kept" grep -qx 'NCCL_DEBUG=INFO' <<<"$out"
+  check "user NCCL_IB_DISABLE kept" grep -qx 'NCCL_IB_DISABLE=1' <<<"$out"
+  check "conflict with active IB ports reported on stderr" grep -q 'conflict: NCCL_IB_DISABLE=1: .*sockets' "$T/err"
+  check "conflict also a comment in the sh output" grep -q '^# conflict: NCCL_IB_DISABLE' "$T/out.sh"
+  ;;
+errors)
+  "$SL" env --recipe infiniban "${V[@]}" >/dev/null 2>"$T/err"
+  check "unknown recipe: exit 2" test $? -eq 2
+  check "unknown recipe: did you mean" grep -q "did you mean 'infiniband'" "$T/err"
+  printf '[env]\nNCCL_DEBUG = "WARN"\nNCCL_IB_TIMEOUT = = 3\n' >"$T/bad.toml"
+  "$SL" env --recipe "$T/bad.toml" "${V[@]}" >/dev/null 2>"$T/err"
+  check "malformed recipe: exit 2" test $? -eq 2
+  check "malformed recipe: file:line:column" grep -q "$T/bad.toml:3:[0-9]" "$T/err"
+  printf 'extends = "default"\n[env]\nNCCL_IB_TIMEOUT = 77\n' >"$T/range.toml"
+  "$SL" env --recipe "$T/range.toml" "${V[@]}" >/dev/null 2>"$T/err"
+  check "out-of-range value: exit 2 naming variable and range" grep -q "range.toml:3.*NCCL_IB_TIMEOUT.*1\.\.31" "$T/err"
+  printf 'extends = "default"\n[env]\nMY_APP = "x"\nNCCL_ALGO = "Ring"\n' >"$T/good.toml"
+  out=$(eval_env MY_APP NCCL_ALGO NCCL_DEBUG -- --recipe "$T/good.toml" "${V[@]}")
+  check "user recipe file by path extends default" grep -qx 'NCCL_DEBUG=WARN' <<<"$out"
+  check "user recipe sets its own variables" grep -qx 'NCCL_ALGO=Ring' <<<"$out"
+  "$SL" env --nccl-version banana --run-dir "$T/run" >/dev/null 2>"$T/err"
+  check "bad --nccl-version: exit 2" test $? -eq 2
+  "$SL" env --sysroot /nonexistent/root "${V[@]}" >/dev/null 2>"$T/err"
+  check "missing sysroot: exit 2 naming it" grep -q /nonexistent/root "$T/err"
+  "$SL" env --format yaml >/dev/null 2>&1
+  check "bad --format: exit 2" test $? -eq 2
+  ;;
+json)
+  need_fixture ib-healthy
+  "$SL" env --sysroot "$FIX/ib-healthy" "${V[@]}" --format json >"$T/j" 2>"$T/err"
+  check "json parses and has the plan" /usr/bin/python3 - "$T/j" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+names = {e["name"]: e for e in j["entries"]}
+assert j["recipe"] == "infiniband", j["recipe"]
+assert j["versions"]["nccl"] == "2.28.9"
+assert names["NCCL_IB_HCA"]["source"] == "computed"
+assert names["NCCL_DEBUG"]["source"] == "recipe"
+assert names["NCCL_DEBUG"]["origin"].startswith("recipes/default.toml:")
+assert j["thresholds"]["min_ib_mtu"] == 4096
+for e in j["entries"]:
+    assert e["reason"], e
+PY
+  ;;
+versions)
+  # No flags: detect from /usr/bin/python3 and the system NCCL, then again from the cache.
+  "$SL" env --format json --run-dir "$T/run" >"$T/j" 2>"$T/err"
+  check "detection runs without flags" test $? -eq 0
+  /usr/bin/python3 - "$T/j" <<'PY' && ok "versions detected as on this machine" || bad "versions detected as on this machine"
+import json, sys, os, glob
+j = json.load(open(sys.argv[1]))["versions"]
+print(j)
+tv = None
+for d in ["/usr/lib/python3/dist-packages", "/usr/local/lib/python3.11/dist-packages"]:
+    p = os.path.join(d, "torch/version.py")
+    if os.path.exists(p):
+        tv = [l for l in open(p) if l.startswith("__version__")][0].split("'")[1]
+        break
+if tv is not None:
+    assert j["torch"] == ".".join(tv.split("+")[0].split("a")[0].split(".")[:3]), (j, tv)
+if os.path.exists("/usr/local/cuda/lib64/libnccl.so.2"):
+    assert j["nccl"] is not None and j["nccl"].startswith("2."), j
+PY
+  check "cache written" test -s "$XDG_CACHE_HOME/safe-launch/versions.json"
+  start=$(date +%s%N)
+  "$SL" env --format json --run-dir "$T/run" >"$T/j2" 2>/dev/null
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "cached env run: ${ms} ms"
+  check "cached result is the same" cmp -s <(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["versions"])' "$T/j") \
+    <(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["versions"])' "$T/j2")
+  ;;
+ras)
+  need_fixture socket-only
+  a=$(SLURM_JOB_ID=4242 SLURM_STEP_ID=0 eval_env NCCL_RAS_ADDR -- --sysroot "$FIX/socket-only" "${V[@]}")
+  b=$(SLURM_JOB_ID=4243 SLURM_STEP_ID=0 eval_env NCCL_RAS_ADDR -- --sysroot "$FIX/socket-only" "${V[@]}")
+  echo "$a / $b"
+  check "RAS address set in a Slurm job" grep -qE '^NCCL_RAS_ADDR=127\.0\.0\.1:2[89][0-9]{3}$' <<<"$a"
+  check "two jobs get different RAS ports" test "$a" != "$b"
+  c=$(SLURM_JOB_ID=4242 eval_env NCCL_RAS_ADDR -- --sysroot "$FIX/socket-only" --nccl-version 2.21.5 --torch-version 2.11.0 --run-dir "$T/run")
+  check "no RAS address for NCCL 2.21" grep -qx 'NCCL_RAS_ADDR=<unset>' <<<"$c"
+  ;;
+*)
+  echo "unknown case $CASE"
+  exit 2
+  ;;
+esac
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,198 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "recipes/recipe.h"
+#include "tests/unit/recipes/test_facts.h"
+
+using namespace sl;
+using namespace sl::recipes;
+
+namespace {
+
+Result<Recipe> Parse(std::string_view text, std::map<std::string, std::string> others = {}) {
+  ParentLoader loader = [&others](std::string_view name) -> Result<Recipe> {
+    auto it = others.find(std::string(name));
+    if (it == others.end()) return MakeError("no recipe named '" + std::string(name) + "'");
+    return ParseRecipe(it->second, name, nullptr);
+  };
+  return ParseRecipe(text, "test.toml", loader);
+}
+
+}  // namespace
+
+TEST_CASE("every shipped recipe loads") {
+  auto names = BuiltinRecipeNames();
+  for (const char* want : {"default", "infiniband", "roce", "socket-only"}) {
+    CHECK(std::find(names.begin(), names.end(), want) != names.end());
+  }
+  for (const auto& n : names) {
+    auto r = LoadRecipe(n);
+    INFO(n << ": " << (r.ok() ? "" : r.error().Describe()));
+    REQUIRE(r.ok());
+    CHECK(r->name == n);
+  }
+}
+
+TEST_CASE("a recipe that extends another inherits its env and overrides by name") {
+  auto r = LoadRecipe("roce");
+  REQUIRE(r.ok());
+  CHECK(r->chain == std::vector<std::string>{"roce", "default"});
+  bool has_debug = false, has_gid = false;
+  for (const auto& e : r->env) {
+    if (e.name == "NCCL_DEBUG") {
+      has_debug = true;
+      CHECK_THAT(e.origin, Catch::StartsWith("recipes/default.toml:"));
+    }
+    if (e.name == "NCCL_IB_GID_INDEX") {
+      has_gid = true;
+      CHECK(e.compute == "roce_gid_index");
+    }
+  }
+  CHECK(has_debug);
+  CHECK(has_gid);
+  CHECK(r->thresholds.min_roce_mtu == 9000);
+}
+
+TEST_CASE("env entries record file and line") {
+  auto r = Parse("description = \"x\"\n\n[env]\nNCCL_DEBUG = \"INFO\"\nNCCL_IB_TIMEOUT = 22\n");
+  REQUIRE(r.ok());
+  REQUIRE(r->env.size() == 2);
+  CHECK(r->env[0].origin == "test.toml:4");
+  CHECK(r->env[1].literal == "22");
+  CHECK(r->env[1].origin == "test.toml:5");
+}
+
+TEST_CASE("malformed TOML reports file, line and column") {
+  auto r = Parse("[env]\nNCCL_DEBUG = \"WARN\"\nNCCL_IB_TIMEOUT = = 3\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().where, Catch::StartsWith("test.toml:3:"));
+  CHECK_THAT(r.error().message, Catch::Contains("malformed TOML"));
+}
+
+TEST_CASE("an unknown top-level key suggests the right one") {
+  auto r = Parse("[threshold]\nmin_shm = 1\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where == "test.toml:1");
+  CHECK_THAT(r.error().fix, Catch::Contains("did you mean 'thresholds'"));
+}
+
+TEST_CASE("an unknown NCCL variable in [env] suggests the registered name") {
+  auto r = Parse("[env]\nNCCL_IB_HAC = \"mlx5_0\"\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where == "test.toml:2");
+  CHECK_THAT(r.error().message, Catch::Contains("NCCL_IB_HAC"));
+  CHECK_THAT(r.error().fix, Catch::Contains("NCCL_IB_HCA"));
+}
+
+TEST_CASE("variables outside NCCL/torch namespaces are allowed unvalidated") {
+  auto r = Parse("[env]\nCUDA_DEVICE_MAX_CONNECTIONS = 1\n");
+  REQUIRE(r.ok());
+  CHECK(r->env[0].literal == "1");
+}
+
+TEST_CASE("a value outside the registry range names the variable and the range") {
+  auto r = Parse("[env]\nNCCL_IB_TIMEOUT = 99\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where == "test.toml:2");
+  CHECK_THAT(r.error().message, Catch::Contains("NCCL_IB_TIMEOUT"));
+  CHECK_THAT(r.error().message, Catch::Contains("1..31"));
+}
+
+TEST_CASE("old variable names in a recipe are refused with the new name") {
+  auto r = Parse("[env]\nTORCH_NCCL_TRACE_BUFFER_SIZE = 2000\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().fix, Catch::Contains("TORCH_FR_BUFFER_SIZE"));
+}
+
+TEST_CASE("an unknown compute name suggests the valid ones") {
+  auto r = Parse("[env]\nNCCL_IB_HCA = { compute = \"ib_hcas\" }\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().fix, Catch::Contains("ib_hca"));
+  auto r2 = Parse("[env]\nNCCL_IB_HCA = { compute = \"ib_hca\", requird = true }\n");
+  REQUIRE_FALSE(r2.ok());
+  CHECK_THAT(r2.error().fix, Catch::Contains("required"));
+}
+
+TEST_CASE("thresholds map onto sl::Thresholds with sizes and units") {
+  auto r = Parse(
+      "[thresholds]\nmin_shm = \"8 GiB\"\nexpected_mtu = 4096\nmin_rate_gbps = 200\n"
+      "min_memlock = \"unlimited\"\nmin_nofile = 1048576\n");
+  REQUIRE(r.ok());
+  CHECK(r->thresholds.min_shm == 8ull << 30);
+  CHECK(r->thresholds.expected_mtu == 4096);
+  CHECK(r->thresholds.min_rate_gbps == 200);
+  CHECK(r->thresholds.min_memlock == 0);
+  CHECK(r->thresholds.min_nofile == 1048576);
+  CHECK(r->thresholds_set.size() == 5);
+}
+
+TEST_CASE("bad thresholds name the key and range") {
+  auto r = Parse("[thresholds]\nmin_shmem = 1\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().fix, Catch::Contains("min_shm"));
+  auto r2 = Parse("[thresholds]\nexpected_mtu = 100000\n");
+  REQUIRE_FALSE(r2.ok());
+  CHECK_THAT(r2.error().message, Catch::Contains("256..65536"));
+  auto r3 = Parse("[thresholds]\nmin_shm = \"8 parsecs\"\n");
+  REQUIRE_FALSE(r3.ok());
+  CHECK_THAT(r3.error().message, Catch::Contains("unit"));
+}
+
+TEST_CASE("waive lists are unioned along extends and validated as ids") {
+  auto r = Parse("extends = \"base\"\nwaive = [\"pci.acs\"]\n",
+                 {{"base", "waive = [\"gpu.gdr\"]\n"}});
+  REQUIRE(r.ok());
+  CHECK(r->waive == std::vector<std::string>{"gpu.gdr", "pci.acs"});
+  auto bad = Parse("waive = [\"PCI ACS\"]\n");
+  REQUIRE_FALSE(bad.ok());
+}
+
+TEST_CASE("extends of a missing recipe is an error naming it") {
+  auto r = Parse("extends = \"nope\"\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Contains("nope"));
+  auto named = LoadRecipe("infiniband2");
+  REQUIRE_FALSE(named.ok());
+  CHECK_THAT(named.error().fix, Catch::Contains("infiniband"));
+}
+
+TEST_CASE("a recipe file that extends itself is a cycle, not a crash") {
+  char tmpl[] = "/tmp/sl-recipe-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  std::string path = std::string(tmpl) + "/loop.toml";
+  FILE* f = fopen(path.c_str(), "w");
+  std::fprintf(f, "extends = \"%s\"\n", path.c_str());
+  fclose(f);
+  auto r = LoadRecipe(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Contains("cycle"));
+  std::remove(path.c_str());
+  rmdir(tmpl);
+}
+
+TEST_CASE("the recipe is chosen from the node's link layer") {
+  std::string why;
+  auto ib = ChooseRecipe(testing::IbNode(), {}, &why);
+  REQUIRE(ib.ok());
+  CHECK(ib->name == "infiniband");
+  CHECK_THAT(why, Catch::Contains("InfiniBand"));
+  CHECK(ChooseRecipe(testing::RoceNode(), {}, &why)->name == "roce");
+  CHECK(ChooseRecipe(testing::SocketNode(), {}, &why)->name == "socket-only");
+}
+
+TEST_CASE("[match] on GPU model and device prefix") {
+  Match m;
+  m.gpu_model = {"H200"};
+  NodeFacts f = testing::IbNode();
+  CHECK_FALSE(MatchesFacts(m, f));
+  GpuInfo g;
+  g.model = "NVIDIA H200";
+  f.gpus.push_back(g);
+  CHECK(MatchesFacts(m, f));
+  Match d;
+  d.device = {"bnxt_re"};
+  CHECK_FALSE(MatchesFacts(d, f));
+  d.device = {"mlx5_"};
+  CHECK(MatchesFacts(d, f));
+}
