@@ -8,12 +8,6 @@
 
 namespace sl::preflight {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SweepPoint, bytes, seconds, algbw_gbps, busbw_gbps)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankTimings, spawn, start, store, arrived, verdict,
-                                                group, verified, swept, end)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankResult, rank, node_rank, local_rank, host, ok,
-                                                error, backend, sweep, timings)
-
 void to_json(nlohmann::json& j, const WarmupPlan& p) {
   j = nlohmann::json{{"nnodes", p.nnodes},
                      {"node_rank", p.node_rank},

@@ -52,16 +52,15 @@ struct SweepPoint {
   double busbw_gbps = 0;
 };
 SweepPoint MakeSweepPoint(std::uint64_t bytes, double seconds, int world);
-void to_json(nlohmann::json& j, const SweepPoint& p);
-void from_json(const nlohmann::json& j, SweepPoint& p);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SweepPoint, bytes, seconds, algbw_gbps, busbw_gbps)
 
 /// Unix-epoch milliseconds of each stage on one rank (0 = not reached).
 struct RankTimings {
   double spawn = 0, start = 0, store = 0, arrived = 0, verdict = 0, group = 0, verified = 0,
          swept = 0, end = 0;
 };
-void to_json(nlohmann::json& j, const RankTimings& t);
-void from_json(const nlohmann::json& j, RankTimings& t);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankTimings, spawn, start, store, arrived, verdict,
+                                                group, verified, swept, end)
 
 /// What one rank publishes after its collectives (store key "result/<rank>").
 struct RankResult {
@@ -73,8 +72,8 @@ struct RankResult {
   std::vector<SweepPoint> sweep;
   RankTimings timings;
 };
-void to_json(nlohmann::json& j, const RankResult& r);
-void from_json(const nlohmann::json& j, RankResult& r);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankResult, rank, node_rank, local_rank, host, ok,
+                                                error, backend, sweep, timings)
 
 /// Names ranks that did not reach `stage` ("arrive at the rendezvous", "finish the
 /// collectives"), grouped per node with the host when known (published facts, else the Slurm

@@ -1,0 +1,203 @@
+#!/bin/bash
+# Two "nodes" = two real safe-launch processes, each with its own --sysroot fixture and 2 local
+# warm-up ranks (real libtorch Gloo), on loopback or in two network namespaces joined by a veth
+# pair. Usage: warmup_pair.sh CASE SAFE_LAUNCH FIXTURES_DIR
+#   healthy | mtu | hca | missing | torchrun | netns-healthy | netns-mtu
+set -u
+CASE=$1
+SL=$2
+FX=$3
+PY=/usr/bin/python3  # the pyenv python on PATH has no torch
+
+WORK=$(mktemp -d /tmp/sl-warmup-test.XXXXXX)
+NS_A="" NS_B=""
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  [ -n "$NS_A" ] && ip netns del "$NS_A" 2>/dev/null
+  [ -n "$NS_B" ] && ip netns del "$NS_B" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL ($CASE): $*"
+  for f in "$WORK"/n*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done
+  for f in "$WORK"/n*/warmup/rank*.log; do [ -s "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done
+  exit 1
+}
+expect_in() {  # FILE PATTERN
+  grep -q -- "$2" "$1" || fail "expected '$2' in $1"
+}
+
+# A port P with P and P+1 free (rendezvous and warm-up store).
+PORT=$($PY - <<'PYEOF'
+import socket
+for _ in range(200):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+    if p >= 65535: continue
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", p + 1)); t.close(); print(p); break
+    except OSError:
+        t.close()
+PYEOF
+)
+[ -n "$PORT" ] || fail "no free port pair"
+
+HOST=127.0.0.1
+PREFIX=()   # command prefix per node (ip netns exec ...)
+
+# run_node IDX FIXTURE NAME [extra args...]: starts one "node" in the background.
+run_node() {
+  local idx=$1 fixture=$2 name=$3
+  shift 3
+  local prefix=()
+  [ -n "${NS_A}" ] && { if [ "$idx" = 0 ]; then prefix=(ip netns exec "$NS_A"); else prefix=(ip netns exec "$NS_B"); fi; }
+  "${prefix[@]}" "$SL" run --sysroot "$fixture" --on-preflight-fail=warn --node-name "$name" \
+    --run-dir "$WORK/n$idx" "$@" > "$WORK/n$idx.out" 2>&1 &
+  PIDS+=($!)
+}
+pair_args() {  # IDX
+  echo --nnodes 2 --node-rank "$1" --nproc-per-node 2 --rendezvous "$HOST:$PORT" --warmup-timeout 90
+}
+
+setup_netns() {
+  local tag=$$
+  NS_A="slwa$tag" NS_B="slwb$tag"
+  local va="slva$tag" vb="slvb$tag"
+  local net=$((tag % 200 + 20))
+  ip netns add "$NS_A" || fail "cannot create network namespace (needs root)"
+  ip netns add "$NS_B" || fail "cannot create network namespace"
+  ip link add "$va" type veth peer name "$vb" || fail "cannot create veth pair"
+  ip link set "$va" netns "$NS_A"
+  ip link set "$vb" netns "$NS_B"
+  ip -n "$NS_A" addr add "10.251.$net.1/24" dev "$va"
+  ip -n "$NS_B" addr add "10.251.$net.2/24" dev "$vb"
+  for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
+  ip -n "$NS_A" link set "$va" up
+  ip -n "$NS_B" link set "$vb" up
+  HOST="10.251.$net.1"
+  ip netns exec "$NS_B" ping -c1 -W2 "$HOST" > /dev/null || fail "veth pair does not pass traffic"
+}
+
+wait_all() {
+  local rc=()
+  for p in "${PIDS[@]}"; do wait "$p"; rc+=($?); done
+  PIDS=()
+  RCS=("${rc[@]}")
+}
+
+json() {  # FILE FILTER
+  $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"
+}
+
+check_pass_pair() {
+  [ "${RCS[0]}" = 0 ] || fail "node 0 exited ${RCS[0]}, expected 0"
+  [ "${RCS[1]}" = 0 ] || fail "node 1 exited ${RCS[1]}, expected 0"
+  expect_in "$WORK/n0.out" "warm-up passed"
+  expect_in "$WORK/n1.out" "warm-up passed"
+  expect_in "$WORK/n0.out" "busbw"
+  expect_in "$WORK/n0.out" "all_reduce sweep"
+  [ "$(json "$WORK/n0/warmup.json" 'd["verdict"]')" = pass ] || fail "node 0 warmup.json not pass"
+  [ "$(json "$WORK/n1/warmup.json" 'd["verdict"]')" = pass ] || fail "node 1 warmup.json not pass"
+  [ "$(json "$WORK/n0/warmup.json" 'len(d["ranks"])')" = 4 ] || fail "expected 4 rank results"
+  [ "$(json "$WORK/n0/warmup.json" 'd["sweep"][-1]["busbw_gbps"] > 0')" = True ] ||
+    fail "no bus bandwidth measured"
+}
+
+check_mtu_fail() {
+  [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69"
+  [ "${RCS[1]}" = 69 ] || fail "node 1 exited ${RCS[1]}, expected 69"
+  for n in 0 1; do
+    expect_in "$WORK/n$n.out" "warm-up FAILED"
+    expect_in "$WORK/n$n.out" "MTU of mlx5_.:1 is 1500 on node 1 (roce-b) but 9000"
+  done
+  [ "$(json "$WORK/n0/warmup.json" '[f["entity"] for f in d["findings"] if f["check"]=="warmup.consistency.mtu"][0]')" = "node 1 (roce-b)" ] ||
+    fail "warmup.json does not name node 1 for the MTU"
+}
+
+case "$CASE" in
+  healthy)
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    wait_all
+    check_pass_pair
+    ;;
+  mtu)
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    run_node 1 "$FX/roce-mtu1500" roce-b $(pair_args 1) -- true
+    wait_all
+    check_mtu_fail
+    ;;
+  hca)
+    # Node 1 lost an HCA: a copy of the fixture without mlx5_1.
+    cp -a "$FX/roce-jumbo" "$WORK/one-hca"
+    rm -rf "$WORK/one-hca/sys/class/infiniband/mlx5_1"
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    run_node 1 "$WORK/one-hca" roce-b $(pair_args 1) -- true
+    wait_all
+    [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69"
+    [ "${RCS[1]}" = 69 ] || fail "node 1 exited ${RCS[1]}, expected 69"
+    expect_in "$WORK/n0.out" "HCA count is 1 on node 1 (roce-b) but 2"
+    ;;
+  missing)
+    # Node 1 never starts: node 0 must give up within its timeout and name node 1 by host.
+    start=$(date +%s)
+    SLURM_JOB_NODELIST="roce-a,lost-node" run_node 0 "$FX/roce-jumbo" roce-a \
+      --nnodes 2 --node-rank 0 --nproc-per-node 2 --rendezvous "$HOST:$PORT" --warmup-timeout 8 -- true
+    wait_all
+    elapsed=$(( $(date +%s) - start ))
+    [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69"
+    [ "$elapsed" -le 25 ] || fail "node 0 took ${elapsed}s with an 8 s warm-up timeout"
+    expect_in "$WORK/n0.out" "node 1 (lost-node) (all its ranks) did not arrive at the rendezvous"
+    expect_in "$WORK/n0.out" "ranks 2,3"
+    [ "$(json "$WORK/n0/warmup.json" 'd["verdict"]')" = fail ] || fail "warmup.json not fail"
+    ;;
+  torchrun)
+    # Topology from torchrun's own (torch 1.13 underscore) arguments; the job is real torchrun.
+    cat > "$WORK/job.py" <<'PYEOF'
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(4) * (dist.get_rank() + 1)
+dist.all_reduce(t)
+n = dist.get_world_size()
+assert t[0].item() == n * (n + 1) / 2, t
+if dist.get_rank() == 0:
+    print("job all_reduce ok", flush=True)
+dist.destroy_process_group()
+PYEOF
+    for i in 0 1; do
+      run_node $i "$FX/roce-jumbo" "roce-$i" --warmup-timeout 90 -- \
+        /usr/bin/torchrun --nnodes=2 --node_rank=$i --nproc_per_node=2 \
+        --master_addr=127.0.0.1 --master_port=$PORT "$WORK/job.py"
+    done
+    wait_all
+    check_pass_pair
+    expect_in "$WORK/n0.out" "job all_reduce ok"
+    expect_in "$WORK/n0.out" "store 127.0.0.1:$((PORT + 1))"
+    ;;
+  netns-healthy)
+    setup_netns
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    wait_all
+    check_pass_pair
+    [ "$(json "$WORK/n1/warmup.json" 'd["this_node"]["local_address"]')" != 127.0.0.1 ] ||
+      fail "node 1 used loopback inside its namespace"
+    ;;
+  netns-mtu)
+    setup_netns
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    run_node 1 "$FX/roce-mtu1500" roce-b $(pair_args 1) -- true
+    wait_all
+    check_mtu_fail
+    ;;
+  *)
+    echo "unknown case $CASE"
+    exit 2
+    ;;
+esac
+echo "ok ($CASE)"
