@@ -1,15 +1,125 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// gpu.inventory: the NVIDIA GPUs of this node as PCI and the driver see them, and the driver
+// version. A GPU on PCI that the driver does not list (fell off the bus, excluded, failed probe)
+// means this node has fewer ranks' worth of GPUs than the job expects.
+#include <map>
+#include <set>
+
+#include "common/host_parse.h"
+#include "common/strings.h"
 #include "preflight/check.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "gpu.inventory";
+
+Finding Make(std::string entity, Outcome o, std::string message) {
+  Finding f;
+  f.check_id = kId;
+  f.entity = std::move(entity);
+  f.outcome = o;
+  f.message = std::move(message);
+  return f;
+}
+
+bool Under(const FileReader& fs, const std::string& where, const char* node_dir) {
+  return StartsWith(where, fs.HostPath(node_dir));
+}
+
+}  // namespace
 
 std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "gpu_inventory";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out;
+  const auto& gpus = ctx.facts.gpus;
+  // Files about GPUs that could not be read or parsed while gathering.
+  for (const Error& e : ctx.facts.problems) {
+    if (Under(ctx.fs, e.where, "/proc/driver/nvidia") ||
+        (Under(ctx.fs, e.where, "/sys/bus/pci") || Under(ctx.fs, e.where, "/sys/devices"))) {
+      Finding f = Make("node", Outcome::kError, "cannot read " + e.where + ": " + e.message);
+      f.next_step = e.fix.empty() ? "check the file on the node (driver loaded? sysfs mounted?)"
+                                  : e.fix;
+      out.push_back(std::move(f));
+    }
+  }
+  std::vector<std::string> driver_gpus;
+  if (auto l = ctx.fs.ListDir("/proc/driver/nvidia/gpus"); l.ok()) driver_gpus = *l;
+  const bool have_driver = !ctx.facts.nvidia_driver.empty();
+  const bool version_file = ctx.fs.Exists("/proc/driver/nvidia/version");
+  if (gpus.empty() && driver_gpus.empty() && !version_file) {
+    if (out.empty()) {
+      out.push_back(Make("node", Outcome::kSkip,
+                         "no NVIDIA GPU on this node (no vendor 0x10de display/3D device in "
+                         "/sys/bus/pci/devices, no /proc/driver/nvidia)"));
+    }
+    return out;
+  }
+  std::string version_line;
+  if (auto v = ctx.fs.ReadFile("/proc/driver/nvidia/version", 4096); v.ok()) {
+    auto lines = SplitLines(*v);
+    if (!lines.empty()) version_line = std::string(Trim(lines[0]));
+  }
+  if (!gpus.empty() && !version_file) {
+    Finding f = Make("node", Outcome::kFail,
+                     std::to_string(gpus.size()) + " NVIDIA GPU(s) on PCI but the NVIDIA driver "
+                     "is not loaded (no /proc/driver/nvidia/version)");
+    f.With("/sys/bus/pci/devices/" + gpus[0].pci_address + "/vendor", "0x10de");
+    f.next_step = "load the driver (`modprobe nvidia`; check `dmesg | grep NVRM` for why it did "
+                  "not load, e.g. a kernel update without a rebuilt module)";
+    out.push_back(std::move(f));
+    return out;
+  }
+  // GPUs PCI lists that the driver does not.
+  std::set<std::string> seen(driver_gpus.begin(), driver_gpus.end());
+  int index = 0;
+  for (const auto& g : gpus) {
+    if (!driver_gpus.empty() && !seen.count(g.pci_address)) {
+      Finding f = Make("gpu" + std::to_string(index), Outcome::kFail,
+                       "GPU at " + g.pci_address + " (" + g.device_id +
+                           ") is on PCI but the NVIDIA driver does not list it: it fell off the "
+                           "bus, failed to initialise or is excluded");
+      f.With("/sys/bus/pci/devices/" + g.pci_address + "/device", g.device_id);
+      f.With("/proc/driver/nvidia/gpus", std::to_string(driver_gpus.size()) + " entries");
+      f.next_step = "check `dmesg | grep -e NVRM -e Xid` and `nvidia-smi -q -i " +
+                    g.pci_address + "`; reset the GPU or drain the node";
+      out.push_back(std::move(f));
+    }
+    ++index;
+  }
+  std::map<std::string, int> models;
+  for (const auto& g : gpus) models[g.model.empty() ? "device " + g.device_id : g.model]++;
+  std::string model_text;
+  for (const auto& [m, n] : models) {
+    model_text += (model_text.empty() ? "" : ", ") + std::to_string(n) + " x " + m;
+  }
+  const std::size_t count = gpus.empty() ? driver_gpus.size() : gpus.size();
+  std::string driver = have_driver ? "driver " + ctx.facts.nvidia_driver +
+                                         (ctx.facts.nvidia_open_kernel ? " (open kernel modules)"
+                                                                       : " (proprietary modules)")
+                                   : "driver version unknown";
+  if (models.size() > 1) {
+    Finding f = Make("node", Outcome::kWarn,
+                     "mixed GPU models on one node: " + model_text + "; " + driver);
+    f.next_step = "NCCL runs at the pace of the slowest GPU; use identical GPUs per job or pin "
+                  "CUDA_VISIBLE_DEVICES to one model";
+    for (const auto& g : gpus) {
+      f.With("/proc/driver/nvidia/gpus/" + g.pci_address + "/information", "Model: " + g.model);
+    }
+    out.push_back(std::move(f));
+  }
+  bool failed = false;
+  for (const auto& f : out) failed |= f.outcome == Outcome::kFail || f.outcome == Outcome::kError;
+  if (!failed && models.size() <= 1) {
+    Finding f = Make("node", Outcome::kPass,
+                     std::to_string(count) + " NVIDIA GPU(s)" +
+                         (model_text.empty() ? "" : ": " + model_text) + "; " + driver);
+    if (!version_line.empty()) f.With("/proc/driver/nvidia/version", version_line);
+    for (const auto& g : gpus) {
+      f.With("/sys/bus/pci/devices/" + g.pci_address + "/device",
+             g.device_id + (g.model.empty() ? "" : " (" + g.model + ")"));
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

@@ -1,15 +1,264 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// kernel.log: the kernel's own record of faults that make NCCL hang or crawl, read from
+// /dev/kmsg (since boot, or since --since): mlx5 firmware command failures and resets, memory
+// registration failures, IB port / netdev link flaps, NVIDIA Xid events (known-fatal ones
+// flagged), GPUs fallen off the bus and PCIe AER errors. The live /dev/kmsg is read record by
+// record without blocking (FileReader); a kernel.dmesg_restrict=1 node refuses non-root readers,
+// which is an `error` with the fix, never a pass.
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "common/host_parse.h"
+#include "common/strings.h"
 #include "preflight/check.h"
+#include "preflight/host_parse.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "kernel.log";
+constexpr const char* kKmsg = "/dev/kmsg";
+
+struct Group {
+  KernelEventKind kind = KernelEventKind::kMlx5CommandFailure;
+  std::string entity;
+  int xid = 0;
+  bool fatal = false;
+  std::uint64_t count = 0;
+  std::uint64_t suppressed = 0;  // ratelimited lines attributed to this group
+  int downs = 0, ups = 0;
+  bool last_down = false;
+  std::vector<const KmsgRecord*> samples;  // first and last records
+  std::string first_what;
+};
+
+void AddSample(Group& g, const KmsgRecord* r) {
+  if (g.samples.size() < 2) {
+    g.samples.push_back(r);
+  } else {
+    g.samples[1] = r;
+  }
+}
+
+std::string Seconds(std::int64_t usec) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%lld.%06lld s", static_cast<long long>(usec / 1000000),
+                static_cast<long long>(usec % 1000000));
+  return b;
+}
+
+// "gpu3 (0000:18:00.0)" when the PCI address is one of this node's GPUs.
+std::string GpuEntity(const NodeFacts& facts, const std::string& bdf) {
+  for (std::size_t i = 0; i < facts.gpus.size(); ++i) {
+    if (facts.gpus[i].pci_address == bdf) return "gpu" + std::to_string(i);
+  }
+  return bdf.empty() ? "gpu" : bdf;
+}
+
+}  // namespace
 
 std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "kernel_log";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out;
+  auto text = ctx.fs.ReadFile(kKmsg, 32u << 20);
+  if (!text.ok()) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kError;
+    f.message = "cannot read the kernel log: " + text.error().Describe();
+    const bool denied = text.error().message.find("ermission") != std::string::npos ||
+                        text.error().message.find("not permitted") != std::string::npos;
+    if (denied) {
+      std::string restrict_value;
+      if (auto r = ctx.fs.ReadFile("/proc/sys/kernel/dmesg_restrict", 64); r.ok()) {
+        restrict_value = std::string(Trim(*r));
+        f.With("/proc/sys/kernel/dmesg_restrict", restrict_value);
+      }
+      f.next_step = "kernel.dmesg_restrict" +
+                    (restrict_value.empty() ? std::string() : "=" + restrict_value) +
+                    " keeps the log from non-root users: run preflight as root (or with "
+                    "CAP_SYSLOG), or `sysctl -w kernel.dmesg_restrict=0`";
+    } else {
+      f.next_step = text.error().fix.empty() ? "check that /dev/kmsg exists (devtmpfs on /dev)"
+                                             : text.error().fix;
+    }
+    return {f};
+  }
+  KmsgParse parsed = ParseKmsg(*text);
+  if (!parsed.bad_lines.empty()) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kError;
+    f.message = std::to_string(parsed.bad_lines.size()) + " line(s) of " +
+                ctx.fs.HostPath(kKmsg) + " are not kmsg records (first: line " +
+                std::to_string(parsed.bad_lines.front()) + "); the other " +
+                std::to_string(parsed.records.size()) + " records were checked";
+    std::string_view first = *text;
+    for (int l = 1; l < parsed.bad_lines.front(); ++l) first = first.substr(first.find('\n') + 1);
+    f.With(kKmsg, Printable(first.substr(0, first.find('\n')), 200));
+    f.next_step = "the file must hold /dev/kmsg records (\"prio,seq,usec,flags;message\")";
+    out.push_back(std::move(f));
+  }
+  // Group events by what happened where, in log order.
+  std::vector<Group> groups;
+  std::map<std::tuple<int, std::string, int>, std::size_t> index;
+  std::uint64_t pending_suppressed = 0;
+  std::size_t checked = 0;
+  for (const auto& r : parsed.records) {
+    if (ctx.kernel_log_since_us >= 0 && r.usec < ctx.kernel_log_since_us) continue;
+    ++checked;
+    auto ev = ClassifyKernelRecord(r);
+    if (!ev) continue;
+    if (ev->kind == KernelEventKind::kSuppressed) {
+      // The ratelimit reports lines dropped since the last printed one of that function.
+      if (ev->suppressed_func.find("mlx5") != std::string::npos) pending_suppressed += ev->count;
+      continue;
+    }
+    KernelEventKind kind = ev->kind;
+    std::string entity = ev->entity;
+    if (kind == KernelEventKind::kXid || kind == KernelEventKind::kGpuFellOffBus) {
+      entity = GpuEntity(ctx.facts, entity);
+    }
+    // Link up/down of one port form one group.
+    int kind_key = kind == KernelEventKind::kLinkUp ? static_cast<int>(KernelEventKind::kLinkDown)
+                                                    : static_cast<int>(kind);
+    auto key = std::make_tuple(kind_key, entity, ev->xid);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, groups.size()).first;
+      Group g;
+      g.kind = kind == KernelEventKind::kLinkUp ? KernelEventKind::kLinkDown : kind;
+      g.entity = entity;
+      g.xid = ev->xid;
+      g.first_what = ev->what;
+      groups.push_back(std::move(g));
+    }
+    Group& g = groups[it->second];
+    g.count++;
+    g.fatal |= ev->fatal;
+    if (kind == KernelEventKind::kLinkDown) {
+      g.downs++;
+      g.last_down = true;
+    } else if (kind == KernelEventKind::kLinkUp) {
+      g.ups++;
+      g.last_down = false;
+    }
+    if (kind == KernelEventKind::kMlx5CommandFailure && pending_suppressed) {
+      g.suppressed += pending_suppressed;
+      pending_suppressed = 0;
+    }
+    AddSample(g, &r);
+  }
+  // Lines dropped after the last mlx5 failure belong to the last mlx5 group.
+  if (pending_suppressed) {
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+      if (it->kind == KernelEventKind::kMlx5CommandFailure) {
+        it->suppressed += pending_suppressed;
+        break;
+      }
+    }
+  }
+  // A GPU with an Xid 79 also logs "fallen off the bus": report it once, as the Xid.
+  std::map<std::string, bool> xid79;
+  for (const auto& g : groups) {
+    if (g.kind == KernelEventKind::kXid && g.xid == 79) xid79[g.entity] = true;
+  }
+  const std::string since = ctx.kernel_log_since_us >= 0
+                                ? "since " + Seconds(ctx.kernel_log_since_us) + " after boot"
+                                : "since boot";
+  for (const auto& g : groups) {
+    if (g.kind == KernelEventKind::kGpuFellOffBus && xid79.count(g.entity)) continue;
+    if (g.kind == KernelEventKind::kLinkDown && g.downs == 0) continue;  // only "up" records
+    Finding f;
+    f.check_id = kId;
+    f.entity = g.entity;
+    for (const KmsgRecord* r : g.samples) f.With(kKmsg, KmsgDmesgLine(*r));
+    const std::string times = g.count == 1 ? "once" : std::to_string(g.count) + " times";
+    switch (g.kind) {
+      case KernelEventKind::kMlx5CommandFailure:
+        f.outcome = Outcome::kWarn;
+        f.message = "mlx5 firmware command failures on " + g.entity + " " + since + ": " +
+                    std::to_string(g.count) + " logged" +
+                    (g.suppressed ? " + " + std::to_string(g.suppressed) + " ratelimited" : "") +
+                    ", e.g. " + g.first_what;
+        f.next_step =
+            g.first_what.find("CREATE_MKEY") != std::string::npos
+                ? "the HCA ran out of memory keys (too many/too large registrations, status "
+                  "\"limits exceeded\"): check memlock, reduce registered memory (fewer "
+                  "NCCL_NCHANNELS/buffers, UCX/NCCL registration caches), update firmware; "
+                  "reboot or `mlxfwreset` to recover"
+                : "check `dmesg | grep mlx5_core` around these lines and the firmware "
+                  "(`mlxfwmanager`); a SW reset or command timeout needs the HCA reset "
+                  "(`mlxfwreset -d <dev> reset`) or a reboot before the node runs jobs";
+        break;
+      case KernelEventKind::kMlx5MrFailure:
+        f.outcome = Outcome::kWarn;
+        f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " +
+                    since + ": " + g.first_what;
+        f.next_step = "registration failures precede NCCL/UCX \"ibv_reg_mr failed\" errors: "
+                      "check memlock (os.memlock) and the HCA's memory-key limits";
+        break;
+      case KernelEventKind::kLinkDown:
+        f.outcome = Outcome::kWarn;
+        f.message = "link of " + g.entity + " went down " +
+                    (g.downs == 1 ? std::string("once") : std::to_string(g.downs) + " times") +
+                    " " + since + (g.last_down ? " and the log shows no recovery"
+                                               : " (up again afterwards)") +
+                    ": a flapping link stalls NCCL collectives until they time out";
+        f.next_step = "check cable/transceiver and the switch port (`mlxlink -d <dev> -m -c`, "
+                      "port counters link_downed/symbol_error), reseat or replace";
+        break;
+      case KernelEventKind::kXid: {
+        f.entity = g.entity;
+        f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+        f.message = "NVIDIA " + g.first_what + " on " + g.entity + " " + times + " " + since +
+                    (g.fatal ? ": a known-fatal Xid, the GPU needs a reset before it runs jobs"
+                             : ": usually an application fault; repeated Xids point at the GPU");
+        f.next_step = g.fatal ? "drain the node, run `nvidia-bug-report.sh`, reset the GPU "
+                                "(`nvidia-smi -r`) or reboot; replace the GPU if it recurs"
+                              : "check the job that ran at that time; if it repeats across "
+                                "jobs, run `dcgmi diag -r 2` on this GPU";
+        break;
+      }
+      case KernelEventKind::kGpuFellOffBus:
+        f.outcome = Outcome::kFail;
+        f.message = "NVIDIA GPU " + g.entity + " fell off the bus " + since;
+        f.next_step = "drain the node and reboot; check power, PCIe riser/cable and "
+                      "`lspci -vvv` link status; replace the GPU/baseboard if it recurs";
+        break;
+      case KernelEventKind::kPcieAerCorrected:
+        f.outcome = Outcome::kWarn;
+        f.message = "PCIe corrected errors on " + g.entity + " " + times + " " + since +
+                    ": the link retrains/replays, bandwidth to devices below it drops";
+        f.next_step = "check `lspci -vvv -s " + g.entity + "` (LnkSta speed/width, error "
+                      "status); reseat the riser/cable; a steady rate means failing hardware";
+        break;
+      case KernelEventKind::kPcieAerUncorrected:
+        f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+        f.message = std::string(g.fatal ? "fatal" : "non-fatal") + " uncorrected PCIe errors on " +
+                    g.entity + " " + times + " " + since;
+        f.next_step = "drain the node; check the device and slot below " + g.entity +
+                      " (`lspci -vvv`), reseat or replace";
+        break;
+      case KernelEventKind::kLinkUp:
+      case KernelEventKind::kSuppressed:
+        continue;
+    }
+    out.push_back(std::move(f));
+  }
+  bool any_event = false;
+  for (const auto& f : out) any_event |= f.outcome != Outcome::kError;
+  if (!any_event) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kPass;
+    f.message = "no mlx5 failures, link flaps, Xid or PCIe AER events in " +
+                std::to_string(checked) + " kernel log records " + since;
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

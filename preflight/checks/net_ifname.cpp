@@ -1,15 +1,210 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// net.ifname: the interface NCCL's bootstrap (and its socket transport) would use. NCCL picks
+// it the way src/misc/socket.cc ncclFindInterfaces does: NCCL_SOCKET_IFNAME when set (prefix
+// list, "^" excludes, "=" exact); otherwise interfaces starting with "ib", then any except
+// docker* and lo, then docker*, then lo -- the first one with an IPv4 or non-link-local IPv6
+// address (NCCL_SOCKET_FAMILY restricts the family). NCCL does not look at the link state, so
+// an interface that is down but keeps its address is picked and the bootstrap hangs.
+#include <algorithm>
+
+#include "common/nccl_select.h"
+#include "common/strings.h"
 #include "preflight/check.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "net.ifname";
+
+Finding Make(std::string entity, Outcome o, std::string message) {
+  Finding f;
+  f.check_id = kId;
+  f.entity = std::move(entity);
+  f.outcome = o;
+  f.message = std::move(message);
+  return f;
+}
+
+bool IsIpv6(const std::string& a) { return a.find(':') != std::string::npos; }
+
+// Addresses NCCL accepts on an interface, in the family order getifaddrs() gives.
+std::vector<std::string> UsableAddresses(const NetInterface& nif, int family) {
+  std::vector<std::string> out;
+  for (const auto& a : nif.addresses) {
+    if (IsIpv6(a)) {
+      if (family == 4) continue;
+      if (StartsWith(ToLower(a), "fe80:")) continue;  // NCCL skips IPv6 link-local
+    } else if (family == 6) {
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string Names(const std::vector<NetInterface>& ifs) {
+  std::string out;
+  for (const auto& i : ifs) {
+    out += (out.empty() ? "" : ", ") + i.name;
+    auto a = UsableAddresses(i, 0);
+    out += a.empty() ? " (no address)" : " (" + a[0] + ")";
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "net_ifname";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  const auto& ifs = ctx.facts.interfaces;
+  std::vector<Finding> out;
+  for (const Error& e : ctx.facts.problems) {
+    if (StartsWith(e.where, ctx.fs.HostPath("/sys/class/net")) ||
+        StartsWith(e.where, ctx.fs.HostPath("/proc/net"))) {
+      Finding f = Make("node", Outcome::kError, "cannot read " + e.where + ": " + e.message);
+      f.next_step = e.fix.empty() ? "check the file on the node" : e.fix;
+      out.push_back(std::move(f));
+    }
+  }
+  if (ifs.empty()) {
+    if (out.empty()) {
+      out.push_back(Make("node", Outcome::kError,
+                         "no network interfaces found in " + ctx.fs.HostPath("/sys/class/net")));
+    }
+    return out;
+  }
+  int family = 0;
+  auto fam = Lookup(ctx.env, "NCCL_SOCKET_FAMILY");
+  if (fam && Trim(*fam) == "AF_INET") family = 4;
+  if (fam && Trim(*fam) == "AF_INET6") family = 6;
+  // Order: IPv4-addressed interfaces first (getifaddrs lists all IPv4 before IPv6 addresses),
+  // each group by ifindex (facts keep that order).
+  std::vector<const NetInterface*> ordered;
+  for (const auto& i : ifs) {
+    auto a = UsableAddresses(i, family);
+    if (!a.empty() && !IsIpv6(a[0])) ordered.push_back(&i);
+  }
+  for (const auto& i : ifs) {
+    auto a = UsableAddresses(i, family);
+    if (!a.empty() && IsIpv6(a[0])) ordered.push_back(&i);
+  }
+  auto spec = Lookup(ctx.env, "NCCL_SOCKET_IFNAME");
+  std::vector<const NetInterface*> chosen;
+  std::string how;
+  if (spec && !Trim(*spec).empty()) {
+    auto filter = ParseSocketIfname(*spec);
+    if (!filter.ok()) {
+      Finding f = Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
+                       "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " +
+                           filter.error().message);
+      f.With("NCCL_SOCKET_IFNAME", *spec);
+      f.next_step = "use a comma-separated list of interface name prefixes, e.g. "
+                    "NCCL_SOCKET_IFNAME=eno1 or =eno1 (exact) or ^docker,lo (exclude)";
+      out.push_back(std::move(f));
+      return out;
+    }
+    std::vector<NetInterface> by_name;
+    for (const auto& i : ifs) {
+      if (FilterSelectsIfname(*filter, i.name)) by_name.push_back(i);
+    }
+    for (const NetInterface* i : ordered) {
+      if (FilterSelectsIfname(*filter, i->name)) chosen.push_back(i);
+    }
+    how = "NCCL_SOCKET_IFNAME=" + *spec;
+    if (chosen.empty()) {
+      Finding f = Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
+                       by_name.empty()
+                           ? how + " matches no interface on this node; available: " + Names(ifs)
+                           : how + " matches only interfaces without a usable address: " +
+                                 Names(by_name) + "; available: " + Names(ifs));
+      f.With("NCCL_SOCKET_IFNAME", *spec);
+      f.With("/sys/class/net", [&] {
+        std::string n;
+        for (const auto& i : ifs) n += (n.empty() ? "" : " ") + i.name;
+        return n;
+      }());
+      f.next_step = "NCCL's bootstrap fails with \"no socket interface found\": set "
+                    "NCCL_SOCKET_IFNAME to the interface that carries this node's cluster "
+                    "address (same name on every node), or unset it";
+      out.push_back(std::move(f));
+      return out;
+    }
+  } else {
+    auto pick = [&](auto pred) {
+      std::vector<const NetInterface*> v;
+      for (const NetInterface* i : ordered) {
+        if (pred(i->name)) v.push_back(i);
+      }
+      return v;
+    };
+    chosen = pick([](const std::string& n) { return StartsWith(n, "ib"); });
+    how = "NCCL default (NCCL_SOCKET_IFNAME unset): ib* first";
+    if (chosen.empty()) {
+      chosen = pick([](const std::string& n) { return !StartsWith(n, "docker") && n != "lo"; });
+      how = "NCCL default (NCCL_SOCKET_IFNAME unset): no ib* interface, any but docker*/lo";
+    }
+    if (chosen.empty()) {
+      chosen = pick([](const std::string& n) { return StartsWith(n, "docker"); });
+      how = "NCCL default: only docker* interfaces have an address";
+    }
+    if (chosen.empty()) {
+      chosen = pick([](const std::string& n) { return n == "lo"; });
+      how = "NCCL default: only loopback has an address";
+    }
+    if (chosen.empty()) {
+      Finding f = Make("node", Outcome::kFail,
+                       "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
+                       "fails (\"no socket interface found\"); interfaces: " + Names(ifs));
+      f.next_step = "configure an address on the cluster network interface";
+      out.push_back(std::move(f));
+      return out;
+    }
+  }
+  const NetInterface& boot = *chosen[0];
+  const auto addrs = UsableAddresses(boot, family);
+  Finding f = Make(boot.name, Outcome::kPass, "");
+  f.With("NCCL_SOCKET_IFNAME", spec ? *spec : "(unset)");
+  f.With("/sys/class/net/" + boot.name + "/operstate", boot.operstate);
+  if (boot.flags) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%x", boot.flags);
+    f.With("/sys/class/net/" + boot.name + "/flags", b);
+  }
+  const bool admin_down = boot.flags != 0 && (boot.flags & 0x1) == 0;
+  const std::string desc = boot.name + " (" + addrs[0] + ", MTU " + std::to_string(boot.mtu) +
+                           ", " + (boot.operstate.empty() ? "state ?" : boot.operstate) + ")";
+  if (boot.operstate == "down" || boot.operstate == "lowerlayerdown" || admin_down) {
+    f.outcome = Outcome::kFail;
+    f.message = "NCCL's bootstrap would use " + desc + " [" + how + "], but the interface is " +
+                (admin_down ? "administratively down" : "down (no carrier)") +
+                ": other nodes cannot connect, init hangs until the timeout";
+    f.next_step = "bring it up (`ip link set " + boot.name + " up`, check cable/switch), or "
+                  "point NCCL_SOCKET_IFNAME at the interface with the cluster address";
+  } else if (boot.name == "lo") {
+    f.outcome = Outcome::kFail;
+    f.message = "NCCL's bootstrap would use the loopback interface [" + how +
+                "]: other nodes cannot reach this node";
+    f.next_step = "configure the cluster network interface and set NCCL_SOCKET_IFNAME to it";
+  } else if (StartsWith(boot.name, "docker")) {
+    f.outcome = Outcome::kWarn;
+    f.message = "NCCL's bootstrap would use " + desc + " [" + how +
+                "]: a container bridge is usually not reachable from other nodes";
+    f.next_step = "set NCCL_SOCKET_IFNAME to the cluster network interface";
+  } else {
+    f.message = "NCCL's bootstrap would use " + desc + " [" + how + "]";
+  }
+  out.push_back(std::move(f));
+  // NCCL's socket transport also uses the other matching interfaces (up to 16).
+  for (std::size_t k = 1; k < chosen.size() && k < 16; ++k) {
+    const NetInterface& o = *chosen[k];
+    if (o.operstate == "down") {
+      Finding w = Make(o.name, Outcome::kWarn,
+                       "NCCL would also use " + o.name + " [" + how + "], which is down");
+      w.With("/sys/class/net/" + o.name + "/operstate", o.operstate);
+      w.next_step = "bring it up or exclude it (NCCL_SOCKET_IFNAME=^" + o.name + " or name the "
+                    "wanted interfaces)";
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

@@ -1,14 +1,89 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// os.memlock: the locked-memory limit of this process, which the job it starts inherits.
+// RDMA pins every registered buffer (ibv_reg_mr counts against RLIMIT_MEMLOCK), so NCCL's IB
+// transport at a distro default of 64 KiB fails with ENOMEM ("Cannot allocate memory",
+// CREATE_CQ/REG_MR errors) or hangs in init. Under Slurm the ranks get the limit srun
+// propagates, not the one of an interactive shell on the node, so the fix names both.
+#include "common/host_parse.h"
+#include "common/strings.h"
 #include "preflight/check.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "os.memlock";
+constexpr std::uint64_t kSmallLimit = 64ull << 20;  // 64 KiB..64 MiB: distro/container defaults
+
+std::string LimitText(std::uint64_t v) {
+  return v == kUnlimited ? "unlimited" : HumanBytes(v) + " (" + std::to_string(v) + " bytes)";
+}
+
+std::string Fix(const Environment& env) {
+  std::string fix =
+      "make memlock unlimited where the ranks start: /etc/security/limits.d/*.conf `* soft "
+      "memlock unlimited` + `* hard memlock unlimited` (new login); under Slurm the tasks get "
+      "srun's caller's limits (PropagateResourceLimits, default ALL), so either raise it on the "
+      "submit host or set `PropagateResourceLimitsExcept=MEMLOCK` in slurm.conf and give slurmd "
+      "itself `LimitMEMLOCK=infinity` (systemd unit override, then restart slurmd); in "
+      "containers run with `--ulimit memlock=-1:-1` (Docker/Podman) or raise the runtime's "
+      "default (containerd/CRI-O `LimitMEMLOCK=infinity`)";
+  if (Lookup(env, "SLURM_JOB_ID")) {
+    fix = "this runs inside Slurm job " + *Lookup(env, "SLURM_JOB_ID") + ": " + fix;
+  }
+  return fix;
+}
+
+}  // namespace
 
 std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
   Finding f;
-  f.check_id = "os_memlock";
+  f.check_id = kId;
   f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
+  auto text = ctx.fs.ReadFile("/proc/self/limits");
+  if (!text.ok()) {
+    f.outcome = Outcome::kError;
+    f.message = "cannot read the memlock limit: " + text.error().Describe();
+    f.next_step = text.error().fix.empty() ? "check that /proc is mounted" : text.error().fix;
+    f.With("/proc/self/limits", text.error().message);
+    return {f};
+  }
+  auto row = FindLimit(*text, "Max locked memory");
+  if (!row.ok()) {
+    f.outcome = Outcome::kError;
+    f.message = "malformed " + ctx.fs.HostPath("/proc/self/limits") +
+                (row.error().where.empty() ? "" : ":" + row.error().where) + ": " +
+                row.error().message;
+    f.next_step = "check that /proc/self/limits is the kernel's file (procfs mounted on /proc)";
+    return {f};
+  }
+  f.With("/proc/self/limits", row->raw);
+  const std::uint64_t soft = row->soft;
+  const std::string values = "soft " + LimitText(soft) + ", hard " + LimitText(row->hard);
+  if (soft == kUnlimited) {
+    f.outcome = Outcome::kPass;
+    f.message = "memlock unlimited (" + values + ")";
+    return {f};
+  }
+  if (ctx.thresholds.min_memlock != 0 && soft >= ctx.thresholds.min_memlock) {
+    f.outcome = Outcome::kPass;
+    f.message = "memlock " + LimitText(soft) + " meets the threshold of " +
+                HumanBytes(ctx.thresholds.min_memlock) + " (" + values + ")";
+    return {f};
+  }
+  f.next_step = Fix(ctx.env);
+  if (soft <= kSmallLimit) {
+    f.outcome = Outcome::kFail;
+    f.message = "memlock limit is only " + LimitText(soft) +
+                ": RDMA cannot pin NCCL's buffers (ibv_reg_mr/ibv_create_cq fail with ENOMEM, "
+                "or NCCL hangs in init); " + values;
+  } else {
+    f.outcome = Outcome::kWarn;
+    f.message = "memlock limit is finite (" + values +
+                "): large jobs can exhaust it when NCCL registers more buffers";
+  }
+  if (soft != row->hard && row->hard == kUnlimited) {
+    f.message += "; the hard limit is unlimited, so `ulimit -l unlimited` in the job script "
+                 "also works";
+  }
   return {f};
 }
 

@@ -1,14 +1,54 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// os.nofile: the open-files limit of this process (inherited by the job). Each NCCL rank opens
+// sockets per peer and per channel plus /dev/infiniband and shared-memory files; at 1024 large
+// jobs fail with "Too many open files" during init.
+#include "common/host_parse.h"
+#include "common/strings.h"
 #include "preflight/check.h"
 
 namespace sl::preflight {
 
 std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {
   Finding f;
-  f.check_id = "os_nofile";
+  f.check_id = "os.nofile";
   f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
+  auto text = ctx.fs.ReadFile("/proc/self/limits");
+  if (!text.ok()) {
+    f.outcome = Outcome::kError;
+    f.message = "cannot read the open-files limit: " + text.error().Describe();
+    f.next_step = text.error().fix.empty() ? "check that /proc is mounted" : text.error().fix;
+    return {f};
+  }
+  auto row = FindLimit(*text, "Max open files");
+  if (!row.ok()) {
+    f.outcome = Outcome::kError;
+    f.message = "malformed " + ctx.fs.HostPath("/proc/self/limits") +
+                (row.error().where.empty() ? "" : ":" + row.error().where) + ": " +
+                row.error().message;
+    f.next_step = "check that /proc/self/limits is the kernel's file (procfs mounted on /proc)";
+    return {f};
+  }
+  f.With("/proc/self/limits", row->raw);
+  auto text_of = [](std::uint64_t v) {
+    return v == kUnlimited ? std::string("unlimited") : std::to_string(v);
+  };
+  const std::string values = "soft " + text_of(row->soft) + ", hard " + text_of(row->hard);
+  if (row->soft >= ctx.thresholds.min_nofile) {
+    f.outcome = Outcome::kPass;
+    f.message = "open files " + values;
+    return {f};
+  }
+  f.outcome = Outcome::kWarn;
+  f.message = "open-files limit " + text_of(row->soft) + " is below " +
+              std::to_string(ctx.thresholds.min_nofile) + " (" + values +
+              "): large jobs fail with \"Too many open files\"";
+  f.next_step =
+      "raise nofile: /etc/security/limits.d/*.conf `* - nofile 1048576`; under Slurm tasks "
+      "inherit srun's caller's limit (PropagateResourceLimits) or slurmd's `LimitNOFILE=` when "
+      "excepted; containers: `--ulimit nofile=1048576:1048576`";
+  if (row->hard >= ctx.thresholds.min_nofile) {
+    f.next_step += "; the hard limit allows it now: `ulimit -n " + text_of(row->hard) +
+                   "` in the job script";
+  }
   return {f};
 }
 

@@ -1,15 +1,131 @@
-// PLACEHOLDER: replaced by the real check (issue 2). Reports "error" so it can never pass.
+// os.sysctl: kernel socket limits that NCCL's socket transport, its bootstrap and the c10d
+// TCPStore run into at scale: net.core.{r,w}mem_max cap SO_RCVBUF/SO_SNDBUF, the third field of
+// net.ipv4.tcp_{r,w}mem caps TCP autotuning, and ip_local_port_range bounds how many outgoing
+// connections a node can open (every rank connects to many peers).
+#include <string>
+
+#include "common/host_parse.h"
+#include "common/strings.h"
 #include "preflight/check.h"
+#include "preflight/host_parse.h"
 
 namespace sl::preflight {
+namespace {
+
+constexpr const char* kId = "os.sysctl";
+
+struct Sysctl {
+  const char* name;  ///< "net.core.rmem_max"
+  const char* path;  ///< "/proc/sys/net/core/rmem_max"
+  std::size_t fields;
+};
+
+constexpr Sysctl kSysctls[] = {
+    {"net.core.rmem_max", "/proc/sys/net/core/rmem_max", 1},
+    {"net.core.wmem_max", "/proc/sys/net/core/wmem_max", 1},
+    {"net.ipv4.tcp_rmem", "/proc/sys/net/ipv4/tcp_rmem", 3},
+    {"net.ipv4.tcp_wmem", "/proc/sys/net/ipv4/tcp_wmem", 3},
+    {"net.ipv4.ip_local_port_range", "/proc/sys/net/ipv4/ip_local_port_range", 2},
+};
+
+std::string Persist(const std::string& setting) {
+  return "`sysctl -w " + setting + "` now, and persist it in /etc/sysctl.d/90-nccl.conf (`" +
+         setting + "`, then `sysctl --system`)";
+}
+
+}  // namespace
 
 std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
-  Finding f;
-  f.check_id = "os_sysctl";
-  f.entity = "node";
-  f.outcome = Outcome::kError;
-  f.message = "check not implemented yet";
-  return {f};
+  std::vector<Finding> out;
+  Finding pass;
+  pass.check_id = kId;
+  pass.entity = "node";
+  pass.outcome = Outcome::kPass;
+  const Thresholds& th = ctx.thresholds;
+  for (const Sysctl& s : kSysctls) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = s.name;
+    auto text = ctx.fs.ReadFile(s.path, 4096);
+    if (!text.ok()) {
+      f.outcome = Outcome::kError;
+      f.message = "cannot read " + std::string(s.name) + ": " + text.error().Describe();
+      f.next_step = text.error().fix.empty() ? "check that /proc/sys is mounted" : text.error().fix;
+      out.push_back(std::move(f));
+      continue;
+    }
+    const std::string raw = Printable(Trim(*text));
+    f.With(s.path, raw);
+    auto values = ParseSysctlValues(raw, s.fields);
+    if (!values.ok()) {
+      f.outcome = Outcome::kError;
+      f.message = "malformed " + std::string(s.name) + " in " + ctx.fs.HostPath(s.path) + ": " +
+                  values.error().message;
+      f.next_step = "check the file is the kernel's sysctl (procfs on /proc)";
+      out.push_back(std::move(f));
+      continue;
+    }
+    const auto& v = *values;
+    std::string name = s.name;
+    if (name == "net.core.rmem_max" || name == "net.core.wmem_max") {
+      std::uint64_t min = name == "net.core.rmem_max" ? th.min_rmem_max : th.min_wmem_max;
+      if (v[0] < min) {
+        f.outcome = Outcome::kWarn;
+        f.message = name + " is " + std::to_string(v[0]) + " (" + HumanBytes(v[0]) +
+                    "), below " + std::to_string(min) +
+                    ": socket buffers are capped, NCCL's socket transport and bootstrap slow "
+                    "down";
+        f.next_step = Persist(name + "=" + std::to_string(std::max<std::uint64_t>(min, 134217728)));
+      }
+    } else if (name == "net.ipv4.tcp_rmem" || name == "net.ipv4.tcp_wmem") {
+      std::uint64_t min = name == "net.ipv4.tcp_rmem" ? th.min_tcp_rmem_max : th.min_tcp_wmem_max;
+      if (v[2] < min) {
+        f.outcome = Outcome::kWarn;
+        f.message = name + " maximum (third field) is " + std::to_string(v[2]) + " (" +
+                    HumanBytes(v[2]) + "), below " + std::to_string(min) +
+                    ": TCP autotuning cannot grow windows for inter-node socket traffic";
+        f.next_step = Persist(name + "=\"" + std::to_string(v[0]) + " " + std::to_string(v[1]) +
+                              " " + std::to_string(std::max<std::uint64_t>(min, 134217728)) +
+                              "\"");
+      }
+    } else {  // ip_local_port_range
+      if (v[0] >= v[1] || v[1] > 65535) {
+        f.outcome = Outcome::kFail;
+        f.message = "net.ipv4.ip_local_port_range \"" + raw +
+                    "\" is not a range (low must be below high, high at most 65535): outgoing "
+                    "connections (NCCL bootstrap, TCPStore) cannot get a port";
+        f.next_step = Persist("net.ipv4.ip_local_port_range=\"32768 60999\"");
+      } else if (v[1] - v[0] + 1 < static_cast<std::uint64_t>(th.min_local_ports)) {
+        f.outcome = Outcome::kWarn;
+        f.message = "net.ipv4.ip_local_port_range " + std::to_string(v[0]) + "-" +
+                    std::to_string(v[1]) + " has only " + std::to_string(v[1] - v[0] + 1) +
+                    " ports (want >= " + std::to_string(th.min_local_ports) +
+                    "): many ranks x peers can run out of ephemeral ports";
+        f.next_step = Persist("net.ipv4.ip_local_port_range=\"32768 60999\"");
+      }
+    }
+    if (f.outcome == Outcome::kPass) {
+      pass.With(s.path, raw);
+    } else {
+      out.push_back(std::move(f));
+    }
+  }
+  if (!pass.evidence.empty()) {
+    std::string names;
+    for (const auto& e : pass.evidence) {
+      std::string n = e.source.substr(std::string("/proc/sys/").size());
+      for (char& c : n) {
+        if (c == '/') c = '.';
+      }
+      names += (names.empty() ? "" : ", ") + n + " " + e.value;
+    }
+    pass.message = (out.empty() ? "socket sysctls fit: " : "other socket sysctls fit: ") + names;
+    for (char& c : pass.message) {
+      if (c == '\t') c = ' ';
+    }
+    out.insert(out.begin(), std::move(pass));
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

@@ -1,0 +1,479 @@
+// Host checks (os.*, gpu.*, pci.acs, kernel.log, net.ifname): a pass and a fail case each, on
+// the fixture trees of tests/fixtures (gen/host.py) and on small in-memory trees.
+#include <algorithm>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "common/file_reader.h"
+#include "common/node_facts.h"
+#include "preflight/check.h"
+
+using namespace sl;
+using namespace sl::preflight;
+
+namespace {
+
+std::string Fixture(const char* name) { return std::string(SL_FIXTURES_DIR) + "/" + name; }
+
+struct Run {
+  std::vector<Finding> findings;
+  NodeFacts facts;
+};
+
+Run RunCheck(const FileReader& fs, CheckFn fn, Environment env = {}, Thresholds th = {},
+             std::int64_t since = -1) {
+  Run r;
+  r.facts = GatherNodeFacts(fs);
+  CheckContext ctx{fs, env, r.facts, th, false, since};
+  r.findings = fn(ctx);
+  return r;
+}
+
+Run RunOnFixture(const char* scenario, CheckFn fn, Environment env = {}) {
+  RootedFileReader fs(Fixture(scenario));
+  return RunCheck(fs, fn, std::move(env));
+}
+
+std::vector<Finding> With(const std::vector<Finding>& fs, Outcome o) {
+  std::vector<Finding> out;
+  std::copy_if(fs.begin(), fs.end(), std::back_inserter(out),
+               [&](const Finding& f) { return f.outcome == o; });
+  return out;
+}
+
+const Finding* ForEntity(const std::vector<Finding>& fs, const std::string& entity) {
+  for (const auto& f : fs) {
+    if (f.entity == entity) return &f;
+  }
+  return nullptr;
+}
+
+bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+const char* kLimitsHeader =
+    "Limit                     Soft Limit           Hard Limit           Units     \n";
+
+std::string LimitsWith(const std::string& memlock, const std::string& nofile) {
+  char row[256];
+  std::string out = kLimitsHeader;
+  std::snprintf(row, sizeof row, "%-25s %-20s %-20s %-10s\n", "Max open files", nofile.c_str(),
+                nofile.c_str(), "files");
+  out += row;
+  std::snprintf(row, sizeof row, "%-25s %-20s %-20s %-10s\n", "Max locked memory",
+                memlock.c_str(), memlock.c_str(), "bytes");
+  out += row;
+  return out;
+}
+
+}  // namespace
+
+// ---- os.memlock ------------------------------------------------------------------------------
+
+TEST_CASE("os.memlock passes when memlock is unlimited") {
+  auto r = RunOnFixture("shm-64m", CheckOsMemlock);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].check_id == "os.memlock");
+  CHECK(r.findings[0].outcome == Outcome::kPass);
+  CHECK(r.findings[0].evidence.at(0).source == "/proc/self/limits");
+  CHECK(Has(r.findings[0].evidence.at(0).value, "unlimited"));
+}
+
+TEST_CASE("os.memlock fails at a 64 KiB limit and names limits.conf, Slurm and containers") {
+  auto r = RunOnFixture("memlock-64k", CheckOsMemlock, {{"SLURM_JOB_ID", "4242"}});
+  REQUIRE(r.findings.size() == 1);
+  const Finding& f = r.findings[0];
+  CHECK(f.outcome == Outcome::kFail);
+  CHECK(f.entity == "node");
+  CHECK(Has(f.message, "64 KiB"));
+  CHECK(Has(f.next_step, "limits"));
+  CHECK(Has(f.next_step, "PropagateResourceLimits"));
+  CHECK(Has(f.next_step, "LimitMEMLOCK=infinity"));
+  CHECK(Has(f.next_step, "--ulimit memlock=-1"));
+  CHECK(Has(f.next_step, "4242"));
+  CHECK(Has(f.evidence.at(0).value, "65536"));
+}
+
+TEST_CASE("os.memlock warns on a large finite limit and honours a threshold") {
+  MemFileReader fs;
+  fs.AddFile("/proc/self/limits", LimitsWith("8589934592", "1048576"));
+  auto r = RunCheck(fs, CheckOsMemlock);
+  CHECK(r.findings.at(0).outcome == Outcome::kWarn);
+  Thresholds th;
+  th.min_memlock = 8ull << 30;
+  CHECK(RunCheck(fs, CheckOsMemlock, {}, th).findings.at(0).outcome == Outcome::kPass);
+}
+
+TEST_CASE("os.memlock on garbage limits is an error naming the file") {
+  auto r = RunOnFixture("host-broken", CheckOsMemlock);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kError);
+  CHECK(Has(r.findings[0].message, "host-broken/proc/self/limits"));
+  MemFileReader empty;
+  CHECK(RunCheck(empty, CheckOsMemlock).findings.at(0).outcome == Outcome::kError);
+}
+
+// ---- os.nofile -------------------------------------------------------------------------------
+
+TEST_CASE("os.nofile passes at 1048576 and warns at 1024") {
+  CHECK(RunOnFixture("memlock-64k", CheckOsNofile).findings.at(0).outcome == Outcome::kPass);
+  MemFileReader fs;
+  fs.AddFile("/proc/self/limits", LimitsWith("unlimited", "1024"));
+  auto r = RunCheck(fs, CheckOsNofile);
+  CHECK(r.findings.at(0).outcome == Outcome::kWarn);
+  CHECK(Has(r.findings.at(0).message, "1024"));
+  CHECK(RunOnFixture("host-broken", CheckOsNofile).findings.at(0).outcome == Outcome::kError);
+}
+
+// ---- os.sysctl -------------------------------------------------------------------------------
+
+TEST_CASE("os.sysctl passes on tuned socket sysctls") {
+  auto r = RunOnFixture("memlock-64k", CheckOsSysctl);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kPass);
+  CHECK(r.findings[0].evidence.size() == 5);
+}
+
+TEST_CASE("os.sysctl warns on kernel defaults with sysctl -w and sysctl.d fixes") {
+  MemFileReader fs;
+  fs.AddFile("/proc/sys/net/core/rmem_max", "212992\n");
+  fs.AddFile("/proc/sys/net/core/wmem_max", "212992\n");
+  fs.AddFile("/proc/sys/net/ipv4/tcp_rmem", "4096\t131072\t6291456\n");
+  fs.AddFile("/proc/sys/net/ipv4/tcp_wmem", "4096\t16384\t4194304\n");
+  fs.AddFile("/proc/sys/net/ipv4/ip_local_port_range", "50000\t51000\n");
+  auto r = RunCheck(fs, CheckOsSysctl);
+  const Finding* rmem = ForEntity(r.findings, "net.core.rmem_max");
+  REQUIRE(rmem);
+  CHECK(rmem->outcome == Outcome::kWarn);
+  CHECK(Has(rmem->next_step, "sysctl -w net.core.rmem_max="));
+  CHECK(Has(rmem->next_step, "/etc/sysctl.d/"));
+  CHECK(ForEntity(r.findings, "net.core.wmem_max")->outcome == Outcome::kWarn);
+  CHECK(ForEntity(r.findings, "net.ipv4.ip_local_port_range")->outcome == Outcome::kWarn);
+  CHECK(ForEntity(r.findings, "net.ipv4.tcp_rmem") == nullptr);  // 6 MiB >= 4 MiB: fine
+  CHECK(ForEntity(r.findings, "node")->outcome == Outcome::kPass);
+}
+
+TEST_CASE("os.sysctl: garbage and inverted ranges are errors/fails naming the file") {
+  auto r = RunOnFixture("host-broken", CheckOsSysctl);
+  const Finding* rmem = ForEntity(r.findings, "net.core.rmem_max");
+  REQUIRE(rmem);
+  CHECK(rmem->outcome == Outcome::kError);
+  CHECK(Has(rmem->message, "host-broken/proc/sys/net/core/rmem_max"));
+  CHECK(ForEntity(r.findings, "net.ipv4.tcp_rmem")->outcome == Outcome::kError);
+  CHECK(ForEntity(r.findings, "net.ipv4.ip_local_port_range")->outcome == Outcome::kFail);
+}
+
+// ---- os.shm ----------------------------------------------------------------------------------
+
+TEST_CASE("os.shm passes on a bare-metal /dev/shm sized by tmpfs' default") {
+  auto r = RunOnFixture("memlock-64k", CheckOsShm);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kPass);
+  CHECK(Has(r.findings[0].message, "half of MemTotal"));
+  REQUIRE(r.facts.shm_bytes.has_value());
+  CHECK(*r.facts.shm_bytes == 2113591344ull * 1024 / 2);
+}
+
+TEST_CASE("os.shm fails on Docker's 64 MiB default and names --shm-size and emptyDir") {
+  auto r = RunOnFixture("shm-64m", CheckOsShm);
+  REQUIRE(r.findings.size() == 1);
+  const Finding& f = r.findings[0];
+  CHECK(f.outcome == Outcome::kFail);
+  CHECK(f.entity == "/dev/shm");
+  CHECK(Has(f.message, "64 MiB"));
+  CHECK(Has(f.next_step, "--shm-size"));
+  CHECK(Has(f.next_step, "medium: Memory"));
+  CHECK(Has(f.evidence.at(0).value, "size=65536k"));
+}
+
+TEST_CASE("os.shm: a directory where /proc/mounts should be is an error, not a crash") {
+  auto r = RunOnFixture("host-broken", CheckOsShm);
+  CHECK(r.findings.at(0).outcome == Outcome::kError);
+  CHECK(Has(r.findings.at(0).message, "host-broken/proc/mounts"));
+  MemFileReader fs;
+  fs.AddFile("/proc/mounts", "proc /proc proc rw 0 0\n");
+  CHECK(RunCheck(fs, CheckOsShm).findings.at(0).outcome == Outcome::kError);
+}
+
+// ---- gpu.inventory / gpu.gdr -----------------------------------------------------------------
+
+TEST_CASE("gpu.inventory lists 8 H200s and the open driver") {
+  auto r = RunOnFixture("memlock-64k", CheckGpuInventory);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kPass);
+  CHECK(Has(r.findings[0].message, "8 x NVIDIA H200"));
+  CHECK(Has(r.findings[0].message, "580.159.04"));
+  CHECK(r.facts.gpus.size() == 8);
+  CHECK(r.facts.nvidia_driver == "580.159.04");
+}
+
+TEST_CASE("gpu.inventory skips cleanly without GPUs and fails without a driver") {
+  MemFileReader none;
+  none.AddDir("/sys/bus/pci/devices");
+  CHECK(RunCheck(none, CheckGpuInventory).findings.at(0).outcome == Outcome::kSkip);
+  MemFileReader nodriver;
+  nodriver.AddFile("/sys/bus/pci/devices/0000:18:00.0/vendor", "0x10de\n");
+  nodriver.AddFile("/sys/bus/pci/devices/0000:18:00.0/class", "0x030200\n");
+  nodriver.AddFile("/sys/bus/pci/devices/0000:18:00.0/device", "0x2335\n");
+  CHECK(RunCheck(nodriver, CheckGpuInventory).findings.at(0).outcome == Outcome::kFail);
+  // The driver lists one GPU of two.
+  nodriver.AddFile("/sys/bus/pci/devices/0000:2a:00.0/vendor", "0x10de\n");
+  nodriver.AddFile("/sys/bus/pci/devices/0000:2a:00.0/class", "0x030200\n");
+  nodriver.AddFile("/proc/driver/nvidia/version",
+                   "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12\n");
+  nodriver.AddFile("/proc/driver/nvidia/gpus/0000:18:00.0/information", "Model: \t NVIDIA H200\n");
+  auto r = RunCheck(nodriver, CheckGpuInventory);
+  const Finding* gpu1 = ForEntity(r.findings, "gpu1");
+  REQUIRE(gpu1);
+  CHECK(gpu1->outcome == Outcome::kFail);
+  CHECK(Has(gpu1->message, "0000:2a:00.0"));
+}
+
+TEST_CASE("gpu.inventory on a broken tree reports the malformed files") {
+  auto r = RunOnFixture("host-broken", CheckGpuInventory);
+  auto errors = With(r.findings, Outcome::kError);
+  REQUIRE(errors.size() >= 2);
+  bool version = false, cls = false;
+  for (const auto& f : errors) {
+    version |= Has(f.message, "/proc/driver/nvidia/version");
+    cls |= Has(f.message, "/class");
+  }
+  CHECK(version);
+  CHECK(cls);
+}
+
+TEST_CASE("gpu.gdr passes with nvidia_peermem loaded") {
+  auto r = RunOnFixture("memlock-64k", CheckGpuGdr);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kPass);
+  CHECK(Has(r.findings[0].message, "nvidia_peermem"));
+}
+
+namespace {
+MemFileReader GdrNode(const std::string& version) {
+  MemFileReader fs;
+  fs.AddFile("/sys/bus/pci/devices/0000:18:00.0/vendor", "0x10de\n");
+  fs.AddFile("/sys/bus/pci/devices/0000:18:00.0/class", "0x030200\n");
+  fs.AddFile("/proc/driver/nvidia/version", version);
+  fs.AddFile("/proc/modules", "nvidia 56598528 147 - Live 0x0000000000000000\n");
+  // One active InfiniBand port.
+  const std::string p = "/sys/class/infiniband/mlx5_0/ports/1/";
+  fs.AddFile(p + "state", "4: ACTIVE\n");
+  fs.AddFile(p + "phys_state", "5: LinkUp\n");
+  fs.AddFile(p + "rate", "400 Gb/sec (4X NDR)\n");
+  fs.AddFile(p + "link_layer", "InfiniBand\n");
+  fs.AddFile(p + "gids/0", "fe80:0000:0000:0000:58a2:e103:00da:e626\n");
+  return fs;
+}
+}  // namespace
+
+TEST_CASE("gpu.gdr warns when IB is active without peermem on a proprietary driver") {
+  auto fs = GdrNode("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12\n");
+  auto r = RunCheck(fs, CheckGpuGdr);
+  REQUIRE(r.findings.size() == 1);
+  REQUIRE(r.facts.ib_ports.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kWarn);
+  CHECK(Has(r.findings[0].message, "nvidia_peermem is not loaded"));
+  CHECK(Has(r.findings[0].next_step, "modprobe nvidia_peermem"));
+  // The same node with its only port down: GPUDirect RDMA would not be used, so skip.
+  fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  CHECK(RunCheck(fs, CheckGpuGdr).findings.at(0).outcome == Outcome::kSkip);
+}
+
+TEST_CASE("gpu.gdr accepts DMA-BUF from the open kernel modules unless NCCL_DMABUF_ENABLE=0") {
+  auto fs = GdrNode(
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n");
+  auto r = RunCheck(fs, CheckGpuGdr);
+  CHECK(r.findings.at(0).outcome == Outcome::kPass);
+  CHECK(Has(r.findings.at(0).message, "DMA-BUF"));
+  auto off = RunCheck(fs, CheckGpuGdr, {{"NCCL_DMABUF_ENABLE", "0"}});
+  CHECK(off.findings.at(0).outcome != Outcome::kPass);
+}
+
+// ---- pci.acs ---------------------------------------------------------------------------------
+
+TEST_CASE("pci.acs passes when ACS control is 0 on every bridge; IOMMU in passthrough") {
+  auto r = RunOnFixture("memlock-64k", CheckPciAcs);
+  const Finding* node = ForEntity(r.findings, "node");
+  REQUIRE(node);
+  CHECK(node->outcome == Outcome::kPass);
+  CHECK(Has(node->message, "33 PCIe bridges"));
+  const Finding* iommu = ForEntity(r.findings, "iommu");
+  REQUIRE(iommu);
+  CHECK(iommu->outcome == Outcome::kPass);
+  CHECK(Has(iommu->message, "passthrough"));
+}
+
+TEST_CASE("pci.acs warns on each bridge with the corpus' ACSCtl bits, with the setpci fix") {
+  auto r = RunOnFixture("acs-enabled", CheckPciAcs);
+  auto warns = With(r.findings, Outcome::kWarn);
+  // lspci_acsctl_enabled_nccl-523.txt: 7 of 12 ACSCtl lines have one of the four bits on.
+  CHECK(warns.size() == 7);
+  const Finding* first = ForEntity(r.findings, "0000:0b:01.0");
+  REQUIRE(first);
+  CHECK(first->outcome == Outcome::kWarn);
+  CHECK(Has(first->message, "SrcValid/ReqRedir/CmpltRedir/UpstreamFwd"));
+  CHECK(Has(first->next_step, "setpci -s 0000:0b:01.0 ECAP_ACS+0x6.w=0000"));
+  CHECK(Has(first->evidence.at(0).value,
+            "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"));
+}
+
+TEST_CASE("pci.acs: truncated config is an error, 64-byte config is 'run as root'") {
+  auto r = RunOnFixture("host-broken", CheckPciAcs);
+  auto errors = With(r.findings, Outcome::kError);
+  REQUIRE(errors.size() >= 2);
+  CHECK(Has(errors[0].message, "truncated"));
+  CHECK(Has(errors[0].message, "/config"));
+  MemFileReader fs;
+  fs.AddFile("/sys/bus/pci/devices/0000:00:01.0/class", "0x060400\n");
+  fs.AddFile("/sys/bus/pci/devices/0000:00:01.0/config", std::string(64, '\0'));
+  auto u = RunCheck(fs, CheckPciAcs);
+  const Finding* node = ForEntity(u.findings, "node");
+  REQUIRE(node);
+  CHECK(node->outcome == Outcome::kSkip);
+  CHECK(Has(node->message, "non-root"));
+}
+
+TEST_CASE("pci.acs warns when the IOMMU translates DMA") {
+  MemFileReader fs;
+  fs.AddDir("/sys/bus/pci/devices");
+  fs.AddFile("/sys/class/iommu/dmar0/intel-iommu/version", "1:0\n");
+  fs.AddFile("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro intel_iommu=on\n");
+  auto r = RunCheck(fs, CheckPciAcs);
+  const Finding* iommu = ForEntity(r.findings, "iommu");
+  REQUIRE(iommu);
+  CHECK(iommu->outcome == Outcome::kWarn);
+  CHECK(Has(iommu->next_step, "iommu=pt"));
+}
+
+// ---- kernel.log ------------------------------------------------------------------------------
+
+TEST_CASE("kernel.log passes on a clean boot log") {
+  auto r = RunOnFixture("memlock-64k", CheckKernelLog);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kPass);
+  CHECK(Has(r.findings[0].message, "6 kernel log records"));
+}
+
+TEST_CASE("kernel.log flags the corpus' mlx5 failures, flaps and the fatal Xid 79") {
+  auto r = RunOnFixture("kernel-errors", CheckKernelLog);
+  const Finding* mkey = ForEntity(r.findings, "0000:41:00.0");
+  REQUIRE(mkey);
+  CHECK(mkey->outcome == Outcome::kWarn);
+  CHECK(Has(mkey->message, "CREATE_MKEY"));
+  CHECK(Has(mkey->message, "353031 ratelimited"));
+  const Finding* mr = ForEntity(r.findings, "mlx5_0");
+  REQUIRE(mr);
+  CHECK(Has(mr->message, "6 times"));
+  const Finding* flap = ForEntity(r.findings, "mlx5_5:1");
+  REQUIRE(flap);
+  CHECK(flap->outcome == Outcome::kWarn);
+  CHECK(Has(flap->message, "2 times"));
+  const Finding* xid = ForEntity(r.findings, "0000:09:00.0");
+  REQUIRE(xid);
+  CHECK(xid->outcome == Outcome::kFail);
+  CHECK(Has(xid->message, "Xid 79"));
+  CHECK(Has(xid->evidence.at(0).value, "[1084456.074562] NVRM: Xid"));
+  // "fallen off the bus" of the same GPU is folded into the Xid.
+  CHECK(std::count_if(r.findings.begin(), r.findings.end(),
+                      [](const Finding& f) { return f.entity == "0000:09:00.0"; }) == 1);
+  // mlx5_0's boot-time "Link ACTIVE" alone is not a flap.
+  CHECK(ForEntity(r.findings, "mlx5_0:1") == nullptr);
+}
+
+TEST_CASE("kernel.log honours --since") {
+  RootedFileReader fs(Fixture("kernel-errors"));
+  auto r = RunCheck(fs, CheckKernelLog, {}, {}, 1084456000000);
+  CHECK(ForEntity(r.findings, "0000:41:00.0") == nullptr);
+  CHECK(ForEntity(r.findings, "0000:09:00.0") != nullptr);
+}
+
+TEST_CASE("kernel.log: garbage lines are an error naming the file; missing log too") {
+  auto r = RunOnFixture("host-broken", CheckKernelLog);
+  auto errors = With(r.findings, Outcome::kError);
+  REQUIRE(errors.size() == 1);
+  CHECK(Has(errors[0].message, "host-broken/dev/kmsg"));
+  CHECK(Has(errors[0].message, "line 3"));
+  MemFileReader fs;
+  auto missing = RunCheck(fs, CheckKernelLog);
+  CHECK(missing.findings.at(0).outcome == Outcome::kError);
+}
+
+// ---- net.ifname ------------------------------------------------------------------------------
+
+TEST_CASE("net.ifname: NCCL's default picks eno1 over docker0 and lo; addresses from procfs") {
+  auto r = RunOnFixture("memlock-64k", CheckNetIfname);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].entity == "eno1");
+  CHECK(r.findings[0].outcome == Outcome::kPass);
+  CHECK(Has(r.findings[0].message, "10.40.2.17"));
+  bool lo = false;
+  for (const auto& i : r.facts.interfaces) {
+    if (i.name == "lo") lo = std::count(i.addresses.begin(), i.addresses.end(), "127.0.0.1") == 1;
+  }
+  CHECK(lo);
+}
+
+TEST_CASE("net.ifname fails when NCCL_SOCKET_IFNAME matches nothing, naming the interfaces") {
+  auto r = RunOnFixture("memlock-64k", CheckNetIfname, {{"NCCL_SOCKET_IFNAME", "eth"}});
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kFail);
+  CHECK(r.findings[0].entity == "NCCL_SOCKET_IFNAME");
+  CHECK(Has(r.findings[0].message, "eno1"));
+  CHECK(Has(r.findings[0].message, "docker0"));
+  // "^" excludes: everything but eno1 leaves docker0 (down) with an address.
+  auto ex = RunOnFixture("memlock-64k", CheckNetIfname, {{"NCCL_SOCKET_IFNAME", "^eno,lo"}});
+  CHECK(ex.findings.at(0).entity == "docker0");
+  CHECK(ex.findings.at(0).outcome == Outcome::kFail);  // docker0 is down
+}
+
+TEST_CASE("net.ifname fails when the chosen interface is down and prefers ib*") {
+  MemFileReader fs;
+  auto add = [&](const std::string& n, const std::string& state, int idx, const char* flags) {
+    fs.AddFile("/sys/class/net/" + n + "/operstate", state + "\n");
+    fs.AddFile("/sys/class/net/" + n + "/mtu", "1500\n");
+    fs.AddFile("/sys/class/net/" + n + "/ifindex", std::to_string(idx) + "\n");
+    fs.AddFile("/sys/class/net/" + n + "/flags", std::string(flags) + "\n");
+  };
+  add("lo", "unknown", 1, "0x9");
+  add("eno1", "up", 2, "0x1003");
+  add("ib0", "down", 3, "0x1003");
+  fs.AddFile("/proc/net/fib_trie",
+             "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 10.0.0.5\n        /32 host LOCAL\n"
+             "     |-- 192.168.7.5\n        /32 host LOCAL\n");
+  fs.AddFile("/proc/net/route",
+             "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\n"
+             "eno1\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+             "ib0\t0007A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n");
+  auto r = RunCheck(fs, CheckNetIfname);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].entity == "ib0");
+  CHECK(r.findings[0].outcome == Outcome::kFail);
+  CHECK(Has(r.findings[0].message, "192.168.7.5"));
+  CHECK(Has(r.findings[0].next_step, "ip link set ib0 up"));
+  auto pinned = RunCheck(fs, CheckNetIfname, {{"NCCL_SOCKET_IFNAME", "=eno1"}});
+  CHECK(pinned.findings.at(0).entity == "eno1");
+  CHECK(pinned.findings.at(0).outcome == Outcome::kPass);
+}
+
+TEST_CASE("host facts under a sysroot: hostname, limits, interfaces, peermem, open driver") {
+  RootedFileReader fs(Fixture("memlock-64k"));
+  NodeFacts facts = GatherNodeFacts(fs);
+  CHECK(facts.hostname == "h200-ib-01");
+  CHECK(facts.memlock_soft == 65536);
+  CHECK(facts.nofile_soft == 1048576);
+  CHECK(facts.peermem_loaded);
+  CHECK(facts.peermem_module == "nvidia_peermem");
+  CHECK(facts.nvidia_open_kernel);
+  REQUIRE(facts.gpus.size() == 8);
+  CHECK(facts.gpus[0].model == "NVIDIA H200");
+  CHECK(facts.gpus[0].device_id == "0x2335");
+}
+
+TEST_CASE("host facts of the live machine: never a crash, hostname set") {
+  RootedFileReader fs("");
+  NodeFacts facts;
+  GatherHostFacts(fs, &facts);
+  CHECK_FALSE(facts.hostname.empty());
+  CHECK_FALSE(facts.interfaces.empty());
+}
