@@ -48,10 +48,16 @@ printf 'throughput of %s MiB:     pipe to cat %.0f MiB/s   through safe-launch %
 cpu=$("$PY" - "$SL" "$tmp/idle" "$IDLE_S" <<'PYEOF'
 import os, sys, subprocess
 sl, run_dir, secs = sys.argv[1], sys.argv[2], sys.argv[3]
-p = subprocess.Popen([sl, "--no-preflight", "--run-dir", run_dir, "--", "sleep", secs],
-                     stderr=subprocess.DEVNULL)
-_, status, ru = os.wait4(p.pid, 0)
-print(f"{ru.ru_utime + ru.ru_stime:.3f}")
+def cpu(cmd, d):
+    p = subprocess.Popen([sl, "--no-preflight", "--run-dir", d, "--"] + cmd,
+                         stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    return ru.ru_utime + ru.ru_stime
+base = cpu(["true"], run_dir + "-true")     # start-up + teardown (plan, run dir, status.json)
+idle = cpu(["sleep", secs], run_dir)
+print(f"{idle:.3f} {base:.3f} {max(0.0, idle - base):.3f}")
 PYEOF
 )
-printf 'CPU while supervising a %ss idle job: %s s (target <= 0.1 s)\n' "$IDLE_S" "$cpu"
+read -r total startup supervising <<<"$cpu"
+printf 'CPU while supervising a %ss idle job: %s s (whole run %s s, of which start-up/teardown %s s; target <= 0.1 s)\n' \
+  "$IDLE_S" "$supervising" "$total" "$startup"

@@ -13,7 +13,7 @@
 //     hooks share state through their own atomics/mutexes.
 //   * any thread may call RequestStop, JobPid, Descendants, LastOutput, TailLines, RunHelper.
 // Cost while the job runs: the main thread sleeps in poll() until a signal, a stop request or the
-// tick (default 100 ms); per line the pump does one memchr-split and, only when on_line is set,
+// tick (default 250 ms); per line the pump does one memchr-split and, only when on_line is set,
 // one call. Keep on_line cheap (match, set a flag); do heavy work (bundle capture) in on_tick.
 // on_tick may block for seconds: signals stay queued meanwhile and are handled afterwards.
 //
@@ -82,7 +82,8 @@ struct SupervisorOptions {
   Environment env;                ///< the job's whole environment (the plan already applied)
   std::string run_dir;            ///< "" = write nothing; else status.json, stdout.tail, ...
   std::chrono::milliseconds kill_grace{30000};  ///< after the first TERM, before killing all
-  std::chrono::milliseconds tick{100};
+  /// Main-loop wake-up when nothing happens (signals and stop requests wake it at once).
+  std::chrono::milliseconds tick{250};
   /// After the job exits (or the grace ran out), how long descendants get between TERM and KILL.
   std::chrono::milliseconds sweep_grace{2000};
   std::size_t tail_lines = 200;  ///< last lines of each stream kept in the run directory
