@@ -147,6 +147,7 @@ void HangMonitor::OnStart(pid_t) {
 
 void HangMonitor::OnLine(int stream, std::string_view line, Clock::time_point t) {
   last_output_ns_.store(Ns(t), std::memory_order_relaxed);
+  const std::uint64_t line_no = lines_[stream == watchdog::kStderr ? 2 : 1].fetch_add(1) + 1;
   auto m = matcher_.MatchLine(line);
   if (!m) return;
   m->source = stream == watchdog::kStderr ? "stderr" : "stdout";
@@ -154,7 +155,7 @@ void HangMonitor::OnLine(int stream, std::string_view line, Clock::time_point t)
   bool hang = m->signature->severity == Severity::kHang;
   {
     std::lock_guard lock(*evidence_mu_);
-    m->line_number = evidence_->total() + 1;  // order of recognised lines, not of all lines
+    m->line_number = line_no;
     evidence_->Add(std::move(*m));
   }
   if (hang && !captured_.load()) {
@@ -342,7 +343,7 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
       log::Warn("verdict: {}", v.headline);
       if (!v.fix.empty()) log::Warn("next step: {}", v.fix);
       if (info.complete) {
-        log::Warn("bundle complete in {:.1f} s: {} (and .tar.gz)", info.capture_s, info.path);
+        log::Warn("bundle complete in {:.2f} s: {} (and .tar.gz)", info.capture_s, info.path);
       } else {
         log::Error("bundle INCOMPLETE ({}); what was captured is in {}", info.error, info.path);
       }

@@ -103,6 +103,7 @@ class HangMonitor {
   std::shared_ptr<Evidence> evidence_;
   std::shared_ptr<std::mutex> evidence_mu_;
   std::atomic<std::int64_t> last_output_ns_{0};  // steady clock
+  std::atomic<std::uint64_t> lines_[3] = {0, 0, 0};  // per stream; on_line is ordered per stream
   std::atomic<int> pending_{0};                  // Trigger value, 0 = none
   std::atomic<bool> hang_detected_{false};
   std::atomic<bool> captured_{false};

@@ -117,11 +117,17 @@ class HangTest(unittest.TestCase):
     def test_torchrun_gloo_rank_stopping_before_allreduce_is_caught_as_a_stall(self):
         if not os.path.exists(TORCHRUN):
             self.skipTest("no /usr/bin/torchrun")
-        env = dict(os.environ, HF_TOKEN=SECRET_TOKEN)
-        job = [TORCHRUN, "--nproc_per_node=2", "-r", "1", "-t", "1", "--monitor_interval", "0.5",
-               "--master_port", str(30500 + os.getpid() % 1000),
-               os.path.join(SRC, "tests", "integration", "hang", "stall_job.py"),
-               self.mark, "--api-key", SECRET_KEY]
+        flag = os.path.join(self.tmp, "workers-started")
+        env = dict(os.environ, HF_TOKEN=SECRET_TOKEN, STALL_FLAG=flag)
+        torchrun = [TORCHRUN, "--nproc_per_node=2", "-r", "1", "-t", "1", "--monitor_interval",
+                    "0.5", "--master_port", str(30500 + os.getpid() % 1000),
+                    os.path.join(SRC, "tests", "integration", "hang", "stall_job.py"),
+                    self.mark, "--api-key", SECRET_KEY]
+        # torchrun needs seconds to import torch before any worker prints: a loop prints meanwhile
+        # so that only the real stall (after the workers stop) is longer than 5 s.
+        job = ["/bin/sh", "-c",
+               f'(while [ ! -e "{flag}" ]; do echo "waiting for workers"; sleep 0.5; done) & '
+               'exec "$@"', "sh"] + torchrun
         t0 = time.time()
         r = self.sl(job, ["--stall-timeout", "5", "--kill-grace", "10"], timeout=180, env=env)
         elapsed = time.time() - t0
