@@ -85,7 +85,8 @@ int Run(const EnvArgs& args) {
     }
     std::cout << recipes::PlanToShell(*plan);
   }
-  for (const auto& c : plan->conflicts) {
+  // --explain already lists the conflicts; the other formats go to a file or eval, so say it here.
+  for (const auto& c : args.explain ? std::vector<recipes::Conflict>{} : plan->conflicts) {
     std::fprintf(stderr, "safe-launch env: %s: %s=%s: %s (fix: %s)\n",
                  c.warning_only ? "warning" : "conflict", c.name.c_str(), c.value.c_str(),
                  c.message.c_str(), c.fix.c_str());

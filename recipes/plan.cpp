@@ -304,9 +304,10 @@ std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& fac
             out.push_back({"NCCL_IB_HCA", *v,
                            "names " + ent + ", which this node does not have (ports: " +
                                Join(have, ", ") + ")",
-                           "list only existing ports, e.g. NCCL_IB_HCA==" +
+                           "list only existing ports, e.g. NCCL_IB_HCA='=" +
                                (active_names.empty() ? std::string("mlx5_0:1")
-                                                     : Join(active_names, ","))});
+                                                     : Join(active_names, ",")) +
+                               "'"});
             continue;
           }
           bool any_up = std::any_of(hits.begin(), hits.end(),
@@ -322,20 +323,23 @@ std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& fac
             out.push_back({"NCCL_IB_HCA", *v,
                            "'" + e.name + "' is a prefix match: it also selects " +
                                Join({extra_devices.begin(), extra_devices.end()}, ", "),
-                           "prefix the list with '=' for exact names, e.g. NCCL_IB_HCA==" +
-                               std::string(Trim(*v)),
+                           "prefix the list with '=' for exact names: NCCL_IB_HCA='=" +
+                               std::string(Trim(*v)) + "'",
                            true});
           }
         }
       }
+      const std::size_t per_entry = std::count_if(out.begin(), out.end(), [](const Conflict& c) {
+        return c.name == "NCCL_IB_HCA" && !c.warning_only;
+      });
       bool selects_active = std::any_of(active.begin(), active.end(), [&](const IbPort* p) {
         return FilterSelectsIbPort(*f, p->device, p->port);
       });
-      if (!selects_active && !active.empty()) {
+      if (!selects_active && !active.empty() && per_entry == 0) {
         out.push_back({"NCCL_IB_HCA", *v,
                        "selects none of the ACTIVE ports (" + Join(active_names, ", ") +
                            "): NCCL finds no IB device and falls back to sockets",
-                       "NCCL_IB_HCA==" + Join(active_names, ",")});
+                       "set NCCL_IB_HCA='=" + Join(active_names, ",") + "'"});
       }
     }
   }
@@ -389,8 +393,8 @@ std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& fac
         out.push_back({"NCCL_SOCKET_IFNAME", *v,
                        "matches no interface of this node (" + Join(have, ", ") +
                            "): NCCL bootstrap fails with 'no socket interface found'",
-                       "name an existing interface, e.g. NCCL_SOCKET_IFNAME==" +
-                           (have.empty() ? std::string("eth0") : have.front())});
+                       "name an existing interface, e.g. NCCL_SOCKET_IFNAME='=" +
+                           (have.empty() ? std::string("eth0") : have.front()) + "'"});
       } else if (up.empty()) {
         out.push_back({"NCCL_SOCKET_IFNAME", *v,
                        "matches only interfaces that are down or have no address (" +
@@ -619,13 +623,10 @@ std::string PlanToText(const Plan& plan) {
   o << "\nNCCL     " << VersionText(plan.versions.nccl) << "  [" << plan.versions.nccl_source
     << "]\ntorch    " << VersionText(plan.versions.torch) << "  [" << plan.versions.torch_source
     << "]\nrun dir  " << (plan.run_dir.empty() ? "-" : plan.run_dir) << "\n\n";
-  std::size_t w = 8;
-  for (const auto& e : plan.entries) w = std::max(w, e.name.size());
-  o << "NAME" << std::string(w - 4 + 2, ' ') << "VALUE  [source: origin]\n";
   for (const auto& e : plan.entries) {
-    o << e.name << std::string(w - e.name.size() + 2, ' ') << CommentSafe(e.value) << "  ["
-      << SourceName(e.source) << ": " << e.origin << "]\n";
-    if (!e.reason.empty()) o << std::string(w + 2, ' ') << "why: " << CommentSafe(e.reason) << "\n";
+    o << e.name << "=" << CommentSafe(e.value) << "\n    " << SourceName(e.source)
+      << std::string(10 - SourceName(e.source).size(), ' ') << e.origin << "\n";
+    if (!e.reason.empty()) o << "    why       " << CommentSafe(e.reason) << "\n";
   }
   if (!plan.notes.empty()) {
     o << "\nnot set:\n";

@@ -11,6 +11,14 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 step "preflight of this machine"
 $SL preflight || true
 
+step "environment: the tuned, explained NCCL/torch plan for this machine (versions detected)"
+$SL env --explain --run-dir /tmp/safe-launch-demo-env
+step "environment on a RoCE node in a container (fixture), NCCL 2.18: GID index computed, with a user value that contradicts the node"
+NCCL_IB_HCA=mlx5_9 $SL env --explain --sysroot tests/fixtures/roce-container-gid4 \
+  --nccl-version 2.18.3 --torch-version 2.5.1 --run-dir /tmp/safe-launch-demo-env || true
+step "environment as shell exports for an sbatch script: eval \"\$(safe-launch env)\""
+$SL env --sysroot tests/fixtures/ib-healthy --run-dir /tmp/safe-launch-demo-env
+
 step "hang detection: replay of a real torch 2.11 watchdog timeout -> bundle, job stopped (exit 124)"
 DEMO_RUN=$(mktemp -d)/run
 $SL --no-preflight --no-warmup --run-dir "$DEMO_RUN" -- build/bin/sl-test-child replay \

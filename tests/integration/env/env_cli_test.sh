@@ -58,8 +58,8 @@ ib)
   check "run dir created for the exported paths" test -d "$T/run"
   "$SL" env --sysroot "$FIX/ib-healthy" "${V[@]}" --explain >"$T/explain" 2>&1
   check "--explain names the recipe" grep -q '^recipe   infiniband' "$T/explain"
-  check "--explain gives a reason per value" grep -q 'why: the ACTIVE ports' "$T/explain"
-  check "--explain shows file:line origins" grep -qE '\[recipe: recipes/default.toml:[0-9]+\]' "$T/explain"
+  check "--explain gives a reason per value" grep -q 'why       the ACTIVE ports' "$T/explain"
+  check "--explain shows file:line origins" grep -qE '^    recipe    recipes/default.toml:[0-9]+$' "$T/explain"
   out=$(eval_env TORCH_NCCL_TRACE_BUFFER_SIZE TORCH_FR_BUFFER_SIZE TORCH_NCCL_DEBUG_INFO_TEMP_FILE \
     -- --sysroot "$FIX/ib-healthy" --nccl-version 2.28.9 --torch-version 2.5.1 --run-dir "$T/run")
   check "torch 2.5 gets the old Flight Recorder names" grep -qx 'TORCH_NCCL_TRACE_BUFFER_SIZE=2000' <<<"$out"
