@@ -115,6 +115,9 @@ class Rank {
     options_.local_rank = local_rank_;
     options_.backend = plan_.backend;
     options_.timeout = Timeout(rank_ == 0 ? reserve_ms_ : 0);
+    // Rank 0 connects to the store it hosts: instant, but libtorch refuses a timeout near 0,
+    // which is what is left when loading libtorch ate the budget on a busy node.
+    if (rank_ == 0) options_.timeout = std::max(options_.timeout, std::chrono::milliseconds(2000));
 
     auto store = ConnectStore(options_);
     if (!store.ok()) {
