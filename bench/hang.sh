@@ -25,7 +25,14 @@ def capture_time(nranks):
     tmp = tempfile.mkdtemp(prefix="sl-bench-hang-")
     run = os.path.join(tmp, "run")
     if os.path.exists(TORCHRUN):
-        job = [TORCHRUN, f"--nproc_per_node={nranks}", "-r", "1", "-t", "1", "--monitor_interval",
+        # As in the integration test: a loop prints until the workers reach their stopping point
+        # (torchrun needs seconds to start), so the stall that fires is the real one.
+        flag = os.path.join(tmp, "workers-started")
+        os.environ["STALL_FLAG"] = flag
+        job = ["/bin/sh", "-c",
+               f'(while [ ! -e "{flag}" ]; do echo "waiting for workers"; sleep 0.5; done) & '
+               'exec "$@"', "sh",
+               TORCHRUN, f"--nproc_per_node={nranks}", "-r", "1", "-t", "1", "--monitor_interval",
                "0.5", "--master_port", str(31500 + nranks),
                os.path.join(SRC, "tests/integration/hang/stall_job.py")]
         kind = "torchrun/Gloo"
@@ -42,10 +49,11 @@ def capture_time(nranks):
     man = {}
     for b in glob.glob(os.path.join(run, "hang-*/manifest.json")):
         man = json.load(open(b))
+    stacks = len(glob.glob(os.path.join(run, "hang-*/stacks/rank_*")))
     slow = sorted(((c["duration_s"], c["id"]) for c in man.get("collectors", [])), reverse=True)[:3]
     print(f"{nranks} local ranks ({kind}): detection -> complete bundle "
           f"{m.group(1) if m else '?'} s (target <= 10 s); exit {r.returncode}; "
-          f"bundles {len(bundles)}; slowest collectors {slow}")
+          f"bundles {len(bundles)}; rank stacks {stacks}; slowest collectors {slow}")
     if not m:
         print(err[-2000:])
     subprocess.run(["rm", "-rf", tmp])
@@ -71,6 +79,7 @@ def peak_rss():
           f"{hwm / 1024:.1f} MB (target <= 20 MB), {n / dt / 2**20:.0f} MiB/s")
     subprocess.run(["rm", "-rf", tmp])
 
+only = sys.argv[1:] if len(sys.argv) > 1 else []
 capture_time(2)
 capture_time(8)
 peak_rss()

@@ -168,7 +168,7 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
     o.error = "no rank process (with RANK in its environment) found";
   }
   nlohmann::json pipes = nlohmann::json::array();
-  struct Want { int rank; std::string path; };
+  struct Want { int rank; std::string path; bool triggered = false; };
   std::vector<Want> wanted;
   auto trigger_time = fs::file_time_type::clock::now();
   for (const RankProc& r : ctx.ranks) {
@@ -190,6 +190,7 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
     ssize_t n = write(fd, "1\n", 2);
     int err = errno;
     close(fd);
+    wanted.back().triggered = n == 2;
     pipes.push_back({{"rank", r.rank}, {"pipe", pipe}, {"status", n == 2 ? "triggered" : "error"},
                      {"error", n == 2 ? "" : std::string(std::strerror(err))}});
   }
@@ -217,7 +218,9 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
       if (size > 0 && fresh_enough && last_size[w.rank] == size) done[w.rank] = true;
       last_size[w.rank] = size;
     }
-    bool all = std::all_of(wanted.begin(), wanted.end(), [&](const Want& w) { return done[w.rank]; });
+    // Only triggered ranks are waited for: a rank without a pipe reader will not dump for us.
+    bool all = std::all_of(wanted.begin(), wanted.end(),
+                           [&](const Want& w) { return done[w.rank] || !w.triggered; });
     if (all || Clock::now() - start >= wait) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }

@@ -190,6 +190,26 @@ class HangTest(unittest.TestCase):
         self.assertIn("SeqNum=5", md)
         self.assertIn("collective_timeout", r.stderr.decode())
 
+    def test_flight_recorder_pipe_trigger_collects_dumps_and_survives_a_pipe_without_reader(self):
+        job = ["/usr/bin/python3", os.path.join(SRC, "tests", "integration", "hang",
+                                                "fake_fr_ranks.py"),
+               fixture("watchdog_timeout.torchrun.txt"), self.mark]
+        t0 = time.time()
+        r = self.sl(job, ["--kill-grace", "3"])
+        self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
+        self.assertTrue(wait_gone(self.mark))
+        bundle, summary, manifest = self.one_bundle(r)
+        fr = {c["id"]: c for c in manifest["collectors"]}["flight_recorder"]
+        pipes = {p["rank"]: p for p in fr["details"]["pipes"]}
+        self.assertEqual(pipes[0]["status"], "triggered")
+        self.assertEqual(pipes[1]["status"], "error")
+        self.assertIn("ENXIO", pipes[1]["error"])
+        with open(os.path.join(bundle, "fr", "fr_rank_0.pkl"), "rb") as f:
+            self.assertTrue(f.read().startswith(b"FAKE-FR-DUMP rank 0"))
+        self.assertEqual(fr["status"], "ok")
+        self.assertLess(fr["duration_s"], 8.5)
+        self.assertLess(time.time() - t0, 40)
+
     def test_capture_only_lets_the_job_run_on(self):
         job = [CHILD, self.mark, "replay", fixture("watchdog_timeout.torchrun.txt"), "20"]
         r = self.sl(job, ["--on-hang=capture-only"])
