@@ -68,11 +68,15 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
     out.push_back(std::move(f));
     return out;
   }
-  // GPUs PCI lists that the driver does not.
+  // GPUs PCI lists that the driver does not. Inside a GPU container /sys/bus/pci shows every
+  // GPU of the host while /proc/driver/nvidia/gpus lists only the ones given to the container
+  // (NVIDIA_VISIBLE_DEVICES): there a missing GPU is expected, not a fault.
+  const bool container_subset = Lookup(ctx.env, "NVIDIA_VISIBLE_DEVICES").has_value() &&
+                                !driver_gpus.empty();
   std::set<std::string> seen(driver_gpus.begin(), driver_gpus.end());
   int index = 0;
   for (const auto& g : gpus) {
-    if (!driver_gpus.empty() && !seen.count(g.pci_address)) {
+    if (version_file && !container_subset && !seen.count(g.pci_address)) {
       Finding f = Make("gpu" + std::to_string(index), Outcome::kFail,
                        "GPU at " + g.pci_address + " (" + g.device_id +
                            ") is on PCI but the NVIDIA driver does not list it: it fell off the "
@@ -91,7 +95,8 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   for (const auto& [m, n] : models) {
     model_text += (model_text.empty() ? "" : ", ") + std::to_string(n) + " x " + m;
   }
-  const std::size_t count = gpus.empty() ? driver_gpus.size() : gpus.size();
+  const std::size_t count =
+      gpus.empty() || container_subset ? driver_gpus.size() : gpus.size();
   std::string driver = have_driver ? "driver " + ctx.facts.nvidia_driver +
                                          (ctx.facts.nvidia_open_kernel ? " (open kernel modules)"
                                                                        : " (proprietary modules)")
