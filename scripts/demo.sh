@@ -34,3 +34,25 @@ $SL --on-preflight-fail=warn --run-dir "$DEMO_JOB" -- /usr/bin/torchrun --nproc_
   -r 1 -t 1 --monitor_interval 0.5 examples/allreduce_gloo.py && echo "safe-launch exited 0"
 ls "$DEMO_JOB"
 sed -n '/"exit_status"/p;/"state"/p' "$DEMO_JOB/status.json"
+
+step "warm-up: 2 nodes x 2 ranks on loopback (two safe-launch processes, RoCE fixtures, libtorch Gloo)"
+if [ -x build/bin/safe-launch-warmup ]; then
+  WU=$(mktemp -d)
+  WPORT=$(( 30000 + RANDOM % 20000 ))
+  warm_pair() {  # FIXTURE_NODE1
+    for n in 0 1; do
+      fx=tests/fixtures/roce-jumbo
+      [ "$n" = 1 ] && fx=$1
+      $SL --sysroot "$fx" --on-preflight-fail=warn --node-name "roce-$n" --nnodes 2 \
+        --node-rank $n --nproc-per-node 2 --rendezvous 127.0.0.1:$WPORT --warmup-timeout 60 \
+        --run-dir "$WU/n$n-$(basename "$1")" -- true 2>&1 | grep -E "warm-up|busbw|sweep|fail|  [0-9]" &
+    done
+    wait
+  }
+  warm_pair tests/fixtures/roce-jumbo
+  step "warm-up: same pair, node 1's RoCE netdevs at MTU 1500 -> named, job not started (exit 69)"
+  WPORT=$((WPORT + 2))
+  warm_pair tests/fixtures/roce-mtu1500
+else
+  echo "(safe-launch-warmup not built: libtorch not found)"
+fi
