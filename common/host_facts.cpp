@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "common/host_parse.h"
@@ -653,8 +654,11 @@ void GatherInterfaces(const FileReader& fs, NodeFacts* facts) {
   // getifaddrs() (and so NCCL) lists interfaces by ifindex; keep that order.
   std::stable_sort(facts->interfaces.begin(), facts->interfaces.end(),
                    [](const NetInterface& a, const NetInterface& b) {
-                     if (a.ifindex == 0 || b.ifindex == 0) return false;
-                     return a.ifindex < b.ifindex;
+                     // Unknown ifindex (0) sorts last, keeping a strict weak order.
+                     auto key = [](const NetInterface& n) {
+                       return n.ifindex > 0 ? n.ifindex : std::numeric_limits<int>::max();
+                     };
+                     return key(a) < key(b);
                    });
 }
 

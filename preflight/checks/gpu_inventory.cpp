@@ -89,14 +89,18 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
     }
     ++index;
   }
+  // The GPUs this node (or container) actually uses.
+  std::vector<GpuInfo> used;
+  for (const auto& g : gpus) {
+    if (!container_subset || seen.count(g.pci_address)) used.push_back(g);
+  }
   std::map<std::string, int> models;
-  for (const auto& g : gpus) models[g.model.empty() ? "device " + g.device_id : g.model]++;
+  for (const auto& g : used) models[g.model.empty() ? "device " + g.device_id : g.model]++;
   std::string model_text;
   for (const auto& [m, n] : models) {
     model_text += (model_text.empty() ? "" : ", ") + std::to_string(n) + " x " + m;
   }
-  const std::size_t count =
-      gpus.empty() || container_subset ? driver_gpus.size() : gpus.size();
+  const std::size_t count = used.empty() ? driver_gpus.size() : used.size();
   std::string driver = have_driver ? "driver " + ctx.facts.nvidia_driver +
                                          (ctx.facts.nvidia_open_kernel ? " (open kernel modules)"
                                                                        : " (proprietary modules)")
@@ -106,7 +110,7 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
                      "mixed GPU models on one node: " + model_text + "; " + driver);
     f.next_step = "NCCL runs at the pace of the slowest GPU; use identical GPUs per job or pin "
                   "CUDA_VISIBLE_DEVICES to one model";
-    for (const auto& g : gpus) {
+    for (const auto& g : used) {
       f.With("/proc/driver/nvidia/gpus/" + g.pci_address + "/information", "Model: " + g.model);
     }
     out.push_back(std::move(f));
@@ -118,7 +122,7 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
                      std::to_string(count) + " NVIDIA GPU(s)" +
                          (model_text.empty() ? "" : ": " + model_text) + "; " + driver);
     if (!version_line.empty()) f.With("/proc/driver/nvidia/version", version_line);
-    for (const auto& g : gpus) {
+    for (const auto& g : used) {
       f.With("/sys/bus/pci/devices/" + g.pci_address + "/device",
              g.device_id + (g.model.empty() ? "" : " (" + g.model + ")"));
     }

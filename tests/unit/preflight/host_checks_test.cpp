@@ -477,3 +477,64 @@ TEST_CASE("host facts of the live machine: never a crash, hostname set") {
   CHECK_FALSE(facts.hostname.empty());
   CHECK_FALSE(facts.interfaces.empty());
 }
+
+namespace {
+// The live node with kernel.dmesg_restrict=1 as seen by a non-root user: /dev/kmsg refuses.
+class DeniedKmsgReader final : public FileReader {
+ public:
+  explicit DeniedKmsgReader(const MemFileReader& inner) : inner_(inner) {}
+  Result<std::string> ReadFile(std::string_view path, std::size_t max) const override {
+    if (path == "/dev/kmsg") {
+      return MakeError("cannot open: Operation not permitted", "/dev/kmsg",
+                       "run as a user allowed to read it (or as root)");
+    }
+    return inner_.ReadFile(path, max);
+  }
+  Result<std::vector<std::string>> ListDir(std::string_view p) const override {
+    return inner_.ListDir(p);
+  }
+  Result<std::string> ReadLink(std::string_view p) const override { return inner_.ReadLink(p); }
+  bool Exists(std::string_view p) const override { return inner_.Exists(p); }
+  bool IsDir(std::string_view p) const override { return inner_.IsDir(p); }
+  Result<std::uint64_t> FsSizeBytes(std::string_view p) const override {
+    return inner_.FsSizeBytes(p);
+  }
+  std::string HostPath(std::string_view p) const override { return std::string(p); }
+  bool IsSysroot() const override { return false; }
+
+ private:
+  const MemFileReader& inner_;
+};
+}  // namespace
+
+TEST_CASE("kernel.log: a log refused by dmesg_restrict is an error with the fix") {
+  MemFileReader mem;
+  mem.AddFile("/proc/sys/kernel/dmesg_restrict", "1\n");
+  DeniedKmsgReader fs(mem);
+  NodeFacts facts;
+  Environment env;
+  Thresholds th;
+  CheckContext ctx{fs, env, facts, th};
+  auto findings = CheckKernelLog(ctx);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].outcome == Outcome::kError);
+  CHECK(Has(findings[0].next_step, "kernel.dmesg_restrict=1"));
+  CHECK(Has(findings[0].next_step, "sysctl -w kernel.dmesg_restrict=0"));
+}
+
+TEST_CASE("gpu.inventory inside a GPU container does not flag the host's other GPUs") {
+  MemFileReader fs;
+  for (const char* bdf : {"0000:18:00.0", "0000:2a:00.0"}) {
+    fs.AddFile(std::string("/sys/bus/pci/devices/") + bdf + "/vendor", "0x10de\n");
+    fs.AddFile(std::string("/sys/bus/pci/devices/") + bdf + "/class", "0x030200\n");
+  }
+  fs.AddFile("/proc/driver/nvidia/version",
+             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release\n");
+  fs.AddFile("/proc/driver/nvidia/gpus/0000:2a:00.0/information", "Model: \t NVIDIA H200\n");
+  auto bare = RunCheck(fs, CheckGpuInventory);
+  CHECK(ForEntity(bare.findings, "gpu0") != nullptr);  // on bare metal: a missing GPU
+  auto pod = RunCheck(fs, CheckGpuInventory, {{"NVIDIA_VISIBLE_DEVICES", "1"}});
+  REQUIRE(pod.findings.size() == 1);
+  CHECK(pod.findings[0].outcome == Outcome::kPass);
+  CHECK(Has(pod.findings[0].message, "1 NVIDIA GPU"));
+}
