@@ -2,6 +2,8 @@
 // v1, empty, another pod's slot) gives "ibv_modify_qp failed" at best and a silent hang at worst.
 // We compute the entry NCCL >= 2.21 picks on its own (common/node_facts.cpp mirrors its rule) and
 // judge NCCL_IB_GID_INDEX when it is set.
+#include <algorithm>
+
 #include "common/ib_sysfs.h"
 #include "common/strings.h"
 #include "preflight/check.h"
@@ -73,7 +75,15 @@ void AddTable(Finding& f, const IbPort& p) {
     std::string row = g.gid + "  " + (g.ipv4.empty() ? std::string("-") : g.ipv4) + "  " +
                       (g.VersionShort().empty() ? std::string("?") : g.VersionShort()) + "  " +
                       (g.ndev.empty() ? std::string("-") : g.ndev);
-    f.With(IbPortPath(p, "gids/" + std::to_string(g.index)), row);
+    const std::string path = IbPortPath(p, "gids/" + std::to_string(g.index));
+    // The chosen entry is already evidence: give it the table form instead of a second line.
+    auto it = std::find_if(f.evidence.begin(), f.evidence.end(),
+                           [&](const Evidence& e) { return e.source == path; });
+    if (it != f.evidence.end()) {
+      it->value = row;
+    } else {
+      f.With(path, row);
+    }
   }
 }
 
@@ -103,7 +113,7 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
     f.entity = p.Name();
     if (!sel.Uses(p)) {
       f.outcome = Outcome::kSkip;
-      f.message = p.Name() + ": NCCL will not use it (" + sel.WhyNot(p) + ")";
+      f.message = "NCCL will not use this port (" + sel.WhyNot(p) + ")";
       out.push_back(std::move(f));
       continue;
     }

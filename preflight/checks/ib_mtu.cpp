@@ -13,8 +13,6 @@ namespace {
 
 constexpr const char* kId = "ib.mtu";
 
-std::string NetdevOr(const IbPort& p) { return p.netdev.empty() ? "<netdev>" : p.netdev; }
-
 }  // namespace
 
 std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
@@ -32,6 +30,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
   const auto& th = ctx.thresholds;
   std::map<std::string, int> path_mtu;  // used, up ports: the IB MTU they will run at
   std::map<std::string, std::string> path_mtu_how;
+  std::vector<std::string> not_checkable;  // InfiniBand ports without a verbs answer
 
   for (const auto& p : ctx.facts.ib_ports) {
     Finding f;
@@ -40,7 +39,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
     const bool used = sel.Uses(p);
     if (!used) {
       f.outcome = Outcome::kSkip;
-      f.message = p.Name() + ": NCCL will not use it (" + sel.WhyNot(p) + ")";
+      f.message = "NCCL will not use this port (" + sel.WhyNot(p) + ")";
       out.push_back(std::move(f));
       continue;
     }
@@ -91,16 +90,11 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
     }
     // InfiniBand (or unknown link layer): only the verbs port query knows the active MTU.
     if (p.active_mtu <= 0) {
-      f.outcome = Outcome::kSkip;
-      f.message = p.Name() +
-                  ": InfiniBand active MTU not checkable here (not in sysfs; needs "
-                  "libibverbs on the live node" +
-                  std::string(ctx.fs.IsSysroot() ? ", not a --sysroot tree" : "") + ")";
-      out.push_back(std::move(f));
+      not_checkable.push_back(p.Name());
       continue;
     }
     f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
-    const std::string desc = p.Name() + " active MTU " + std::to_string(p.active_mtu);
+    const std::string desc = "active MTU " + std::to_string(p.active_mtu);
     const std::string fix =
         "the IB MTU comes from the partition: set mtu=5 (4096) for the "
         "partition in opensm's partitions.conf or UFM, then re-run "
@@ -122,6 +116,21 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
       path_mtu[p.Name()] = p.active_mtu;
       path_mtu_how[p.Name()] = "active";
     }
+    out.push_back(std::move(f));
+  }
+
+  if (!not_checkable.empty()) {
+    // One line for all of them: on a --sysroot tree this is every InfiniBand port.
+    Finding f;
+    f.check_id = kId;
+    f.entity = not_checkable.size() == 1 ? not_checkable[0] : "node";
+    f.outcome = Outcome::kSkip;
+    std::string list;
+    for (const auto& n : not_checkable) list += (list.empty() ? "" : ", ") + n;
+    f.message =
+        "InfiniBand active MTU not checkable for " + list +
+        ": it is not in sysfs and only libibverbs on the live node reports it" +
+        (ctx.fs.IsSysroot() ? " (this is a --sysroot tree)" : " (no device could be opened)");
     out.push_back(std::move(f));
   }
 

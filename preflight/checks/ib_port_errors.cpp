@@ -156,13 +156,13 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
     }
     if (c.read == 0) {
       f.outcome = Outcome::kSkip;
-      f.message = p.Name() + " exposes no error counters (no counters/ or hw_counters/)";
+      f.message = "the port exposes no error counters (no counters/ or hw_counters/)";
       out.push_back(std::move(f));
       continue;
     }
     if (c.nonzero.empty()) {
       f.outcome = Outcome::kPass;
-      f.message = p.Name() + ": all " + std::to_string(c.read) + " error counters are 0";
+      f.message = "all " + std::to_string(c.read) + " error counters are 0";
       out.push_back(std::move(f));
       continue;
     }
@@ -174,12 +174,12 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
     }
     if (sel.Uses(p)) {
       f.outcome = Outcome::kWarn;
-      f.message = p.Name() + " has error counts: " + list;
+      f.message = "error counts since the driver loaded: " + list;
       f.next_step = Fix(p, c);
     } else {
       f.outcome = Outcome::kSkip;
-      f.message = p.Name() + " has error counts (" + list + ") but NCCL will not use it (" +
-                  sel.WhyNot(p) + ")";
+      f.message =
+          "error counts (" + list + "), but NCCL will not use this port (" + sel.WhyNot(p) + ")";
     }
     out.push_back(std::move(f));
   }

@@ -109,13 +109,12 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     if (state_known && !p.IsUp()) {
       if (used) {
         f.outcome = Outcome::kFail;
-        f.message = p.Name() + " is " + StateText(p) + " but NCCL would use it (" + sel.Describe() +
+        f.message = StateText(p) + ", but NCCL would use this port (" + sel.Describe() +
                     "); NCCL skips it silently and this node runs with one " + "rail less";
         f.next_step = DownFix(p);
       } else {
         f.outcome = Outcome::kSkip;
-        f.message =
-            p.Name() + " is " + StateText(p) + "; NCCL will not use it (" + sel.WhyNot(p) + ")";
+        f.message = StateText(p) + "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
       }
       for (const auto* pr : problems) f.With(pr->path, "unreadable: " + pr->message);
       out.push_back(std::move(f));
@@ -128,27 +127,27 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     const std::string desc = StateText(p) + ", " + p.rate_text + ", " + p.link_layer;
     if (!used) {
       f.outcome = Outcome::kSkip;
-      f.message = p.Name() + " is " + desc + "; NCCL will not use it (" + sel.WhyNot(p) + ")";
+      f.message = desc + "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
       out.push_back(std::move(f));
       continue;
     }
     const double sibling = best.count(p.link_layer) ? best[p.link_layer] : p.rate_gbps;
     if (ctx.thresholds.min_rate_gbps > 0 && p.rate_gbps < ctx.thresholds.min_rate_gbps) {
       f.outcome = Outcome::kFail;
-      f.message = p.Name() + " runs at " + p.rate_text + ", below the required " +
+      f.message = "runs at " + p.rate_text + ", below the required " +
                   RateText(ctx.thresholds.min_rate_gbps);
       f.next_step = "check the link width/speed with `mlxlink -d " + p.device +
                     " -m` (a degraded lane or a wrong cable), reseat or replace the cable";
     } else if (p.rate_gbps < sibling) {
       f.outcome = Outcome::kWarn;
-      f.message = p.Name() + " runs at " + p.rate_text + " while its siblings run at " +
-                  RateText(sibling) + ": collectives pace to the slowest rail";
+      f.message = "runs at " + p.rate_text + " while its siblings run at " + RateText(sibling) +
+                  ": collectives pace to the slowest rail";
       f.next_step = "a lane or cable is degraded: `mlxlink -d " + p.device +
                     " -m` shows width/speed and errors; reseat or replace the cable, check the "
                     "switch port speed setting";
     } else {
       f.outcome = Outcome::kPass;
-      f.message = p.Name() + " " + desc;
+      f.message = desc;
     }
     out.push_back(std::move(f));
   }
