@@ -6,9 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/exit_codes.h"
 #include "common/file_reader.h"

@@ -3,10 +3,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "common/nccl_select.h"
 #include "common/strings.h"
@@ -56,10 +55,12 @@ Computed ComputeIbHca(const EnvSetting& s, const NodeFacts& facts) {
   auto up = Ports(facts, s.link_layer, true);
   auto all = Ports(facts, s.link_layer, false);
   if (up.empty()) {
-    std::string why = all.empty() ? "this node has no RDMA port" +
-                                        (s.link_layer.empty() ? "" : " of link layer " + s.link_layer)
-                                  : "no RDMA port is ACTIVE/LinkUp";
-    return {std::nullopt, why + "; left unset (NCCL would use sockets: see preflight ib.port.state)"};
+    std::string why = all.empty()
+                          ? "this node has no RDMA port" +
+                                (s.link_layer.empty() ? "" : " of link layer " + s.link_layer)
+                          : "no RDMA port is ACTIVE/LinkUp";
+    return {std::nullopt,
+            why + "; left unset (NCCL would use sockets: see preflight ib.port.state)"};
   }
   NcclNameFilter f;
   f.exact = true;
@@ -145,8 +146,10 @@ Computed ComputeGidIndex(const EnvSetting& s, const Environment& env, const Node
   }
   const std::string where = Join(picks, ", ");
   if (!versions.nccl) {
-    return {std::nullopt, "NCCL version unknown; assuming >= 2.21, which picks the RoCE v2 GID "
-                          "itself (" + where + "); state --nccl-version if older"};
+    return {std::nullopt,
+            "NCCL version unknown; assuming >= 2.21, which picks the RoCE v2 GID "
+            "itself (" +
+                where + "); state --nccl-version if older"};
   }
   if (*versions.nccl >= kNcclAutoGid) {
     return {std::nullopt, "NCCL " + versions.nccl->ToString() +
@@ -154,8 +157,8 @@ Computed ComputeGidIndex(const EnvSetting& s, const Environment& env, const Node
                               "); setting it would only break on nodes whose table differs"};
   }
   if (!agree) {
-    return {std::nullopt, "ports need different GID indexes (" + where +
-                              ") but NCCL " + versions.nccl->ToString() +
+    return {std::nullopt, "ports need different GID indexes (" + where + ") but NCCL " +
+                              versions.nccl->ToString() +
                               " takes one global value; upgrade NCCL to >= 2.21"};
   }
   return {std::to_string(*common),
@@ -223,10 +226,14 @@ bool ValidShellName(std::string_view n) {
 std::string CommentSafe(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (static_cast<unsigned char>(c) < 0x20) out += '?';
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += '?';
+    else
+      out += c;
   }
   return out;
 }
@@ -277,10 +284,10 @@ std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& fac
   }
   if (auto v = Lookup(env, "NCCL_NET")) {
     if (ToLower(Trim(*v)) == "socket" && !active.empty()) {
-      out.push_back({"NCCL_NET", *v,
-                     "socket transport forced while RDMA ports are ACTIVE (" +
-                         Join(active_names, ", ") + ")",
-                     "unset NCCL_NET"});
+      out.push_back(
+          {"NCCL_NET", *v,
+           "socket transport forced while RDMA ports are ACTIVE (" + Join(active_names, ", ") + ")",
+           "unset NCCL_NET"});
     }
   }
   if (auto v = Lookup(env, "NCCL_IB_HCA"); v && !facts.ib_ports.empty()) {
@@ -301,17 +308,17 @@ std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& fac
           if (hits.empty()) {
             std::vector<std::string> have;
             for (const auto& p : facts.ib_ports) have.push_back(p.Name());
-            out.push_back({"NCCL_IB_HCA", *v,
-                           "names " + ent + ", which this node does not have (ports: " +
-                               Join(have, ", ") + ")",
-                           "list only existing ports, e.g. NCCL_IB_HCA='=" +
-                               (active_names.empty() ? std::string("mlx5_0:1")
-                                                     : Join(active_names, ",")) +
-                               "'"});
+            out.push_back(
+                {"NCCL_IB_HCA", *v,
+                 "names " + ent + ", which this node does not have (ports: " + Join(have, ", ") +
+                     ")",
+                 "list only existing ports, e.g. NCCL_IB_HCA='=" +
+                     (active_names.empty() ? std::string("mlx5_0:1") : Join(active_names, ",")) +
+                     "'"});
             continue;
           }
-          bool any_up = std::any_of(hits.begin(), hits.end(),
-                                    [](const IbPort* p) { return p->IsUp(); });
+          bool any_up =
+              std::any_of(hits.begin(), hits.end(), [](const IbPort* p) { return p->IsUp(); });
           if (!any_up) {
             std::vector<std::string> d;
             for (const IbPort* p : hits) d.push_back(PortDesc(*p));
@@ -364,8 +371,7 @@ std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& fac
           problem = "GID index " + *v + " on " + p->Name() + " is link-local (" + entry->gid +
                     "): not routable between nodes";
         } else if (!entry->type.empty() && !entry->IsRoceV2()) {
-          problem = "GID index " + *v + " on " + p->Name() + " is " + entry->type +
-                    ", not RoCE v2";
+          problem = "GID index " + *v + " on " + p->Name() + " is " + entry->type + ", not RoCE v2";
         }
         if (problem.empty()) continue;
         auto good = SelectNcclGidIndex(*p, env);
@@ -425,11 +431,11 @@ Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFac
     if (spec != nullptr) {
       const auto& owner_version = spec->owner == "torch" ? versions.torch : versions.nccl;
       if (!AppliesTo(*spec, owner_version)) {
-        plan.notes.push_back({name, std::string(spec->owner) + " " + VersionText(owner_version) +
-                                        " does not read it" +
-                                        (spec->since ? " (added in " + spec->since->ToString() + ")"
-                                                     : std::string()) +
-                                        "; not set"});
+        plan.notes.push_back(
+            {name,
+             std::string(spec->owner) + " " + VersionText(owner_version) + " does not read it" +
+                 (spec->since ? " (added in " + spec->since->ToString() + ")" : std::string()) +
+                 "; not set"});
         continue;
       }
     }
@@ -524,8 +530,8 @@ Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFac
 Result<Plan> ResolveForNode(const ResolveOptions& options, const Environment& env,
                             const NodeFacts& facts) {
   std::string why;
-  Result<Recipe> recipe = options.recipe.empty() ? ChooseRecipe(facts, env, &why)
-                                                 : LoadRecipe(options.recipe, env);
+  Result<Recipe> recipe =
+      options.recipe.empty() ? ChooseRecipe(facts, env, &why) : LoadRecipe(options.recipe, env);
   if (!recipe.ok()) return recipe.error();
   if (!options.recipe.empty()) why = "named with --recipe";
   auto plan = Resolve(*recipe, env, facts, options.versions, options.run_dir);
@@ -547,9 +553,8 @@ std::string ShellQuote(std::string_view value) {
 
 std::string PlanToShell(const Plan& plan) {
   std::string out = "# safe-launch env: recipe " + CommentSafe(plan.recipe) + " (" +
-                    CommentSafe(plan.recipe_path) + "), NCCL " +
-                    VersionText(plan.versions.nccl) + ", torch " +
-                    VersionText(plan.versions.torch) + "\n";
+                    CommentSafe(plan.recipe_path) + "), NCCL " + VersionText(plan.versions.nccl) +
+                    ", torch " + VersionText(plan.versions.torch) + "\n";
   for (const auto& c : plan.conflicts) {
     out += "# " + std::string(c.warning_only ? "warning" : "conflict") + ": " +
            CommentSafe(c.name) + ": " + CommentSafe(c.message) + " (fix: " + CommentSafe(c.fix) +
@@ -581,8 +586,10 @@ nlohmann::json PlanToJson(const Plan& plan) {
                    {"torch_source", plan.versions.torch_source}};
   j["entries"] = nlohmann::json::array();
   for (const auto& e : plan.entries) {
-    nlohmann::json x = {{"name", e.name},     {"value", e.value},
-                        {"source", SourceName(e.source)}, {"origin", e.origin},
+    nlohmann::json x = {{"name", e.name},
+                        {"value", e.value},
+                        {"source", SourceName(e.source)},
+                        {"origin", e.origin},
                         {"reason", e.reason}};
     if (e.source == Source::kUser && !e.recipe_value.empty()) x["recipe_value"] = e.recipe_value;
     j["entries"].push_back(std::move(x));
@@ -598,19 +605,19 @@ nlohmann::json PlanToJson(const Plan& plan) {
   j["notes"] = nlohmann::json::array();
   for (const auto& n : plan.notes) j["notes"].push_back({{"name", n.name}, {"message", n.message}});
   const Thresholds& t = plan.thresholds;
-  j["thresholds"] = {{"min_ib_mtu", t.min_ib_mtu},
-                     {"min_roce_mtu", t.min_roce_mtu},
-                     {"expected_mtu", t.expected_mtu ? nlohmann::json(*t.expected_mtu)
-                                                     : nlohmann::json(nullptr)},
-                     {"min_rate_gbps", t.min_rate_gbps},
-                     {"min_memlock", t.min_memlock},
-                     {"min_nofile", t.min_nofile},
-                     {"min_shm", t.min_shm},
-                     {"min_rmem_max", t.min_rmem_max},
-                     {"min_wmem_max", t.min_wmem_max},
-                     {"min_tcp_rmem_max", t.min_tcp_rmem_max},
-                     {"min_tcp_wmem_max", t.min_tcp_wmem_max},
-                     {"min_local_ports", t.min_local_ports}};
+  j["thresholds"] = {
+      {"min_ib_mtu", t.min_ib_mtu},
+      {"min_roce_mtu", t.min_roce_mtu},
+      {"expected_mtu", t.expected_mtu ? nlohmann::json(*t.expected_mtu) : nlohmann::json(nullptr)},
+      {"min_rate_gbps", t.min_rate_gbps},
+      {"min_memlock", t.min_memlock},
+      {"min_nofile", t.min_nofile},
+      {"min_shm", t.min_shm},
+      {"min_rmem_max", t.min_rmem_max},
+      {"min_wmem_max", t.min_wmem_max},
+      {"min_tcp_rmem_max", t.min_tcp_rmem_max},
+      {"min_tcp_wmem_max", t.min_tcp_wmem_max},
+      {"min_local_ports", t.min_local_ports}};
   j["thresholds_set"] = plan.thresholds_set;
   j["waive"] = plan.waive;
   return j;

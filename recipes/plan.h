@@ -9,10 +9,9 @@
 //   if (!plan) -> usage error (exit_code::kUsage), print plan.error().Describe()
 //   Environment job_env = sl::recipes::ApplyPlan(*plan, env);
 //   preflight_opts.thresholds = plan->thresholds;  preflight_opts.waive += plan->waive;
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/environment.h"
 #include "common/node_facts.h"
@@ -31,7 +30,7 @@ enum class Source {
 std::string_view SourceName(Source s);  ///< "user", "recipe", "computed"
 
 struct PlanEntry {
-  std::string name;    ///< as exported (already renamed for the detected torch version)
+  std::string name;  ///< as exported (already renamed for the detected torch version)
   std::string value;
   Source source = Source::kRecipe;
   std::string origin;  ///< "environment", "recipes/default.toml:12"
@@ -65,7 +64,7 @@ struct Plan {
   std::vector<PlanEntry> entries;  ///< in export order
   std::vector<Conflict> conflicts;
   std::vector<PlanNote> notes;
-  Thresholds thresholds;           ///< for PreflightOptions.thresholds
+  Thresholds thresholds;  ///< for PreflightOptions.thresholds
   std::vector<std::string> thresholds_set;
   std::vector<std::string> waive;  ///< for PreflightOptions.waive
 
@@ -79,8 +78,8 @@ struct ResolveOptions {
 };
 
 /// Contradictions between NCCL_* values in `env` and the node: NCCL_IB_DISABLE=1 or NCCL_NET=Socket
-/// with active RDMA ports, NCCL_IB_HCA naming missing/down ports or selecting none (or a prefix that
-/// also selects mlx5_10.. for mlx5_1), NCCL_IB_GID_INDEX on an empty/link-local/RoCE v1 entry,
+/// with active RDMA ports, NCCL_IB_HCA naming missing/down ports or selecting none (or a prefix
+/// that also selects mlx5_10.. for mlx5_1), NCCL_IB_GID_INDEX on an empty/link-local/RoCE v1 entry,
 /// NCCL_SOCKET_IFNAME matching no (up) interface. Used by Resolve and the env.nccl check.
 std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& facts);
 

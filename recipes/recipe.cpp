@@ -2,13 +2,13 @@
 // nothing leaves this module but Result values.
 #include "recipes/recipe.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 #include "common/strings.h"
 #include "recipes/registry.h"
@@ -20,8 +20,8 @@ const std::vector<std::pair<std::string, std::string>>& EmbeddedRecipes();
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"description", "extends", "match", "env", "thresholds",
-                                           "waive"};
+const std::vector<std::string> kTopKeys = {"description", "extends",    "match",
+                                           "env",         "thresholds", "waive"};
 const std::vector<std::string> kMatchKeys = {"link_layer", "device", "gpu_model", "priority"};
 const std::vector<std::string> kComputeNames = {"ib_hca", "socket_ifname", "roce_gid_index",
                                                 "ras_addr"};
@@ -58,11 +58,16 @@ Result<std::uint64_t> ParseSize(std::string_view text, const std::string& where)
   if (!num.ok()) return num.error();
   std::string unit = ToLower(Trim(s.substr(i)));
   double mult = 1;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kib" || unit == "kb") mult = 1024.0;
-  else if (unit == "m" || unit == "mib" || unit == "mb") mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib" || unit == "gb") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tib" || unit == "tb") mult = 1024.0 * 1024 * 1024 * 1024;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb")
+    mult = 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mb")
+    mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gb")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib" || unit == "tb")
+    mult = 1024.0 * 1024 * 1024 * 1024;
   else {
     return MakeError("unknown size unit '" + unit + "'", where, "use B, KiB, MiB, GiB or TiB");
   }
@@ -200,12 +205,12 @@ Status ParseEnv(const toml::table& t, std::string_view path, Recipe* r) {
                          DidYouMean("", kComputeNames));
       }
       if (compute) {
-      if (std::find(kComputeNames.begin(), kComputeNames.end(), *compute) ==
-          kComputeNames.end()) {
-        return MakeError("unknown compute '" + *compute + "' for " + name, where,
-                         DidYouMean(*compute, kComputeNames));
-      }
-      s.compute = *compute;
+        if (std::find(kComputeNames.begin(), kComputeNames.end(), *compute) ==
+            kComputeNames.end()) {
+          return MakeError("unknown compute '" + *compute + "' for " + name, where,
+                           DidYouMean(*compute, kComputeNames));
+        }
+        s.compute = *compute;
       }
       s.required = (*tbl)["required"].value_or(false);
       s.link_layer = (*tbl)["link_layer"].value_or(std::string());
@@ -309,9 +314,9 @@ Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
       if (const std::string* text = BuiltinRecipeText(key)) {
         out = LoadText(*text, "recipes/" + key + ".toml", env, stack);
       } else {
-        out = MakeError("no recipe named '" + key + "'", key,
-                        DidYouMean(key, BuiltinRecipeNames()) +
-                            " (or give a path to a .toml file)");
+        out =
+            MakeError("no recipe named '" + key + "'", key,
+                      DidYouMean(key, BuiltinRecipeNames()) + " (or give a path to a .toml file)");
       }
     }
   }
@@ -342,10 +347,10 @@ Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
     root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
-    return MakeError("malformed TOML: " + std::string(e.description()),
-                     std::string(path) + ":" + std::to_string(b.line) + ":" +
-                         std::to_string(b.column),
-                     "fix the TOML syntax at that line and column");
+    return MakeError(
+        "malformed TOML: " + std::string(e.description()),
+        std::string(path) + ":" + std::to_string(b.line) + ":" + std::to_string(b.column),
+        "fix the TOML syntax at that line and column");
   } catch (const std::exception& e) {
     return MakeError(std::string("cannot parse: ") + e.what(), std::string(path));
   }

@@ -17,12 +17,12 @@ namespace sl::recipes {
 /// the node's facts ({ compute = "ib_hca" | "socket_ifname" | "roce_gid_index" | "ras_addr" }).
 struct EnvSetting {
   std::string name;
-  std::string literal;  ///< the value as written (numbers/bools turned into text)
-  std::string compute;  ///< "" for a literal
-  std::string why;      ///< optional `why = "..."` of a computed entry
+  std::string literal;     ///< the value as written (numbers/bools turned into text)
+  std::string compute;     ///< "" for a literal
+  std::string why;         ///< optional `why = "..."` of a computed entry
   bool required = false;   ///< computed: the node must provide it (else the fallback is a note)
   std::string link_layer;  ///< computed ib_hca/roce_gid_index: only ports of this link layer
-  std::string origin;   ///< "recipes/infiniband.toml:14"
+  std::string origin;      ///< "recipes/infiniband.toml:14"
 };
 
 /// [match]: all given keys must hold for the recipe to be chosen automatically.
@@ -35,15 +35,15 @@ struct Match {
 };
 
 struct Recipe {
-  std::string name;         ///< file stem: "infiniband"
-  std::string path;         ///< as shown in messages: "recipes/infiniband.toml" or the user path
+  std::string name;  ///< file stem: "infiniband"
+  std::string path;  ///< as shown in messages: "recipes/infiniband.toml" or the user path
   std::string description;
   std::vector<std::string> chain;  ///< this recipe, then what it extends, ... (names)
   Match match;
-  std::vector<EnvSetting> env;     ///< merged over the chain: a child's entry replaces the parent's
-  Thresholds thresholds;           ///< defaults overridden by [thresholds] along the chain
+  std::vector<EnvSetting> env;  ///< merged over the chain: a child's entry replaces the parent's
+  Thresholds thresholds;        ///< defaults overridden by [thresholds] along the chain
   std::vector<std::string> thresholds_set;  ///< "min_roce_mtu (recipes/roce.toml:20)" for explain
-  std::vector<std::string> waive;  ///< check ids, union over the chain
+  std::vector<std::string> waive;           ///< check ids, union over the chain
 };
 
 /// Names of the shipped recipes ("default", "infiniband", "roce", "socket-only", ...).

@@ -1,6 +1,6 @@
-// The variable registry as data. Names, defaults and accepted values were checked against NVIDIA/nccl
-// src/ (NCCL_PARAM / DEFINE_NCCL_PARAM / ncclGetEnv) and PyTorch's ProcessGroupNCCL.hpp /
-// FlightRecorder; version bounds come from the releases that introduced them (see doc/manual.md).
+// The variable registry as data. Names, defaults and accepted values were checked against
+// NVIDIA/nccl src/ (NCCL_PARAM / DEFINE_NCCL_PARAM / ncclGetEnv) and PyTorch's ProcessGroupNCCL.hpp
+// / FlightRecorder; version bounds come from the releases that introduced them (see doc/manual.md).
 #include "recipes/registry.h"
 
 #include <algorithm>
@@ -50,12 +50,10 @@ const std::vector<VarSpec>& Detailed() {
        "adaptive routing: 0 off, 1 on, default auto", "nccl"},
       {"NCCL_IB_MERGE_NICS", VarType::kBool, "", 0, 1, "1", "merge dual-port NICs into one device",
        "nccl"},
-      {"NCCL_IB_CUDA_SUPPORT", VarType::kBool, "", 0, 1, "",
-       "old switch for GPUDirect RDMA", "nccl", std::nullopt, std::nullopt,
-       "NCCL_NET_GDR_LEVEL", V(2, 4)},
-      {"NCCL_IB_GDR_LEVEL", VarType::kString, "", 0, 0, "",
-       "old name of NCCL_NET_GDR_LEVEL", "nccl", std::nullopt, std::nullopt, "NCCL_NET_GDR_LEVEL",
-       V(2, 4)},
+      {"NCCL_IB_CUDA_SUPPORT", VarType::kBool, "", 0, 1, "", "old switch for GPUDirect RDMA",
+       "nccl", std::nullopt, std::nullopt, "NCCL_NET_GDR_LEVEL", V(2, 4)},
+      {"NCCL_IB_GDR_LEVEL", VarType::kString, "", 0, 0, "", "old name of NCCL_NET_GDR_LEVEL",
+       "nccl", std::nullopt, std::nullopt, "NCCL_NET_GDR_LEVEL", V(2, 4)},
       {"NCCL_NET_GDR_LEVEL", VarType::kEnum, "LOC|PIX|PXB|PHB|SYS|0|1|2|3|4|5", 0, 0, "",
        "how far apart NIC and GPU may be for GPUDirect RDMA", "nccl"},
       {"NCCL_NET_GDR_READ", VarType::kInt, "", -2, 1, "-2", "GPUDirect RDMA for sends", "nccl"},
@@ -95,25 +93,25 @@ const std::vector<VarSpec>& Detailed() {
        "log subsystems: INIT,COLL,P2P,SHM,NET,GRAPH,TUNING,ENV,ALLOC,CALL,PROXY,NVLS,BOOTSTRAP,"
        "REG,PROFILE,RAS,ALL (^ to exclude)",
        "nccl"},
-      {"NCCL_RAS_ENABLE", VarType::kBool, "", 0, 1, "1",
-       "RAS subsystem (ncclras queries) on/off", "nccl", V(2, 24, 3)},
+      {"NCCL_RAS_ENABLE", VarType::kBool, "", 0, 1, "1", "RAS subsystem (ncclras queries) on/off",
+       "nccl", V(2, 24, 3)},
       {"NCCL_RAS_ADDR", VarType::kHostPort, "", 0, 0, "localhost:28028",
        "address the RAS client socket listens on; one per node, so jobs sharing a node collide",
        "nccl", V(2, 24, 3)},
       {"NCCL_COMM_BLOCKING", VarType::kBool, "", 0, 1, "",
        "blocking communicator calls (unset: per config)", "nccl"},
-      {"NCCL_LAUNCH_MODE", VarType::kEnum, "PARALLEL|GROUP", 0, 0, "PARALLEL",
-       "kernel launch mode", "nccl"},
+      {"NCCL_LAUNCH_MODE", VarType::kEnum, "PARALLEL|GROUP", 0, 0, "PARALLEL", "kernel launch mode",
+       "nccl"},
       {"NCCL_CUMEM_ENABLE", VarType::kBool, "", 0, 1, "", "cuMem* allocations", "nccl"},
-      {"NCCL_IGNORE_CPU_AFFINITY", VarType::kBool, "", 0, 1, "0",
-       "ignore the job's CPU affinity", "nccl"},
+      {"NCCL_IGNORE_CPU_AFFINITY", VarType::kBool, "", 0, 1, "0", "ignore the job's CPU affinity",
+       "nccl"},
       // ---- PyTorch ProcessGroupNCCL / Flight Recorder ----
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", VarType::kInt, "", 0, 3, "3",
        "on a NCCL error/timeout: 0 nothing, 1 abort comm + tear down, 2 abort comm only, "
        "3 tear down without aborting (default)",
        "torch", V(2, 2)},
-      {"NCCL_ASYNC_ERROR_HANDLING", VarType::kInt, "", 0, 3, "", "old name", "torch",
-       std::nullopt, std::nullopt, "TORCH_NCCL_ASYNC_ERROR_HANDLING", V(2, 2)},
+      {"NCCL_ASYNC_ERROR_HANDLING", VarType::kInt, "", 0, 3, "", "old name", "torch", std::nullopt,
+       std::nullopt, "TORCH_NCCL_ASYNC_ERROR_HANDLING", V(2, 2)},
       {"TORCH_NCCL_BLOCKING_WAIT", VarType::kBool, "", 0, 1, "0",
        "wait() blocks and raises on timeout", "torch", V(2, 2)},
       {"NCCL_BLOCKING_WAIT", VarType::kBool, "", 0, 1, "", "old name", "torch", std::nullopt,
@@ -189,8 +187,8 @@ const std::vector<VarSpec>& All() {
   static const std::vector<VarSpec> kAll = [] {
     std::vector<VarSpec> all = Detailed();
     for (const BulkName& b : kNcclNames) {
-      bool have = std::any_of(all.begin(), all.end(),
-                              [&](const VarSpec& s) { return s.name == b.name; });
+      bool have =
+          std::any_of(all.begin(), all.end(), [&](const VarSpec& s) { return s.name == b.name; });
       if (have) continue;
       all.push_back(VarSpec{b.name, VarType::kString, "", 0, 0, b.default_value,
                             "NCCL parameter (not validated by safe-launch; see NCCL's env docs)",
@@ -285,7 +283,8 @@ Status ValidateValue(const VarSpec& spec, std::string_view value) {
     }
     case VarType::kEnum: {
       std::string upper;
-      for (char c : Trim(value)) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      for (char c : Trim(value))
+        upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       for (const auto& v : EnumValues(spec)) {
         if (v == upper) return OkStatus();
       }

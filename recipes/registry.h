@@ -14,13 +14,13 @@
 namespace sl::recipes {
 
 enum class VarType {
-  kInt,      ///< decimal integer within [min, max]
-  kBool,     ///< 0/1 (NCCL reads integers; only 0 and 1 are meaningful)
-  kEnum,     ///< one of `values` ('|'-separated, case-insensitive as NCCL reads them)
-  kIbHca,    ///< NCCL_IB_HCA syntax (common/nccl_select.h)
-  kIfname,   ///< NCCL_SOCKET_IFNAME syntax
-  kString,   ///< free text (paths, lists NCCL parses itself)
-  kHostPort, ///< "host:port" (NCCL_RAS_ADDR)
+  kInt,       ///< decimal integer within [min, max]
+  kBool,      ///< 0/1 (NCCL reads integers; only 0 and 1 are meaningful)
+  kEnum,      ///< one of `values` ('|'-separated, case-insensitive as NCCL reads them)
+  kIbHca,     ///< NCCL_IB_HCA syntax (common/nccl_select.h)
+  kIfname,    ///< NCCL_SOCKET_IFNAME syntax
+  kString,    ///< free text (paths, lists NCCL parses itself)
+  kHostPort,  ///< "host:port" (NCCL_RAS_ADDR)
 };
 
 struct VarSpec {

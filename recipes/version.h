@@ -33,9 +33,9 @@ struct Versions {
 };
 
 struct DetectOptions {
-  std::string python = "/usr/bin/python3";   ///< the Python the job uses
-  std::optional<std::string> nccl_override;  ///< --nccl-version
-  std::optional<std::string> torch_override; ///< --torch-version
+  std::string python = "/usr/bin/python3";    ///< the Python the job uses
+  std::optional<std::string> nccl_override;   ///< --nccl-version
+  std::optional<std::string> torch_override;  ///< --torch-version
   /// Cache directory; "" = $XDG_CACHE_HOME/safe-launch or ~/.cache/safe-launch. "-" = no cache.
   std::string cache_dir;
   /// System libnccl locations tried when the torch wheel carries none.

@@ -8,11 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/strings.h"
 #include "recipes/version.h"
@@ -211,7 +210,7 @@ Result<Versions> DetectVersions(const DetectOptions& options, const Environment&
   }
   if (out.nccl && out.torch) return out;
 
-  std::string cache_dir = options.cache_dir == "-"  ? std::string()
+  std::string cache_dir = options.cache_dir == "-"    ? std::string()
                           : options.cache_dir.empty() ? DefaultCacheDir(env)
                                                       : options.cache_dir;
   Cache cache(cache_dir);
@@ -219,8 +218,8 @@ Result<Versions> DetectVersions(const DetectOptions& options, const Environment&
   std::vector<std::string> paths = PythonPaths(options.python, cache, &problem);
 
   if (!out.torch) {
-    out.torch_source = problem.empty() ? "no torch/version.py on " + options.python + "'s sys.path"
-                                       : problem;
+    out.torch_source =
+        problem.empty() ? "no torch/version.py on " + options.python + "'s sys.path" : problem;
     for (const auto& dir : paths) {
       std::string f = dir + "/torch/version.py";
       std::string raw;

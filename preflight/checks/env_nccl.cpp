@@ -28,12 +28,12 @@ std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
     const recipes::VarSpec* spec = recipes::FindVariable(name);
     if (spec == nullptr) {
       std::string near = recipes::SuggestVariable(name);
-      out.push_back(Make(name, Outcome::kWarn,
-                         "unknown variable: neither NCCL nor PyTorch reads it, so it has no effect" +
-                             (near.empty() ? std::string() : "; did you mean " + near + "?"),
-                         near.empty() ? "check the spelling, or unset it"
-                                      : "rename it to " + near)
-                        .With(name, value));
+      out.push_back(
+          Make(name, Outcome::kWarn,
+               "unknown variable: neither NCCL nor PyTorch reads it, so it has no effect" +
+                   (near.empty() ? std::string() : "; did you mean " + near + "?"),
+               near.empty() ? "check the spelling, or unset it" : "rename it to " + near)
+              .With(name, value));
       continue;
     }
     if (!spec->replaced_by.empty()) {

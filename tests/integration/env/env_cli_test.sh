@@ -191,6 +191,23 @@ ras)
   c=$(SLURM_JOB_ID=4242 eval_env NCCL_RAS_ADDR -- --sysroot "$FIX/socket-only" --nccl-version 2.21.5 --torch-version 2.11.0 --run-dir "$T/run")
   check "no RAS address for NCCL 2.21" grep -qx 'NCCL_RAS_ADDR=<unset>' <<<"$c"
   ;;
+lint)
+  # The preflight env.nccl check lints the same registry against the same facts.
+  need_fixture ib-healthy
+  NCCL_IB_DISABLE=1 "$SL" preflight --only env.nccl --sysroot "$FIX/ib-healthy" >"$T/out" 2>&1
+  check "NCCL_IB_DISABLE=1 on an IB node fails env.nccl (exit 1)" test $? -eq 1
+  check "the failure says training would use sockets" grep -q "sockets" "$T/out"
+  NCCL_IB_HAC=mlx5_0 TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "$SL" preflight --only env.nccl \
+    --sysroot "$FIX/ib-healthy" -v >"$T/out" 2>&1
+  check "unknown and deprecated names only warn (exit 0)" test $? -eq 0
+  check "did you mean NCCL_IB_HCA" grep -q "did you mean NCCL_IB_HCA" "$T/out"
+  check "deprecated name points at TORCH_FR_BUFFER_SIZE" grep -q "TORCH_FR_BUFFER_SIZE" "$T/out"
+  NCCL_IB_TIMEOUT=99 "$SL" preflight --only env.nccl --sysroot "$FIX/ib-healthy" >"$T/out" 2>&1
+  check "out-of-range value fails env.nccl" test $? -eq 1
+  eval "$("$SL" env --sysroot "$FIX/ib-healthy" "${V[@]}" 2>/dev/null)"
+  "$SL" preflight --only env.nccl --sysroot "$FIX/ib-healthy" >"$T/out" 2>&1
+  check "the environment env exports passes env.nccl" test $? -eq 0
+  ;;
 *)
   echo "unknown case $CASE"
   exit 2

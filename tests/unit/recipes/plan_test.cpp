@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "recipes/plan.h"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "recipes/plan.h"
 #include "recipes/registry.h"
 #include "tests/unit/recipes/test_facts.h"
 
@@ -243,13 +243,13 @@ TEST_CASE("{run_dir} without a run directory is an error") {
 TEST_CASE("shell output single-quotes hostile values") {
   Plan p;
   p.recipe = "x";
-  p.entries.push_back({"NCCL_DEBUG_FILE", "a'b $(touch /tmp/pwn) `id`\nnext", Source::kUser,
-                       "environment", ""});
+  p.entries.push_back(
+      {"NCCL_DEBUG_FILE", "a'b $(touch /tmp/pwn) `id`\nnext", Source::kUser, "environment", ""});
   p.entries.push_back({"NCCL_BAD;NAME", "v", Source::kUser, "environment", ""});
   p.conflicts.push_back({"NCCL_X", "v\nexport EVIL=1", "bad\nexport EVIL=2", "fix", false});
   std::string sh = PlanToShell(p);
-  CHECK_THAT(sh, Catch::Contains(
-                     "export NCCL_DEBUG_FILE='a'\\''b $(touch /tmp/pwn) `id`\nnext'\n"));
+  CHECK_THAT(sh,
+             Catch::Contains("export NCCL_DEBUG_FILE='a'\\''b $(touch /tmp/pwn) `id`\nnext'\n"));
   CHECK_THAT(sh, !Catch::Contains("export NCCL_BAD;NAME"));
   CHECK_THAT(sh, !Catch::Contains("\nexport EVIL"));
 }

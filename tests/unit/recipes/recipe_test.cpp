@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "recipes/recipe.h"
 
+#include <catch2/catch.hpp>
 #include <map>
 
-#include "recipes/recipe.h"
 #include "tests/unit/recipes/test_facts.h"
 
 using namespace sl;
@@ -140,8 +140,8 @@ TEST_CASE("bad thresholds name the key and range") {
 }
 
 TEST_CASE("waive lists are unioned along extends and validated as ids") {
-  auto r = Parse("extends = \"base\"\nwaive = [\"pci.acs\"]\n",
-                 {{"base", "waive = [\"gpu.gdr\"]\n"}});
+  auto r =
+      Parse("extends = \"base\"\nwaive = [\"pci.acs\"]\n", {{"base", "waive = [\"gpu.gdr\"]\n"}});
   REQUIRE(r.ok());
   CHECK(r->waive == std::vector<std::string>{"gpu.gdr", "pci.acs"});
   auto bad = Parse("waive = [\"PCI ACS\"]\n");

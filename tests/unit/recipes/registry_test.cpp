@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "recipes/registry.h"
+
+#include <catch2/catch.hpp>
 
 using namespace sl::recipes;
 
