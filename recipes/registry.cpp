@@ -171,6 +171,19 @@ const std::vector<VarSpec>& Detailed() {
        "dump Flight Recorder on any exception as well", "torch", V(2, 6)},
       {"TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", VarType::kBool, "", 0, 1, "0",
        "register allocations with NCCL via allocator hooks", "torch", V(2, 2)},
+      // ---- NCCL_* names that are not NCCL run-time settings, but common in job environments ----
+      {"NCCL_VERSION", VarType::kString, "", 0, 0, "",
+       "set by NVIDIA NGC container images to the NCCL they ship; NCCL does not read it", "env"},
+      {"NCCL_HOME", VarType::kString, "", 0, 0, "",
+       "build-time NCCL location; not read at run time", "env"},
+      {"NCCL_ROOT", VarType::kString, "", 0, 0, "",
+       "build-time NCCL location; not read at run time", "env"},
+      {"NCCL_ROOT_DIR", VarType::kString, "", 0, 0, "",
+       "build-time NCCL location (PyTorch builds); not read at run time", "env"},
+      {"NCCL_INCLUDE_DIR", VarType::kString, "", 0, 0, "",
+       "build-time NCCL headers (PyTorch builds); not read at run time", "env"},
+      {"NCCL_LIB_DIR", VarType::kString, "", 0, 0, "",
+       "build-time NCCL library (PyTorch builds); not read at run time", "env"},
   };
   return kRows;
 }

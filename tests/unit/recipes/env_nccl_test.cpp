@@ -84,3 +84,8 @@ TEST_CASE("env.nccl fails a GID index on a RoCE v1 entry") {
   CHECK(Worst(f) == Outcome::kFail);
   CHECK_THAT(For(f, "NCCL_IB_GID_INDEX")->next_step, Catch::Contains("3"));
 }
+
+TEST_CASE("env.nccl accepts NCCL_VERSION as set by NGC container images") {
+  auto f = Lint({{"NCCL_VERSION", "2.21.5"}, {"NCCL_HOME", "/opt/nccl"}}, testing::IbNode());
+  CHECK(Worst(f) == Outcome::kPass);
+}

@@ -196,3 +196,35 @@ TEST_CASE("[match] on GPU model and device prefix") {
   d.device = {"mlx5_"};
   CHECK(MatchesFacts(d, f));
 }
+
+TEST_CASE("garbage and truncated recipes give errors, never crashes") {
+  // Every prefix of every shipped recipe, plus byte soup: each must parse or fail cleanly.
+  std::vector<std::string> inputs;
+  for (const auto& n : BuiltinRecipeNames()) {
+    const std::string& text = *BuiltinRecipeText(n);
+    for (std::size_t i = 0; i < text.size(); i += 7) inputs.push_back(text.substr(0, i));
+  }
+  std::uint32_t x = 12345;
+  for (int k = 0; k < 200; ++k) {
+    std::string soup;
+    for (int i = 0; i < 64; ++i) {
+      x = x * 1103515245u + 12345u;
+      soup += "[]{}=\"'#\n.,abcNCCL_0123456789 \\"[(x >> 16) % 34];
+    }
+    inputs.push_back(soup);
+  }
+  inputs.push_back(std::string("[env]\nNCCL_DEBUG = \"\0WARN\"\n", 25));
+  inputs.push_back("[env]\nNCCL_IB_HCA = { compute = 5 }\n");
+  inputs.push_back("[env]\nNCCL_DEBUG = [1, 2]\n");
+  inputs.push_back("match = 3\nenv = \"x\"\nthresholds = []\n");
+  std::size_t ok = 0;
+  for (const auto& in : inputs) {
+    auto r = ParseRecipe(in, "fuzz.toml", nullptr);
+    if (r.ok()) {
+      ++ok;
+    } else {
+      CHECK_THAT(r.error().where, Catch::StartsWith("fuzz.toml"));
+    }
+  }
+  CHECK(ok < inputs.size());
+}
