@@ -379,6 +379,16 @@ TEST_CASE("kernel.log flags the corpus' mlx5 failures, flaps and the fatal Xid 7
                       [](const Finding& f) { return f.entity == "0000:09:00.0"; }) == 1);
   // mlx5_0's boot-time "Link ACTIVE" alone is not a flap.
   CHECK(ForEntity(r.findings, "mlx5_0:1") == nullptr);
+  // dmesg_nvrm_fallen_off_bus_NVSentinel-155.txt: lost without an Xid line.
+  const Finding* lost = ForEntity(r.findings, "0000:b3:00.0");
+  REQUIRE(lost);
+  CHECK(lost->outcome == Outcome::kFail);
+  CHECK(Has(lost->message, "fell off the bus"));
+  // dmesg_pcie_aer_corrected_returnn-1486.txt: two corrected errors on one root port.
+  const Finding* aer = ForEntity(r.findings, "0000:00:03.0");
+  REQUIRE(aer);
+  CHECK(aer->outcome == Outcome::kWarn);
+  CHECK(Has(aer->message, "2 times"));
 }
 
 TEST_CASE("kernel.log honours --since") {
