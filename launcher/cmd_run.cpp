@@ -1,11 +1,10 @@
 // `safe-launch [run] [OPTIONS] -- CMD ARGS...`: preflight -> environment plan -> warm-up ->
 // supervise, each phase one call; the hang monitor attaches to the supervisor through hooks.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
@@ -73,7 +72,9 @@ int PreflightPhase(const RunArgs& args, RunContext& ctx,
   const bool failed = rep.verdict == Outcome::kFail;
   const bool abort = failed && args.on_preflight_fail == "abort";
   ctx.status_extra["preflight"] = {{"verdict", ctx.preflight_verdict},
-                                   {"action", abort ? "abort" : failed ? "warn" : "go"},
+                                   {"action", abort    ? "abort"
+                                              : failed ? "warn"
+                                                       : "go"},
                                    {"report", ctx.run_dir + "/preflight.json"}};
   if (rep.verdict == Outcome::kPass || rep.verdict == Outcome::kSkip) {
     log::Info("preflight passed ({} checks, {:.0f} ms)", rep.findings.size(), rep.elapsed_ms);
@@ -103,7 +104,8 @@ int PreflightPhase(const RunArgs& args, RunContext& ctx,
 }
 
 // ---- phase 2: environment plan -------------------------------------------------------------
-int EnvPlanPhase(const RunArgs& args, RunContext& ctx, preflight::PreflightOptions* preflight_opts) {
+int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
+                 preflight::PreflightOptions* preflight_opts) {
   ctx.job_env = ctx.base_env;
 #ifdef SAFE_LAUNCH_HAVE_RECIPE_PLAN
   if (!ctx.have_facts) {
@@ -183,8 +185,8 @@ int SupervisePhase(const RunArgs& args, RunContext& ctx) {
       }
       break;
     case watchdog::JobExit::How::kSignaled:
-      log::Warn("job died of {} after {:.1f} s (exit status {})",
-                watchdog::SignalName(e.signal), secs, 128 + e.signal);
+      log::Warn("job died of {} after {:.1f} s (exit status {})", watchdog::SignalName(e.signal),
+                secs, 128 + e.signal);
       break;
     case watchdog::JobExit::How::kExecFailed:
     case watchdog::JobExit::How::kNotStarted:
@@ -211,8 +213,9 @@ int Run(RunArgs& args) {
   ctx.sysroot = args.sysroot;
   ctx.base_env = ProcessEnvironment();
   if (ctx.command.empty()) {
-    log::Error("no command given: put the job after --, e.g. safe-launch -- torchrun "
-               "--nproc-per-node=8 train.py");
+    log::Error(
+        "no command given: put the job after --, e.g. safe-launch -- torchrun "
+        "--nproc-per-node=8 train.py");
     return exit_code::kUsage;
   }
   if (args.on_preflight_fail != "abort" && args.on_preflight_fail != "warn") {

@@ -3,12 +3,11 @@
 //   preflight -> environment plan -> warm-up -> supervise (hang monitor attached through hooks).
 // Warm-up (launcher/run_warmup.cpp) and hang detection (launcher/run_hang.cpp) live in their own
 // files so that their owners add flags and behaviour without editing cmd_run.cpp.
+#include <CLI/CLI.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "common/environment.h"
 #include "common/node_facts.h"
@@ -33,7 +32,7 @@ struct RunContext {
   bool have_facts = false;
   const preflight::PreflightReport* preflight = nullptr;  ///< null with --no-preflight
   std::string preflight_verdict = "skipped";              ///< pass|warn|fail|error|skipped
-  nlohmann::json plan_json;          ///< env-plan.json content (null when no plan)
+  nlohmann::json plan_json;  ///< env-plan.json content (null when no plan)
   nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
 };
 

@@ -48,9 +48,8 @@ std::vector<ProcStat> ListProcesses(const FileReader& reader, std::string_view p
   auto names = reader.ListDir(proc_dir);
   if (!names.ok()) return out;
   for (const auto& name : *names) {
-    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
-          return c >= '0' && c <= '9';
-        })) {
+    if (name.empty() ||
+        !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       continue;
     }
     const std::string path = JoinPath(JoinPath(proc_dir, name), "stat");

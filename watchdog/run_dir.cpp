@@ -1,10 +1,9 @@
 #include "watchdog/run_dir.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <dirent.h>
 
 #include <cerrno>
 #include <cstring>
@@ -98,9 +97,8 @@ std::string DefaultRunDir(const std::string& explicit_dir, const Environment& en
 }
 
 Result<std::string> CreateRunDir(const std::string& dir) {
-  std::string parent = dir.substr(0, dir.find_last_of('/') == std::string::npos
-                                         ? 0
-                                         : dir.find_last_of('/'));
+  std::string parent =
+      dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
   if (!parent.empty()) {
     if (auto s = MakeDirs(parent); !s.ok()) return s.error();
   }

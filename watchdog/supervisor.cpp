@@ -161,19 +161,19 @@ void BlockSupervisorSignals() {
 }
 
 const std::vector<int>& ForwardedSignals() {
-  static const std::vector<int> kSignals{SIGTERM, SIGINT,   SIGHUP,  SIGQUIT,
+  static const std::vector<int> kSignals{SIGTERM, SIGINT,  SIGHUP,   SIGQUIT,
                                          SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM};
   return kSignals;
 }
 
 std::string SignalName(int signal) {
   static const std::map<int, const char*> kNames{
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-      {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-      {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
-      {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
-      {SIGTTOU, "SIGTTOU"}, {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+      {SIGHUP, "SIGHUP"},     {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+      {SIGTRAP, "SIGTRAP"},   {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+      {SIGKILL, "SIGKILL"},   {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"},   {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
+      {SIGCONT, "SIGCONT"},   {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
+      {SIGTTOU, "SIGTTOU"},   {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
       {SIGWINCH, "SIGWINCH"}, {SIGSYS, "SIGSYS"}};
   auto it = kNames.find(signal);
   return it != kNames.end() ? it->second : "signal " + std::to_string(signal);
@@ -594,8 +594,9 @@ Result<JobExit> Supervisor::Run() {
     if (exec_errno == ENOENT || exec_errno == ENOTDIR) {
       exec_message = plan.path_searched.empty()
                          ? "cannot run the job: '" + cmd + "': " + ErrnoText(exec_errno)
-                         : "cannot run the job: '" + cmd + "' was not found in PATH=" +
-                               plan.path_searched + " (fix: check the command name or PATH)";
+                         : "cannot run the job: '" + cmd +
+                               "' was not found in PATH=" + plan.path_searched +
+                               " (fix: check the command name or PATH)";
     } else if (exec_errno == EACCES) {
       exec_message = "cannot run the job: '" + cmd +
                      "': permission denied (fix: chmod +x it, or check it is not a directory "
@@ -621,8 +622,8 @@ Result<JobExit> Supervisor::Run() {
   }
 
   auto status_json = [&](const char* state) {
-    nlohmann::json j = options_.status_extra.is_object() ? options_.status_extra
-                                                         : nlohmann::json::object();
+    nlohmann::json j =
+        options_.status_extra.is_object() ? options_.status_extra : nlohmann::json::object();
     j["schema"] = 1;
     j["state"] = state;
     j["command"] = options_.argv;
@@ -685,8 +686,9 @@ Result<JobExit> Supervisor::Run() {
     }
     im.stop_acted = true;
     if (send_term && !job_reaped && ::kill(pid, SIGTERM) == 0) {
-      im.Event("stop (" + im.stopped_by + ": " + im.stop_reason + "): sent SIGTERM to the job (pid " +
-               std::to_string(pid) + "), descendants get TERM/KILL in " +
+      im.Event("stop (" + im.stopped_by + ": " + im.stop_reason +
+               "): sent SIGTERM to the job (pid " + std::to_string(pid) +
+               "), descendants get TERM/KILL in " +
                std::to_string(options_.kill_grace.count() / 1000.0).substr(0, 5) + " s");
     }
     im.grace_deadline = Clock::now() + options_.kill_grace;
@@ -698,9 +700,9 @@ Result<JobExit> Supervisor::Run() {
     auto timeout = options_.tick;
     for (auto d : {im.grace_deadline, im.kill_deadline, sweep_kill_at}) {
       if (d) {
-        timeout = std::min(timeout, std::max(std::chrono::milliseconds(0),
-                                             std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 *d - now)));
+        timeout = std::min(
+            timeout, std::max(std::chrono::milliseconds(0),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(*d - now)));
       }
     }
     pollfd fds[2] = {{im.sig_fd, POLLIN, 0}, {im.wake_fd, POLLIN, 0}};
@@ -827,9 +829,8 @@ Result<JobExit> Supervisor::Run() {
   // ---- result ----
   if (exec_errno != 0) {
     exit.how = JobExit::How::kExecFailed;
-    exit.code = (exec_errno == ENOENT || exec_errno == ENOTDIR || exec_errno == ENAMETOOLONG)
-                    ? 127
-                    : 126;
+    exit.code =
+        (exec_errno == ENOENT || exec_errno == ENOTDIR || exec_errno == ENAMETOOLONG) ? 127 : 126;
     exit.exit_status = exit.code;
     exit.message = exec_message;
   } else if (WIFSIGNALED(job_wait_status)) {
@@ -870,21 +871,21 @@ Result<JobExit> Supervisor::Run() {
   if (!options_.run_dir.empty()) {
     nlohmann::json j = status_json("finished");
     const auto end_wall =
-        im.start_wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                            exit.ended - exit.started);
+        im.start_wall +
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(exit.ended - exit.started);
     j["ended_at"] = IsoUtc(end_wall);
     j["duration_s"] = std::chrono::duration<double>(exit.ended - exit.started).count();
     const char* how = exit.how == JobExit::How::kExited       ? "exited"
                       : exit.how == JobExit::How::kSignaled   ? "signaled"
                       : exit.how == JobExit::How::kExecFailed ? "exec_failed"
                                                               : "not_started";
-    j["job"] = {{"how", how},
-                {"exit_code", exit.how == JobExit::How::kSignaled ? nlohmann::json()
-                                                                 : nlohmann::json(exit.code)},
-                {"signal", exit.signal ? nlohmann::json(exit.signal) : nlohmann::json()},
-                {"signal_name", exit.signal ? nlohmann::json(SignalName(exit.signal))
-                                            : nlohmann::json()},
-                {"message", exit.message}};
+    j["job"] = {
+        {"how", how},
+        {"exit_code",
+         exit.how == JobExit::How::kSignaled ? nlohmann::json() : nlohmann::json(exit.code)},
+        {"signal", exit.signal ? nlohmann::json(exit.signal) : nlohmann::json()},
+        {"signal_name", exit.signal ? nlohmann::json(SignalName(exit.signal)) : nlohmann::json()},
+        {"message", exit.message}};
     j["exit_status"] = exit.exit_status;
     if (exit.stopped_by.empty()) {
       j["stop"] = nullptr;
@@ -892,8 +893,8 @@ Result<JobExit> Supervisor::Run() {
       j["stop"] = {{"requested_by", exit.stopped_by},
                    {"reason", exit.stop_reason},
                    {"escalated", exit.escalated},
-                   {"exit_status_override", override_status ? nlohmann::json(*override_status)
-                                                            : nlohmann::json()}};
+                   {"exit_status_override",
+                    override_status ? nlohmann::json(*override_status) : nlohmann::json()}};
     }
     j["swept_pids"] = exit.swept;
     j["output_bytes"] = {{"stdout", im.pumps[0].bytes}, {"stderr", im.pumps[1].bytes}};

@@ -26,12 +26,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/environment.h"
 #include "common/result.h"
@@ -48,14 +47,14 @@ inline constexpr int kStderr = 2;
 struct JobExit {
   enum class How { kExited, kSignaled, kExecFailed, kNotStarted };
   How how = How::kNotStarted;
-  int code = -1;       ///< exit code when kExited / kExecFailed (126, 127)
-  int signal = 0;      ///< signal number when kSignaled
+  int code = -1;        ///< exit code when kExited / kExecFailed (126, 127)
+  int signal = 0;       ///< signal number when kSignaled
   int exit_status = 0;  ///< what safe-launch exits with: code, 128+signal, or a stop override
   std::string message;  ///< exec failure text, or why it was not started
   /// Stop bookkeeping: empty when the job ended on its own.
-  std::string stopped_by;   ///< "signal SIGTERM from pid 812 (slurmstepd)", "hang detector", ...
-  std::string stop_reason;  ///< free text given to RequestStop, or "forwarded SIGTERM"
-  bool escalated = false;   ///< the grace ran out and descendants got TERM/KILL
+  std::string stopped_by;    ///< "signal SIGTERM from pid 812 (slurmstepd)", "hang detector", ...
+  std::string stop_reason;   ///< free text given to RequestStop, or "forwarded SIGTERM"
+  bool escalated = false;    ///< the grace ran out and descendants got TERM/KILL
   std::vector<pid_t> swept;  ///< descendants that were still alive after the job and got killed
   Clock::time_point started;
   Clock::time_point ended;

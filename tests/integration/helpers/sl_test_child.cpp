@@ -75,15 +75,15 @@ volatile sig_atomic_t g_last = 0;
 
 void OnSignal(int s) {
   // Async-signal-safe: write a fixed line.
-  const char* name = s == SIGTERM   ? "SIGTERM"
-                     : s == SIGINT  ? "SIGINT"
-                     : s == SIGHUP  ? "SIGHUP"
-                     : s == SIGQUIT ? "SIGQUIT"
-                     : s == SIGUSR1 ? "SIGUSR1"
-                     : s == SIGUSR2 ? "SIGUSR2"
+  const char* name = s == SIGTERM    ? "SIGTERM"
+                     : s == SIGINT   ? "SIGINT"
+                     : s == SIGHUP   ? "SIGHUP"
+                     : s == SIGQUIT  ? "SIGQUIT"
+                     : s == SIGUSR1  ? "SIGUSR1"
+                     : s == SIGUSR2  ? "SIGUSR2"
                      : s == SIGWINCH ? "SIGWINCH"
-                     : s == SIGALRM ? "SIGALRM"
-                                    : "OTHER";
+                     : s == SIGALRM  ? "SIGALRM"
+                                     : "OTHER";
   char line[64] = "got ";
   std::strcat(line, name);
   std::strcat(line, "\n");

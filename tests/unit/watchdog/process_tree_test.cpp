@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <catch2/catch.hpp>
 
 using sl::MemFileReader;
@@ -55,7 +54,7 @@ TEST_CASE("descendants are found through ppid, across setsid'd sessions, minus e
   proc.AddFile("/proc/103/stat", Stat(103, "python", 'S', 101, 103, 103));
   proc.AddFile("/proc/104/stat", Stat(104, "pt_data_worker", 'S', 102, 102, 102));
   proc.AddFile("/proc/105/stat", Stat(105, "orphan", 'S', 100, 105, 105));  // re-parented to us
-  proc.AddFile("/proc/106/stat", Stat(106, "py-spy", 'S', 100, 100, 100));   // a helper
+  proc.AddFile("/proc/106/stat", Stat(106, "py-spy", 'S', 100, 100, 100));  // a helper
   proc.AddFile("/proc/107/stat", Stat(107, "helper-child", 'S', 106, 100, 100));
   proc.AddFile("/proc/200/stat", Stat(200, "bash", 'S', 1, 200, 200));  // not ours
   proc.AddFile("/proc/self/stat", Stat(100, "safe-launch", 'S', 1, 100, 100));

@@ -3,11 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <catch2/catch.hpp>
 
 using namespace sl::watchdog;
 
@@ -16,8 +15,8 @@ const auto kNoon = std::chrono::system_clock::from_time_t(1764504000);  // 2025-
 }
 
 TEST_CASE("the default run directory is per Slurm job step and host under SLURM_SUBMIT_DIR") {
-  sl::Environment env{{"SLURM_SUBMIT_DIR", "/home/u/proj"}, {"SLURM_JOB_ID", "812"},
-                      {"SLURM_STEP_ID", "3"}};
+  sl::Environment env{
+      {"SLURM_SUBMIT_DIR", "/home/u/proj"}, {"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "3"}};
   CHECK(DefaultRunDir("", env, "/cwd", "gpu01", kNoon, 77) ==
         "/home/u/proj/safe-launch-runs/812.3/gpu01");
   env.erase("SLURM_STEP_ID");

@@ -6,9 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
-
 #include <catch2/catch.hpp>
+#include <mutex>
 
 using namespace sl::watchdog;
 using namespace std::chrono_literals;
