@@ -150,17 +150,20 @@ int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx) {
   o.backend = args.backend;
   auto outcome = preflight::RunWarmup(o);
 
-  if (t.node_rank == 0 && !outcome.details.empty()) LogBlock(outcome.details, false);
+  if (!outcome.details.empty()) {
+    LogBlock(outcome.details, false);  // node 0: the job-wide details
+  } else if (!outcome.passed && outcome.report.contains("findings")) {
+    // Other nodes (or node 0 failing before any report): the reasons and fixes, briefly.
+    for (const auto& f : outcome.report["findings"]) {
+      if (f.value("outcome", "") == "pass") continue;
+      log::Error("  {}: {}", f.value("check", ""), f.value("message", ""));
+      if (!f.value("next_step", "").empty()) log::Error("    fix: {}", f.value("next_step", ""));
+    }
+  }
   if (outcome.passed) {
     log::Info("{}", outcome.verdict_line);
   } else {
     log::Error("{}", outcome.verdict_line);
-    if (t.node_rank != 0 && outcome.report.contains("findings")) {
-      // Without node 0's report, this node's own reasons are all there is to show.
-      for (const auto& f : outcome.report["findings"])
-        if (f.value("outcome", "") != "pass")
-          log::Error("  {}: {}", f.value("check", ""), f.value("message", ""));
-    }
   }
   if (!outcome.json_path.empty()) log::Info("warm-up report: {}", outcome.json_path);
   ctx.status_extra["warmup"] = {{"verdict", outcome.report.value("verdict", "fail")},

@@ -2,7 +2,8 @@
 # Two "nodes" = two real safe-launch processes, each with its own --sysroot fixture and 2 local
 # warm-up ranks (real libtorch Gloo), on loopback or in two network namespaces joined by a veth
 # pair. Usage: warmup_pair.sh CASE SAFE_LAUNCH FIXTURES_DIR
-#   healthy | mtu | hca | missing | torchrun | netns-healthy | netns-mtu
+#   healthy | mtu | hca | missing | no-node0 | usage | no-binary | torchrun | netns-healthy |
+#   netns-mtu
 set -u
 CASE=$1
 SL=$2
@@ -155,6 +156,51 @@ case "$CASE" in
     expect_in "$WORK/n0.out" "node 1 (lost-node) (all its ranks) did not arrive at the rendezvous"
     expect_in "$WORK/n0.out" "ranks 2,3"
     [ "$(json "$WORK/n0/warmup.json" 'd["verdict"]')" = fail ] || fail "warmup.json not fail"
+    ;;
+  no-node0)
+    # Only node 1 starts: it cannot reach node 0's store and says so, within its timeout.
+    start=$(date +%s)
+    run_node 1 "$FX/roce-jumbo" roce-b --nnodes 2 --node-rank 1 --nproc-per-node 2 \
+      --rendezvous "$HOST:$PORT" --warmup-timeout 10 -- true
+    wait_all
+    elapsed=$(( $(date +%s) - start ))
+    [ "${RCS[0]}" = 69 ] || fail "node 1 exited ${RCS[0]}, expected 69"
+    [ "$elapsed" -le 35 ] || fail "node 1 took ${elapsed}s with a 10 s warm-up timeout"
+    expect_in "$WORK/n1.out" "could not reach the warm-up store at $HOST:$((PORT + 1)) (hosted by node 0, rank 0)"
+    ;;
+  usage)
+    # Layout errors are usage errors (exit 2) that name the source and the fix; nothing starts.
+    "$SL" run --no-preflight --nnodes 2 --run-dir "$WORK/u1" -- true > "$WORK/n0.out" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || fail "no rendezvous: exit $rc, expected 2"
+    expect_in "$WORK/n0.out" "cannot tell where node 0 is"
+    expect_in "$WORK/n0.out" "--rendezvous HOST:PORT"
+    SLURM_NNODES=2 SLURM_NODEID=0 SLURM_JOB_NODELIST="gpu[01-" "$SL" run --no-preflight \
+      --run-dir "$WORK/u2" -- true > "$WORK/n0.out" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || fail "bad nodelist: exit $rc, expected 2"
+    expect_in "$WORK/n0.out" "SLURM_JOB_NODELIST"
+    "$SL" run --no-preflight --nnodes 2 --rendezvous h:1 --warmup-timeout 0 --run-dir "$WORK/u3" \
+      -- true > "$WORK/n0.out" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || fail "timeout 0: exit $rc, expected 2"
+    expect_in "$WORK/n0.out" "warmup-timeout"
+    ;;
+  no-binary)
+    # A safe-launch without safe-launch-warmup next to it: a multi-node job is refused with the
+    # fix; --no-warmup runs it; a single-node job does not need the warm-up.
+    mkdir -p "$WORK/bin" && cp "$SL" "$WORK/bin/safe-launch"
+    "$WORK/bin/safe-launch" run --no-preflight --nnodes 2 --node-rank 0 --rendezvous "$HOST:$PORT" \
+      --run-dir "$WORK/b1" -- true > "$WORK/n0.out" 2>&1
+    rc=$?
+    [ "$rc" = 69 ] || fail "without the warm-up binary: exit $rc, expected 69"
+    expect_in "$WORK/n0.out" "built without libtorch"
+    expect_in "$WORK/n0.out" "--no-warmup"
+    "$WORK/bin/safe-launch" run --no-preflight --no-warmup --nnodes 2 --node-rank 0 \
+      --rendezvous "$HOST:$PORT" --run-dir "$WORK/b2" -- true > "$WORK/n0.out" 2>&1 ||
+      fail "--no-warmup did not run the job"
+    "$WORK/bin/safe-launch" run --no-preflight --run-dir "$WORK/b3" -- true > "$WORK/n0.out" 2>&1 ||
+      fail "a single-node job needed the warm-up"
     ;;
   torchrun)
     # Topology from torchrun's own (torch 1.13 underscore) arguments; the job is real torchrun.

@@ -81,3 +81,10 @@ TEST_CASE("a plan survives a JSON round trip") {
   CHECK(back.node.node_name == "n1");
   CHECK(back.World() == 2);
 }
+
+#include "preflight/warmup_phase.h"
+
+TEST_CASE("the source address towards loopback is loopback; an unresolvable host gives none") {
+  CHECK(sl::preflight::SourceAddressFor("127.0.0.1", 29500) == "127.0.0.1");
+  CHECK(sl::preflight::SourceAddressFor("no-such-host.invalid", 29500).empty());
+}
