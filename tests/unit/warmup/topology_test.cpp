@@ -112,7 +112,7 @@ TEST_CASE("torchrun's PET_ environment stands in for absent arguments") {
   CHECK(t->source.at("nnodes") == "PET_NNODES");
 }
 
-TEST_CASE("--standalone is one node on localhost") {
+TEST_CASE("torchrun --standalone is one node on localhost") {
   auto t = InferTopology({}, {"torchrun", "--standalone", "--nproc-per-node=2", "x.py"},
                          {{"SLURM_NNODES", "4"}});
   REQUIRE(t.ok());
