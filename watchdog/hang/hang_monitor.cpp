@@ -1,5 +1,6 @@
 #include "watchdog/hang/hang_monitor.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,16 @@ std::string UtcStamp(std::chrono::system_clock::time_point t, const char* fmt_st
   char buf[64];
   std::strftime(buf, sizeof(buf), fmt_str, &tm);
   return buf;
+}
+
+// Writes a small file (0600) and reports whether every byte reached the file system.
+bool WriteSmallFile(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = (close(fd) == 0) && ok;
+  if (!ok) unlink(path.c_str());
+  return ok;
 }
 
 std::int64_t Ns(Clock::time_point t) {
@@ -336,8 +347,16 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
         manifest["complete"] = false;
         manifest["write_errors"] = bundle->WriteErrors();
         manifest["finish_error"] = info.error;
-        std::ofstream(bundle->partial_dir() + "/manifest.json", std::ios::trunc)
-            << redactor->Redact(manifest.dump(2));
+        std::string text = redactor->Redact(manifest.dump(2)) + "\n";
+        std::string where = bundle->partial_dir() + "/manifest.json";
+        if (!WriteSmallFile(where, text)) {
+          // The run directory is full or read-only: the manifest (what failed) goes next to
+          // safe-launch's temporary files instead, and the log names it.
+          std::string tmp = Lookup(options_.job_env, "TMPDIR").value_or("/tmp");
+          where = tmp + "/" + name + ".manifest.json";
+          if (!WriteSmallFile(where, text)) where.clear();
+        }
+        info.manifest = where;
       }
       info.capture_s = std::chrono::duration<double>(Clock::now() - t0).count();
       log::Warn("verdict: {}", v.headline);
@@ -345,7 +364,8 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
       if (info.complete) {
         log::Warn("bundle complete in {:.2f} s: {} (and .tar.gz)", info.capture_s, info.path);
       } else {
-        log::Error("bundle INCOMPLETE ({}); what was captured is in {}", info.error, info.path);
+        log::Error("bundle INCOMPLETE ({}); what was captured is in {}; manifest: {}", info.error,
+                   info.path, info.manifest.empty() ? "(could not be written anywhere)" : info.manifest);
       }
     }
   }

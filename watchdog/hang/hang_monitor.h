@@ -65,6 +65,7 @@ struct BundleInfo {
   std::string tar;   ///< final .tar.gz, "" when not written
   bool complete = false;
   std::string error;  ///< why incomplete
+  std::string manifest;  ///< where the manifest of an incomplete bundle went ("" = nowhere)
   Verdict verdict;
   double capture_s = 0;  ///< detection to complete bundle
 };

@@ -245,7 +245,35 @@ struct LineMatcher::Compiled {
   std::vector<std::string> names;
 };
 
+namespace {
+constexpr unsigned kAnchorBits = 20;
+inline std::uint32_t AnchorHash(std::uint32_t w) { return (w * 2654435761u) >> (32 - kAnchorBits); }
+inline std::uint32_t Window(std::string_view s) {
+  return (std::uint32_t(std::uint8_t(s[0])) << 24) | (std::uint32_t(std::uint8_t(s[1])) << 16) |
+         (std::uint32_t(std::uint8_t(s[2])) << 8) | std::uint32_t(std::uint8_t(s[3]));
+}
+}  // namespace
+
+bool LineMatcher::MaybeMatches(std::string_view line) const {
+  if (line.size() < 4) return false;
+  std::uint32_t w = Window(line);
+  for (std::size_t i = 4;; ++i) {
+    std::uint32_t h = AnchorHash(w);
+    if (anchors_[h >> 6] & (std::uint64_t(1) << (h & 63))) return true;
+    if (i == line.size()) return false;
+    w = (w << 8) | std::uint8_t(line[i]);
+  }
+}
+
 LineMatcher::LineMatcher() {
+  anchors_.assign((std::size_t(1) << kAnchorBits) / 64, 0);
+  for (const Signature& sig : kCatalog) {
+    // Every prefilter is at least 4 bytes (checked by a unit test).
+    if (sig.prefilter.size() >= 4) {
+      std::uint32_t h = AnchorHash(Window(sig.prefilter));
+      anchors_[h >> 6] |= std::uint64_t(1) << (h & 63);
+    }
+  }
   for (const Signature& sig : kCatalog) {
     auto* c = new Compiled;
     if (sig.prefilter.size() >= 4) c->pre.emplace(sig.prefilter.begin(), sig.prefilter.end());
@@ -299,6 +327,7 @@ void ExtractCommonFields(std::string_view line, std::map<std::string, std::strin
 
 std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (!MaybeMatches(line)) return std::nullopt;
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
     const Signature& sig = kCatalog[i];
     const Compiled& c = *compiled_[i];

@@ -120,6 +120,13 @@ TEST_CASE("IB completion status codes map to distinct categories") {
   CHECK(r10->Field("status") == "10");
 }
 
+TEST_CASE("every catalog row has a prefilter of at least 4 bytes (the line pre-screen needs it)") {
+  for (const Signature& s : Catalog()) {
+    INFO(s.id);
+    CHECK(s.prefilter.size() >= 4);
+  }
+}
+
 TEST_CASE("ordinary training output matches nothing") {
   LineMatcher m;
   CHECK_FALSE(m.MatchLine("iter 83592: loss 1.5455, time: 4401.19ms, speed: - toks/s/device"));
