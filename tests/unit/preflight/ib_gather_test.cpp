@@ -1,6 +1,7 @@
 // GatherNodeFacts' IB/RoCE part on the fixture trees and on literal in-memory trees.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/file_reader.h"
 #include "common/node_facts.h"
@@ -142,4 +143,21 @@ TEST_CASE("a device without a ports directory is a device-level problem") {
   const IbProblem* ports = FindProblem(f, "mlx5_9", "ports");
   REQUIRE(ports);
   CHECK(ports->port == 0);
+}
+
+TEST_CASE("IB facts survive the JSON round trip the warm-up store uses") {
+  RootedFileReader fs(SL_FIXTURES_DIR "/ib-broken");
+  NodeFacts f = GatherNodeFacts(fs);
+  nlohmann::json j = f;
+  NodeFacts back = j.get<NodeFacts>();
+  REQUIRE(back.ib_ports.size() == f.ib_ports.size());
+  const IbPort& roce = back.ib_ports[4];
+  CHECK(roce.IsRoce());
+  CHECK(roce.gid_table_len == 8);
+  CHECK(roce.state_code == 4);
+  CHECK(roce.hca_type == "MT4129");
+  CHECK(roce.gids.size() == f.ib_ports[4].gids.size());
+  REQUIRE(back.ib_problems.size() == f.ib_problems.size());
+  CHECK(back.ib_problems[0].path == f.ib_problems[0].path);
+  CHECK(back.ib_problems[0].message == f.ib_problems[0].message);
 }
