@@ -11,6 +11,10 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 step "preflight of this machine"
 $SL preflight || true
 
+step "fabric preflight of fixture nodes: one IB rail down with error counters; RoCE at MTU 1500 with a wrong NCCL_IB_GID_INDEX"
+$SL preflight --sysroot tests/fixtures/ib-port-down --only ib.port. || true
+NCCL_IB_GID_INDEX=1 $SL preflight --sysroot tests/fixtures/roce-mtu1500 --only ib.mtu,ib.gid || true
+
 step "environment: the tuned, explained NCCL/torch plan for this machine (versions detected)"
 $SL env --explain --run-dir /tmp/safe-launch-demo-env
 step "environment on a RoCE node in a container (fixture), NCCL 2.18: GID index computed, with a user value that contradicts the node"

@@ -42,8 +42,8 @@ std::string Unusable(const IbPort& p, int index, const NcclGidChoice& c) {
   if (bytes.ok() && GidIsUnconfigured(*bytes))
     return "entry " + std::to_string(index) + " is empty";
   if (g->IsLinkLocal()) {
-    return "entry " + std::to_string(index) + " is link-local (" + Describe(*g) +
-           "): not routable between nodes";
+    return "entry " + std::to_string(index) + " is link-local (" + g->type + " " + g->gid +
+           (g->ndev.empty() ? std::string() : " on " + g->ndev) + "): not routable between nodes";
   }
   if (g->RoceVersion() != c.roce_version) {
     return "entry " + std::to_string(index) + " is " + Describe(*g) + ", not RoCE v" +
