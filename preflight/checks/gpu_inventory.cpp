@@ -35,7 +35,7 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   for (const Error& e : ctx.facts.problems) {
     if (Under(ctx.fs, e.where, "/proc/driver/nvidia") ||
         (Under(ctx.fs, e.where, "/sys/bus/pci") || Under(ctx.fs, e.where, "/sys/devices"))) {
-      Finding f = Make("node", Outcome::kError, "cannot read " + e.where + ": " + e.message);
+      Finding f = Make("node", Outcome::kError, e.where + ": " + e.message);
       f.next_step = e.fix.empty() ? "check the file on the node (driver loaded? sysfs mounted?)"
                                   : e.fix;
       out.push_back(std::move(f));

@@ -59,7 +59,7 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   for (const Error& e : ctx.facts.problems) {
     if (StartsWith(e.where, ctx.fs.HostPath("/sys/class/net")) ||
         StartsWith(e.where, ctx.fs.HostPath("/proc/net"))) {
-      Finding f = Make("node", Outcome::kError, "cannot read " + e.where + ": " + e.message);
+      Finding f = Make("node", Outcome::kError, e.where + ": " + e.message);
       f.next_step = e.fix.empty() ? "check the file on the node" : e.fix;
       out.push_back(std::move(f));
     }
