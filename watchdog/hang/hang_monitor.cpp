@@ -207,6 +207,7 @@ void HangMonitor::OnTick(Clock::time_point now) {
   int p = pending_.load();
   if (p == 0) return;
   hang_detected_ = true;
+  detected_at_ = now;
   auto trigger = static_cast<Trigger>(p);
   BundleInfo info = Capture(trigger, std::nullopt);
   if (options_.on_hang == OnHang::kCaptureAndStop && control_) {
@@ -272,9 +273,10 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
 
   JobTiming timing;
   timing.host = options_.host;
-  timing.since_start_s = std::chrono::duration<double>(t0 - start_).count();
+  const auto at = detected_at_ == Clock::time_point{} ? t0 : detected_at_;
+  timing.since_start_s = std::chrono::duration<double>(at - start_).count();
   timing.since_progress_s = std::chrono::duration<double>(
-      t0 - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load()))).count();
+      at - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load()))).count();
   if (trigger == Trigger::kHeartbeat && heartbeat_mtime_ns_) {
     auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::system_clock::now().time_since_epoch()).count();

@@ -109,6 +109,7 @@ class HangMonitor {
   std::atomic<bool> hang_detected_{false};
   std::atomic<bool> captured_{false};
   watchdog::Clock::time_point start_;
+  watchdog::Clock::time_point detected_at_{};  // the tick that fired; timing is measured there
   std::chrono::system_clock::time_point start_wall_;
   std::uint64_t start_monotonic_usec_ = 0;
   CounterSnapshot ib_start_;
