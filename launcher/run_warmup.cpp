@@ -50,8 +50,10 @@ int FreeLoopbackPort() {
 void LogBlock(const std::string& text, bool error) {
   for (const auto& line : SplitLines(text)) {
     if (Trim(line).empty()) continue;
-    if (error) log::Error("{}", line);
-    else log::Info("{}", line);
+    if (error)
+      log::Error("{}", line);
+    else
+      log::Info("{}", line);
   }
 }
 
@@ -85,8 +87,7 @@ std::shared_ptr<WarmupArgs> AddWarmupOptions(CLI::App& sub) {
       ->check(CLI::IsMember({"abort", "warn"}));
   g->add_option("--node-name", a->node_name,
                 "Name of this node in warm-up messages (default: its host name)");
-  g->add_option("--warmup-backend", a->backend,
-                "auto (NCCL on GPUs, else Gloo), nccl or gloo")
+  g->add_option("--warmup-backend", a->backend, "auto (NCCL on GPUs, else Gloo), nccl or gloo")
       ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
   return a;
 }
@@ -132,18 +133,17 @@ int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx) {
     t.rendezvous_host = "127.0.0.1";
     if (int port = FreeLoopbackPort(); port > 0) t.warmup_port = port;
   }
-  log::Init(ctx.host, std::to_string(t.node_rank),
-            spdlog::get_level() <= spdlog::level::debug);
+  log::Init(ctx.host, std::to_string(t.node_rank), spdlog::get_level() <= spdlog::level::debug);
   log::Info("warm-up: node {} of {}, {} rank(s) here, store {}:{} ({} from {}), timeout {:g} s",
-            t.node_rank, t.nnodes, t.nproc_per_node, t.rendezvous_host, t.warmup_port,
-            "rendezvous", t.source["rendezvous"], args.timeout_s);
+            t.node_rank, t.nnodes, t.nproc_per_node, t.rendezvous_host, t.warmup_port, "rendezvous",
+            t.source["rendezvous"], args.timeout_s);
 
   preflight::WarmupOptions o;
   o.topology = t;
   o.facts = ctx.facts;
-  o.node_name = !args.node_name.empty()        ? args.node_name
-                : !ctx.facts.hostname.empty()  ? ctx.facts.hostname
-                                               : ctx.host;
+  o.node_name = !args.node_name.empty()       ? args.node_name
+                : !ctx.facts.hostname.empty() ? ctx.facts.hostname
+                                              : ctx.host;
   o.env = ctx.job_env.empty() ? ctx.base_env : ctx.job_env;
   o.run_dir = ctx.run_dir;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
@@ -170,7 +170,8 @@ int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx) {
                                 {"report", outcome.json_path}};
   if (!outcome.passed) {
     if (args.on_fail == "abort") {
-      log::Error("job not started (--on-warmup-fail=abort; --on-warmup-fail=warn starts it anyway)");
+      log::Error(
+          "job not started (--on-warmup-fail=abort; --on-warmup-fail=warn starts it anyway)");
       return exit_code::kWarmupFailed;
     }
     log::Warn("starting the job anyway (--on-warmup-fail=warn)");

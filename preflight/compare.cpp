@@ -111,10 +111,18 @@ std::string GidChoice(const IbPort& port, const Environment& env) {
 
 const std::set<std::string>& MustMatchEnv() {
   // A mismatch here makes nodes speak different protocols or transports: connections fail or hang.
-  static const std::set<std::string> k = {
-      "NCCL_IB_DISABLE",   "NCCL_NET",          "NCCL_PROTO",         "NCCL_ALGO",
-      "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY", "NCCL_NET_PLUGIN", "NCCL_P2P_DISABLE",
-      "NCCL_IB_GID_INDEX", "NCCL_CROSS_NIC",    "NCCL_NVLS_ENABLE",   "NCCL_COLLNET_ENABLE"};
+  static const std::set<std::string> k = {"NCCL_IB_DISABLE",
+                                          "NCCL_NET",
+                                          "NCCL_PROTO",
+                                          "NCCL_ALGO",
+                                          "NCCL_IB_ROCE_VERSION_NUM",
+                                          "NCCL_IB_ADDR_FAMILY",
+                                          "NCCL_NET_PLUGIN",
+                                          "NCCL_P2P_DISABLE",
+                                          "NCCL_IB_GID_INDEX",
+                                          "NCCL_CROSS_NIC",
+                                          "NCCL_NVLS_ENABLE",
+                                          "NCCL_COLLNET_ENABLE"};
   return k;
 }
 
@@ -127,9 +135,9 @@ std::string NodeReport::Label() const {
 }
 
 void to_json(nlohmann::json& j, const NodeReport& r) {
-  j = nlohmann::json{{"node_rank", r.node_rank},         {"node_name", r.node_name},
-                     {"facts", r.facts},                 {"torch_version", r.torch_version},
-                     {"nccl_version", r.nccl_version},   {"env", r.env}};
+  j = nlohmann::json{
+      {"node_rank", r.node_rank},         {"node_name", r.node_name},       {"facts", r.facts},
+      {"torch_version", r.torch_version}, {"nccl_version", r.nccl_version}, {"env", r.env}};
 }
 
 void from_json(const nlohmann::json& j, NodeReport& r) {
@@ -145,9 +153,13 @@ void from_json(const nlohmann::json& j, NodeReport& r) {
 }
 
 Environment ComparableEnvironment(const Environment& env) {
-  static const std::set<std::string> kPerHost = {
-      "NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
-      "TORCH_FR_DUMP_TEMP_FILE", "TORCH_COMPILE_DEBUG_DIR", "TORCHINDUCTOR_CACHE_DIR"};
+  static const std::set<std::string> kPerHost = {"NCCL_DEBUG_FILE",
+                                                 "NCCL_HOSTID",
+                                                 "NCCL_COMM_ID",
+                                                 "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+                                                 "TORCH_FR_DUMP_TEMP_FILE",
+                                                 "TORCH_COMPILE_DEBUG_DIR",
+                                                 "TORCHINDUCTOR_CACHE_DIR"};
   Environment out;
   for (const auto& [k, v] : env) {
     if (!StartsWith(k, "NCCL_") && !StartsWith(k, "TORCH_")) continue;
@@ -185,19 +197,20 @@ std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes) {
             return std::optional<std::string>(r.nccl_version.empty() ? "(none)" : r.nccl_version);
           }),
           &out);
-  Compare(nodes,
-          {"warmup.consistency.torch_version", "the torch version", Outcome::kWarn, false,
-           kSameSoftware},
-          each([](const NodeReport& r) {
-            return std::optional<std::string>(r.torch_version.empty() ? "(unknown)" : r.torch_version);
-          }),
-          &out);
+  Compare(
+      nodes,
+      {"warmup.consistency.torch_version", "the torch version", Outcome::kWarn, false,
+       kSameSoftware},
+      each([](const NodeReport& r) {
+        return std::optional<std::string>(r.torch_version.empty() ? "(unknown)" : r.torch_version);
+      }),
+      &out);
   Compare(nodes,
           {"warmup.consistency.cuda_driver", "the NVIDIA driver", Outcome::kWarn, false,
            "install the same NVIDIA driver on every node (drain the odd node until it matches)"},
           each([](const NodeReport& r) {
-            return std::optional<std::string>(r.facts.nvidia_driver.empty() ? "(none)"
-                                                                            : r.facts.nvidia_driver);
+            return std::optional<std::string>(
+                r.facts.nvidia_driver.empty() ? "(none)" : r.facts.nvidia_driver);
           }),
           &out);
   Compare(nodes,

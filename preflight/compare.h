@@ -17,7 +17,7 @@ namespace sl::preflight {
 /// What one node publishes to the warm-up store.
 struct NodeReport {
   int node_rank = 0;
-  std::string node_name;      ///< host name (from the facts) or --node-name
+  std::string node_name;  ///< host name (from the facts) or --node-name
   NodeFacts facts;
   std::string torch_version;  ///< as the warm-up binary's libtorch reports it
   std::string nccl_version;   ///< NCCL the job will load ("" for a CPU-only torch)

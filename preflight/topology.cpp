@@ -17,16 +17,17 @@ Result<std::vector<std::string>> ExpandRanges(std::string_view ranges, std::stri
   for (const auto& part : Split(ranges, ',', /*skip_empty=*/false)) {
     std::string_view p = Trim(part);
     auto bad = [&](const std::string& why) {
-      return MakeError("bad range '" + std::string(p) + "' in hostlist item '" +
-                           std::string(item) + "': " + why,
-                       "SLURM_JOB_NODELIST", "use Slurm syntax such as gpu[01-04,07]");
+      return MakeError(
+          "bad range '" + std::string(p) + "' in hostlist item '" + std::string(item) + "': " + why,
+          "SLURM_JOB_NODELIST", "use Slurm syntax such as gpu[01-04,07]");
     };
     if (p.empty()) return bad("empty range");
     auto dash = p.find('-');
     std::string lo_text(p.substr(0, dash));
     std::string hi_text(dash == std::string_view::npos ? lo_text : std::string(p.substr(dash + 1)));
     for (const std::string& t : {lo_text, hi_text}) {
-      if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      if (t.empty() ||
+          !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return bad("'" + t + "' is not a number");
       if (t.size() > 18) return bad("number too long");
     }
@@ -91,8 +92,9 @@ Result<int> ParseCount(std::string_view text, const std::string& source, int min
 
 // torchrun options that take no value; every other --option takes one.
 const std::set<std::string>& TorchrunFlags() {
-  static const std::set<std::string> kFlags = {"standalone", "no-python", "run-path", "module",
-                                               "m", "virtual-local-rank", "use-env", "h", "help"};
+  static const std::set<std::string> kFlags = {"standalone", "no-python", "run-path",
+                                               "module",     "m",         "virtual-local-rank",
+                                               "use-env",    "h",         "help"};
   return kFlags;
 }
 
@@ -147,7 +149,8 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist) {
   return hosts;
 }
 
-Result<std::pair<std::string, int>> SplitHostPort(std::string_view endpoint, std::string_view what) {
+Result<std::pair<std::string, int>> SplitHostPort(std::string_view endpoint,
+                                                  std::string_view what) {
   std::string_view e = Trim(endpoint);
   std::string host;
   std::string_view rest;
@@ -160,8 +163,10 @@ Result<std::pair<std::string, int>> SplitHostPort(std::string_view endpoint, std
     rest = e.substr(close + 1);
     if (!rest.empty() && rest[0] != ':')
       return MakeError("unexpected text after ']' in '" + std::string(e) + "'", std::string(what));
-    if (!rest.empty()) rest.remove_prefix(1);
-    else rest = {};
+    if (!rest.empty())
+      rest.remove_prefix(1);
+    else
+      rest = {};
   } else {
     auto colon = e.rfind(':');
     if (colon != std::string_view::npos && e.find(':') != colon)
@@ -231,7 +236,8 @@ Result<Topology> InferTopology(const TopologyFlags& flags, const std::vector<std
   auto tr = TorchrunArguments(command);
   bool torchrun = tr.count("__torchrun__") > 0;
   // torchrun reads PET_<NAME> when an argument is absent (torch.distributed.argparse_util.env).
-  auto torchrun_value = [&](const std::string& name) -> std::optional<std::pair<std::string, std::string>> {
+  auto torchrun_value =
+      [&](const std::string& name) -> std::optional<std::pair<std::string, std::string>> {
     if (!torchrun) return std::nullopt;
     if (auto it = tr.find(name); it != tr.end())
       return std::make_pair(it->second, "torchrun --" + name);
@@ -244,7 +250,8 @@ Result<Topology> InferTopology(const TopologyFlags& flags, const std::vector<std
   auto env_value = [&](std::initializer_list<const char*> names)
       -> std::optional<std::pair<std::string, std::string>> {
     for (const char* n : names)
-      if (auto v = Lookup(env, n); v && !Trim(*v).empty()) return std::make_pair(*v, std::string(n));
+      if (auto v = Lookup(env, n); v && !Trim(*v).empty())
+        return std::make_pair(*v, std::string(n));
     return std::nullopt;
   };
 
@@ -409,8 +416,7 @@ Result<Topology> InferTopology(const TopologyFlags& flags, const std::vector<std
   }
 
   // Consistency.
-  if (t.nnodes < 1)
-    return MakeError("node count must be at least 1", t.source["nnodes"]);
+  if (t.nnodes < 1) return MakeError("node count must be at least 1", t.source["nnodes"]);
   if (t.nproc_per_node < 1)
     return MakeError("processes per node must be at least 1", t.source["nproc_per_node"]);
   if (t.node_rank < 0 || t.node_rank >= t.nnodes)

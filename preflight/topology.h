@@ -34,8 +34,8 @@ struct Topology {
   int nproc_per_node = 1;
   std::string rendezvous_host = "127.0.0.1";  ///< node 0's address: the warm-up store is there
   int rendezvous_port = 29500;
-  int warmup_port = 29501;          ///< rendezvous_port + 1 unless --warmup-port
-  std::vector<std::string> hosts;   ///< expected host per node rank (Slurm), may be empty
+  int warmup_port = 29501;         ///< rendezvous_port + 1 unless --warmup-port
+  std::vector<std::string> hosts;  ///< expected host per node rank (Slurm), may be empty
   /// Where each field came from, for messages: {"nnodes", "torchrun --nnodes"}, ...
   std::map<std::string, std::string> source;
 

@@ -209,7 +209,8 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
     c.log = dir + "/rank" + std::to_string(t.GlobalRank(l)) + ".log";
     std::remove(c.out.c_str());
     std::string lr = std::to_string(l);
-    std::vector<std::string> args = {binary, "--plan", plan_path, "--local-rank", lr, "--out", c.out};
+    std::vector<std::string> args = {binary, "--plan", plan_path, "--local-rank",
+                                     lr,     "--out",  c.out};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -293,8 +294,8 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
     local.push_back(entry);
     if (report.is_null() && out.contains("report") && out["report"].is_object())
       report = out["report"];
-    std::string rank_text = "rank " + std::to_string(t.GlobalRank(c.local_rank)) + " on " +
-                            node_label;
+    std::string rank_text =
+        "rank " + std::to_string(t.GlobalRank(c.local_rank)) + " on " + node_label;
     Finding f;
     f.check_id = "warmup.rank";
     f.entity = rank_text;

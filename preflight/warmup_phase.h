@@ -19,23 +19,23 @@ namespace sl::preflight {
 
 struct WarmupOptions {
   Topology topology;
-  NodeFacts facts;                 ///< this node's facts (from the preflight when it ran)
-  std::string node_name;           ///< label in messages; "" = facts.hostname
-  Environment env;                 ///< the environment the ranks (and later the job) get
-  std::string run_dir;             ///< warmup.json goes here, rank logs in run_dir/warmup/;
-                                   ///< "" = a fresh directory under $TMPDIR
+  NodeFacts facts;        ///< this node's facts (from the preflight when it ran)
+  std::string node_name;  ///< label in messages; "" = facts.hostname
+  Environment env;        ///< the environment the ranks (and later the job) get
+  std::string run_dir;    ///< warmup.json goes here, rank logs in run_dir/warmup/;
+                          ///< "" = a fresh directory under $TMPDIR
   std::chrono::milliseconds timeout{120000};
-  std::string warmup_binary;       ///< "" = safe-launch-warmup next to /proc/self/exe
-  std::string backend = "auto";    ///< auto | gloo | nccl
+  std::string warmup_binary;               ///< "" = safe-launch-warmup next to /proc/self/exe
+  std::string backend = "auto";            ///< auto | gloo | nccl
   std::vector<std::uint64_t> sweep_bytes;  ///< empty = kDefaultSweepBytes
 };
 
 struct WarmupOutcome {
-  bool passed = false;        ///< verdict pass or warn
-  std::string verdict_line;   ///< the one line every node prints
-  std::string details;        ///< node 0: findings, bandwidth, timings; other nodes: ""
-  nlohmann::json report;      ///< what was written to warmup.json
-  std::string json_path;      ///< "" when it could not be written
+  bool passed = false;       ///< verdict pass or warn
+  std::string verdict_line;  ///< the one line every node prints
+  std::string details;       ///< node 0: findings, bandwidth, timings; other nodes: ""
+  nlohmann::json report;     ///< what was written to warmup.json
+  std::string json_path;     ///< "" when it could not be written
 };
 
 /// safe-launch-warmup in the directory of /proc/self/exe; "" when it is not there.

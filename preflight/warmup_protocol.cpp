@@ -72,8 +72,7 @@ std::vector<Finding> MissingRankFindings(const WarmupPlan& plan, const std::set<
     std::string label = "node " + std::to_string(node) + (host.empty() ? "" : " (" + host + ")");
     bool whole_node = static_cast<int>(ranks.size()) == plan.nproc_per_node;
     std::string rank_list;
-    for (int r : ranks)
-      rank_list += (rank_list.empty() ? "" : ",") + std::to_string(r);
+    for (int r : ranks) rank_list += (rank_list.empty() ? "" : ",") + std::to_string(r);
     Finding f;
     f.check_id = check_id;
     f.entity = label;
@@ -160,10 +159,11 @@ std::string VerdictLine(const nlohmann::json& report) {
     bw = fmt::format(", busbw {:.3f} GB/s at {}", last.value("busbw_gbps", 0.0),
                      SizeText(last.value("bytes", std::uint64_t{0})));
   }
-  std::string warn = verdict == "warn" ? " with warnings: " + FirstProblem(report, Outcome::kWarn)
-                                       : "";
-  return fmt::format("warm-up passed{} ({} node(s) x {} rank(s), {} all_reduce verified{}, {:.2f} s)",
-                     warn, nnodes, nproc, report.value("backend", "?"), bw, total / 1000.0);
+  std::string warn =
+      verdict == "warn" ? " with warnings: " + FirstProblem(report, Outcome::kWarn) : "";
+  return fmt::format(
+      "warm-up passed{} ({} node(s) x {} rank(s), {} all_reduce verified{}, {:.2f} s)", warn,
+      nnodes, nproc, report.value("backend", "?"), bw, total / 1000.0);
 }
 
 std::string RenderWarmupReport(const nlohmann::json& report) {
@@ -180,10 +180,9 @@ std::string RenderWarmupReport(const nlohmann::json& report) {
   if (report.contains("sweep") && !report["sweep"].empty()) {
     out += "  all_reduce sweep (rank 0):    size     time(us)  algbw(GB/s)  busbw(GB/s)\n";
     for (const auto& p : report["sweep"])
-      out += fmt::format("  {:>38} {:>12.1f} {:>12.3f} {:>12.3f}\n",
-                         SizeText(p.value("bytes", std::uint64_t{0})),
-                         p.value("seconds", 0.0) * 1e6, p.value("algbw_gbps", 0.0),
-                         p.value("busbw_gbps", 0.0));
+      out += fmt::format(
+          "  {:>38} {:>12.1f} {:>12.3f} {:>12.3f}\n", SizeText(p.value("bytes", std::uint64_t{0})),
+          p.value("seconds", 0.0) * 1e6, p.value("algbw_gbps", 0.0), p.value("busbw_gbps", 0.0));
   }
   if (report.contains("bandwidth_per_node"))
     for (const auto& b : report["bandwidth_per_node"])
@@ -191,9 +190,9 @@ std::string RenderWarmupReport(const nlohmann::json& report) {
                          b.value("busbw_gbps", 0.0));
   if (report.contains("arrivals") && !report["arrivals"].empty()) {
     const auto& last = report["arrivals"].back();
-    out += fmt::format("  arrival: last rank {} on {} arrived {:.0f} ms after the first\n",
-                       last.value("rank", -1), last.value("host", "?"),
-                       last.value("offset_ms", 0.0));
+    out +=
+        fmt::format("  arrival: last rank {} on {} arrived {:.0f} ms after the first\n",
+                    last.value("rank", -1), last.value("host", "?"), last.value("offset_ms", 0.0));
   }
   if (report.contains("timings_ms")) {
     const auto& t = report["timings_ms"];

@@ -27,15 +27,15 @@ struct WarmupPlan {
   int nnodes = 1, node_rank = 0, nproc_per_node = 1;
   std::string store_host;  ///< node 0's address; global rank 0 hosts the store there
   int store_port = 0;
-  std::string local_address;          ///< this node's address towards store_host
-  std::vector<std::string> hosts;     ///< expected host per node rank (Slurm), may be empty
-  double deadline_unix_ms = 0;        ///< hard deadline for this node's warm-up
-  double spawn_unix_ms = 0;           ///< when the launcher started the ranks (for timings)
-  std::string backend = "auto";       ///< auto | gloo | nccl
+  std::string local_address;       ///< this node's address towards store_host
+  std::vector<std::string> hosts;  ///< expected host per node rank (Slurm), may be empty
+  double deadline_unix_ms = 0;     ///< hard deadline for this node's warm-up
+  double spawn_unix_ms = 0;        ///< when the launcher started the ranks (for timings)
+  std::string backend = "auto";    ///< auto | gloo | nccl
   std::vector<std::uint64_t> sweep_bytes = kDefaultSweepBytes;
   int iterations = 5;
   std::uint64_t verify_count = 1u << 14;  ///< floats in the verified all_reduce
-  NodeReport node;                    ///< this node's published facts (versions filled by rank)
+  NodeReport node;                        ///< this node's published facts (versions filled by rank)
 
   int World() const { return nnodes * nproc_per_node; }
   int NodeOfRank(int rank) const { return nproc_per_node > 0 ? rank / nproc_per_node : 0; }

@@ -48,7 +48,7 @@ struct BackendOptions {
   std::string local_address;  ///< this rank's address towards store_host (Gloo binds it)
   int rank = 0, world = 1, local_rank = 0;
   std::chrono::milliseconds timeout{120000};  ///< for connect and each store/collective call
-  std::string backend = "auto";                ///< "auto", "gloo" or "nccl"
+  std::string backend = "auto";               ///< "auto", "gloo" or "nccl"
 };
 
 /// Rank 0 hosts the store (listening on store_host:store_port only, where libtorch allows it);
@@ -59,8 +59,8 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(KvStore& store,
                                                          const BackendOptions& options);
 
 struct TorchInfo {
-  std::string torch_version;   ///< "1.13.0"
-  std::string nccl_version;    ///< "2.28.9" when built with NCCL, else ""
+  std::string torch_version;  ///< "1.13.0"
+  std::string nccl_version;   ///< "2.28.9" when built with NCCL, else ""
   bool nccl_built = false;
   int cuda_devices = 0;  ///< visible CUDA devices (0 for a CPU build)
 };

@@ -132,8 +132,8 @@ class TorchStore final : public KvStore {
 template <typename Group>
 class TorchCommunicator final : public Communicator {
  public:
-  TorchCommunicator(c10::intrusive_ptr<Group> pg, std::string backend,
-                    at::Device device, int rank, int world)
+  TorchCommunicator(c10::intrusive_ptr<Group> pg, std::string backend, at::Device device, int rank,
+                    int world)
       : pg_(std::move(pg)),
         backend_(std::move(backend)),
         device_(device),
@@ -241,7 +241,8 @@ Result<std::unique_ptr<KvStore>> ConnectStore(const BackendOptions& o) {
 
 Result<std::unique_ptr<Communicator>> CreateCommunicator(KvStore& kv, const BackendOptions& o) {
   auto* ts = dynamic_cast<TorchStore*>(&kv);
-  if (ts == nullptr) return MakeError("internal: CreateCommunicator needs a store from ConnectStore");
+  if (ts == nullptr)
+    return MakeError("internal: CreateCommunicator needs a store from ConnectStore");
   TorchInfo info = QueryTorch();
   std::string backend = o.backend;
   if (backend == "auto") backend = (info.nccl_built && info.cuda_devices > 0) ? "nccl" : "gloo";
@@ -276,15 +277,14 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(KvStore& kv, const Back
         if (ifname != nullptr && *ifname != '\0') {
           opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
         } else if (!o.local_address.empty()) {
-          opts->devices.push_back(
-              c10d::ProcessGroupGloo::createDeviceForHostname(o.local_address));
+          opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(o.local_address));
         } else {
           opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
         }
         opts->threads = 2;
         auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, o.rank, o.world, opts);
-        return std::unique_ptr<Communicator>(
-            new TorchCommunicator<c10d::ProcessGroupGloo>(pg, "gloo", at::Device(at::kCPU), o.rank, o.world));
+        return std::unique_ptr<Communicator>(new TorchCommunicator<c10d::ProcessGroupGloo>(
+            pg, "gloo", at::Device(at::kCPU), o.rank, o.world));
       });
 }
 

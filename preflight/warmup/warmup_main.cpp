@@ -35,9 +35,9 @@
 namespace sl::warmup {
 namespace {
 
+using nlohmann::json;
 using preflight::RankResult;
 using preflight::WarmupPlan;
-using nlohmann::json;
 
 double NowMs() {
   return std::chrono::duration<double, std::milli>(
@@ -76,11 +76,10 @@ class Rank {
     return plan_.deadline_unix_ms - reserve - NowMs();
   }
   std::chrono::milliseconds Timeout(double reserve = 0) const {
-    return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(RemainingMs(reserve), 50.0)));
+    return std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::max(RemainingMs(reserve), 50.0)));
   }
-  std::string Where() const {
-    return plan_.store_host + ":" + std::to_string(plan_.store_port);
-  }
+  std::string Where() const { return plan_.store_host + ":" + std::to_string(plan_.store_port); }
 
   // Polls until `done()` or the deadline (less `reserve`); false on expiry.
   template <typename Fn>
@@ -121,18 +120,22 @@ class Rank {
 
     auto store = ConnectStore(options_);
     if (!store.ok()) {
-      result_.error = rank_ == 0
-          ? "could not host the warm-up store at " + Where() + ": " + store.error().Describe()
-          : "could not reach the warm-up store at " + Where() + " (hosted by node 0, rank 0) " +
-                "within the timeout: " + store.error().Describe() +
-                " -- node 0 never started its warm-up, or this node cannot reach that address";
+      result_.error =
+          rank_ == 0
+              ? "could not host the warm-up store at " + Where() + ": " + store.error().Describe()
+              : "could not reach the warm-up store at " + Where() + " (hosted by node 0, rank 0) " +
+                    "within the timeout: " + store.error().Describe() +
+                    " -- node 0 never started its warm-up, or this node cannot reach that address";
       return 1;
     }
     store_ = std::move(*store);
     result_.timings.store = NowMs();
 
-    json arrive = {{"rank", rank_}, {"node_rank", plan_.node_rank}, {"local_rank", local_rank_},
-                   {"host", plan_.node.node_name}, {"t_ms", result_.timings.store}};
+    json arrive = {{"rank", rank_},
+                   {"node_rank", plan_.node_rank},
+                   {"local_rank", local_rank_},
+                   {"host", plan_.node.node_name},
+                   {"t_ms", result_.timings.store}};
     if (auto s = store_->Set("arrive/" + std::to_string(rank_), arrive.dump()); !s.ok())
       return Fail(s.error().Describe());
     if (local_rank_ == 0) {
@@ -169,9 +172,9 @@ class Rank {
 
   int Coordinate() {
     const int world = plan_.World();
-    bool all_here = PollUntil(
-        [&] { return Counter("arrived") >= world && Counter("facts") >= plan_.nnodes; },
-        reserve_ms_);
+    bool all_here =
+        PollUntil([&] { return Counter("arrived") >= world && Counter("facts") >= plan_.nnodes; },
+                  reserve_ms_);
     result_.timings.arrived = NowMs();
     auto reports = NodeReports();
     for (const auto& [n, r] : reports) node_names_[n] = r.node_name;
@@ -192,9 +195,8 @@ class Rank {
     }
     double waited_s = (result_.timings.arrived - result_.timings.start) / 1000.0;
     if (!all_here) {
-      findings = preflight::MissingRankFindings(plan_, arrived, node_names_,
-                                                "arrive at the rendezvous", "warmup.arrival",
-                                                waited_s);
+      findings = preflight::MissingRankFindings(
+          plan_, arrived, node_names_, "arrive at the rendezvous", "warmup.arrival", waited_s);
     } else {
       std::vector<preflight::NodeReport> list;
       for (auto& [n, r] : reports) list.push_back(r);
@@ -238,12 +240,12 @@ class Rank {
         }
       }
       double since = (NowMs() - result_.timings.verdict) / 1000.0;
-      for (auto& f : preflight::MissingRankFindings(plan_, finished, node_names_,
-                                                    "finish the collectives", "warmup.collective",
-                                                    since))
+      for (auto& f : preflight::MissingRankFindings(
+               plan_, finished, node_names_, "finish the collectives", "warmup.collective", since))
         findings.push_back(std::move(f));
       if (plan_.nnodes > 1) {
-        for (auto& f : preflight::CompareBandwidth(preflight::BandwidthPerNode(results, node_names_)))
+        for (auto& f :
+             preflight::CompareBandwidth(preflight::BandwidthPerNode(results, node_names_)))
           findings.push_back(std::move(f));
       }
     }
@@ -257,8 +259,9 @@ class Rank {
 
   int Follow() {
     if (!PollUntil([&] { return Has("verdict"); }, 0))
-      return Fail("no verdict from rank 0 (node 0) within the timeout: node 0 is still waiting for "
-                  "ranks that never arrived, or its warm-up died -- see node 0's log");
+      return Fail(
+          "no verdict from rank 0 (node 0) within the timeout: node 0 is still waiting for "
+          "ranks that never arrived, or its warm-up died -- see node 0's log");
     result_.timings.arrived = result_.timings.verdict = NowMs();
     json verdict;
     if (auto v = store_->Get("verdict"); v.ok()) {
@@ -320,10 +323,11 @@ class Rank {
                    std::vector<json> arrivals) {
     Outcome worst = Worst(findings);
     std::string verdict = worst == Outcome::kFail || worst == Outcome::kError ? "fail"
-                          : worst == Outcome::kWarn                        ? "warn"
-                                                                           : "pass";
-    std::sort(arrivals.begin(), arrivals.end(),
-              [](const json& a, const json& b) { return a.value("t_ms", 0.0) < b.value("t_ms", 0.0); });
+                          : worst == Outcome::kWarn                           ? "warn"
+                                                                              : "pass";
+    std::sort(arrivals.begin(), arrivals.end(), [](const json& a, const json& b) {
+      return a.value("t_ms", 0.0) < b.value("t_ms", 0.0);
+    });
     double first = arrivals.empty() ? 0 : arrivals.front().value("t_ms", 0.0);
     json arr = json::array();
     for (auto& a : arrivals) {
@@ -398,9 +402,12 @@ int main(int argc, char** argv) {
   int local_rank = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--plan") plan_path = argv[i + 1];
-    else if (a == "--out") out_path = argv[i + 1];
-    else if (a == "--local-rank") local_rank = std::atoi(argv[i + 1]);
+    if (a == "--plan")
+      plan_path = argv[i + 1];
+    else if (a == "--out")
+      out_path = argv[i + 1];
+    else if (a == "--local-rank")
+      local_rank = std::atoi(argv[i + 1]);
   }
   if (plan_path.empty() || out_path.empty() || local_rank < 0) {
     std::fprintf(stderr,

@@ -25,10 +25,10 @@ sl::IbPort RocePort(const std::string& dev, int mtu, double rate = 400, bool v2_
   p.gids.push_back({0, "fe80:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1", p.netdev, ""});
   p.gids.push_back({1, "fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2", p.netdev, ""});
   if (v2_ipv4) {
-    p.gids.push_back({2, "0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1", p.netdev,
-                      "10.0.0.1"});
-    p.gids.push_back({3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2", p.netdev,
-                      "10.0.0.1"});
+    p.gids.push_back(
+        {2, "0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1", p.netdev, "10.0.0.1"});
+    p.gids.push_back(
+        {3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2", p.netdev, "10.0.0.1"});
   }
   return p;
 }
@@ -39,7 +39,8 @@ NodeReport Node(int rank, const std::string& name) {
   r.node_name = name;
   r.facts.hostname = name;
   r.facts.ib_ports = {RocePort("mlx5_0", 9000), RocePort("mlx5_1", 9000)};
-  r.facts.gpus = {{"0000:18:00.0", "0x2335", "NVIDIA H200"}, {"0000:2a:00.0", "0x2335", "NVIDIA H200"}};
+  r.facts.gpus = {{"0000:18:00.0", "0x2335", "NVIDIA H200"},
+                  {"0000:2a:00.0", "0x2335", "NVIDIA H200"}};
   r.facts.nvidia_driver = "580.159.04";
   r.facts.memlock_soft = sl::kUnlimited;
   r.facts.nofile_soft = 1048576;
@@ -180,7 +181,8 @@ TEST_CASE("limits: lower memlock and nofile are named, unlimited counts as highe
   CHECK(Fails(all, "warmup.consistency.nofile").at(0).entity == "node 1 (b)");
 }
 
-TEST_CASE("environment differences: unset counts, must-match variables fail, per-rank ones ignored") {
+TEST_CASE(
+    "environment differences: unset counts, must-match variables fail, per-rank ones ignored") {
   auto a = Node(0, "a"), b = Node(1, "b"), c = Node(2, "c");
   c.env["NCCL_IB_DISABLE"] = "1";
   c.env["NCCL_DEBUG"] = "INFO";
@@ -224,8 +226,8 @@ TEST_CASE("node reports survive a JSON round trip") {
 }
 
 TEST_CASE("a markedly slower node is a bandwidth warn with the figures") {
-  auto fs = CompareBandwidth({{0, "node 0 (a)", 20.0}, {1, "node 1 (b)", 21.0},
-                              {2, "node 2 (c)", 4.0}});
+  auto fs =
+      CompareBandwidth({{0, "node 0 (a)", 20.0}, {1, "node 1 (b)", 21.0}, {2, "node 2 (c)", 4.0}});
   REQUIRE(fs.size() == 1);
   CHECK(fs[0].outcome == Outcome::kWarn);
   CHECK(fs[0].entity == "node 2 (c)");

@@ -9,8 +9,9 @@ using sl::preflight::TorchrunArguments;
 using Cmd = std::vector<std::string>;
 
 TEST_CASE("torchrun dashed arguments give nodes, rank, ranks per node and the endpoint") {
-  Cmd cmd = {"torchrun", "--nnodes=4", "--nproc-per-node", "8", "--node-rank=2",
-             "--rdzv-endpoint=gpu01:29400", "train.py", "--nnodes=99"};
+  Cmd cmd = {"torchrun", "--nnodes=4",    "--nproc-per-node",
+             "8",        "--node-rank=2", "--rdzv-endpoint=gpu01:29400",
+             "train.py", "--nnodes=99"};
   auto t = InferTopology({}, cmd, {});
   REQUIRE(t.ok());
   CHECK(t->nnodes == 4);
@@ -23,8 +24,18 @@ TEST_CASE("torchrun dashed arguments give nodes, rank, ranks per node and the en
 }
 
 TEST_CASE("torch 1.13 underscore spellings are understood") {
-  Cmd cmd = {"python3", "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node=4",
-             "--node_rank", "1", "--master_addr", "10.0.0.1", "--master_port=23456", "t.py"};
+  Cmd cmd = {"python3",
+             "-m",
+             "torch.distributed.run",
+             "--nnodes",
+             "2",
+             "--nproc_per_node=4",
+             "--node_rank",
+             "1",
+             "--master_addr",
+             "10.0.0.1",
+             "--master_port=23456",
+             "t.py"};
   auto t = InferTopology({}, cmd, {});
   REQUIRE(t.ok());
   CHECK(t->nnodes == 2);
@@ -36,8 +47,7 @@ TEST_CASE("torch 1.13 underscore spellings are understood") {
 }
 
 TEST_CASE("rdzv endpoint without a port uses torchrun's default 29400") {
-  auto t = InferTopology({}, {"/usr/bin/torchrun", "--nnodes=2", "--rdzv_endpoint", "head",
-                              "x.py"},
+  auto t = InferTopology({}, {"/usr/bin/torchrun", "--nnodes=2", "--rdzv_endpoint", "head", "x.py"},
                          {{"SLURM_NODEID", "1"}});
   REQUIRE(t.ok());
   CHECK(t->rendezvous_host == "head");
@@ -47,9 +57,9 @@ TEST_CASE("rdzv endpoint without a port uses torchrun's default 29400") {
 }
 
 TEST_CASE("IPv6 endpoints in brackets keep the address whole") {
-  auto t = InferTopology({}, {"torchrun", "--nnodes=2", "--node-rank=0",
-                              "--rdzv-endpoint=[fd00::1]:1234", "x.py"},
-                         {});
+  auto t = InferTopology(
+      {}, {"torchrun", "--nnodes=2", "--node-rank=0", "--rdzv-endpoint=[fd00::1]:1234", "x.py"},
+      {});
   REQUIRE(t.ok());
   CHECK(t->rendezvous_host == "fd00::1");
   CHECK(t->rendezvous_port == 1234);
@@ -62,8 +72,8 @@ TEST_CASE("explicit safe-launch flags win over torchrun and Slurm") {
   f.nproc_per_node = 2;
   f.rendezvous = "10.1.1.1:4000";
   f.warmup_port = 5000;
-  Environment env = {{"SLURM_NNODES", "8"}, {"SLURM_NODEID", "5"},
-                     {"SLURM_JOB_NODELIST", "n[1-8]"}};
+  Environment env = {
+      {"SLURM_NNODES", "8"}, {"SLURM_NODEID", "5"}, {"SLURM_JOB_NODELIST", "n[1-8]"}};
   auto t = InferTopology(f, {"torchrun", "--nnodes=4", "--nproc-per-node=8", "x.py"}, env);
   REQUIRE(t.ok());
   CHECK(t->nnodes == 3);
@@ -76,8 +86,10 @@ TEST_CASE("explicit safe-launch flags win over torchrun and Slurm") {
 }
 
 TEST_CASE("Slurm gives node count, node id and node 0 as the first host of the list") {
-  Environment env = {{"SLURM_NNODES", "4"}, {"SLURM_NODEID", "3"},
-                     {"SLURM_JOB_NODELIST", "gpu[01-04]"}, {"MASTER_PORT", "31000"}};
+  Environment env = {{"SLURM_NNODES", "4"},
+                     {"SLURM_NODEID", "3"},
+                     {"SLURM_JOB_NODELIST", "gpu[01-04]"},
+                     {"MASTER_PORT", "31000"}};
   auto t = InferTopology({}, {"python", "train.py"}, env);
   REQUIRE(t.ok());
   CHECK(t->nnodes == 4);
@@ -89,8 +101,8 @@ TEST_CASE("Slurm gives node count, node id and node 0 as the first host of the l
 }
 
 TEST_CASE("torchrun's node count combines with Slurm's node id and host list") {
-  Environment env = {{"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"},
-                     {"SLURM_JOB_NODELIST", "a[1-2]-ib"}};
+  Environment env = {
+      {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"}, {"SLURM_JOB_NODELIST", "a[1-2]-ib"}};
   auto t = InferTopology({}, {"torchrun", "--nnodes", "2", "--nproc-per-node=gpu", "x.py"}, env,
                          /*local_gpus=*/8);
   REQUIRE(t.ok());
@@ -102,7 +114,9 @@ TEST_CASE("torchrun's node count combines with Slurm's node id and host list") {
 
 TEST_CASE("torchrun's PET_ environment stands in for absent arguments") {
   auto t = InferTopology({}, {"torchrun", "x.py"},
-                         {{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"PET_NPROC_PER_NODE", "3"},
+                         {{"PET_NNODES", "2"},
+                          {"PET_NODE_RANK", "1"},
+                          {"PET_NPROC_PER_NODE", "3"},
                           {"PET_MASTER_ADDR", "h0"}});
   REQUIRE(t.ok());
   CHECK(t->nnodes == 2);

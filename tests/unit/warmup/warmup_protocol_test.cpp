@@ -44,7 +44,7 @@ TEST_CASE("bandwidth per node averages its ranks at the largest size") {
   a.node_rank = b.node_rank = 0;
   c.node_rank = 1;
   a.sweep = {MakeSweepPoint(1000, 1, 4), MakeSweepPoint(8000000, 0.004, 4)};  // busbw 3
-  b.sweep = {MakeSweepPoint(8000000, 0.008, 4)};                                // busbw 1.5
+  b.sweep = {MakeSweepPoint(8000000, 0.008, 4)};                              // busbw 1.5
   c.sweep = {MakeSweepPoint(8000000, 0.004, 4)};
   auto bw = BandwidthPerNode({a, b, c}, {{1, "h1"}});
   REQUIRE(bw.size() == 2);
@@ -56,8 +56,8 @@ TEST_CASE("bandwidth per node averages its ranks at the largest size") {
 TEST_CASE("the verdict line names the first failure and counts the rest") {
   sl::Finding f1{"warmup.consistency.mtu", "node 1 (b)", Outcome::kFail, "MTU differs", "", {}};
   sl::Finding f2{"warmup.consistency.hca_count", "node 1 (b)", Outcome::kFail, "HCAs", "", {}};
-  nlohmann::json report = {{"verdict", "fail"}, {"nnodes", 2}, {"nproc_per_node", 2},
-                           {"findings", {f1, f2}}};
+  nlohmann::json report = {
+      {"verdict", "fail"}, {"nnodes", 2}, {"nproc_per_node", 2}, {"findings", {f1, f2}}};
   auto line = sl::preflight::VerdictLine(report);
   CHECK(line.find("FAILED") != std::string::npos);
   CHECK(line.find("MTU differs") != std::string::npos);
