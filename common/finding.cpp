@@ -6,18 +6,23 @@ namespace sl {
 
 std::string_view OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "pass";
-    case Outcome::kWarn: return "warn";
-    case Outcome::kFail: return "fail";
-    case Outcome::kSkip: return "skip";
-    case Outcome::kError: return "error";
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kWarn:
+      return "warn";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kSkip:
+      return "skip";
+    case Outcome::kError:
+      return "error";
   }
   return "error";
 }
 
 bool ParseOutcome(std::string_view name, Outcome* out) {
-  for (Outcome o : {Outcome::kPass, Outcome::kWarn, Outcome::kFail, Outcome::kSkip,
-                    Outcome::kError}) {
+  for (Outcome o :
+       {Outcome::kPass, Outcome::kWarn, Outcome::kFail, Outcome::kSkip, Outcome::kError}) {
     if (OutcomeName(o) == name) {
       *out = o;
       return true;
@@ -28,19 +33,35 @@ bool ParseOutcome(std::string_view name, Outcome* out) {
 
 int Severity(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return 0;
-    case Outcome::kSkip: return 1;
-    case Outcome::kWarn: return 2;
-    case Outcome::kError: return 3;
-    case Outcome::kFail: return 4;
+    case Outcome::kPass:
+      return 0;
+    case Outcome::kSkip:
+      return 1;
+    case Outcome::kWarn:
+      return 2;
+    case Outcome::kError:
+      return 3;
+    case Outcome::kFail:
+      return 4;
   }
   return 3;
 }
 
+Finding MakeFinding(std::string check_id, std::string entity, Outcome outcome, std::string message,
+                    std::string next_step) {
+  Finding f;
+  f.check_id = std::move(check_id);
+  f.entity = std::move(entity);
+  f.outcome = outcome;
+  f.message = std::move(message);
+  f.next_step = std::move(next_step);
+  return f;
+}
+
 void to_json(nlohmann::json& j, const Finding& f) {
-  j = nlohmann::json{{"check", f.check_id},     {"entity", f.entity},
-                     {"outcome", OutcomeName(f.outcome)}, {"message", f.message},
-                     {"next_step", f.next_step}, {"waived", f.waived}};
+  j = nlohmann::json{
+      {"check", f.check_id},  {"entity", f.entity},       {"outcome", OutcomeName(f.outcome)},
+      {"message", f.message}, {"next_step", f.next_step}, {"waived", f.waived}};
   auto ev = nlohmann::json::array();
   for (const auto& e : f.evidence) ev.push_back({{"source", e.source}, {"value", e.value}});
   j["evidence"] = std::move(ev);

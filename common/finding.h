@@ -1,11 +1,10 @@
 #pragma once
 // The result model shared by preflight, warm-up and diagnose: one Finding per decided thing.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace sl {
 
@@ -20,7 +19,8 @@ bool ParseOutcome(std::string_view name, Outcome* out);
 int Severity(Outcome o);
 
 struct Evidence {
-  std::string source;  ///< file path (as on the node, e.g. /sys/class/infiniband/mlx5_0/ports/1/state) or variable
+  std::string source;  ///< file path (as on the node, e.g.
+                       ///< /sys/class/infiniband/mlx5_0/ports/1/state) or variable
   std::string value;   ///< the raw value read, trimmed
 };
 
@@ -38,6 +38,10 @@ struct Finding {
     return *this;
   }
 };
+
+/// A finding without evidence yet; add evidence with With().
+Finding MakeFinding(std::string check_id, std::string entity, Outcome outcome, std::string message,
+                    std::string next_step = {});
 
 void to_json(nlohmann::json& j, const Finding& f);
 void from_json(const nlohmann::json& j, Finding& f);

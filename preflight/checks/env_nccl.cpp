@@ -9,13 +9,7 @@ namespace sl::preflight {
 namespace {
 
 Finding Make(std::string entity, Outcome o, std::string message, std::string next = {}) {
-  Finding f;
-  f.check_id = "env.nccl";
-  f.entity = std::move(entity);
-  f.outcome = o;
-  f.message = std::move(message);
-  f.next_step = std::move(next);
-  return f;
+  return MakeFinding("env.nccl", std::move(entity), o, std::move(message), std::move(next));
 }
 
 }  // namespace

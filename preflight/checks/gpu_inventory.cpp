@@ -14,12 +14,7 @@ namespace {
 constexpr const char* kId = "gpu.inventory";
 
 Finding Make(std::string entity, Outcome o, std::string message) {
-  Finding f;
-  f.check_id = kId;
-  f.entity = std::move(entity);
-  f.outcome = o;
-  f.message = std::move(message);
-  return f;
+  return MakeFinding(kId, std::move(entity), o, std::move(message));
 }
 
 bool Under(const FileReader& fs, const std::string& where, const char* node_dir) {
@@ -36,8 +31,8 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
     if (Under(ctx.fs, e.where, "/proc/driver/nvidia") ||
         (Under(ctx.fs, e.where, "/sys/bus/pci") || Under(ctx.fs, e.where, "/sys/devices"))) {
       Finding f = Make("node", Outcome::kError, e.where + ": " + e.message);
-      f.next_step = e.fix.empty() ? "check the file on the node (driver loaded? sysfs mounted?)"
-                                  : e.fix;
+      f.next_step =
+          e.fix.empty() ? "check the file on the node (driver loaded? sysfs mounted?)" : e.fix;
       out.push_back(std::move(f));
     }
   }
@@ -60,19 +55,21 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   }
   if (!gpus.empty() && !version_file) {
     Finding f = Make("node", Outcome::kFail,
-                     std::to_string(gpus.size()) + " NVIDIA GPU(s) on PCI but the NVIDIA driver "
-                     "is not loaded (no /proc/driver/nvidia/version)");
+                     std::to_string(gpus.size()) +
+                         " NVIDIA GPU(s) on PCI but the NVIDIA driver "
+                         "is not loaded (no /proc/driver/nvidia/version)");
     f.With("/sys/bus/pci/devices/" + gpus[0].pci_address + "/vendor", "0x10de");
-    f.next_step = "load the driver (`modprobe nvidia`; check `dmesg | grep NVRM` for why it did "
-                  "not load, e.g. a kernel update without a rebuilt module)";
+    f.next_step =
+        "load the driver (`modprobe nvidia`; check `dmesg | grep NVRM` for why it did "
+        "not load, e.g. a kernel update without a rebuilt module)";
     out.push_back(std::move(f));
     return out;
   }
   // GPUs PCI lists that the driver does not. Inside a GPU container /sys/bus/pci shows every
   // GPU of the host while /proc/driver/nvidia/gpus lists only the ones given to the container
   // (NVIDIA_VISIBLE_DEVICES): there a missing GPU is expected, not a fault.
-  const bool container_subset = Lookup(ctx.env, "NVIDIA_VISIBLE_DEVICES").has_value() &&
-                                !driver_gpus.empty();
+  const bool container_subset =
+      Lookup(ctx.env, "NVIDIA_VISIBLE_DEVICES").has_value() && !driver_gpus.empty();
   std::set<std::string> seen(driver_gpus.begin(), driver_gpus.end());
   int index = 0;
   for (const auto& g : gpus) {
@@ -83,8 +80,8 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
                            "bus, failed to initialise or is excluded");
       f.With("/sys/bus/pci/devices/" + g.pci_address + "/device", g.device_id);
       f.With("/proc/driver/nvidia/gpus", std::to_string(driver_gpus.size()) + " entries");
-      f.next_step = "check `dmesg | grep -e NVRM -e Xid` and `nvidia-smi -q -i " +
-                    g.pci_address + "`; reset the GPU or drain the node";
+      f.next_step = "check `dmesg | grep -e NVRM -e Xid` and `nvidia-smi -q -i " + g.pci_address +
+                    "`; reset the GPU or drain the node";
       out.push_back(std::move(f));
     }
     ++index;
@@ -106,10 +103,11 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
                                                                        : " (proprietary modules)")
                                    : "driver version unknown";
   if (models.size() > 1) {
-    Finding f = Make("node", Outcome::kWarn,
-                     "mixed GPU models on one node: " + model_text + "; " + driver);
-    f.next_step = "NCCL runs at the pace of the slowest GPU; use identical GPUs per job or pin "
-                  "CUDA_VISIBLE_DEVICES to one model";
+    Finding f =
+        Make("node", Outcome::kWarn, "mixed GPU models on one node: " + model_text + "; " + driver);
+    f.next_step =
+        "NCCL runs at the pace of the slowest GPU; use identical GPUs per job or pin "
+        "CUDA_VISIBLE_DEVICES to one model";
     for (const auto& g : used) {
       f.With("/proc/driver/nvidia/gpus/" + g.pci_address + "/information", "Model: " + g.model);
     }

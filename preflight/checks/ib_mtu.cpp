@@ -18,12 +18,8 @@ constexpr const char* kId = "ib.mtu";
 std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
   std::vector<Finding> out;
   if (ctx.facts.ib_ports.empty()) {
-    Finding f;
-    f.check_id = kId;
-    f.entity = "node";
-    f.outcome = Outcome::kSkip;
-    f.message = "no InfiniBand/RoCE ports: no MTU to check";
-    out.push_back(std::move(f));
+    out.push_back(
+        MakeFinding(kId, "node", Outcome::kSkip, "no InfiniBand/RoCE ports: no MTU to check"));
     return out;
   }
   NcclPortSelection sel(ctx.env);

@@ -124,12 +124,8 @@ std::string Fix(const IbPort& p, const PortCounts& c) {
 std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
   std::vector<Finding> out;
   if (ctx.facts.ib_ports.empty()) {
-    Finding f;
-    f.check_id = kId;
-    f.entity = "node";
-    f.outcome = Outcome::kSkip;
-    f.message = "no InfiniBand/RoCE ports: no error counters to read";
-    out.push_back(std::move(f));
+    out.push_back(MakeFinding(kId, "node", Outcome::kSkip,
+                              "no InfiniBand/RoCE ports: no error counters to read"));
     return out;
   }
   NcclPortSelection sel(ctx.env);

@@ -16,12 +16,7 @@ namespace {
 constexpr const char* kId = "net.ifname";
 
 Finding Make(std::string entity, Outcome o, std::string message) {
-  Finding f;
-  f.check_id = kId;
-  f.entity = std::move(entity);
-  f.outcome = o;
-  f.message = std::move(message);
-  return f;
+  return MakeFinding(kId, std::move(entity), o, std::move(message));
 }
 
 bool IsIpv6(const std::string& a) { return a.find(':') != std::string::npos; }
@@ -92,12 +87,13 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   if (spec && !Trim(*spec).empty()) {
     auto filter = ParseSocketIfname(*spec);
     if (!filter.ok()) {
-      Finding f = Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
-                       "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " +
-                           filter.error().message);
+      Finding f =
+          Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
+               "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " + filter.error().message);
       f.With("NCCL_SOCKET_IFNAME", *spec);
-      f.next_step = "use a comma-separated list of interface name prefixes, e.g. "
-                    "NCCL_SOCKET_IFNAME=eno1 or =eno1 (exact) or ^docker,lo (exclude)";
+      f.next_step =
+          "use a comma-separated list of interface name prefixes, e.g. "
+          "NCCL_SOCKET_IFNAME=eno1 or =eno1 (exact) or ^docker,lo (exclude)";
       out.push_back(std::move(f));
       return out;
     }
@@ -110,20 +106,22 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
     }
     how = "NCCL_SOCKET_IFNAME=" + *spec;
     if (chosen.empty()) {
-      Finding f = Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
-                       by_name.empty()
-                           ? how + " matches no interface on this node; available: " + Names(ifs)
-                           : how + " matches only interfaces without a usable address: " +
-                                 Names(by_name) + "; available: " + Names(ifs));
+      Finding f =
+          Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
+               by_name.empty()
+                   ? how + " matches no interface on this node; available: " + Names(ifs)
+                   : how + " matches only interfaces without a usable address: " + Names(by_name) +
+                         "; available: " + Names(ifs));
       f.With("NCCL_SOCKET_IFNAME", *spec);
       f.With("/sys/class/net", [&] {
         std::string n;
         for (const auto& i : ifs) n += (n.empty() ? "" : " ") + i.name;
         return n;
       }());
-      f.next_step = "NCCL's bootstrap fails with \"no socket interface found\": set "
-                    "NCCL_SOCKET_IFNAME to the interface that carries this node's cluster "
-                    "address (same name on every node), or unset it";
+      f.next_step =
+          "NCCL's bootstrap fails with \"no socket interface found\": set "
+          "NCCL_SOCKET_IFNAME to the interface that carries this node's cluster "
+          "address (same name on every node), or unset it";
       out.push_back(std::move(f));
       return out;
     }
@@ -152,7 +150,8 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
     if (chosen.empty()) {
       Finding f = Make("node", Outcome::kFail,
                        "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
-                       "fails (\"no socket interface found\"); interfaces: " + Names(ifs));
+                       "fails (\"no socket interface found\"); interfaces: " +
+                           Names(ifs));
       f.next_step = "configure an address on the cluster network interface";
       out.push_back(std::move(f));
       return out;
@@ -176,7 +175,8 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
     f.message = "NCCL's bootstrap would use " + desc + " [" + how + "], but the interface is " +
                 (admin_down ? "administratively down" : "down (no carrier)") +
                 ": other nodes cannot connect, init hangs until the timeout";
-    f.next_step = "bring it up (`ip link set " + boot.name + " up`, check cable/switch), or "
+    f.next_step = "bring it up (`ip link set " + boot.name +
+                  " up`, check cable/switch), or "
                   "point NCCL_SOCKET_IFNAME at the interface with the cluster address";
   } else if (boot.name == "lo") {
     f.outcome = Outcome::kFail;
@@ -199,7 +199,8 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
       Finding w = Make(o.name, Outcome::kWarn,
                        "NCCL would also use " + o.name + " [" + how + "], which is down");
       w.With("/sys/class/net/" + o.name + "/operstate", o.operstate);
-      w.next_step = "bring it up or exclude it (NCCL_SOCKET_IFNAME=^" + o.name + " or name the "
+      w.next_step = "bring it up or exclude it (NCCL_SOCKET_IFNAME=^" + o.name +
+                    " or name the "
                     "wanted interfaces)";
       out.push_back(std::move(w));
     }

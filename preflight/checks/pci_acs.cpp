@@ -17,12 +17,7 @@ namespace {
 constexpr const char* kId = "pci.acs";
 
 Finding Make(std::string entity, Outcome o, std::string message) {
-  Finding f;
-  f.check_id = kId;
-  f.entity = std::move(entity);
-  f.outcome = o;
-  f.message = std::move(message);
-  return f;
+  return MakeFinding(kId, std::move(entity), o, std::move(message));
 }
 
 std::string Hex(unsigned v, int width) {
@@ -76,16 +71,17 @@ Finding IommuFinding(const CheckContext& ctx) {
   f.With("/sys/class/iommu", units.empty() ? "(no units)" : Join(units));
   if (!cmdline.empty()) f.With("/proc/cmdline", cmdline);
   if (units.empty() || off) {
-    f.message = "IOMMU off (" + std::to_string(units.size()) + " units in /sys/class/iommu; " +
-                args + ")";
+    f.message =
+        "IOMMU off (" + std::to_string(units.size()) + " units in /sys/class/iommu; " + args + ")";
   } else if (passthrough) {
     f.message = "IOMMU on in passthrough mode (" + args + "): device DMA is not translated";
   } else {
     f.outcome = Outcome::kWarn;
-    f.message = "IOMMU on and translating DMA (" + std::to_string(units.size()) +
-                " units; " + args + "): GPUDirect RDMA/P2P traffic is remapped or blocked";
-    f.next_step = "boot with `iommu=pt` (add it to GRUB_CMDLINE_LINUX, update-grub, reboot) or "
-                  "disable the IOMMU in the BIOS if nothing on the node needs it (VFIO, SR-IOV)";
+    f.message = "IOMMU on and translating DMA (" + std::to_string(units.size()) + " units; " +
+                args + "): GPUDirect RDMA/P2P traffic is remapped or blocked";
+    f.next_step =
+        "boot with `iommu=pt` (add it to GRUB_CMDLINE_LINUX, update-grub, reboot) or "
+        "disable the IOMMU in the BIOS if nothing on the node needs it (VFIO, SR-IOV)";
   }
   return f;
 }
@@ -108,7 +104,8 @@ std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
     const std::string base = JoinPath("/sys/bus/pci/devices", bdf);
     auto cls = ctx.fs.ReadFile(JoinPath(base, "class"), 64);
     if (!cls.ok()) {
-      Finding f = Make(bdf, Outcome::kError, "cannot read the PCI class: " + cls.error().Describe());
+      Finding f =
+          Make(bdf, Outcome::kError, "cannot read the PCI class: " + cls.error().Describe());
       out.push_back(std::move(f));
       continue;
     }
@@ -124,16 +121,16 @@ std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
     const std::string config_path = JoinPath(base, "config");
     auto config = ctx.fs.ReadFile(config_path, 4096);
     if (!config.ok()) {
-      Finding f = Make(bdf, Outcome::kError,
-                       "cannot read the config space: " + config.error().Describe());
+      Finding f =
+          Make(bdf, Outcome::kError, "cannot read the config space: " + config.error().Describe());
       f.next_step = config.error().fix;
       out.push_back(std::move(f));
       continue;
     }
     auto acs = FindAcsInConfig(*config);
     if (!acs.ok()) {
-      Finding f = Make(bdf, Outcome::kError,
-                       acs.error().message + " in " + ctx.fs.HostPath(config_path));
+      Finding f =
+          Make(bdf, Outcome::kError, acs.error().message + " in " + ctx.fs.HostPath(config_path));
       f.With(config_path, std::to_string(config->size()) + " bytes");
       f.next_step = "read it again on the node as root (`lspci -vvv -s " + bdf + "`)";
       out.push_back(std::move(f));
@@ -172,14 +169,17 @@ std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
     out.push_back(std::move(f));
   }
   if (!unprivileged.empty()) {
-    Finding f = Make("node", Outcome::kSkip,
-                     "ACS not checkable: sysfs returns only the first 64 bytes of config space "
-                     "of " + std::to_string(unprivileged.size()) + " bridge(s) (e.g. " +
-                         unprivileged[0] + ") to a non-root reader; the ACS capability lies in "
-                         "the extended config space");
+    Finding f =
+        Make("node", Outcome::kSkip,
+             "ACS not checkable: sysfs returns only the first 64 bytes of config space "
+             "of " +
+                 std::to_string(unprivileged.size()) + " bridge(s) (e.g. " + unprivileged[0] +
+                 ") to a non-root reader; the ACS capability lies in "
+                 "the extended config space");
     f.With(JoinPath(JoinPath("/sys/bus/pci/devices", unprivileged[0]), "config"), "64 bytes");
-    f.next_step = "run `sudo safe-launch preflight --only pci.acs` (or `sudo lspci -vvv | grep "
-                  "ACSCtl`)";
+    f.next_step =
+        "run `sudo safe-launch preflight --only pci.acs` (or `sudo lspci -vvv | grep "
+        "ACSCtl`)";
     out.push_back(std::move(f));
   }
   if (!no_extended.empty()) {
