@@ -254,24 +254,34 @@ inline std::uint32_t Window(std::string_view s) {
 }
 }  // namespace
 
-bool LineMatcher::MaybeMatches(std::string_view line) const {
-  if (line.size() < 4) return false;
+std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line) const {
+  std::bitset<kMaxRows> rows;
+  if (line.size() < 4) return rows;
+  rows = short_rows_;
   std::uint32_t w = Window(line);
   for (std::size_t i = 4;; ++i) {
     std::uint32_t h = AnchorHash(w);
-    if (anchors_[h >> 6] & (std::uint64_t(1) << (h & 63))) return true;
-    if (i == line.size()) return false;
+    if (anchors_[h >> 6] & (std::uint64_t(1) << (h & 63))) {
+      if (auto it = rows_by_window_.find(w); it != rows_by_window_.end()) rows |= it->second;
+    }
+    if (i == line.size()) return rows;
     w = (w << 8) | std::uint8_t(line[i]);
   }
 }
 
 LineMatcher::LineMatcher() {
   anchors_.assign((std::size_t(1) << kAnchorBits) / 64, 0);
-  for (const Signature& sig : kCatalog) {
+  static_assert(std::size(kCatalog) <= kMaxRows, "raise LineMatcher::kMaxRows");
+  for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
+    const Signature& sig = kCatalog[i];
     // Every prefilter is at least 4 bytes (checked by a unit test).
     if (sig.prefilter.size() >= 4) {
-      std::uint32_t h = AnchorHash(Window(sig.prefilter));
+      std::uint32_t w = Window(sig.prefilter);
+      std::uint32_t h = AnchorHash(w);
       anchors_[h >> 6] |= std::uint64_t(1) << (h & 63);
+      rows_by_window_[w].set(i);
+    } else {
+      short_rows_.set(i);
     }
   }
   for (const Signature& sig : kCatalog) {
@@ -327,8 +337,10 @@ void ExtractCommonFields(std::string_view line, std::map<std::string, std::strin
 
 std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (!MaybeMatches(line)) return std::nullopt;
+  const auto rows = Candidates(line);
+  if (rows.none()) return std::nullopt;
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
+    if (!rows.test(i)) continue;
     const Signature& sig = kCatalog[i];
     const Compiled& c = *compiled_[i];
     if (c.pre) {

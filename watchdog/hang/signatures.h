@@ -5,7 +5,9 @@
 // search per signature per line; the regex (extraction only) runs only on lines that passed the
 // substring prefilter, which in a healthy job is almost none.
 #include <cstdint>
+#include <bitset>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <span>
 #include <string>
@@ -61,7 +63,13 @@ class LineMatcher {
   // Bloom filter over the first 4 bytes of every prefilter: one pass over the line with a rolling
   // 4-byte window decides whether any row can match; healthy lines stop there (~1 ns per byte).
   std::vector<std::uint64_t> anchors_;
-  bool MaybeMatches(std::string_view line) const;
+  // Exact first-4-byte window of each prefilter -> the rows it starts. A Bloom hit looks the
+  // window up here, so only rows whose prefilter can occur in the line are searched (a line that
+  // hits one anchor used to pay a Horspool search for every row).
+  static constexpr std::size_t kMaxRows = 128;
+  std::unordered_map<std::uint32_t, std::bitset<kMaxRows>> rows_by_window_;
+  std::bitset<kMaxRows> short_rows_;  // rows whose prefilter is under 4 bytes: always searched
+  std::bitset<kMaxRows> Candidates(std::string_view line) const;
 };
 
 /// Fields common to most lines, found without regex: "rank" from "[rank3]:" / "[Rank 3]" /
