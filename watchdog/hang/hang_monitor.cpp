@@ -96,8 +96,8 @@ std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::stri
   mkdir(fr.c_str(), 0700);
   set_default("SAFE_LAUNCH_HEARTBEAT", run_dir + "/heartbeat");
   // Flight Recorder records nothing with a zero buffer (the default before torch 2.9); torch
-  // renamed the variables in 2.5 (TORCH_NCCL_TRACE_BUFFER_SIZE -> TORCH_FR_BUFFER_SIZE, ...), so
-  // both spellings are set unless the user chose either.
+  // renamed the variables (TORCH_NCCL_TRACE_BUFFER_SIZE -> TORCH_FR_BUFFER_SIZE, ...; 2.9 warns
+  // about the old names), so both spellings are set unless the user or the env plan chose one.
   if (!Lookup(env, "TORCH_FR_BUFFER_SIZE") && !Lookup(env, "TORCH_NCCL_TRACE_BUFFER_SIZE")) {
     out.emplace_back("TORCH_FR_BUFFER_SIZE", "2000");
     out.emplace_back("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
