@@ -246,8 +246,10 @@ struct LineMatcher::Compiled {
 };
 
 namespace {
-constexpr unsigned kAnchorBits = 20;
-inline std::uint32_t AnchorHash(std::uint32_t w) { return (w * 2654435761u) >> (32 - kAnchorBits); }
+constexpr std::uint8_t kNoAnchorShift = 3;  // anchor length 4 - block length 2 + 1
+inline std::uint16_t Block(const char* p) {
+  return static_cast<std::uint16_t>((std::uint8_t(p[0]) << 8) | std::uint8_t(p[1]));
+}
 inline std::uint32_t Window(std::string_view s) {
   return (std::uint32_t(std::uint8_t(s[0])) << 24) | (std::uint32_t(std::uint8_t(s[1])) << 16) |
          (std::uint32_t(std::uint8_t(s[2])) << 8) | std::uint32_t(std::uint8_t(s[3]));
@@ -258,28 +260,36 @@ std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line
   std::bitset<kMaxRows> rows;
   if (line.size() < 4) return rows;
   rows = short_rows_;
-  std::uint32_t w = Window(line);
-  for (std::size_t i = 4;; ++i) {
-    std::uint32_t h = AnchorHash(w);
-    if (anchors_[h >> 6] & (std::uint64_t(1) << (h & 63))) {
-      if (auto it = rows_by_window_.find(w); it != rows_by_window_.end()) rows |= it->second;
+  const char* d = line.data();
+  // `pos` is the last byte of the 4-byte window under test; a shift never jumps over the end of
+  // an anchor occurrence, because every block inside an anchor has a shift <= its distance to it.
+  for (std::size_t pos = 3; pos < line.size();) {
+    std::uint8_t s = shift_[Block(d + pos - 1)];
+    if (s != 0) {
+      pos += s;
+      continue;
     }
-    if (i == line.size()) return rows;
-    w = (w << 8) | std::uint8_t(line[i]);
+    if (auto it = rows_by_window_.find(Window(line.substr(pos - 3))); it != rows_by_window_.end()) {
+      rows |= it->second;
+    }
+    ++pos;
   }
+  return rows;
 }
 
 LineMatcher::LineMatcher() {
-  anchors_.assign((std::size_t(1) << kAnchorBits) / 64, 0);
   static_assert(std::size(kCatalog) <= kMaxRows, "raise LineMatcher::kMaxRows");
+  shift_.assign(1u << 16, kNoAnchorShift);
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
     const Signature& sig = kCatalog[i];
     // Every prefilter is at least 4 bytes (checked by a unit test).
     if (sig.prefilter.size() >= 4) {
-      std::uint32_t w = Window(sig.prefilter);
-      std::uint32_t h = AnchorHash(w);
-      anchors_[h >> 6] |= std::uint64_t(1) << (h & 63);
-      rows_by_window_[w].set(i);
+      rows_by_window_[Window(sig.prefilter)].set(i);
+      // The block ending at anchor byte j (1..3) may end an anchor 3 - j bytes later.
+      for (std::size_t j = 1; j < 4; ++j) {
+        auto& s = shift_[Block(sig.prefilter.data() + j - 1)];
+        s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(3 - j));
+      }
     } else {
       short_rows_.set(i);
     }

@@ -60,13 +60,11 @@ class LineMatcher {
  private:
   struct Compiled;
   std::vector<Compiled*> compiled_;  // parallel to Catalog()
-  // Bloom filter over the first 4 bytes of every prefilter: one pass over the line with a rolling
-  // 4-byte window decides whether any row can match; healthy lines stop there (~1 ns per byte).
-  std::vector<std::uint64_t> anchors_;
-  // Exact first-4-byte window of each prefilter -> the rows it starts. A Bloom hit looks the
-  // window up here, so only rows whose prefilter can occur in the line are searched (a line that
-  // hits one anchor used to pay a Horspool search for every row).
+  // Multi-pattern skip scan (Wu-Manber, 2-byte blocks) over the first 4 bytes ("anchor") of every
+  // prefilter: a healthy line is crossed about 3 bytes per step; only where a block ends an anchor
+  // is the exact 4-byte window looked up, and only the rows it starts are searched.
   static constexpr std::size_t kMaxRows = 128;
+  std::vector<std::uint8_t> shift_;  // 65536 entries, indexed by a 2-byte block
   std::unordered_map<std::uint32_t, std::bitset<kMaxRows>> rows_by_window_;
   std::bitset<kMaxRows> short_rows_;  // rows whose prefilter is under 4 bytes: always searched
   std::bitset<kMaxRows> Candidates(std::string_view line) const;
