@@ -453,6 +453,13 @@ Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFac
       value = ExpandRunDir(s.literal, run_dir);
       reason = s.why.empty() && spec ? std::string(spec->meaning) : s.why;
       entry.source = Source::kRecipe;
+      // Mode 3 (SkipCleanUp) came with the TORCH_NCCL_ name in torch 2.2; older ProcessGroupNCCL
+      // knows 0..2 and would treat 3 as "no handling", so a failed collective hangs instead.
+      if (name == "NCCL_ASYNC_ERROR_HANDLING" && *value == "3") {
+        value = "1";
+        reason += "; torch " + VersionText(versions.torch) +
+                  " has no mode 3 (SkipCleanUp), so 1 (TearDown: kill the process on error)";
+      }
     } else {
       Computed c;
       if (s.compute == "ib_hca") c = ComputeIbHca(s, facts);
