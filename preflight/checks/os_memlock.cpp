@@ -6,6 +6,7 @@
 #include "common/host_parse.h"
 #include "common/strings.h"
 #include "preflight/check.h"
+#include "preflight/proc_limits.h"
 
 namespace sl::preflight {
 namespace {
@@ -38,24 +39,8 @@ std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
   Finding f;
   f.check_id = kId;
   f.entity = "node";
-  auto text = ctx.fs.ReadFile("/proc/self/limits");
-  if (!text.ok()) {
-    f.outcome = Outcome::kError;
-    f.message = "cannot read the memlock limit: " + text.error().Describe();
-    f.next_step = text.error().fix.empty() ? "check that /proc is mounted" : text.error().fix;
-    f.With("/proc/self/limits", text.error().message);
-    return {f};
-  }
-  auto row = FindLimit(*text, "Max locked memory");
-  if (!row.ok()) {
-    f.outcome = Outcome::kError;
-    f.message = "malformed " + ctx.fs.HostPath("/proc/self/limits") +
-                (row.error().where.empty() ? "" : ":" + row.error().where) + ": " +
-                row.error().message;
-    f.next_step = "check that /proc/self/limits is the kernel's file (procfs mounted on /proc)";
-    return {f};
-  }
-  f.With("/proc/self/limits", row->raw);
+  auto row = ReadProcLimitRow(ctx.fs, "Max locked memory", "the memlock limit", &f);
+  if (!row) return {f};
   const std::uint64_t soft = row->soft;
   const std::string values = "soft " + LimitText(soft) + ", hard " + LimitText(row->hard);
   if (soft == kUnlimited) {

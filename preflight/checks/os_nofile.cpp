@@ -4,6 +4,7 @@
 #include "common/host_parse.h"
 #include "common/strings.h"
 #include "preflight/check.h"
+#include "preflight/proc_limits.h"
 
 namespace sl::preflight {
 
@@ -11,23 +12,8 @@ std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {
   Finding f;
   f.check_id = "os.nofile";
   f.entity = "node";
-  auto text = ctx.fs.ReadFile("/proc/self/limits");
-  if (!text.ok()) {
-    f.outcome = Outcome::kError;
-    f.message = "cannot read the open-files limit: " + text.error().Describe();
-    f.next_step = text.error().fix.empty() ? "check that /proc is mounted" : text.error().fix;
-    return {f};
-  }
-  auto row = FindLimit(*text, "Max open files");
-  if (!row.ok()) {
-    f.outcome = Outcome::kError;
-    f.message = "malformed " + ctx.fs.HostPath("/proc/self/limits") +
-                (row.error().where.empty() ? "" : ":" + row.error().where) + ": " +
-                row.error().message;
-    f.next_step = "check that /proc/self/limits is the kernel's file (procfs mounted on /proc)";
-    return {f};
-  }
-  f.With("/proc/self/limits", row->raw);
+  auto row = ReadProcLimitRow(ctx.fs, "Max open files", "the open-files limit", &f);
+  if (!row) return {f};
   auto text_of = [](std::uint64_t v) {
     return v == kUnlimited ? std::string("unlimited") : std::to_string(v);
   };
