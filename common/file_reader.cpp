@@ -40,8 +40,7 @@ std::string RootedFileReader::HostPath(std::string_view path) const {
   return JoinPath(root_, path);
 }
 
-Result<std::string> RootedFileReader::ReadFile(std::string_view path,
-                                               std::size_t max_bytes) const {
+Result<std::string> RootedFileReader::ReadFile(std::string_view path, std::size_t max_bytes) const {
   const std::string host = HostPath(path);
   // O_NONBLOCK: /dev/kmsg returns one record per read() and EAGAIN at the end of its ring
   // instead of blocking; for regular and sysfs files it changes nothing.
@@ -60,7 +59,7 @@ Result<std::string> RootedFileReader::ReadFile(std::string_view path,
     }
     if (n == 0) break;
     if (errno == EINTR) continue;
-    if (errno == EAGAIN) break;  // end of /dev/kmsg ring buffer
+    if (errno == EAGAIN) break;    // end of /dev/kmsg ring buffer
     if (errno == EPIPE) continue;  // /dev/kmsg: records overwritten while reading; go on
     int err = errno;
     ::close(fd);
@@ -111,8 +110,7 @@ bool RootedFileReader::IsDir(std::string_view path) const {
 
 Result<std::uint64_t> RootedFileReader::FsSizeBytes(std::string_view path) const {
   if (!root_.empty()) {
-    return MakeError("filesystem size is not available inside a --sysroot tree",
-                     HostPath(path));
+    return MakeError("filesystem size is not available inside a --sysroot tree", HostPath(path));
   }
   struct statvfs st;
   if (::statvfs(std::string(path).c_str(), &st) != 0) {

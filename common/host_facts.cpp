@@ -47,10 +47,9 @@ std::string UnescapeMountField(std::string_view s) {
   std::string out;
   auto octal = [](char c) { return c >= '0' && c <= '7'; };
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() &&
-        octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
-      out.push_back(static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
-                                      (s[i + 3] - '0')));
+    if (s[i] == '\\' && i + 3 < s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
+      out.push_back(
+          static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
       i += 3;
       continue;
     }
@@ -96,9 +95,10 @@ Result<std::vector<ProcLimit>> ParseProcLimits(std::string_view text) {
     if (t.empty()) continue;
     if (!header) {
       if (!StartsWith(t, "Limit") || t.find("Soft Limit") == std::string_view::npos) {
-        return MakeError("not a limits table: the first line is not the \"Limit  Soft Limit  "
-                         "Hard Limit  Units\" header",
-                         LineWhere(line_no));
+        return MakeError(
+            "not a limits table: the first line is not the \"Limit  Soft Limit  "
+            "Hard Limit  Units\" header",
+            LineWhere(line_no));
       }
       header = true;
       continue;
@@ -107,8 +107,8 @@ Result<std::vector<ProcLimit>> ParseProcLimits(std::string_view text) {
     // Find the soft/hard pair: the last two fields that are numbers or "unlimited".
     auto is_value = [](std::string_view v) {
       return v == "unlimited" || (!v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
-                                    return std::isdigit(static_cast<unsigned char>(c));
-                                  }));
+               return std::isdigit(static_cast<unsigned char>(c));
+             }));
     };
     ProcLimit row;
     row.raw = Printable(t);
@@ -131,15 +131,13 @@ Result<std::vector<ProcLimit>> ParseProcLimits(std::string_view text) {
       name.append(f[i]);
     }
     if (name.empty()) {
-      return MakeError("limits row without a name: \"" + Printable(t) + "\"",
-                       LineWhere(line_no));
+      return MakeError("limits row without a name: \"" + Printable(t) + "\"", LineWhere(line_no));
     }
     row.name = std::move(name);
     auto soft = ParseLimitValue(f[hard_at - 1]);
     auto hard = ParseLimitValue(f[hard_at]);
     if (!soft.ok() || !hard.ok()) {
-      return MakeError("limit value out of range in \"" + Printable(t) + "\"",
-                       LineWhere(line_no));
+      return MakeError("limit value out of range in \"" + Printable(t) + "\"", LineWhere(line_no));
     }
     row.soft = *soft;
     row.hard = *hard;
@@ -204,8 +202,7 @@ Result<std::vector<MountEntry>> ParseProcMounts(std::string_view text) {
 
 std::optional<std::string> MountOption(std::string_view options, std::string_view key) {
   for (const auto& opt : Split(options, ',')) {
-    if (opt.size() > key.size() && opt.compare(0, key.size(), key) == 0 &&
-        opt[key.size()] == '=') {
+    if (opt.size() > key.size() && opt.compare(0, key.size(), key) == 0 && opt[key.size()] == '=') {
       return opt.substr(key.size() + 1);
     }
   }
@@ -279,17 +276,19 @@ Result<ShmSize> ReadShmSize(const FileReader& fs) {
   std::uint64_t ram = 0;
   std::string mem_problem;
   if (auto mi = fs.ReadFile("/proc/meminfo"); mi.ok()) {
-    if (auto r = ParseMemTotal(*mi); r.ok()) ram = *r;
-    else mem_problem = r.error().message;
+    if (auto r = ParseMemTotal(*mi); r.ok())
+      ram = *r;
+    else
+      mem_problem = r.error().message;
   } else {
     mem_problem = mi.error().message;
   }
   if (auto size = MountOption(shm->options, "size")) {
     auto bytes = ParseTmpfsSize(*size, ram);
     if (!bytes.ok()) {
-      return MakeError("bad size option \"size=" + *size + "\" of /dev/shm: " +
-                           bytes.error().message,
-                       fs.HostPath("/proc/mounts"));
+      return MakeError(
+          "bad size option \"size=" + *size + "\" of /dev/shm: " + bytes.error().message,
+          fs.HostPath("/proc/mounts"));
     }
     out.bytes = *bytes;
     out.how = "size=" + *size;
@@ -300,13 +299,12 @@ Result<ShmSize> ReadShmSize(const FileReader& fs) {
                      fs.HostPath("/proc/mounts"));
   }
   if (ram == 0) {
-    return MakeError("/dev/shm has no size= option and MemTotal is unknown (" + mem_problem +
-                         ")",
+    return MakeError("/dev/shm has no size= option and MemTotal is unknown (" + mem_problem + ")",
                      fs.HostPath("/proc/meminfo"));
   }
   out.bytes = ram / 2;  // tmpfs default: half of RAM (mm/shmem.c shmem_default_max_blocks)
-  out.how = "no size= option: tmpfs default, half of MemTotal " + std::to_string(ram / 1024) +
-            " kB";
+  out.how =
+      "no size= option: tmpfs default, half of MemTotal " + std::to_string(ram / 1024) + " kB";
   return out;
 }
 
@@ -377,8 +375,7 @@ std::vector<GpuInfo> ScanNvidiaGpus(const FileReader& fs, std::vector<Error>* pr
     }
     auto cls_value = ParseUint(Trim(*cls), "PCI class");
     if (!cls_value.ok()) {
-      problems->push_back(MakeError("PCI class is not a number: \"" + Printable(Trim(*cls)) +
-                                        "\"",
+      problems->push_back(MakeError("PCI class is not a number: \"" + Printable(Trim(*cls)) + "\"",
                                     fs.HostPath(JoinPath(base, "class"))));
       continue;
     }
@@ -568,8 +565,7 @@ void LiveAddresses(std::map<std::string, std::vector<std::string>>* out) {
     if (i->ifa_addr == nullptr || i->ifa_name == nullptr) continue;
     char buf[INET6_ADDRSTRLEN] = {};
     if (i->ifa_addr->sa_family == AF_INET) {
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf,
-                  sizeof buf);
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
     } else if (i->ifa_addr->sa_family == AF_INET6) {
       ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, buf,
                   sizeof buf);
@@ -635,8 +631,7 @@ void GatherInterfaces(const FileReader& fs, NodeFacts* facts) {
       if (v.ok()) {
         nif.mtu = static_cast<int>(*v);
       } else {
-        facts->problems.push_back(MakeError("MTU is not a number: \"" + Printable(Trim(*s)) +
-                                                "\"",
+        facts->problems.push_back(MakeError("MTU is not a number: \"" + Printable(Trim(*s)) + "\"",
                                             fs.HostPath(JoinPath(base, "mtu"))));
       }
     } else {

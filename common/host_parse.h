@@ -22,7 +22,7 @@ std::string Printable(std::string_view s, std::size_t max = 200);
 
 /// One row of /proc/<pid>/limits.
 struct ProcLimit {
-  std::string name;  ///< "Max locked memory"
+  std::string name;                  ///< "Max locked memory"
   std::uint64_t soft = 0, hard = 0;  ///< kUnlimited for "unlimited"
   std::string units;                 ///< "bytes", "files", "" (nice/rtprio)
   std::string raw;                   ///< the line as read, trimmed

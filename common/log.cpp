@@ -1,8 +1,7 @@
 #include "common/log.h"
 
-#include <unistd.h>
-
 #include <spdlog/sinks/stdout_sinks.h>
+#include <unistd.h>
 
 namespace sl::log {
 namespace {

@@ -1,9 +1,9 @@
 #pragma once
 // Every launcher log line goes to stderr as "safe-launch[host:node-rank] level: message", since
 // logs of many nodes interleave in one Slurm output file.
-#include <string>
-
 #include <spdlog/spdlog.h>
+
+#include <string>
 
 namespace sl::log {
 

@@ -4,11 +4,10 @@
 // FileReader, so a --sysroot fixture tree yields the same facts as the machine it was built from.
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/environment.h"
 #include "common/file_reader.h"
@@ -46,24 +45,24 @@ struct IbProblem {
 
 /// One port of one /sys/class/infiniband device.
 struct IbPort {
-  std::string device;      ///< "mlx5_0"
-  int port = 1;            ///< 1-based
-  std::string state;       ///< "ACTIVE", "DOWN", "INIT", "ARMED" (text after "N: ")
-  std::string phys_state;  ///< "LinkUp", "Disabled", "Polling"
-  std::string rate_text;   ///< "400 Gb/sec (4X NDR)"
-  double rate_gbps = 0;    ///< 400
-  std::string link_layer;  ///< "InfiniBand" or "Ethernet" (RoCE)
-  std::string netdev;      ///< RoCE: the netdev behind the port ("ens3np0"), else ""
-  int netdev_mtu = 0;      ///< /sys/class/net/<netdev>/mtu, 0 when unknown
-  int active_mtu = 0;      ///< IB MTU in bytes from libibverbs, 0 when not checkable
+  std::string device;          ///< "mlx5_0"
+  int port = 1;                ///< 1-based
+  std::string state;           ///< "ACTIVE", "DOWN", "INIT", "ARMED" (text after "N: ")
+  std::string phys_state;      ///< "LinkUp", "Disabled", "Polling"
+  std::string rate_text;       ///< "400 Gb/sec (4X NDR)"
+  double rate_gbps = 0;        ///< 400
+  std::string link_layer;      ///< "InfiniBand" or "Ethernet" (RoCE)
+  std::string netdev;          ///< RoCE: the netdev behind the port ("ens3np0"), else ""
+  int netdev_mtu = 0;          ///< /sys/class/net/<netdev>/mtu, 0 when unknown
+  int active_mtu = 0;          ///< IB MTU in bytes from libibverbs, 0 when not checkable
   std::vector<GidEntry> gids;  ///< non-empty entries only (RoCE: all; InfiniBand: index 0)
   // Added with the IB checks:
-  int state_code = 0;          ///< the number in "4: ACTIVE"
-  int phys_state_code = 0;     ///< the number in "5: LinkUp"
-  int gid_table_len = 0;       ///< number of gids/I entries (empty ones included)
-  std::string fw_ver;          ///< device fw_ver, "28.39.1002"
-  std::string hca_type;        ///< device hca_type, "MT4129"
-  std::string board_id;        ///< device board_id
+  int state_code = 0;       ///< the number in "4: ACTIVE"
+  int phys_state_code = 0;  ///< the number in "5: LinkUp"
+  int gid_table_len = 0;    ///< number of gids/I entries (empty ones included)
+  std::string fw_ver;       ///< device fw_ver, "28.39.1002"
+  std::string hca_type;     ///< device hca_type, "MT4129"
+  std::string board_id;     ///< device board_id
   std::string Name() const { return device + ":" + std::to_string(port); }
   bool IsRoce() const { return link_layer == "Ethernet"; }
   bool IsUp() const { return state == "ACTIVE" && phys_state == "LinkUp"; }
@@ -88,7 +87,7 @@ struct NodeFacts {
   std::string hostname;
   std::vector<IbPort> ib_ports;
   std::vector<GpuInfo> gpus;
-  std::string nvidia_driver;  ///< "580.159.04", "" without the NVIDIA driver
+  std::string nvidia_driver;                         ///< "580.159.04", "" without the NVIDIA driver
   std::uint64_t memlock_soft = 0, memlock_hard = 0;  ///< bytes, kUnlimited for unlimited
   std::uint64_t nofile_soft = 0, nofile_hard = 0;
   std::optional<std::uint64_t> shm_bytes;  ///< size of the /dev/shm mount
@@ -114,13 +113,13 @@ std::optional<int> SelectNcclGidIndex(const IbPort& port, const Environment& env
 
 /// NCCL's RoCE GID selection in full (src/transport/net_ib, ncclIbGetGidIndex).
 struct NcclGidChoice {
-  int index = 0;            ///< the index NCCL ends up with (NCCL_IB_GID_INDEX when set >= 0)
-  bool from_env = false;    ///< NCCL_IB_GID_INDEX was set (>= 0): NCCL uses it as is
-  bool usable = false;      ///< the entry is configured, not link-local, of the wanted RoCE
-                            ///< version and address family, and inside NCCL_IB_ADDR_RANGE
-  int roce_version = 2;     ///< wanted: NCCL_IB_ROCE_VERSION_NUM (default 2)
-  bool want_ipv6 = false;   ///< NCCL_IB_ADDR_FAMILY=AF_INET6
-  std::string addr_range;   ///< NCCL_IB_ADDR_RANGE as NCCL understood it ("" = none/ignored)
+  int index = 0;           ///< the index NCCL ends up with (NCCL_IB_GID_INDEX when set >= 0)
+  bool from_env = false;   ///< NCCL_IB_GID_INDEX was set (>= 0): NCCL uses it as is
+  bool usable = false;     ///< the entry is configured, not link-local, of the wanted RoCE
+                           ///< version and address family, and inside NCCL_IB_ADDR_RANGE
+  int roce_version = 2;    ///< wanted: NCCL_IB_ROCE_VERSION_NUM (default 2)
+  bool want_ipv6 = false;  ///< NCCL_IB_ADDR_FAMILY=AF_INET6
+  std::string addr_range;  ///< NCCL_IB_ADDR_RANGE as NCCL understood it ("" = none/ignored)
   std::vector<int> usable_indices;  ///< every usable entry of the table, ascending
 };
 /// `honour_gid_index` false ignores NCCL_IB_GID_INDEX (what NCCL would pick on its own).

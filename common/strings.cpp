@@ -46,7 +46,8 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string ToLower(std::string_view s) {
@@ -57,7 +58,8 @@ std::string ToLower(std::string_view s) {
 
 namespace {
 Error NotANumber(std::string_view s, std::string_view what, std::string_view kind) {
-  std::string msg = "expected " + std::string(kind) + ", got '" + std::string(s.substr(0, 64)) + "'";
+  std::string msg =
+      "expected " + std::string(kind) + ", got '" + std::string(s.substr(0, 64)) + "'";
   return MakeError(msg, std::string(what));
 }
 }  // namespace

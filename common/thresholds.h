@@ -17,7 +17,7 @@ struct Thresholds {
   std::uint64_t min_wmem_max = 4194304;
   std::uint64_t min_tcp_rmem_max = 4194304;  ///< third field of net.ipv4.tcp_rmem
   std::uint64_t min_tcp_wmem_max = 4194304;  ///< third field of net.ipv4.tcp_wmem
-  int min_local_ports = 16384;  ///< size of net.ipv4.ip_local_port_range, warn below
+  int min_local_ports = 16384;               ///< size of net.ipv4.ip_local_port_range, warn below
 };
 
 }  // namespace sl

@@ -1,10 +1,9 @@
 // `safe-launch preflight`: check this node (or a --sysroot fixture tree) and print the report.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"

@@ -2,9 +2,8 @@
 // The subcommand table (as ninja's kTools[]): one entry per subcommand; main() stays thin.
 // Each Setup function adds its options to the CLI11 subcommand and installs a callback that
 // runs the command and stores the process exit status in *exit_code.
-#include <span>
-
 #include <CLI/CLI.hpp>
+#include <span>
 
 namespace sl::launcher {
 

@@ -34,7 +34,8 @@ Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext
   if (!on_hang.ok()) return on_hang.error();
   if (!(args.stall_timeout_s >= 0) || args.stall_timeout_s > 30 * 86400) {
     return MakeError(fmt::format("--stall-timeout must be 0 (off) or a number of seconds up to "
-                                 "30 days, got {}", args.stall_timeout_s),
+                                 "30 days, got {}",
+                                 args.stall_timeout_s),
                      "--stall-timeout", "e.g. --stall-timeout 900");
   }
   auto& opts = sup.Options();

@@ -1,8 +1,8 @@
 // Warm-up phase of `run` (issue 6): infer the topology, start one safe-launch-warmup per local
 // rank, print the verdict (every node one line, node 0 the details), write warmup.json, and
 // decide whether the job starts. The work itself is preflight/warmup_phase.h.
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>

@@ -3,10 +3,9 @@
 // versions, the NCCL_*/TORCH_* environment the job will see) and rank 0 compares them. Each
 // difference becomes one Finding naming the odd node(s) against the majority. Pure: no libtorch,
 // no I/O, so it is tested with literal facts.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/environment.h"
 #include "common/finding.h"

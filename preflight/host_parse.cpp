@@ -17,8 +17,8 @@ std::string FindBdf(std::string_view s) {
   for (std::size_t i = 0; i + 12 <= s.size(); ++i) {
     std::string_view c = s.substr(i, 12);
     if (IsHex(c[0]) && IsHex(c[1]) && IsHex(c[2]) && IsHex(c[3]) && c[4] == ':' && IsHex(c[5]) &&
-        IsHex(c[6]) && c[7] == ':' && IsHex(c[8]) && IsHex(c[9]) && c[10] == '.' &&
-        c[11] >= '0' && c[11] <= '7' && (i == 0 || !IsHex(s[i - 1]))) {
+        IsHex(c[6]) && c[7] == ':' && IsHex(c[8]) && IsHex(c[9]) && c[10] == '.' && c[11] >= '0' &&
+        c[11] <= '7' && (i == 0 || !IsHex(s[i - 1]))) {
       return ToLower(c);
     }
   }
@@ -29,8 +29,7 @@ std::string DecodeKmsgEscapes(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x' && IsHex(s[i + 2]) &&
-        IsHex(s[i + 3])) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x' && IsHex(s[i + 2]) && IsHex(s[i + 3])) {
       auto hexval = [](char c) {
         return std::isdigit(static_cast<unsigned char>(c))
                    ? c - '0'
@@ -87,8 +86,8 @@ KmsgParse ParseKmsg(std::string_view text) {
   bool after_record = false;  // dictionary lines belong to the record right above them
   while (pos < text.size()) {
     std::size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.size() - pos
-                                                                          : nl - pos);
+    std::string_view line =
+        text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     ++line_no;
     if (line.empty()) continue;
@@ -144,8 +143,22 @@ std::string KmsgDmesgLine(const KmsgRecord& r) {
 
 bool IsFatalXid(int xid) {
   switch (xid) {
-    case 48: case 61: case 62: case 63: case 64: case 74: case 79: case 92: case 94: case 95:
-    case 119: case 120: case 121: case 140: case 143: case 154:
+    case 48:
+    case 61:
+    case 62:
+    case 63:
+    case 64:
+    case 74:
+    case 79:
+    case 92:
+    case 94:
+    case 95:
+    case 119:
+    case 120:
+    case 121:
+    case 140:
+    case 143:
+    case 154:
       return true;
     default:
       return false;
@@ -154,27 +167,48 @@ bool IsFatalXid(int xid) {
 
 std::string XidMeaning(int xid) {
   switch (xid) {
-    case 13: return "graphics engine exception (usually the application)";
-    case 31: return "GPU memory page fault (usually the application)";
-    case 43: return "GPU stopped processing (usually the application)";
-    case 45: return "preemptive cleanup after an earlier error";
-    case 48: return "double-bit ECC error";
-    case 61: return "internal micro-controller breakpoint/warning";
-    case 62: return "internal micro-controller halt";
-    case 63: return "ECC page retirement / row remapping event (reset to apply)";
-    case 64: return "ECC page retirement / row remapping failure";
-    case 74: return "NVLink error";
-    case 79: return "GPU has fallen off the bus";
-    case 92: return "high single-bit ECC error rate";
-    case 94: return "contained ECC error";
-    case 95: return "uncontained ECC error";
-    case 119: return "GSP RPC timeout";
-    case 120: return "GSP error";
-    case 121: return "C2C link error";
-    case 140: return "unrecovered ECC error";
-    case 143: return "GPU initialization failure";
-    case 154: return "GPU recovery action changed (reset or reboot required)";
-    default: return {};
+    case 13:
+      return "graphics engine exception (usually the application)";
+    case 31:
+      return "GPU memory page fault (usually the application)";
+    case 43:
+      return "GPU stopped processing (usually the application)";
+    case 45:
+      return "preemptive cleanup after an earlier error";
+    case 48:
+      return "double-bit ECC error";
+    case 61:
+      return "internal micro-controller breakpoint/warning";
+    case 62:
+      return "internal micro-controller halt";
+    case 63:
+      return "ECC page retirement / row remapping event (reset to apply)";
+    case 64:
+      return "ECC page retirement / row remapping failure";
+    case 74:
+      return "NVLink error";
+    case 79:
+      return "GPU has fallen off the bus";
+    case 92:
+      return "high single-bit ECC error rate";
+    case 94:
+      return "contained ECC error";
+    case 95:
+      return "uncontained ECC error";
+    case 119:
+      return "GSP RPC timeout";
+    case 120:
+      return "GSP error";
+    case 121:
+      return "C2C link error";
+    case 140:
+      return "unrecovered ECC error";
+    case 143:
+      return "GPU initialization failure";
+    case 154:
+      return "GPU recovery action changed (reset or reboot required)";
+    default:
+      return {};
   }
 }
 
@@ -242,11 +276,11 @@ std::optional<KernelEvent> ClassifyKernelRecord(const KmsgRecord& r) {
     std::string entity = WordBefore(m, at);
     if (entity.empty()) continue;
     return Ev(up ? KernelEventKind::kLinkUp : KernelEventKind::kLinkDown, entity,
-                       up ? "Link up" : "Link down");
+              up ? "Link up" : "Link down");
   }
   // PCIe AER: "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0".
-  if (std::size_t a = m.find("AER: "); a != std::string_view::npos &&
-                                         Contains(m.substr(a), "error received")) {
+  if (std::size_t a = m.find("AER: ");
+      a != std::string_view::npos && Contains(m.substr(a), "error received")) {
     std::string_view after = m.substr(a);
     std::size_t recv = after.find("received: ");
     std::string entity = recv != std::string_view::npos ? FindBdf(after.substr(recv)) : "";
@@ -265,9 +299,8 @@ std::optional<KernelEvent> ClassifyKernelRecord(const KmsgRecord& r) {
   // failed. status -121".
   if (Contains(m, "create_mkey_warn") && Contains(m, "failed")) {
     std::size_t at = m.find("create_mkey_warn");
-    std::string_view what = m.substr(m.find("): ", at) == std::string_view::npos
-                                         ? at
-                                         : m.find("): ", at) + 3);
+    std::string_view what =
+        m.substr(m.find("): ", at) == std::string_view::npos ? at : m.find("): ", at) + 3);
     return Ev(KernelEventKind::kMlx5MrFailure, WordBefore(m, at), std::string(what));
   }
   // mlx5 firmware commands: "mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522):
@@ -287,8 +320,8 @@ std::optional<KernelEvent> ClassifyKernelRecord(const KmsgRecord& r) {
         what = m.substr(colon + 2);
       }
       std::string entity = FindBdf(m);
-      return Ev(KernelEventKind::kMlx5CommandFailure,
-                         entity.empty() ? std::string("mlx5") : entity, std::string(what));
+      return Ev(KernelEventKind::kMlx5CommandFailure, entity.empty() ? std::string("mlx5") : entity,
+                std::string(what));
     }
   }
   return std::nullopt;
@@ -360,9 +393,8 @@ Result<ConfigAcsResult> FindAcsInConfig(std::string_view config) {
 }
 
 std::string AcsControlText(std::uint16_t control) {
-  static constexpr const char* kNames[] = {"SrcValid",   "TransBlk",    "ReqRedir",
-                                           "CmpltRedir", "UpstreamFwd", "EgressCtrl",
-                                           "DirectTrans"};
+  static constexpr const char* kNames[] = {"SrcValid",    "TransBlk",   "ReqRedir",   "CmpltRedir",
+                                           "UpstreamFwd", "EgressCtrl", "DirectTrans"};
   std::string out;
   for (int bit = 0; bit < 7; ++bit) {
     if (!out.empty()) out.push_back(' ');

@@ -16,8 +16,8 @@ namespace sl::preflight {
 
 /// One /dev/kmsg record: "prio,seq,usec,flags[,...];message" plus " KEY=value" lines.
 struct KmsgRecord {
-  int level = 6;          ///< prio & 7 (0 emerg ... 7 debug)
-  int facility = 0;       ///< prio >> 3 (0 = kernel)
+  int level = 6;     ///< prio & 7 (0 emerg ... 7 debug)
+  int facility = 0;  ///< prio >> 3 (0 = kernel)
   std::uint64_t seq = 0;
   std::int64_t usec = 0;  ///< monotonic time since boot, microseconds
   std::string message;    ///< \xNN escapes decoded (a message may hold newlines)
@@ -49,10 +49,10 @@ enum class KernelEventKind {
 
 struct KernelEvent {
   KernelEventKind kind = KernelEventKind::kMlx5CommandFailure;
-  std::string entity;  ///< "0000:41:00.0", "mlx5_5:1", "ens1np0", "0000:09:00.0"
-  std::string what;    ///< "CREATE_MKEY(0x200) failed, status limits exceeded(0x8)", "Xid 79"
-  int xid = 0;         ///< kXid only
-  bool fatal = false;  ///< kXid: in the known-fatal list; kPcieAerUncorrected: "Fatal"
+  std::string entity;       ///< "0000:41:00.0", "mlx5_5:1", "ens1np0", "0000:09:00.0"
+  std::string what;         ///< "CREATE_MKEY(0x200) failed, status limits exceeded(0x8)", "Xid 79"
+  int xid = 0;              ///< kXid only
+  bool fatal = false;       ///< kXid: in the known-fatal list; kPcieAerUncorrected: "Fatal"
   std::uint64_t count = 1;  ///< kSuppressed: how many lines the ratelimit dropped
   std::string suppressed_func;  ///< kSuppressed: "mlx5_cmd_out_err"
 };
@@ -67,8 +67,8 @@ std::string XidMeaning(int xid);
 // ---- PCI config space ------------------------------------------------------------------------
 
 inline constexpr std::uint16_t kAcsSrcValid = 0x01, kAcsTransBlk = 0x02, kAcsReqRedir = 0x04,
-                               kAcsCmpltRedir = 0x08, kAcsUpstreamFwd = 0x10,
-                               kAcsEgressCtrl = 0x20, kAcsDirectTrans = 0x40;
+                               kAcsCmpltRedir = 0x08, kAcsUpstreamFwd = 0x10, kAcsEgressCtrl = 0x20,
+                               kAcsDirectTrans = 0x40;
 
 struct AcsCapability {
   std::uint16_t offset = 0;   ///< of the extended capability header (ECAP_ACS)

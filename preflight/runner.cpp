@@ -1,10 +1,10 @@
 #include "preflight/runner.h"
 
-#include <chrono>
-#include <exception>
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <chrono>
+#include <exception>
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
@@ -32,9 +32,9 @@ Status ValidateIds(const std::vector<std::string>& ids, const char* flag) {
     for (const auto& c : Registry()) any = any || Selects(pattern, c.id);
     if (!any) {
       std::string hint = ClosestMatch(pattern, AllIds());
-      return MakeError("unknown check id '" + pattern + "'", flag,
-                       hint.empty() ? "see `safe-launch preflight --list`"
-                                    : "did you mean '" + hint + "'?");
+      return MakeError(
+          "unknown check id '" + pattern + "'", flag,
+          hint.empty() ? "see `safe-launch preflight --list`" : "did you mean '" + hint + "'?");
     }
   }
   return OkStatus();
@@ -71,8 +71,8 @@ Result<PreflightReport> RunPreflight(const PreflightOptions& options, const Envi
   report.facts = GatherNodeFacts(fs);
   report.hostname = report.facts.hostname;
 
-  CheckContext ctx{fs, env, report.facts, options.thresholds, options.verbose,
-                   options.kernel_log_since_us};
+  CheckContext ctx{
+      fs, env, report.facts, options.thresholds, options.verbose, options.kernel_log_since_us};
   for (const auto& check : Registry()) {
     if (!options.only.empty() && !AnySelects(options.only, check.id)) continue;
     std::vector<Finding> found;
@@ -105,11 +105,16 @@ namespace {
 
 const char* Colour(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "\033[32m";
-    case Outcome::kWarn: return "\033[33m";
-    case Outcome::kFail: return "\033[1;31m";
-    case Outcome::kSkip: return "\033[2m";
-    case Outcome::kError: return "\033[35m";
+    case Outcome::kPass:
+      return "\033[32m";
+    case Outcome::kWarn:
+      return "\033[33m";
+    case Outcome::kFail:
+      return "\033[1;31m";
+    case Outcome::kSkip:
+      return "\033[2m";
+    case Outcome::kError:
+      return "\033[35m";
   }
   return "";
 }
@@ -145,8 +150,9 @@ std::string RenderText(const PreflightReport& report, bool verbose, bool color) 
       for (const auto& e : f.evidence) out += fmt::format("       {} = {}\n", e.source, e.value);
     }
   }
-  std::string where = report.sysroot.empty() ? report.hostname
-                                             : report.hostname + " (sysroot " + report.sysroot + ")";
+  std::string where = report.sysroot.empty()
+                          ? report.hostname
+                          : report.hostname + " (sysroot " + report.sysroot + ")";
   std::string verdict = Upper(OutcomeName(report.verdict));
   if (color) verdict = std::string(Colour(report.verdict)) + verdict + "\033[0m";
   out += fmt::format(

@@ -1,10 +1,9 @@
 #pragma once
 // Runs the registered checks against one node and renders the report (text / JSON).
 // Used by `safe-launch preflight`, by `run` before starting the job, and by the warm-up.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/environment.h"
 #include "common/finding.h"
@@ -15,10 +14,10 @@
 namespace sl::preflight {
 
 struct PreflightOptions {
-  std::string sysroot;              ///< "" = live node
-  std::vector<std::string> only;    ///< check ids (or prefixes ending in '.', e.g. "ib.") to run
-  std::vector<std::string> waive;   ///< check ids whose fail/warn do not count
-  Thresholds thresholds;            ///< defaults, or from a recipe
+  std::string sysroot;             ///< "" = live node
+  std::vector<std::string> only;   ///< check ids (or prefixes ending in '.', e.g. "ib.") to run
+  std::vector<std::string> waive;  ///< check ids whose fail/warn do not count
+  Thresholds thresholds;           ///< defaults, or from a recipe
   bool verbose = false;
   std::int64_t kernel_log_since_us = -1;
 };

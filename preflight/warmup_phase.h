@@ -6,10 +6,9 @@
 // its ranks saw when node 0 never answered.
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/environment.h"
 #include "common/node_facts.h"

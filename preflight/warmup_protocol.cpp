@@ -1,8 +1,8 @@
 #include "preflight/warmup_protocol.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/strings.h"
 

@@ -5,12 +5,11 @@
 // libtorch warm-up binary (preflight/warmup/); no libtorch here.
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/finding.h"
 #include "preflight/compare.h"

@@ -54,27 +54,31 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
            (facts.nvidia_open_kernel ? "Open Kernel Module " : "proprietary Kernel Module ") +
                facts.nvidia_driver);
   }
-  std::string why = dmabuf_off ? "NCCL_DMABUF_ENABLE=0 turns DMA-BUF off and nvidia_peermem is "
-                                 "not loaded"
-                               : "nvidia_peermem is not loaded and the driver (" +
-                                     (facts.nvidia_driver.empty() ? std::string("unknown")
-                                                                  : facts.nvidia_driver) +
-                                     (facts.nvidia_open_kernel ? ", open" : ", proprietary") +
-                                     ") cannot export DMA-BUF";
+  std::string why =
+      dmabuf_off
+          ? "NCCL_DMABUF_ENABLE=0 turns DMA-BUF off and nvidia_peermem is "
+            "not loaded"
+          : "nvidia_peermem is not loaded and the driver (" +
+                (facts.nvidia_driver.empty() ? std::string("unknown") : facts.nvidia_driver) +
+                (facts.nvidia_open_kernel ? ", open" : ", proprietary") + ") cannot export DMA-BUF";
   if (active == 0) {
     f.outcome = Outcome::kSkip;
-    f.message = "no GPUDirect RDMA path (" + why + "), but no InfiniBand/RoCE port is active, "
+    f.message = "no GPUDirect RDMA path (" + why +
+                "), but no InfiniBand/RoCE port is active, "
                 "so NCCL would not use it anyway";
     return {f};
   }
   f.outcome = Outcome::kWarn;
-  f.message = std::to_string(active) + " IB/RoCE port(s) are active but there is no GPUDirect "
-              "RDMA path: " + why + "; NCCL stages every transfer through host memory";
-  f.next_step = "`modprobe nvidia_peermem` (persist: echo nvidia_peermem > "
-                "/etc/modules-load.d/nvidia-peermem.conf), or install the open kernel modules "
-                "(>= 515) so NCCL can use DMA-BUF" +
-                std::string(dmabuf_off ? " and unset NCCL_DMABUF_ENABLE=0" : "") +
-                "; confirm with NCCL_DEBUG=INFO (\"GPU Direct RDMA Enabled\")";
+  f.message = std::to_string(active) +
+              " IB/RoCE port(s) are active but there is no GPUDirect "
+              "RDMA path: " +
+              why + "; NCCL stages every transfer through host memory";
+  f.next_step =
+      "`modprobe nvidia_peermem` (persist: echo nvidia_peermem > "
+      "/etc/modules-load.d/nvidia-peermem.conf), or install the open kernel modules "
+      "(>= 515) so NCCL can use DMA-BUF" +
+      std::string(dmabuf_off ? " and unset NCCL_DMABUF_ENABLE=0" : "") +
+      "; confirm with NCCL_DEBUG=INFO (\"GPU Direct RDMA Enabled\")";
   return {f};
 }
 

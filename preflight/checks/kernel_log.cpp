@@ -90,10 +90,9 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kError;
-    f.message = std::to_string(parsed.bad_lines.size()) + " line(s) of " +
-                ctx.fs.HostPath(kKmsg) + " are not kmsg records (first: line " +
-                std::to_string(parsed.bad_lines.front()) + "); the other " +
-                std::to_string(parsed.records.size()) + " records were checked";
+    f.message = std::to_string(parsed.bad_lines.size()) + " line(s) of " + ctx.fs.HostPath(kKmsg) +
+                " are not kmsg records (first: line " + std::to_string(parsed.bad_lines.front()) +
+                "); the other " + std::to_string(parsed.records.size()) + " records were checked";
     std::string_view first = *text;
     for (int l = 1; l < parsed.bad_lines.front(); ++l) first = first.substr(first.find('\n') + 1);
     f.With(kKmsg, Printable(first.substr(0, first.find('\n')), 200));
@@ -194,20 +193,22 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
         break;
       case KernelEventKind::kMlx5MrFailure:
         f.outcome = Outcome::kWarn;
-        f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " +
-                    since + ": " + g.first_what;
-        f.next_step = "registration failures precede NCCL/UCX \"ibv_reg_mr failed\" errors: "
-                      "check memlock (os.memlock) and the HCA's memory-key limits";
+        f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " + since +
+                    ": " + g.first_what;
+        f.next_step =
+            "registration failures precede NCCL/UCX \"ibv_reg_mr failed\" errors: "
+            "check memlock (os.memlock) and the HCA's memory-key limits";
         break;
       case KernelEventKind::kLinkDown:
         f.outcome = Outcome::kWarn;
         f.message = "link of " + g.entity + " went down " +
                     (g.downs == 1 ? std::string("once") : std::to_string(g.downs) + " times") +
-                    " " + since + (g.last_down ? " and the log shows no recovery"
-                                               : " (up again afterwards)") +
+                    " " + since +
+                    (g.last_down ? " and the log shows no recovery" : " (up again afterwards)") +
                     ": a flapping link stalls NCCL collectives until they time out";
-        f.next_step = "check cable/transceiver and the switch port (`mlxlink -d <dev> -m -c`, "
-                      "port counters link_downed/symbol_error), reseat or replace";
+        f.next_step =
+            "check cable/transceiver and the switch port (`mlxlink -d <dev> -m -c`, "
+            "port counters link_downed/symbol_error), reseat or replace";
         break;
       case KernelEventKind::kXid: {
         f.entity = g.entity;
@@ -224,14 +225,16 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
       case KernelEventKind::kGpuFellOffBus:
         f.outcome = Outcome::kFail;
         f.message = "NVIDIA GPU " + g.entity + " fell off the bus " + since;
-        f.next_step = "drain the node and reboot; check power, PCIe riser/cable and "
-                      "`lspci -vvv` link status; replace the GPU/baseboard if it recurs";
+        f.next_step =
+            "drain the node and reboot; check power, PCIe riser/cable and "
+            "`lspci -vvv` link status; replace the GPU/baseboard if it recurs";
         break;
       case KernelEventKind::kPcieAerCorrected:
         f.outcome = Outcome::kWarn;
         f.message = "PCIe corrected errors on " + g.entity + " " + times + " " + since +
                     ": the link retrains/replays, bandwidth to devices below it drops";
-        f.next_step = "check `lspci -vvv -s " + g.entity + "` (LnkSta speed/width, error "
+        f.next_step = "check `lspci -vvv -s " + g.entity +
+                      "` (LnkSta speed/width, error "
                       "status); reseat the riser/cable; a steady rate means failing hardware";
         break;
       case KernelEventKind::kPcieAerUncorrected:

@@ -59,15 +59,17 @@ std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
     f.outcome = Outcome::kFail;
     f.message = "memlock limit is only " + LimitText(soft) +
                 ": RDMA cannot pin NCCL's buffers (ibv_reg_mr/ibv_create_cq fail with ENOMEM, "
-                "or NCCL hangs in init); " + values;
+                "or NCCL hangs in init); " +
+                values;
   } else {
     f.outcome = Outcome::kWarn;
     f.message = "memlock limit is finite (" + values +
                 "): large jobs can exhaust it when NCCL registers more buffers";
   }
   if (soft != row->hard && row->hard == kUnlimited) {
-    f.message += "; the hard limit is unlimited, so `ulimit -l unlimited` in the job script "
-                 "also works";
+    f.message +=
+        "; the hard limit is unlimited, so `ulimit -l unlimited` in the job script "
+        "also works";
   }
   return {f};
 }

@@ -32,8 +32,8 @@ std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {
       "inherit srun's caller's limit (PropagateResourceLimits) or slurmd's `LimitNOFILE=` when "
       "excepted; containers: `--ulimit nofile=1048576:1048576`";
   if (row->hard >= ctx.thresholds.min_nofile) {
-    f.next_step += "; the hard limit allows it now: `ulimit -n " + text_of(row->hard) +
-                   "` in the job script";
+    f.next_step +=
+        "; the hard limit allows it now: `ulimit -n " + text_of(row->hard) + "` in the job script";
   }
   return {f};
 }

@@ -71,8 +71,8 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
       std::uint64_t min = name == "net.core.rmem_max" ? th.min_rmem_max : th.min_wmem_max;
       if (v[0] < min) {
         f.outcome = Outcome::kWarn;
-        f.message = name + " is " + std::to_string(v[0]) + " (" + HumanBytes(v[0]) +
-                    "), below " + std::to_string(min) +
+        f.message = name + " is " + std::to_string(v[0]) + " (" + HumanBytes(v[0]) + "), below " +
+                    std::to_string(min) +
                     ": socket buffers are capped, NCCL's socket transport and bootstrap slow "
                     "down";
         f.next_step = Persist(name + "=" + std::to_string(std::max<std::uint64_t>(min, 134217728)));
@@ -85,8 +85,7 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
                     HumanBytes(v[2]) + "), below " + std::to_string(min) +
                     ": TCP autotuning cannot grow windows for inter-node socket traffic";
         f.next_step = Persist(name + "=\"" + std::to_string(v[0]) + " " + std::to_string(v[1]) +
-                              " " + std::to_string(std::max<std::uint64_t>(min, 134217728)) +
-                              "\"");
+                              " " + std::to_string(std::max<std::uint64_t>(min, 134217728)) + "\"");
       }
     } else {  // ip_local_port_range
       if (v[0] >= v[1] || v[1] > 65535) {

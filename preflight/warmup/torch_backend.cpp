@@ -3,29 +3,29 @@
 // ProcessGroupNCCL. Uses only c10d API present in both torch 1.13 (Debian's CPU libtorch) and
 // torch 2.x wheels; version-specific calls are guarded by TORCH_VERSION_*. Every libtorch
 // exception is caught here and returned as an Error: nothing throws past this file.
-#include "preflight/warmup/backend.h"
-
+#include <ATen/ATen.h>
 #include <arpa/inet.h>
+#include <c10/util/Exception.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <torch/csrc/api/include/torch/version.h>
+#include <torch/cuda.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
-#include <type_traits>
-
-#include <ATen/ATen.h>
-#include <c10/util/Exception.h>
-#include <torch/csrc/api/include/torch/version.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/cuda.h>
+#include <type_traits>
+
+#include "preflight/warmup/backend.h"
 
 #ifdef USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
+
 #include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif

@@ -1,18 +1,17 @@
 #include "watchdog/hang/bundle.h"
 
 #include <archive.h>
-#include <algorithm>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 namespace sl::hang {
 
@@ -139,7 +138,7 @@ Status WriteTarGz(const std::string& dir, const std::string& prefix, const std::
   std::vector<char> buf(1 << 16);
   for (const fs::path& p : paths) {
     if (!err.empty()) break;
-    struct stat st{};
+    struct stat st {};
     if (lstat(p.c_str(), &st) != 0) continue;
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) continue;
     archive_entry* e = archive_entry_new();
@@ -184,9 +183,9 @@ Status Bundle::Finish() {
   Close();
   auto errors = WriteErrors();
   if (!errors.empty()) {
-    return MakeError(fmt::format("{} file(s) could not be written, first: {}", errors.size(),
-                                 errors.front()),
-                     partial_dir_, "free space in the run directory (df -h) or make it writable");
+    return MakeError(
+        fmt::format("{} file(s) could not be written, first: {}", errors.size(), errors.front()),
+        partial_dir_, "free space in the run directory (df -h) or make it writable");
   }
   std::string tar_partial = run_dir_ + "/." + name_ + ".tar.gz.partial";
   if (auto s = WriteTarGz(partial_dir_, name_, tar_partial); !s.ok()) return s;

@@ -1,6 +1,7 @@
 #include "watchdog/hang/collectors.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/strings.h"
 #include "watchdog/process_tree.h"
@@ -48,7 +47,8 @@ std::vector<RankProc> FindRanks(const FileReader& reader, const std::vector<pid_
     auto rank = Lookup(r.env, "RANK");
     if (!rank) continue;
     r.rank = static_cast<int>(ParseInt(*rank).value_or(-1));
-    if (auto lr = Lookup(r.env, "LOCAL_RANK")) r.local_rank = static_cast<int>(ParseInt(*lr).value_or(-1));
+    if (auto lr = Lookup(r.env, "LOCAL_RANK"))
+      r.local_rank = static_cast<int>(ParseInt(*lr).value_or(-1));
     rank_of[pid] = r.rank;
     all.push_back(std::move(r));
   }
@@ -107,7 +107,8 @@ nlohmann::json IbCounterDeltas(const CounterSnapshot& start, const CounterSnapsh
       c["delta"] = static_cast<std::int64_t>(value - it->second);
       std::string lc = ToLower(counter);
       bool bad = lc.find("err") != std::string::npos || lc.find("discard") != std::string::npos ||
-                 lc.find("downed") != std::string::npos || lc.find("recovery") != std::string::npos ||
+                 lc.find("downed") != std::string::npos ||
+                 lc.find("recovery") != std::string::npos ||
                  lc.find("timeout") != std::string::npos || lc.find("out_of_") != std::string::npos;
       if (bad && value > it->second) {
         errors.push_back({{"port", port}, {"counter", counter}, {"delta", value - it->second}});
@@ -119,9 +120,9 @@ nlohmann::json IbCounterDeltas(const CounterSnapshot& start, const CounterSnapsh
 }
 
 std::string FilterKernelLog(std::string_view kmsg, std::uint64_t since_usec) {
-  static constexpr std::string_view kWords[] = {"mlx5",  "infiniband", "ib_", "rdma", "xid", "nvrm",
-                                                "link",  "aer",        "pcie", "nvlink", "roce",
-                                                "ib0",   "ib1",        "hfi1"};
+  static constexpr std::string_view kWords[] = {"mlx5", "infiniband", "ib_", "rdma", "xid",
+                                                "nvrm", "link",       "aer", "pcie", "nvlink",
+                                                "roce", "ib0",        "ib1", "hfi1"};
   std::string out;
   for (const std::string& rec : SplitLines(kmsg)) {
     auto semi = rec.find(';');
@@ -168,13 +169,18 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
     o.error = "no rank process (with RANK in its environment) found";
   }
   nlohmann::json pipes = nlohmann::json::array();
-  struct Want { int rank; std::string path; bool triggered = false; };
+  struct Want {
+    int rank;
+    std::string path;
+    bool triggered = false;
+  };
   std::vector<Want> wanted;
   auto trigger_time = fs::file_time_type::clock::now();
   for (const RankProc& r : ctx.ranks) {
     std::string pipe_prefix = PathPrefix(r.env, {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE"}, "");
-    std::string dump_prefix = PathPrefix(
-        r.env, {"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"}, "/tmp/nccl_trace_rank_");
+    std::string dump_prefix =
+        PathPrefix(r.env, {"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"},
+                   "/tmp/nccl_trace_rank_");
     wanted.push_back({r.rank, dump_prefix + std::to_string(r.rank)});
     if (pipe_prefix.empty() || !ctx.job_alive) continue;
     std::string pipe = pipe_prefix + std::to_string(r.rank) + ".pipe";
@@ -182,7 +188,9 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
     // blocking forever (a rank whose watchdog is gone, or torch too old to create the pipe).
     int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-      pipes.push_back({{"rank", r.rank}, {"pipe", pipe}, {"status", "error"},
+      pipes.push_back({{"rank", r.rank},
+                       {"pipe", pipe},
+                       {"status", "error"},
                        {"error", errno == ENXIO ? "no reader on the pipe (ENXIO)"
                                                 : std::string(std::strerror(errno))}});
       continue;
@@ -191,7 +199,9 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
     int err = errno;
     close(fd);
     wanted.back().triggered = n == 2;
-    pipes.push_back({{"rank", r.rank}, {"pipe", pipe}, {"status", n == 2 ? "triggered" : "error"},
+    pipes.push_back({{"rank", r.rank},
+                     {"pipe", pipe},
+                     {"status", n == 2 ? "triggered" : "error"},
                      {"error", n == 2 ? "" : std::string(std::strerror(err))}});
   }
   o.details["pipes"] = pipes;
@@ -203,8 +213,8 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
   bool any_triggered = false;
   for (auto& p : pipes) any_triggered = any_triggered || p["status"] == "triggered";
   auto wait = any_triggered ? ctx.fr_wait : std::chrono::milliseconds(0);
-  auto start_wall_ft = fs::file_time_type::clock::now() -
-                       (std::chrono::system_clock::now() - ctx.start_wall);
+  auto start_wall_ft =
+      fs::file_time_type::clock::now() - (std::chrono::system_clock::now() - ctx.start_wall);
   for (;;) {
     for (const Want& w : wanted) {
       if (done[w.rank]) continue;
@@ -234,14 +244,17 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
     std::string rel = fmt::format("fr/fr_rank_{}.pkl", w.rank);
     auto r = bundle.CopyFile(rel, w.path);
     Account(&o, rel, r);
-    dumps.push_back({{"rank", w.rank}, {"path", w.path}, {"status", r.ok() ? "collected" : "error"},
+    dumps.push_back({{"rank", w.rank},
+                     {"path", w.path},
+                     {"status", r.ok() ? "collected" : "error"},
                      {"complete", done[w.rank]}});
   }
   o.details["dumps"] = dumps;
   if (o.status == "ok" && !ctx.ranks.empty() && o.files.empty()) {
     o.status = "error";
-    o.error = any_triggered ? "pipes triggered but no dump was written before the deadline"
-                            : "no Flight Recorder pipe (TORCH_NCCL_DEBUG_INFO_PIPE_FILE) and no dump";
+    o.error = any_triggered
+                  ? "pipes triggered but no dump was written before the deadline"
+                  : "no Flight Recorder pipe (TORCH_NCCL_DEBUG_INFO_PIPE_FILE) and no dump";
   }
   return o;
 }
@@ -266,8 +279,9 @@ CollectorOutcome CollectStacks(const CaptureContext& ctx, Bundle& bundle) {
     if (have_pyspy && ctx.run_helper) {
       auto r = ctx.run_helper({"py-spy", "dump", "--native", "--pid", std::to_string(pid)},
                               std::chrono::milliseconds(3000));
-      if (r.ok()) text = fmt::format("# py-spy dump --native --pid {} (exit {}{})\n{}", pid,
-                                     r->exit_status, r->timed_out ? ", timed out" : "", r->output);
+      if (r.ok())
+        text = fmt::format("# py-spy dump --native --pid {} (exit {}{})\n{}", pid, r->exit_status,
+                           r->timed_out ? ", timed out" : "", r->output);
     }
     // Kernel view of every thread: state, what it waits on, and (root only) the kernel stack.
     std::string proc = fmt::format("# /proc/{}/task/*/{{stat,wchan,stack}}\n", pid);
@@ -278,10 +292,10 @@ CollectorOutcome CollectStacks(const CaptureContext& ctx, Bundle& bundle) {
         auto stat = ctx.fs->ReadFile(base + "/stat", 4096);
         auto wchan = ctx.fs->ReadFile(base + "/wchan", 256);
         auto stack = ctx.fs->ReadFile(base + "/stack", 16384);
-        proc += fmt::format("## tid {}\nstat: {}wchan: {}\n{}\n", tid,
-                            stat.ok() ? *stat : "(unreadable)\n",
-                            wchan.ok() ? *wchan : "(unreadable)",
-                            stack.ok() ? *stack : "(kernel stack unreadable)");
+        proc +=
+            fmt::format("## tid {}\nstat: {}wchan: {}\n{}\n", tid,
+                        stat.ok() ? *stat : "(unreadable)\n", wchan.ok() ? *wchan : "(unreadable)",
+                        stack.ok() ? *stack : "(kernel stack unreadable)");
       }
     } else {
       proc += "(process gone)\n";
@@ -341,7 +355,8 @@ CollectorOutcome CollectKernelLog(const CaptureContext& ctx, Bundle& bundle) {
   auto kmsg = ctx.fs->ReadFile("/dev/kmsg", 16u << 20);
   if (!kmsg.ok()) {
     o.status = "error";
-    o.error = kmsg.error().Describe() + " (in containers /dev/kmsg is often hidden; "
+    o.error = kmsg.error().Describe() +
+              " (in containers /dev/kmsg is often hidden; "
               "run dmesg on the host)";
     return o;
   }
@@ -480,7 +495,8 @@ CollectorOutcome CollectHost(const CaptureContext& ctx, Bundle& bundle) {
   nlohmann::json j;
   j["host"] = ctx.host;
   utsname u{};
-  if (uname(&u) == 0) j["uname"] = fmt::format("{} {} {} {}", u.sysname, u.release, u.version, u.machine);
+  if (uname(&u) == 0)
+    j["uname"] = fmt::format("{} {} {} {}", u.sysname, u.release, u.version, u.machine);
   j["safe_launch_version"] = SAFE_LAUNCH_VERSION;
   j["job_argv"] = ctx.redactor->RedactArgv(ctx.job_argv);
   j["job_pid"] = ctx.job_pid;
@@ -588,8 +604,8 @@ nlohmann::json RunCollectors(std::span<const Collector> collectors,
       j["duration_s"] = std::chrono::duration<double>(Clock::now() - start).count();
       j["bytes"] = 0;
       j["files"] = nlohmann::json::array();
-      j["error"] = fmt::format("did not finish within {} ms; abandoned",
-                               collectors[i].deadline.count());
+      j["error"] =
+          fmt::format("did not finish within {} ms; abandoned", collectors[i].deadline.count());
     } else {
       j["status"] = s.outcome.status;
       j["duration_s"] = s.duration_s;

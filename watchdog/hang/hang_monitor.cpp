@@ -1,14 +1,13 @@
 #include "watchdog/hang/hang_monitor.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <ctime>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
@@ -53,7 +52,8 @@ class SupervisorControl final : public JobControl {
 std::uint64_t MonotonicUsec() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
 }
 
 std::string UtcStamp(std::chrono::system_clock::time_point t, const char* fmt_str) {
@@ -86,7 +86,7 @@ std::unique_ptr<JobControl> MakeSupervisorControl(watchdog::Supervisor* supervis
 }
 
 std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::string& run_dir,
-                                                                  const Environment& env) {
+                                                                 const Environment& env) {
   std::vector<std::pair<std::string, std::string>> out;
   if (run_dir.empty()) return out;
   auto set_default = [&](const char* name, std::string value) {
@@ -185,23 +185,27 @@ void HangMonitor::OnTick(Clock::time_point now) {
     if (!options_.heartbeat_path.empty()) {
       if (now - last_heartbeat_check_ >= std::chrono::seconds(1)) {
         last_heartbeat_check_ = now;
-        struct stat st{};
+        struct stat st {};
         if (stat(options_.heartbeat_path.c_str(), &st) == 0) {
-          std::int64_t mt = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-          std::int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      start_wall_.time_since_epoch()).count();
+          std::int64_t mt =
+              static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+          std::int64_t start_ns =
+              std::chrono::duration_cast<std::chrono::nanoseconds>(start_wall_.time_since_epoch())
+                  .count();
           if (mt >= start_ns) heartbeat_mtime_ns_ = mt;
         }
       }
       if (heartbeat_mtime_ns_ != 0) {
         auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
         since = (wall_now - heartbeat_mtime_ns_) / 1e9;
         stall_source_ = "heartbeat";
       }
     }
     if (since >= options_.stall_timeout_s) {
-      pending_ = static_cast<int>(stall_source_ == "heartbeat" ? Trigger::kHeartbeat : Trigger::kStall);
+      pending_ =
+          static_cast<int>(stall_source_ == "heartbeat" ? Trigger::kHeartbeat : Trigger::kStall);
     }
   }
   int p = pending_.load();
@@ -219,7 +223,8 @@ void HangMonitor::OnExit(const watchdog::JobExit& exit) {
   if (captured_.load() || !options_.bundle_on_failure) return;
   bool failed = exit.how == watchdog::JobExit::How::kSignaled ||
                 (exit.how == watchdog::JobExit::How::kExited && exit.code != 0);
-  if (!failed || !exit.stopped_by.empty()) return;  // stopped by Slurm/user: not a failure of its own
+  if (!failed || !exit.stopped_by.empty())
+    return;  // stopped by Slurm/user: not a failure of its own
   Capture(Trigger::kJobFailed, exit.exit_status);
 }
 
@@ -275,16 +280,20 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
   timing.host = options_.host;
   const auto at = detected_at_ == Clock::time_point{} ? t0 : detected_at_;
   timing.since_start_s = std::chrono::duration<double>(at - start_).count();
-  timing.since_progress_s = std::chrono::duration<double>(
-      at - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load()))).count();
+  timing.since_progress_s =
+      std::chrono::duration<double>(
+          at - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load())))
+          .count();
   if (trigger == Trigger::kHeartbeat && heartbeat_mtime_ns_) {
     auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
     timing.since_progress_s = (wall_now - heartbeat_mtime_ns_) / 1e9;
   }
   timing.exit_status = exit_status;
   timing.stall_timeout_s = options_.stall_timeout_s;
-  if (trigger == Trigger::kStall || trigger == Trigger::kHeartbeat) timing.stall_source = stall_source_;
+  if (trigger == Trigger::kStall || trigger == Trigger::kHeartbeat)
+    timing.stall_source = stall_source_;
 
   const char* kind = trigger == Trigger::kJobFailed ? "failure" : "hang";
   std::string name = fmt::format("{}-{}-{}", kind, options_.host,
@@ -367,7 +376,8 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
         log::Warn("bundle complete in {:.2f} s: {} (and .tar.gz)", info.capture_s, info.path);
       } else {
         log::Error("bundle INCOMPLETE ({}); what was captured is in {}; manifest: {}", info.error,
-                   info.path, info.manifest.empty() ? "(could not be written anywhere)" : info.manifest);
+                   info.path,
+                   info.manifest.empty() ? "(could not be written anywhere)" : info.manifest);
       }
     }
   }

@@ -64,7 +64,7 @@ struct BundleInfo {
   std::string path;  ///< final directory, or the .partial one when incomplete
   std::string tar;   ///< final .tar.gz, "" when not written
   bool complete = false;
-  std::string error;  ///< why incomplete
+  std::string error;     ///< why incomplete
   std::string manifest;  ///< where the manifest of an incomplete bundle went ("" = nowhere)
   Verdict verdict;
   double capture_s = 0;  ///< detection to complete bundle
@@ -75,7 +75,7 @@ struct BundleInfo {
 /// pre-2.5 names), TORCH_NCCL_DUMP_ON_TIMEOUT=1. Variables the user already set are left alone.
 /// Creates <run_dir>/fr (0700).
 std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::string& run_dir,
-                                                                  const Environment& env);
+                                                                 const Environment& env);
 
 class HangMonitor {
  public:
@@ -103,9 +103,9 @@ class HangMonitor {
   LineMatcher matcher_;
   std::shared_ptr<Evidence> evidence_;
   std::shared_ptr<std::mutex> evidence_mu_;
-  std::atomic<std::int64_t> last_output_ns_{0};  // steady clock
+  std::atomic<std::int64_t> last_output_ns_{0};      // steady clock
   std::atomic<std::uint64_t> lines_[3] = {0, 0, 0};  // per stream; on_line is ordered per stream
-  std::atomic<int> pending_{0};                  // Trigger value, 0 = none
+  std::atomic<int> pending_{0};                      // Trigger value, 0 = none
   std::atomic<bool> hang_detected_{false};
   std::atomic<bool> captured_{false};
   watchdog::Clock::time_point start_;

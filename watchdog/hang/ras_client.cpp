@@ -1,5 +1,7 @@
 #include "watchdog/hang/ras_client.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,9 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-
-#include <fmt/format.h>
 
 #include "common/strings.h"
 
@@ -168,8 +167,9 @@ Result<RasReply> QueryRasStatus(const RasAddress& addr, bool json,
   char buf[8192];
   for (;;) {
     if (!WaitFd(conn.fd_, POLLIN, end)) {
-      return MakeError(fmt::format("timed out reading the status after {} bytes", reply.body.size()),
-                       where, "NCCL RAS collects from every peer; a dead peer slows it down");
+      return MakeError(
+          fmt::format("timed out reading the status after {} bytes", reply.body.size()), where,
+          "NCCL RAS collects from every peer; a dead peer slows it down");
     }
     ssize_t n = recv(conn.fd_, buf, sizeof(buf), 0);
     if (n < 0) {

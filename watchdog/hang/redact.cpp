@@ -13,9 +13,9 @@ bool IsNameChar(char c) {
 }
 
 bool EndsWithWord(std::string_view part) {
-  static constexpr std::string_view kWords[] = {"TOKEN",      "SECRET",      "PASSWORD", "PASSWD",
-                                                "KEY",        "CREDENTIAL",  "CREDENTIALS",
-                                                "APIKEY",     "PASSPHRASE"};
+  static constexpr std::string_view kWords[] = {"TOKEN",       "SECRET", "PASSWORD",
+                                                "PASSWD",      "KEY",    "CREDENTIAL",
+                                                "CREDENTIALS", "APIKEY", "PASSPHRASE"};
   for (auto w : kWords) {
     if (EndsWith(part, w)) return true;
   }
@@ -136,8 +136,8 @@ std::string Redactor::Redact(std::string_view text) const {
     std::size_t e = value_end(p, quote);
     if (e == p) continue;
     std::string_view value(out.data() + p, e - p);
-    if (value == kRedacted || (json && !quote && (value == "true" || value == "false" ||
-                                                  value == "null"))) {
+    if (value == kRedacted ||
+        (json && !quote && (value == "true" || value == "false" || value == "null"))) {
       continue;
     }
     result.append(out, i, p - i);

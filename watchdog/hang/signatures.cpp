@@ -10,10 +10,14 @@ namespace sl::hang {
 
 std::string_view SeverityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
-    case Severity::kHang: return "hang";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
+    case Severity::kHang:
+      return "hang";
   }
   return "info";
 }
@@ -65,8 +69,8 @@ constexpr Signature kCatalog[] = {
      "Flight Recorder dump in progress; the dump files are collected into this bundle."},
     {"torch.fr_dump_written", "Flight Recorder", "", "", "", "flight_recorder_dump", S::kInfo, 0,
      "Flight Recorder message; dumps are collected into this bundle."},
-    {"torch.taking_down", "we are taking the entire process down", "", "", "",
-     "collective_timeout", S::kError, 20,
+    {"torch.taking_down", "we are taking the entire process down", "", "", "", "collective_timeout",
+     S::kError, 20,
      "torch aborts the process after a failed collective (TORCH_NCCL_ASYNC_ERROR_HANDLING)."},
     {"torch.nccl_error", "NCCL error in:", "",
      R"(NCCL error in: (\S+?), (.+?)(?: \(run with|, NCCL version|$))", "location,error",
@@ -74,8 +78,9 @@ constexpr Signature kCatalog[] = {
      "NCCL returned an error; the NCCL WARN lines just before it (NCCL_DEBUG=WARN or INFO) name "
      "the cause."},
     // ---- Gloo and the c10d store ----
-    {"gloo.timeout", "Timed out waiting", "ms for ", R"(Timed out waiting (\d+)ms for (\w+) operation)",
-     "timeout_ms,gloo_op", "collective_timeout", S::kHang, 50,
+    {"gloo.timeout", "Timed out waiting", "ms for ",
+     R"(Timed out waiting (\d+)ms for (\w+) operation)", "timeout_ms,gloo_op", "collective_timeout",
+     S::kHang, 50,
      "A Gloo collective timed out waiting for a peer: a rank is missing, slow, or called a "
      "different collective. Compare the Flight Recorder dumps / stacks of all ranks."},
     {"c10d.store_clients", "waiting for clients", "",
@@ -83,8 +88,8 @@ constexpr Signature kCatalog[] = {
      "timeout_s,joined,expected", "store_timeout", S::kHang, 60,
      "Not every node reached the rendezvous store in time: check that all nodes started, that "
      "MASTER_ADDR/MASTER_PORT are reachable from every node, and the node that is missing."},
-    {"c10d.store_barrier", "store based barrier", "Timed out", R"(worker_count=(\d+).*?timeout=([\d:]+))",
-     "joined,timeout", "store_timeout", S::kHang, 60,
+    {"c10d.store_barrier", "store based barrier", "Timed out",
+     R"(worker_count=(\d+).*?timeout=([\d:]+))", "joined,timeout", "store_timeout", S::kHang, 60,
      "The store-based barrier timed out: some ranks never initialised the process group."},
     {"c10d.store_wait", "wait timeout after", "", R"(wait timeout after (\d+)ms)", "timeout_ms",
      "store_timeout", S::kHang, 60,
@@ -95,7 +100,8 @@ constexpr Signature kCatalog[] = {
      "overloaded, or gone."},
     {"c10d.store_connect", "The client socket has failed to connect to", "",
      R"(failed to connect to (?:any address of )?\[?([^\]\s]+)\]?)", "peer", "store_timeout",
-     S::kError, 60, "The rank could not reach the c10d store: check MASTER_ADDR/MASTER_PORT, the "
+     S::kError, 60,
+     "The rank could not reach the c10d store: check MASTER_ADDR/MASTER_PORT, the "
      "firewall, and that the store host is up."},
     // ---- NCCL: shared memory ----
     {"nccl.shm_fallocate", "posix_fallocate failed", "", R"(failed ?: (.*)$)", "error",
@@ -107,7 +113,8 @@ constexpr Signature kCatalog[] = {
      R"(segment (\S+) \(size (\d+)\))", "segment,size", "shm_too_small", S::kError, 90,
      "NCCL could not create a /dev/shm segment: enlarge /dev/shm or set NCCL_SHM_DISABLE=1."},
     {"nccl.shm_open", "shm_open", "failed", "", "", "shm_too_small", S::kError, 85,
-     "NCCL could not open a /dev/shm segment: check /dev/shm is mounted, writable and large enough."},
+     "NCCL could not open a /dev/shm segment: check /dev/shm is mounted, writable and large "
+     "enough."},
     // ---- NCCL: InfiniBand completions (ibv_wc_status codes) ----
     {"nccl.ib_status_retry_exceeded", "Got completion", "NET/IB",
      R"(Got completion (?:from peer (\S+) )?with (?:error |status=)12\b(?:.*?vendor err (\d+))?(?:.*?hca (\S+))?)",
@@ -138,7 +145,8 @@ constexpr Signature kCatalog[] = {
      "transceiver and switch port; port counters (link_downed, link_error_recovery) are in this "
      "bundle."},
     {"nccl.ib_async_event", "Got async event", "", R"(async event ?: ?(.*)$)", "event",
-     "ib_async_event", S::kWarning, 40, "The HCA raised an asynchronous event; see the kernel log."},
+     "ib_async_event", S::kWarning, 40,
+     "The HCA raised an asynchronous event; see the kernel log."},
     // ---- NCCL: verbs calls ----
     {"nccl.ibv_reg_mr", "ibv_reg_mr", "fail", "", "", "memlock_or_gdr", S::kError, 80,
      "Memory registration failed: raise the locked-memory limit (ulimit -l unlimited, Slurm "
@@ -156,7 +164,8 @@ constexpr Signature kCatalog[] = {
     {"nccl.duplicate_gpu", "Duplicate GPU detected", "",
      R"(rank (\d+) and rank (\d+) both on CUDA device (\w+))", "rank_a,rank_b,cuda_dev",
      "duplicate_gpu", S::kError, 95,
-     "Two ranks use the same GPU: set the device from LOCAL_RANK (torch.cuda.set_device(local_rank)) "
+     "Two ranks use the same GPU: set the device from LOCAL_RANK "
+     "(torch.cuda.set_device(local_rank)) "
      "and do not hard-code a device or CUDA_VISIBLE_DEVICES per job."},
     {"nccl.remote_exited", "remote process exited or there was a network error", "", "", "",
      "peer_exit_or_network", S::kError, 60,
@@ -328,8 +337,8 @@ void ExtractCommonFields(std::string_view line, std::map<std::string, std::strin
   if (auto p = line.find("[Rank "); p != std::string_view::npos) put("rank", DigitsAt(line, p + 6));
   if (auto p = line.find("PG ID "); p != std::string_view::npos) put("pg", DigitsAt(line, p + 6));
   // NCCL's "host:pid:tid [cudadev] " prefix (may itself follow "file.txt:" from grep).
-  if (auto w = line.find(" WARN "); w != std::string_view::npos || line.find(" INFO ") !=
-                                                                       std::string_view::npos) {
+  if (auto w = line.find(" WARN ");
+      w != std::string_view::npos || line.find(" INFO ") != std::string_view::npos) {
     std::string_view head = line.substr(0, line.find(' '));
     auto parts = Split(head, ':', false);
     if (parts.size() >= 3) {

@@ -4,14 +4,14 @@
 // The table is data so the offline `diagnose` command can reuse it. Matching costs one substring
 // search per signature per line; the regex (extraction only) runs only on lines that passed the
 // substring prefilter, which in a healthy job is almost none.
-#include <cstdint>
 #include <bitset>
+#include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace sl::hang {
@@ -21,15 +21,15 @@ std::string_view SeverityName(Severity s);
 
 /// One row of the catalog.
 struct Signature {
-  std::string_view id;        ///< stable id, "torch.watchdog_timeout"
+  std::string_view id;         ///< stable id, "torch.watchdog_timeout"
   std::string_view prefilter;  ///< substring that must occur in the line (cheap first test)
   std::string_view also;       ///< second substring that must occur too ("" = none)
   std::string_view pattern;    ///< ECMAScript regex run only after the prefilter ("" = none)
   std::string_view fields;     ///< comma-separated names of the regex groups, in order
   std::string_view category;   ///< root-cause category, e.g. "shm_too_small"
   Severity severity;           ///< kHang triggers a capture while the job is alive
-  int priority;  ///< verdict weight: a root cause (shm, IB status) outranks its consequence
-                 ///< (a watchdog timeout), which outranks generic errors
+  int priority;          ///< verdict weight: a root cause (shm, IB status) outranks its consequence
+                         ///< (a watchdog timeout), which outranks generic errors
   std::string_view fix;  ///< next step for the engineer
 };
 

@@ -1,8 +1,8 @@
 #include "watchdog/hang/verdict.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
@@ -11,11 +11,16 @@ namespace sl::hang {
 
 std::string_view TriggerName(Trigger t) {
   switch (t) {
-    case Trigger::kNone: return "none";
-    case Trigger::kSignature: return "signature";
-    case Trigger::kStall: return "stall";
-    case Trigger::kHeartbeat: return "heartbeat";
-    case Trigger::kJobFailed: return "job_failed";
+    case Trigger::kNone:
+      return "none";
+    case Trigger::kSignature:
+      return "signature";
+    case Trigger::kStall:
+      return "stall";
+    case Trigger::kHeartbeat:
+      return "heartbeat";
+    case Trigger::kJobFailed:
+      return "job_failed";
   }
   return "none";
 }
@@ -24,7 +29,14 @@ namespace {
 
 // The desync check needs a signature row of its own so the verdict can point at it.
 constexpr Signature kDesyncSignature = {
-    "nccl.coll_desync", "", "", "", "", "desync_collective_mismatch", Severity::kError, 85,
+    "nccl.coll_desync",
+    "",
+    "",
+    "",
+    "",
+    "desync_collective_mismatch",
+    Severity::kError,
+    85,
     "Ranks entered the same NCCL operation (same opCount) with different counts/datatypes/roots: "
     "an application bug in the order or arguments of collectives. Find the code path that "
     "differs between ranks (conditional collectives, uneven data, different model shapes)."};
@@ -35,8 +47,8 @@ void Evidence::Add(Match m) {
   ++total_;
   const Signature& sig = *m.signature;
   if (sig.id == "nccl.coll_trace") {
-    std::string key =
-        m.Field("opcount") + "|" + m.Field("coll") + "|" + m.Field("nranks") + "|" + m.Field("root");
+    std::string key = m.Field("opcount") + "|" + m.Field("coll") + "|" + m.Field("nranks") + "|" +
+                      m.Field("root");
     auto [it, fresh] = coll_first_.try_emplace(key, m);
     if (!fresh && !desync_ &&
         (it->second.Field("count") != m.Field("count") ||
@@ -115,8 +127,9 @@ Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timin
   } else if (trigger == Trigger::kJobFailed) {
     v.category = "job_failed";
     v.severity = "error";
-    v.fix = "The job failed without a recognised error line; read the rank outputs (output/) "
-            "from the first failing rank.";
+    v.fix =
+        "The job failed without a recognised error line; read the rank outputs (output/) "
+        "from the first failing rank.";
   }
   // A stall with evidence keeps the evidence's category, but the headline says what fired.
   v.evidence.assign(ranked.begin(), ranked.begin() + std::min<std::size_t>(ranked.size(), 20));
@@ -139,7 +152,9 @@ Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timin
 
   std::string what;
   switch (trigger) {
-    case Trigger::kSignature: what = "hang signature seen in the job output"; break;
+    case Trigger::kSignature:
+      what = "hang signature seen in the job output";
+      break;
     case Trigger::kStall:
       what = fmt::format("no job output for {:.0f} s (stall timeout {:.0f} s)",
                          timing.since_progress_s, timing.stall_timeout_s);
@@ -152,7 +167,9 @@ Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timin
       what = timing.exit_status ? fmt::format("job failed with status {}", *timing.exit_status)
                                 : "job failed";
       break;
-    case Trigger::kNone: what = "capture requested"; break;
+    case Trigger::kNone:
+      what = "capture requested";
+      break;
   }
   std::string coll;
   if (!v.op.empty() || !v.seq.empty()) {
@@ -180,7 +197,10 @@ nlohmann::json SummaryJson(const Verdict& v, const JobTiming& timing) {
   auto put_num = [&c](const char* k, const std::string& s) {
     if (s.empty()) return;
     auto n = ParseInt(s);
-    if (n.ok()) c[k] = *n; else c[k] = s;
+    if (n.ok())
+      c[k] = *n;
+    else
+      c[k] = s;
   };
   put_num("seq", v.seq);
   if (!v.op.empty()) c["op"] = v.op;
@@ -220,10 +240,11 @@ std::string SummaryMarkdown(const Verdict& v, const JobTiming& timing) {
   md += fmt::format("- time since last progress: {:.1f} s\n", timing.since_progress_s);
   if (timing.exit_status) md += fmt::format("- job exit status: {}\n", *timing.exit_status);
   if (!v.op.empty() || !v.seq.empty()) {
-    md += fmt::format("- failing collective: {} SeqNum={} NumelIn={} NumelOut={} timeout={} ms\n",
-                      v.op.empty() ? "?" : v.op, v.seq.empty() ? "?" : v.seq,
-                      v.numel_in.empty() ? "?" : v.numel_in, v.numel_out.empty() ? "?" : v.numel_out,
-                      v.timeout_ms.empty() ? "?" : v.timeout_ms);
+    md +=
+        fmt::format("- failing collective: {} SeqNum={} NumelIn={} NumelOut={} timeout={} ms\n",
+                    v.op.empty() ? "?" : v.op, v.seq.empty() ? "?" : v.seq,
+                    v.numel_in.empty() ? "?" : v.numel_in, v.numel_out.empty() ? "?" : v.numel_out,
+                    v.timeout_ms.empty() ? "?" : v.timeout_ms);
   }
   auto join = [](const std::set<std::string>& s) {
     std::string out;
@@ -242,9 +263,10 @@ std::string SummaryMarkdown(const Verdict& v, const JobTiming& timing) {
     md += fmt::format("- `{}` {}:{}\n  ```\n  {}\n  ```\n", m->signature->id, m->source,
                       m->line_number, m->line.substr(0, 600));
   }
-  md += "\n## Bundle contents\n\nSee manifest.json for every collector's status. Flight Recorder "
-        "dumps are in fr/, stacks in stacks/, rank outputs in output/, NCCL RAS status in ras/, "
-        "IB counters, kernel log and nvidia-smi in node/.\n";
+  md +=
+      "\n## Bundle contents\n\nSee manifest.json for every collector's status. Flight Recorder "
+      "dumps are in fr/, stacks in stacks/, rank outputs in output/, NCCL RAS status in ras/, "
+      "IB counters, kernel log and nvidia-smi in node/.\n";
   return md;
 }
 

@@ -5,12 +5,11 @@
 // cause (an IB retry-exceeded completion) beats its consequence (the watchdog timeout).
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "watchdog/hang/signatures.h"
 
@@ -58,10 +57,10 @@ struct Verdict {
 
 /// Facts about the job the verdict and summary need.
 struct JobTiming {
-  double since_start_s = 0;          ///< detection time minus job start
-  double since_progress_s = 0;       ///< detection time minus last output/heartbeat
-  std::optional<int> exit_status;   ///< when the job had already ended (wait-status decoded)
-  std::string stall_source;          ///< "output" or "heartbeat" for a stall
+  double since_start_s = 0;        ///< detection time minus job start
+  double since_progress_s = 0;     ///< detection time minus last output/heartbeat
+  std::optional<int> exit_status;  ///< when the job had already ended (wait-status decoded)
+  std::string stall_source;        ///< "output" or "heartbeat" for a stall
   double stall_timeout_s = 0;
   std::string host;
 };

@@ -1,13 +1,12 @@
+#include "common/file_reader.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-
-#include <catch2/catch.hpp>
-
-#include "common/file_reader.h"
 
 namespace {
 

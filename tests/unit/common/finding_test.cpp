@@ -1,7 +1,7 @@
+#include "common/finding.h"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-
-#include "common/finding.h"
 
 TEST_CASE("worst outcome ranks fail above error above warn and ignores waived") {
   std::vector<sl::Finding> fs(3);

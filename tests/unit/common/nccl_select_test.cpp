@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "common/nccl_select.h"
+
+#include <catch2/catch.hpp>
 
 TEST_CASE("NCCL_IB_HCA prefix entries select every matching device") {
   auto f = sl::ParseIbHca("mlx5");

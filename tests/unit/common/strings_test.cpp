@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "common/strings.h"
+
+#include <catch2/catch.hpp>
 
 TEST_CASE("integers parse in decimal and hex and reject garbage with the name") {
   CHECK(sl::ParseInt(" 42\n").value() == 42);

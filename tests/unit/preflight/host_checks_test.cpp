@@ -1,9 +1,8 @@
 // Host checks (os.*, gpu.*, pci.acs, kernel.log, net.ifname): a pass and a fail case each, on
 // the fixture trees of tests/fixtures (gen/host.py) and on small in-memory trees.
 #include <algorithm>
-#include <string>
-
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "common/file_reader.h"
 #include "common/node_facts.h"
@@ -49,7 +48,9 @@ const Finding* ForEntity(const std::vector<Finding>& fs, const std::string& enti
   return nullptr;
 }
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool Has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 const char* kLimitsHeader =
     "Limit                     Soft Limit           Hard Limit           Units     \n";
@@ -60,8 +61,8 @@ std::string LimitsWith(const std::string& memlock, const std::string& nofile) {
   std::snprintf(row, sizeof row, "%-25s %-20s %-20s %-10s\n", "Max open files", nofile.c_str(),
                 nofile.c_str(), "files");
   out += row;
-  std::snprintf(row, sizeof row, "%-25s %-20s %-20s %-10s\n", "Max locked memory",
-                memlock.c_str(), memlock.c_str(), "bytes");
+  std::snprintf(row, sizeof row, "%-25s %-20s %-20s %-10s\n", "Max locked memory", memlock.c_str(),
+                memlock.c_str(), "bytes");
   out += row;
   return out;
 }

@@ -1,9 +1,9 @@
 // Parsers behind the host checks: literal kernel text in, values out; garbage never crashes.
-#include <string>
+#include "common/host_parse.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
-#include "common/host_parse.h"
 #include "preflight/host_parse.h"
 
 using namespace sl;
@@ -181,8 +181,9 @@ TEST_CASE("kmsg records: prio, seq, time, escapes and dictionary lines") {
 }
 
 TEST_CASE("kmsg garbage lines are reported by number and skipped") {
-  auto p = ParseKmsg("this is not a kmsg record\n6,notanumber,12,-;x\n;;;;\n SUBSYSTEM=pci\n"
-                     "4,99,-5,-;NVRM: Xid\n6,100,31999999,-;ok\n\xff\xfe\n");
+  auto p = ParseKmsg(
+      "this is not a kmsg record\n6,notanumber,12,-;x\n;;;;\n SUBSYSTEM=pci\n"
+      "4,99,-5,-;NVRM: Xid\n6,100,31999999,-;ok\n\xff\xfe\n");
   CHECK(p.records.size() == 1);
   CHECK(p.bad_lines == std::vector<int>{1, 2, 3, 4, 5, 7});
 }
@@ -193,18 +194,21 @@ TEST_CASE("kernel events: mlx5 failures, flaps, Xid, fallen off the bus, AER") {
     r.message = std::move(msg);
     return ClassifyKernelRecord(r);
   };
-  auto mkey = ev("mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522): CREATE_MKEY(0x200) "
-                 "op_mod(0x0) failed, status limits exceeded(0x8), syndrome (0x18af6), err(-12)");
+  auto mkey =
+      ev("mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522): CREATE_MKEY(0x200) "
+         "op_mod(0x0) failed, status limits exceeded(0x8), syndrome (0x18af6), err(-12)");
   REQUIRE(mkey);
   CHECK(mkey->kind == KernelEventKind::kMlx5CommandFailure);
   CHECK(mkey->entity == "0000:41:00.0");
   CHECK(mkey->what.rfind("CREATE_MKEY(0x200)", 0) == 0);
-  auto timeout = ev("mlx5_core 0000:17:00.0: cmd_work_handler:877:(pid 6): failed to allocate "
-                    "command entry");
+  auto timeout =
+      ev("mlx5_core 0000:17:00.0: cmd_work_handler:877:(pid 6): failed to allocate "
+         "command entry");
   REQUIRE(timeout);
   CHECK(timeout->kind == KernelEventKind::kMlx5CommandFailure);
-  auto mr = ev("infiniband mlx5_0: create_mkey_warn:158:(pid 2163): async reg mr failed. status "
-               "-121");
+  auto mr =
+      ev("infiniband mlx5_0: create_mkey_warn:158:(pid 2163): async reg mr failed. status "
+         "-121");
   REQUIRE(mr);
   CHECK(mr->kind == KernelEventKind::kMlx5MrFailure);
   CHECK(mr->entity == "mlx5_0");

@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include "preflight/compare.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 using sl::Finding;
 using sl::Outcome;

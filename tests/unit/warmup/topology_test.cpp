@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "preflight/topology.h"
+
+#include <catch2/catch.hpp>
 
 using sl::Environment;
 using sl::preflight::InferTopology;

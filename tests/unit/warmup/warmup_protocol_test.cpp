@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "preflight/warmup_protocol.h"
+
+#include <catch2/catch.hpp>
 
 using sl::Outcome;
 using sl::preflight::BandwidthPerNode;

@@ -56,7 +56,7 @@ TEST_CASE("a finished bundle has its final names, 0600/0700 modes and a matching
   CHECK_FALSE(fs::exists(run + "/.hang-test.partial"));
   CHECK(fs::is_directory(run + "/hang-test"));
   CHECK(fs::exists(run + "/hang-test.tar.gz"));
-  struct stat st{};
+  struct stat st {};
   stat((run + "/hang-test").c_str(), &st);
   CHECK((st.st_mode & 0777) == 0700);
   stat((run + "/hang-test/output").c_str(), &st);
@@ -129,7 +129,9 @@ TEST_CASE("a collector past its deadline is recorded as timeout and does not hol
   auto t0 = std::chrono::steady_clock::now();
   auto j = RunCollectors(kSlow, ctx, bundle);
   bundle->Close();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   CHECK(ms < 1200);
   CHECK(j[0]["status"] == "timeout");
   CHECK(j[1]["status"] == "ok");

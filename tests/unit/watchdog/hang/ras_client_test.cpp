@@ -116,7 +116,9 @@ TEST_CASE("RAS client gives up at its deadline when the server never answers") {
   FakeRas server("", "", 1, /*stall=*/true);
   auto t0 = std::chrono::steady_clock::now();
   auto r = QueryRasStatus({"127.0.0.1", server.port}, false, std::chrono::milliseconds(300));
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("timed out") != std::string::npos);
   CHECK(ms < 700);

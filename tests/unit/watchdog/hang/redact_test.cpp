@@ -17,10 +17,13 @@ TEST_CASE("secret-looking names are recognised by their parts") {
 }
 
 TEST_CASE("values of secret variables disappear everywhere, the rest stays") {
-  sl::Environment env{{"HF_TOKEN", "hf_abcdefSECRET123"}, {"PATH", "/usr/bin"},
-                      {"WANDB_API_KEY", "0123456789abcdef"}, {"NCCL_DEBUG", "INFO"}};
+  sl::Environment env{{"HF_TOKEN", "hf_abcdefSECRET123"},
+                      {"PATH", "/usr/bin"},
+                      {"WANDB_API_KEY", "0123456789abcdef"},
+                      {"NCCL_DEBUG", "INFO"}};
   Redactor r(env);
-  std::string out = r.Redact("token hf_abcdefSECRET123 printed; key=0123456789abcdef PATH=/usr/bin");
+  std::string out =
+      r.Redact("token hf_abcdefSECRET123 printed; key=0123456789abcdef PATH=/usr/bin");
   CHECK(out.find("hf_abcdefSECRET123") == std::string::npos);
   CHECK(out.find("0123456789abcdef") == std::string::npos);
   CHECK(out.find("PATH=/usr/bin") != std::string::npos);

@@ -110,8 +110,9 @@ TEST_CASE("IB completion status codes map to distinct categories") {
   CHECK(r12->signature->category == "retry_exceeded_network");
   CHECK(r12->Field("hca") == "mlx5_10");
   CHECK(r12->Field("host") == "mycl-g2");
-  auto r5 = m.MatchLine("h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from "
-                        "peer 10.0.0.2<1> with status=5 opcode=0 len=0 vendor err 249");
+  auto r5 = m.MatchLine(
+      "h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from "
+      "peer 10.0.0.2<1> with status=5 opcode=0 len=0 vendor err 249");
   REQUIRE(r5);
   CHECK(r5->signature->id == "nccl.ib_status_flush");
   auto r10 = m.MatchLine("NCCL WARN NET/IB : Got completion with error 10, opcode 1");
@@ -138,9 +139,10 @@ TEST_CASE("ordinary training output matches nothing") {
 TEST_CASE("torchrun ChildFailedError table gives rank, host and exit code") {
   LineMatcher m;
   Evidence ev;
-  ev.AddText(m, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
-                "  host      : gpu07\n  rank      : 3 (local_rank: 1)\n"
-                "  exitcode  : -6 (pid: 826)\n",
+  ev.AddText(m,
+             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+             "  host      : gpu07\n  rank      : 3 (local_rank: 1)\n"
+             "  exitcode  : -6 (pid: 826)\n",
              "stderr");
   REQUIRE(ev.Count("torchrun.child_failed") == 1);
   REQUIRE(ev.Count("torchrun.table_host") == 1);
@@ -187,7 +189,9 @@ TEST_CASE("matching a healthy line costs well under a microsecond") {
   auto t0 = std::chrono::steady_clock::now();
   int hits = 0;
   for (int i = 0; i < 100000; ++i) hits += m.MatchLine(line) ? 1 : 0;
-  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 100000;
+  double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+      100000;
   std::printf("healthy line: %.3f us per line\n", us);
   CHECK(hits == 0);
   CHECK(us < 20);  // generous: shared 2-core CI; the bench prints the real figure

@@ -16,7 +16,8 @@ std::string Slurp(const std::string& path) {
 }
 }  // namespace
 
-TEST_CASE("the real torch 2.11 watchdog output gives collective_timeout, SeqNum 5, ALLREDUCE, 5000 ms") {
+TEST_CASE(
+    "the real torch 2.11 watchdog output gives collective_timeout, SeqNum 5, ALLREDUCE, 5000 ms") {
   LineMatcher m;
   Evidence ev;
   ev.AddText(m, Slurp(std::string(SL_FIXTURES_DIR) + "/logs/watchdog_timeout.torchrun.txt"),
@@ -37,13 +38,14 @@ TEST_CASE("the real torch 2.11 watchdog output gives collective_timeout, SeqNum 
 TEST_CASE("a root cause outranks the watchdog timeout it causes") {
   LineMatcher m;
   Evidence ev;
-  ev.AddText(m,
-             "[rank1]:[E ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation "
-             "timeout: WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=4, NumelOut=8, Timeout(ms)=600000) "
-             "ran for 600001 milliseconds before timing out.\n"
-             "n1:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer "
-             "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send)\n",
-             "stderr");
+  ev.AddText(
+      m,
+      "[rank1]:[E ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=4, NumelOut=8, Timeout(ms)=600000) "
+      "ran for 600001 milliseconds before timing out.\n"
+      "n1:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer "
+      "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send)\n",
+      "stderr");
   Verdict v = Decide(ev, Trigger::kSignature, {});
   CHECK(v.category == "retry_exceeded_network");
   CHECK(v.seq == "9");
@@ -79,7 +81,8 @@ TEST_CASE("evidence keeps a bounded number of lines per signature but counts all
   LineMatcher m;
   Evidence ev;
   std::string text;
-  for (int i = 0; i < 1000; ++i) text += "x:1:2 [0] net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n";
+  for (int i = 0; i < 1000; ++i)
+    text += "x:1:2 [0] net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n";
   ev.AddText(m, text, "f");
   CHECK(ev.Count("nccl.ib_port_error") == 1000);
   CHECK(ev.matches().size() == Evidence::kKeepPerSignature);
