@@ -242,26 +242,21 @@ int Run(RunArgs& args) {
   preflight_opts.verbose = args.verbose;
   if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) return rc;
   std::optional<preflight::PreflightReport> report;
+  // A phase that refuses to start the job still leaves a status.json saying so.
+  auto not_started = [&ctx](int rc) {
+    nlohmann::json j = ctx.status_extra;
+    j["schema"] = 1;
+    j["state"] = "not_started";
+    j["command"] = ctx.command;
+    j["host"] = ctx.host;
+    j["exit_status"] = rc;
+    (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
+    return rc;
+  };
   if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
-    nlohmann::json j = ctx.status_extra;
-    j["schema"] = 1;
-    j["state"] = "not_started";
-    j["command"] = ctx.command;
-    j["host"] = ctx.host;
-    j["exit_status"] = rc;
-    (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
-    return rc;
+    return not_started(rc);
   }
-  if (int rc = RunWarmupPhase(*args.warmup, ctx); rc != exit_code::kOk) {
-    nlohmann::json j = ctx.status_extra;
-    j["schema"] = 1;
-    j["state"] = "not_started";
-    j["command"] = ctx.command;
-    j["host"] = ctx.host;
-    j["exit_status"] = rc;
-    (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
-    return rc;
-  }
+  if (int rc = RunWarmupPhase(*args.warmup, ctx); rc != exit_code::kOk) return not_started(rc);
   return SupervisePhase(args, ctx);
 }
 
