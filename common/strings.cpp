@@ -1,5 +1,10 @@
 #include "common/strings.h"
 
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -155,6 +160,47 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
     }
   }
   return best;
+}
+
+std::size_t CountByte(std::string_view s, char c) {
+  const char* p = s.data();
+  const std::size_t n = s.size();
+  std::size_t count = 0, i = 0;
+#if defined(__SSE2__)
+  // Per 16-byte step: compare, subtract the 0xff matches from byte counters; fold the counters
+  // with SAD before any of them can reach 256.
+  const __m128i needle = _mm_set1_epi8(c);
+  while (i + 16 <= n) {
+    __m128i acc = _mm_setzero_si128();
+    const std::size_t stop = std::min(n - n % 16, i + 16 * 255);
+    for (; i < stop; i += 16) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, needle));
+    }
+    __m128i sum = _mm_sad_epu8(acc, _mm_setzero_si128());
+    count += static_cast<std::size_t>(_mm_cvtsi128_si64(sum)) +
+             static_cast<std::size_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum)));
+  }
+#else
+  // 8 bytes at a time: a byte lane holds 1 where the byte equals `c` (the classic has-zero-byte
+  // trick on w ^ c), summed per lane for up to 255 words, then across lanes by a multiply.
+  const std::uint64_t ones = 0x0101010101010101ull;
+  const std::uint64_t pattern = ones * static_cast<std::uint8_t>(c);
+  const std::uint64_t low7 = 0x7f7f7f7f7f7f7f7full;
+  while (i + 8 <= n) {
+    std::uint64_t acc = 0;
+    const std::size_t stop = std::min(n - n % 8, i + 8 * 255);
+    for (; i < stop; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      const std::uint64_t x = w ^ pattern;
+      acc += (~(((x & low7) + low7) | x | low7)) >> 7;
+    }
+    count += static_cast<std::size_t>((acc * ones) >> 56);
+  }
+#endif
+  for (; i < n; ++i) count += p[i] == c ? 1 : 0;
+  return count;
 }
 
 }  // namespace sl

@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -102,29 +103,34 @@ void WriteFileAtomic(const std::string& path, const std::string& content) {
   }
 }
 
-// The last bytes of a stream, kept as a ring: one memcpy per read chunk, lines are cut only when
-// somebody asks (TailLines, end of run), so the pump pays nothing per line for the tail.
-class ByteRing {
+// The last bytes of a stream. The pump reads straight into it (no copy at all): before a read
+// the region about to be overwritten is reserved and left out of Contents(); the bytes just read
+// stay in place, contiguous, for the line hook. Lines are cut only when somebody asks.
+class ReadRing {
  public:
-  explicit ByteRing(std::size_t capacity) : buf_(capacity, '\0') {}
-  void Append(const char* data, std::size_t n) {
+  static constexpr std::size_t kSize = 1 << 20;  // also the largest read, = the pipe size
+  ReadRing() : buf_(new char[kSize]) {}
+  /// Pump thread: where the next read goes and how much fits before the end of the ring.
+  std::pair<char*, std::size_t> Reserve() {
     std::lock_guard lock(mu_);
-    if (n >= buf_.size()) {
-      std::memcpy(buf_.data(), data + n - buf_.size(), buf_.size());
+    reserved_ = kSize - pos_;
+    return {buf_.get() + pos_, reserved_};
+  }
+  /// Pump thread: `n` bytes were read into the reserved region.
+  void Commit(std::size_t n) {
+    std::lock_guard lock(mu_);
+    reserved_ = 0;
+    pos_ += n;
+    if (pos_ == kSize) {
       pos_ = 0;
       full_ = true;
-      return;
     }
-    std::size_t first = std::min(n, buf_.size() - pos_);
-    std::memcpy(buf_.data() + pos_, data, first);
-    std::memcpy(buf_.data(), data + first, n - first);
-    if (pos_ + n >= buf_.size()) full_ = true;
-    pos_ = (pos_ + n) % buf_.size();
   }
   std::string Contents() const {
     std::lock_guard lock(mu_);
-    if (!full_) return buf_.substr(0, pos_);
-    return buf_.substr(pos_) + buf_.substr(0, pos_);
+    if (!full_) return std::string(buf_.get(), pos_);
+    const std::size_t old = pos_ + reserved_;  // oldest byte not being overwritten
+    return std::string(buf_.get() + old, kSize - old) + std::string(buf_.get(), pos_);
   }
   bool Truncated() const {
     std::lock_guard lock(mu_);
@@ -133,10 +139,16 @@ class ByteRing {
 
  private:
   mutable std::mutex mu_;
-  std::string buf_;
+  std::unique_ptr<char[]> buf_;
   std::size_t pos_ = 0;
+  std::size_t reserved_ = 0;
   bool full_ = false;
 };
+
+// Interrupts a pump's blocking read when it must give up waiting for end of stream. A no-op
+// handler installed without SA_RESTART makes read() fail with EINTR in the thread it is sent to.
+int PumpWakeSignal() { return SIGRTMIN + 1; }
+void NoopHandler(int) {}
 
 std::vector<std::string> LastLines(const std::string& bytes, bool truncated, std::size_t n) {
   std::vector<std::string> lines = SplitLines(bytes);
@@ -186,7 +198,7 @@ struct Supervisor::Impl {
     int stream = 0;
     int in_fd = -1;   // read end of the job's pipe
     int out_fd = -1;  // our stdout / stderr
-    ByteRing ring{256 * 1024};
+    ReadRing ring;
     std::thread thread;
     std::mutex done_mu;
     std::condition_variable done_cv;
@@ -197,8 +209,8 @@ struct Supervisor::Impl {
 
   Supervisor* self = nullptr;
   int sig_fd = -1;
-  int wake_fd = -1;       // eventfd: RequestStop from another thread wakes the main loop
-  int pump_stop_fd = -1;  // eventfd: tells pumps to give up waiting for EOF
+  int wake_fd = -1;  // eventfd: RequestStop from another thread wakes the main loop
+  std::atomic<bool> pump_stop{false};  // pumps give up waiting for EOF (see PumpWakeSignal)
   Pump pumps[2];
   std::atomic<Clock::rep> last_output{0};
   Clock::time_point start;
@@ -240,58 +252,62 @@ struct Supervisor::Impl {
 
 void Supervisor::Impl::RunPump(
     Pump& p, const std::function<void(int, std::string_view, Clock::time_point)>& hook) {
-  constexpr std::size_t kChunk = 256 * 1024;
-  std::unique_ptr<char[]> buf(new char[kChunk]);
+  // This thread alone takes the wake signal (every other thread inherits it blocked).
+  sigset_t wake;
+  sigemptyset(&wake);
+  sigaddset(&wake, PumpWakeSignal());
+  pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
   std::string partial;
+  // Blocking reads, as cat does them: under heavy output one syscall per chunk and no poll; the
+  // read goes straight into the tail ring.
   while (true) {
-    pollfd fds[2] = {{p.in_fd, POLLIN, 0}, {pump_stop_fd, POLLIN, 0}};
-    int r = ::poll(fds, 2, -1);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      if (fds[1].revents & POLLIN) break;  // told to stop and nothing left to read
-      continue;
-    }
-    ssize_t n = ::read(p.in_fd, buf.get(), kChunk);
+    auto [into, room] = p.ring.Reserve();
+    ssize_t n = ::read(p.in_fd, into, room);
+    p.ring.Commit(n > 0 ? static_cast<std::size_t>(n) : 0);
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      break;
+      if (errno == EINTR && !pump_stop.load()) continue;
+      break;  // told to stop (EINTR) or a read error
     }
     if (n == 0) break;  // every writer closed: end of stream
     const auto now = Clock::now();
     last_output.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     // Forward first: blocking here is the backpressure (the pipe fills, the job's write blocks),
     // nothing is ever dropped while our stdout is merely slow.
-    if (!p.out_broken && !WriteAll(p.out_fd, buf.get(), static_cast<std::size_t>(n))) {
+    if (!p.out_broken && !WriteAll(p.out_fd, into, static_cast<std::size_t>(n))) {
       p.out_broken = true;
       log::Warn("cannot write the job's {} to ours ({}); still reading it for the run directory",
                 p.stream == kStdout ? "stdout" : "stderr", ErrnoText(errno));
     }
     p.bytes += static_cast<std::size_t>(n);
-    p.ring.Append(buf.get(), static_cast<std::size_t>(n));
     if (!hook) continue;
-    const char* data = buf.get();
-    const char* end = data + n;
-    while (data < end) {
-      const char* nl = static_cast<const char*>(std::memchr(data, '\n', end - data));
-      if (nl == nullptr) {
-        partial.append(data, end);
+    // Whole lines go to the hook in one block, straight from the read buffer when no partial
+    // line is pending; only the unterminated tail of a read is copied (to `partial`).
+    std::string_view data(into, static_cast<std::size_t>(n));
+    if (!partial.empty()) {
+      std::size_t nl = data.find('\n');
+      if (nl == std::string_view::npos) {
+        partial.append(data);
         while (partial.size() >= kMaxHookLine) {
           hook(p.stream, std::string_view(partial).substr(0, kMaxHookLine), now);
           partial.erase(0, kMaxHookLine);
         }
-        break;
+        continue;
       }
-      if (partial.empty()) {
-        hook(p.stream, std::string_view(data, nl - data), now);
-      } else {
-        partial.append(data, nl);
-        hook(p.stream, partial, now);
-        partial.clear();
-      }
-      data = nl + 1;
+      partial.append(data.substr(0, nl + 1));
+      hook(p.stream, partial, now);
+      partial.clear();
+      data.remove_prefix(nl + 1);
+    }
+    const void* last = data.empty() ? nullptr : ::memrchr(data.data(), '\n', data.size());
+    if (last != nullptr) {
+      std::size_t whole = static_cast<const char*>(last) - data.data() + 1;
+      hook(p.stream, data.substr(0, whole), now);
+      data.remove_prefix(whole);
+    }
+    partial.append(data);
+    while (partial.size() >= kMaxHookLine) {
+      hook(p.stream, std::string_view(partial).substr(0, kMaxHookLine), now);
+      partial.erase(0, kMaxHookLine);
     }
   }
   if (hook && !partial.empty()) hook(p.stream, partial, Clock::now());
@@ -313,7 +329,7 @@ Supervisor::~Supervisor() {
   for (auto& p : impl_->pumps) {
     if (p.thread.joinable()) p.thread.detach();
   }
-  for (int fd : {impl_->sig_fd, impl_->wake_fd, impl_->pump_stop_fd}) {
+  for (int fd : {impl_->sig_fd, impl_->wake_fd}) {
     if (fd >= 0) ::close(fd);
   }
 }
@@ -518,8 +534,7 @@ Result<JobExit> Supervisor::Run() {
   }
   im.sig_fd = ::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
   im.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  im.pump_stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (im.sig_fd < 0 || im.wake_fd < 0 || im.pump_stop_fd < 0) {
+  if (im.sig_fd < 0 || im.wake_fd < 0) {
     return MakeError("signalfd/eventfd: " + ErrnoText(errno));
   }
   int out_pipe[2], err_pipe[2], exec_pipe[2];
@@ -617,8 +632,20 @@ Result<JobExit> Supervisor::Run() {
   im.pumps[1].stream = kStderr;
   im.pumps[1].in_fd = err_pipe[0];
   im.pumps[1].out_fd = 2;
+  {
+    // The pumps' wake signal: a no-op handler without SA_RESTART, blocked in every thread but
+    // the pumps (threads started from here on inherit the mask).
+    struct sigaction sa {};
+    sa.sa_handler = NoopHandler;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(PumpWakeSignal(), &sa, nullptr);
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, PumpWakeSignal());
+    pthread_sigmask(SIG_BLOCK, &wake, nullptr);
+  }
   for (auto& p : im.pumps) {
-    p.thread = std::thread([&im, &p, this] { im.RunPump(p, hooks_.on_line); });
+    p.thread = std::thread([&im, &p, this] { im.RunPump(p, hooks_.on_output); });
   }
 
   auto status_json = [&](const char* state) {
@@ -808,9 +835,14 @@ Result<JobExit> Supervisor::Run() {
   if (!wait_pumps(std::chrono::seconds(5))) {
     // Someone outside our tree still holds the pipes open (a process that passed the fd on).
     log::Warn("the job's output pipes are still open after every descendant exited; stopping");
-    std::uint64_t one = 1;
-    (void)!::write(im.pump_stop_fd, &one, sizeof one);
-    wait_pumps(std::chrono::seconds(2));
+    im.pump_stop = true;
+    // Repeated: a signal that lands just before a pump enters read() is lost.
+    for (int i = 0; i < 40 && !wait_pumps(std::chrono::milliseconds(50)); ++i) {
+      for (auto& p : im.pumps) {
+        std::lock_guard lock(p.done_mu);
+        if (!p.done) pthread_kill(p.thread.native_handle(), PumpWakeSignal());
+      }
+    }
   }
   for (auto& p : im.pumps) {
     bool done;
@@ -898,6 +930,14 @@ Result<JobExit> Supervisor::Run() {
     }
     j["swept_pids"] = exit.swept;
     j["output_bytes"] = {{"stdout", im.pumps[0].bytes}, {"stderr", im.pumps[1].bytes}};
+    // safe-launch's own cost (every thread, no children): what supervising this job took.
+    rusage self{};
+    if (::getrusage(RUSAGE_SELF, &self) == 0) {
+      auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+      j["supervisor_rusage"] = {{"user_s", secs(self.ru_utime)},
+                                {"sys_s", secs(self.ru_stime)},
+                                {"max_rss_kib", self.ru_maxrss}};
+    }
     {
       std::lock_guard lock(im.events_mu);
       j["events"] = im.events;

@@ -8,13 +8,15 @@
 // Threads (the contract hooks rely on):
 //   * main thread  = the thread that calls Supervisor::Run(). It waits on a signalfd with a short
 //     tick, forwards signals, reaps, runs the escalation, and calls on_start, on_tick, on_exit.
-//   * pump threads = one per stream (stdout, stderr). Each calls on_line for its stream, in order.
-//     on_line for stdout and for stderr may run concurrently with each other and with on_tick:
+//   * pump threads = one per stream (stdout, stderr). Each calls on_output for its stream, in
+//     order. on_output for stdout and stderr may run concurrently with each other and on_tick:
 //     hooks share state through their own atomics/mutexes.
 //   * any thread may call RequestStop, JobPid, Descendants, LastOutput, TailLines, RunHelper.
 // Cost while the job runs: the main thread sleeps in poll() until a signal, a stop request or the
-// tick (default 250 ms); per line the pump does one memchr-split and, only when on_line is set,
-// one call. Keep on_line cheap (match, set a flag); do heavy work (bundle capture) in on_tick.
+// tick (default 250 ms); per read (up to a pipe's worth, 1 MiB) the pump does one memrchr to cut
+// at the last newline and, only when on_output is set, one call with every whole line read so far
+// (no per-line work in the pump: a matcher scans the block at once). Keep on_output cheap (scan,
+// set a flag); do heavy work (bundle capture) in on_tick.
 // on_tick may block for seconds: signals stay queued meanwhile and are handled afterwards.
 //
 // Children: the supervisor reaps *every* child of this process (waitpid(-1)), because orphaned
@@ -64,10 +66,13 @@ struct JobExit {
 struct SupervisorHooks {
   /// Main thread, right after the job was started (before the first tick).
   std::function<void(pid_t job_pid)> on_start;
-  /// Pump thread of `stream` (kStdout/kStderr): one complete line without its '\n' (a trailing
-  /// '\r' is kept). Lines longer than kMaxHookLine bytes are delivered in pieces. The final
-  /// unterminated line is delivered at end of stream. `t` is when the bytes were read.
-  std::function<void(int stream, std::string_view line, Clock::time_point t)> on_line;
+  /// Pump thread of `stream` (kStdout/kStderr): a block of one or more whole lines, each ending in
+  /// '\n', exactly the bytes the job wrote (a trailing '\r' is kept). A line longer than
+  /// kMaxHookLine bytes is delivered in pieces of kMaxHookLine bytes without '\n', each piece
+  /// alone in its block; the final unterminated line comes alone, without '\n', at end of
+  /// stream. So every block either ends in '\n' or is one piece. `t` is when the bytes were read.
+  /// ForEachLine() splits a block.
+  std::function<void(int stream, std::string_view lines, Clock::time_point t)> on_output;
   /// Main thread, every tick while the job runs (and during the stop grace).
   std::function<void(Clock::time_point now)> on_tick;
   /// Main thread, once, after the job exited, descendants were swept and output drained.
@@ -75,6 +80,20 @@ struct SupervisorHooks {
 };
 
 inline constexpr std::size_t kMaxHookLine = 64 * 1024;
+
+/// Calls `fn(line)` for each line of an on_output block, without its '\n'.
+template <class Fn>
+void ForEachLine(std::string_view block, Fn&& fn) {
+  while (!block.empty()) {
+    std::size_t nl = block.find('\n');
+    if (nl == std::string_view::npos) {
+      fn(block);
+      return;
+    }
+    fn(block.substr(0, nl));
+    block.remove_prefix(nl + 1);
+  }
+}
 
 struct SupervisorOptions {
   std::vector<std::string> argv;  ///< the job's command; argv[0] is searched in env's PATH

@@ -132,9 +132,10 @@ watchdog::SupervisorHooks HangMonitor::Hooks(watchdog::SupervisorHooks inner) {
     if (f) f(pid);
     OnStart(pid);
   };
-  h.on_line = [this, f = inner.on_line](int stream, std::string_view line, Clock::time_point t) {
-    if (f) f(stream, line, t);
-    OnLine(stream, line, t);
+  h.on_output = [this, f = inner.on_output](int stream, std::string_view lines,
+                                            Clock::time_point t) {
+    if (f) f(stream, lines, t);
+    OnOutput(stream, lines, t);
   };
   h.on_tick = [this, f = inner.on_tick](Clock::time_point now) {
     if (f) f(now);
@@ -156,9 +157,19 @@ void HangMonitor::OnStart(pid_t) {
   ib_start_ = ReadIbCounters(fs);  // a few hundred small sysfs reads, once
 }
 
-void HangMonitor::OnLine(int stream, std::string_view line, Clock::time_point t) {
+void HangMonitor::OnOutput(int stream, std::string_view lines, Clock::time_point t) {
   last_output_ns_.store(Ns(t), std::memory_order_relaxed);
-  const std::uint64_t line_no = lines_[stream == watchdog::kStderr ? 2 : 1].fetch_add(1) + 1;
+  // on_output is ordered per stream, so a plain load/store of the counter is enough.
+  auto& counter = lines_[stream == watchdog::kStderr ? 2 : 1];
+  const std::uint64_t base = counter.load(std::memory_order_relaxed);
+  const std::size_t n = matcher_.ScanBlock(lines, [&](std::string_view line, std::size_t index) {
+    OnCandidateLine(stream, line, base + index + 1, t);
+  });
+  counter.store(base + n, std::memory_order_relaxed);
+}
+
+void HangMonitor::OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
+                                  Clock::time_point t) {
   auto m = matcher_.MatchLine(line);
   if (!m) return;
   m->source = stream == watchdog::kStderr ? "stderr" : "stdout";

@@ -1,7 +1,7 @@
 #pragma once
 // HangMonitor: the detectors (hang signature in the output, stall of output or heartbeat, job
 // failure) and the capture policy, plugged into the supervisor through SupervisorHooks.
-//   on_line  (pump threads): match the line against the catalog, remember the time; never blocks.
+//   on_output (pump threads): scan the lines against the catalog, remember the time; never blocks.
 //   on_tick  (main thread):  check the stall timeout; when a detector fired, capture the bundle
 //                            (collectors run in parallel, bounded by deadlines, <= ~10 s) and,
 //                            with --on-hang=capture-and-stop, RequestStop(reason, kHang = 124).
@@ -87,7 +87,8 @@ class HangMonitor {
   watchdog::SupervisorHooks Hooks(watchdog::SupervisorHooks inner = {});
 
   void OnStart(pid_t job_pid);
-  void OnLine(int stream, std::string_view line, watchdog::Clock::time_point t);
+  /// A block of whole lines of the job's output (see SupervisorHooks::on_output).
+  void OnOutput(int stream, std::string_view lines, watchdog::Clock::time_point t);
   void OnTick(watchdog::Clock::time_point now);
   void OnExit(const watchdog::JobExit& exit);
 
@@ -98,13 +99,16 @@ class HangMonitor {
   bool HangDetected() const { return hang_detected_.load(); }
 
  private:
+  void OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
+                       watchdog::Clock::time_point t);
+
   HangOptions options_;
   std::unique_ptr<JobControl> control_;
   LineMatcher matcher_;
   std::shared_ptr<Evidence> evidence_;
   std::shared_ptr<std::mutex> evidence_mu_;
   std::atomic<std::int64_t> last_output_ns_{0};      // steady clock
-  std::atomic<std::uint64_t> lines_[3] = {0, 0, 0};  // per stream; on_line is ordered per stream
+  std::atomic<std::uint64_t> lines_[3] = {0, 0, 0};  // per stream; on_output is ordered per stream
   std::atomic<int> pending_{0};                      // Trigger value, 0 = none
   std::atomic<bool> hang_detected_{false};
   std::atomic<bool> captured_{false};

@@ -1,6 +1,7 @@
 #include "watchdog/hang/signatures.h"
 
 #include <cctype>
+#include <cstring>
 #include <functional>
 #include <regex>
 
@@ -209,7 +210,9 @@ constexpr Signature kCatalog[] = {
     // ---- kernel log: fabric ----
     {"kernel.link_down", "Link down", "", "", "", "ib_port_down_or_link_flap", S::kError, 85,
      "A network link went down during the job: check cable/transceiver and the switch port."},
-    {"kernel.mlx5_error", "mlx5", "rror", "", "", "ib_port_down_or_link_flap", S::kWarning, 45,
+    // "mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522): CREATE_MKEY(0x200) op_mod(0x0)
+    // failed, status limits exceeded(0x8), syndrome (0x18af6), err(-12)" (corpus dmesg).
+    {"kernel.mlx5_error", "mlx5_core", "err", "", "", "ib_port_down_or_link_flap", S::kWarning, 45,
      "The mlx5 driver logged an error; see the kernel log in this bundle."},
     // ---- torchrun / torch.distributed.elastic ----
     {"torchrun.child_failed", "ChildFailedError", "", "", "", "rank_process_failed", S::kError, 20,
@@ -255,30 +258,47 @@ struct LineMatcher::Compiled {
 };
 
 namespace {
-constexpr std::uint8_t kNoAnchorShift = 3;  // anchor length 4 - block length 2 + 1
+// Wu-Manber over anchors of kAnchor bytes with 2-byte blocks: a block found in no anchor moves the
+// scan kAnchor - 1 bytes; only where a block ends an anchor is the exact window looked up.
+constexpr std::size_t kAnchor = LineMatcher::kAnchor;
+constexpr std::uint8_t kNoAnchorShift = kAnchor - 1;
 inline std::uint16_t Block(const char* p) {
-  return static_cast<std::uint16_t>((std::uint8_t(p[0]) << 8) | std::uint8_t(p[1]));
+  std::uint16_t b;
+  std::memcpy(&b, p, 2);  // native byte order, the same when the table is built
+  return b;
 }
-inline std::uint32_t Window(std::string_view s) {
-  return (std::uint32_t(std::uint8_t(s[0])) << 24) | (std::uint32_t(std::uint8_t(s[1])) << 16) |
-         (std::uint32_t(std::uint8_t(s[2])) << 8) | std::uint32_t(std::uint8_t(s[3]));
+inline std::uint64_t Window(const char* p) {
+  std::uint64_t w = 0;
+  std::memcpy(&w, p, kAnchor);
+  return w;
 }
+// 16-bit hash of a window for the anchor bitmap (multiplicative, top bits).
+inline std::uint32_t WindowHash(std::uint64_t w) {
+  return static_cast<std::uint32_t>((w * 0x9E3779B97F4A7C15ull) >> 48);
+}
+
+// One range of a block under the skip scan. `pos` is the last byte of the kAnchor-byte window
+// under test; a shift never jumps over the end of an anchor occurrence, because every block
+// inside an anchor has a shift no larger than its distance to the anchor's end.
+struct Lane {
+  std::size_t pos;
+  std::size_t end;
+};
+
 }  // namespace
 
 std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line) const {
-  std::bitset<kMaxRows> rows;
-  if (line.size() < 4) return rows;
-  rows = short_rows_;
+  if (line.size() < kAnchor) return short_rows_;
+  std::bitset<kMaxRows> rows = short_rows_;
   const char* d = line.data();
-  // `pos` is the last byte of the 4-byte window under test; a shift never jumps over the end of
-  // an anchor occurrence, because every block inside an anchor has a shift <= its distance to it.
-  for (std::size_t pos = 3; pos < line.size();) {
+  for (std::size_t pos = kAnchor - 1; pos < line.size();) {
     std::uint8_t s = shift_[Block(d + pos - 1)];
     if (s != 0) {
       pos += s;
       continue;
     }
-    if (auto it = rows_by_window_.find(Window(line.substr(pos - 3))); it != rows_by_window_.end()) {
+    if (auto it = rows_by_window_.find(Window(d + pos + 1 - kAnchor));
+        it != rows_by_window_.end()) {
       rows |= it->second;
     }
     ++pos;
@@ -286,18 +306,107 @@ std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line
   return rows;
 }
 
+std::size_t LineMatcher::ScanBlock(
+    std::string_view block,
+    const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const {
+  const std::size_t lines =
+      CountByte(block, '\n') + (!block.empty() && block.back() != '\n' ? 1 : 0);
+  if (short_rows_.any()) {  // a row without an anchor: every line must be tried
+    std::size_t index = 0;
+    std::size_t start = 0;
+    while (start < block.size()) {
+      std::size_t end = block.find('\n', start);
+      if (end == std::string_view::npos) end = block.size();
+      on_candidate(block.substr(start, end - start), index++);
+      start = end + 1;
+    }
+    return lines;
+  }
+  // The skip scan runs across line ends (an anchor never holds '\n', so a window that hits lies
+  // inside one line). Its steps form a dependency chain (load, table, add) that leaves the core
+  // mostly idle, so the block is cut at line ends into kLanes ranges scanned in lock step: the
+  // chains overlap. A hit records the line's start and resumes after the line (MatchLine looks
+  // at every row of that line itself).
+  const char* d = block.data();
+  const std::size_t n = block.size();
+  const std::uint8_t* shift = shift_.data();
+  constexpr int kLanes = 4;
+  Lane lane[kLanes];
+  std::vector<std::size_t> hits[kLanes];  // line starts, ascending per lane
+  std::size_t cut = 0;
+  for (int k = 0; k < kLanes; ++k) {
+    std::size_t stop = n;
+    if (k + 1 < kLanes) {
+      stop = std::max(cut, n * (k + 1) / kLanes);
+      const void* nl = stop < n ? std::memchr(d + stop, '\n', n - stop) : nullptr;
+      stop = nl ? static_cast<const char*>(nl) - d + 1 : n;
+    }
+    lane[k] = {cut + kAnchor - 1, stop};
+    cut = stop;
+  }
+  // The rare path, out of line so that the lanes' positions stay in registers: a zero shift.
+  // Returns where the lane goes on.
+  auto zero_shift = [&](std::size_t pos, std::vector<std::size_t> & lane_hits)
+                        __attribute__((noinline))
+                            ->std::size_t {
+    const std::size_t at = pos + 1 - kAnchor;
+    const std::uint64_t w = Window(d + at);
+    const std::uint32_t h = WindowHash(w);
+    if (!((anchor_bits_[h >> 6] >> (h & 63)) & 1) ||
+        rows_by_window_.find(w) == rows_by_window_.end()) {
+      return pos + 1;
+    }
+    const void* prev = ::memrchr(d, '\n', at);
+    lane_hits.push_back(prev ? static_cast<const char*>(prev) - d + 1 : 0);
+    const void* next = std::memchr(d + pos, '\n', n - pos);
+    return (next ? static_cast<const char*>(next) - d : n) + kAnchor;
+  };
+  std::size_t p0 = lane[0].pos, p1 = lane[1].pos, p2 = lane[2].pos, p3 = lane[3].pos;
+  const std::size_t e0 = lane[0].end, e1 = lane[1].end, e2 = lane[2].end, e3 = lane[3].end;
+#define SL_STEP(p, k)                                  \
+  do {                                                 \
+    const std::uint8_t s = shift[Block(d + (p)-1)];    \
+    (p) = s != 0 ? (p) + s : zero_shift((p), hits[k]); \
+  } while (0)
+  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
+    SL_STEP(p0, 0);
+    SL_STEP(p1, 1);
+    SL_STEP(p2, 2);
+    SL_STEP(p3, 3);
+  }
+  while (p0 < e0) SL_STEP(p0, 0);
+  while (p1 < e1) SL_STEP(p1, 1);
+  while (p2 < e2) SL_STEP(p2, 2);
+  while (p3 < e3) SL_STEP(p3, 3);
+#undef SL_STEP
+  std::size_t counted = 0;  // newlines before `counted` are already in `index`
+  std::size_t index = 0;
+  for (const auto& lane_hits : hits) {
+    for (std::size_t start : lane_hits) {
+      const void* next = std::memchr(d + start, '\n', n - start);
+      const std::size_t end = next ? static_cast<const char*>(next) - d : n;
+      index += CountByte(block.substr(counted, start - counted), '\n');
+      counted = start;
+      on_candidate(block.substr(start, end - start), index);
+    }
+  }
+  return lines;
+}
+
 LineMatcher::LineMatcher() {
   static_assert(std::size(kCatalog) <= kMaxRows, "raise LineMatcher::kMaxRows");
   shift_.assign(1u << 16, kNoAnchorShift);
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
     const Signature& sig = kCatalog[i];
-    // Every prefilter is at least 4 bytes (checked by a unit test).
-    if (sig.prefilter.size() >= 4) {
-      rows_by_window_[Window(sig.prefilter)].set(i);
-      // The block ending at anchor byte j (1..3) may end an anchor 3 - j bytes later.
-      for (std::size_t j = 1; j < 4; ++j) {
+    // Every prefilter is at least kAnchor bytes (checked by a unit test); the anchor is its start.
+    if (sig.prefilter.size() >= kAnchor) {
+      const std::uint64_t w = Window(sig.prefilter.data());
+      rows_by_window_[w].set(i);
+      anchor_bits_[WindowHash(w) >> 6] |= std::uint64_t{1} << (WindowHash(w) & 63);
+      // The block ending at anchor byte j (1..kAnchor-1) may end an anchor kAnchor-1-j bytes later.
+      for (std::size_t j = 1; j < kAnchor; ++j) {
         auto& s = shift_[Block(sig.prefilter.data() + j - 1)];
-        s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(3 - j));
+        s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(kAnchor - 1 - j));
       }
     } else {
       short_rows_.set(i);

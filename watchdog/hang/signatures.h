@@ -6,6 +6,7 @@
 // substring prefilter, which in a healthy job is almost none.
 #include <bitset>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -56,17 +57,30 @@ class LineMatcher {
   LineMatcher& operator=(const LineMatcher&) = delete;
   /// The first matching signature with its fields, or nullopt. Never throws.
   std::optional<Match> MatchLine(std::string_view line) const;
+  /// One skip scan over a block of lines (split at '\n'; the last may lack it): calls
+  /// `on_candidate(line, index)` for each line that holds a catalog anchor (every line MatchLine
+  /// can match is one; `index` is its 0-based number in the block) and returns how many lines the
+  /// block has. Healthy lines cost no per-line work at all: the scan skips across line ends.
+  std::size_t ScanBlock(
+      std::string_view block,
+      const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const;
+
+  /// Every prefilter's first kAnchor bytes are its anchor in the skip scan.
+  static constexpr std::size_t kAnchor = 6;
 
  private:
   struct Compiled;
   std::vector<Compiled*> compiled_;  // parallel to Catalog()
-  // Multi-pattern skip scan (Wu-Manber, 2-byte blocks) over the first 4 bytes ("anchor") of every
-  // prefilter: a healthy line is crossed about 3 bytes per step; only where a block ends an anchor
-  // is the exact 4-byte window looked up, and only the rows it starts are searched.
+  // Multi-pattern skip scan (Wu-Manber, 2-byte blocks) over the first kAnchor bytes ("anchor") of
+  // every prefilter: a healthy line is crossed about kAnchor - 1 bytes per step; only where a
+  // block ends an anchor is the exact window looked up, and only the rows it starts are searched.
   static constexpr std::size_t kMaxRows = 128;
   std::vector<std::uint8_t> shift_;  // 65536 entries, indexed by a 2-byte block
-  std::unordered_map<std::uint32_t, std::bitset<kMaxRows>> rows_by_window_;
-  std::bitset<kMaxRows> short_rows_;  // rows whose prefilter is under 4 bytes: always searched
+  std::unordered_map<std::uint64_t, std::bitset<kMaxRows>> rows_by_window_;
+  // One bit per 16-bit hash of each anchor: most windows that end on an anchor's last block are
+  // not anchors, and this 8 KiB bitmap says so without a hash-map lookup.
+  std::uint64_t anchor_bits_[1024] = {};
+  std::bitset<kMaxRows> short_rows_;  // rows whose prefilter is under kAnchor bytes: always tried
   std::bitset<kMaxRows> Candidates(std::string_view line) const;
 };
 

@@ -70,19 +70,13 @@ void Evidence::Add(Match m) {
 
 void Evidence::AddText(const LineMatcher& matcher, std::string_view text,
                        const std::string& source) {
-  std::uint64_t line_no = 0;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    ++line_no;
-    if (auto m = matcher.MatchLine(text.substr(start, end - start))) {
+  matcher.ScanBlock(text, [&](std::string_view line, std::size_t index) {
+    if (auto m = matcher.MatchLine(line)) {
       m->source = source;
-      m->line_number = line_no;
+      m->line_number = index + 1;
       Add(std::move(*m));
     }
-    start = end + 1;
-  }
+  });
 }
 
 std::size_t Evidence::Count(std::string_view signature_id) const {

@@ -1,12 +1,14 @@
 // The supervisor in-process, with hooks, against the sl-test-child program.
 #include "watchdog/supervisor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <mutex>
 
 using namespace sl::watchdog;
@@ -24,16 +26,21 @@ SupervisorOptions Options(std::vector<std::string> argv) {
 }
 }  // namespace
 
-TEST_CASE("on_line sees every line of each stream in order, split across reads") {
+TEST_CASE("on_output gets each stream whole and in order, as blocks of whole lines") {
   // 3 MiB of pattern output: many lines, many pipe reads.
   std::mutex mu;
-  std::size_t out_bytes = 0, err_bytes = 0, out_lines = 0;
+  std::size_t out_bytes = 0, err_bytes = 0, out_lines = 0, unterminated = 0;
   SupervisorHooks hooks;
-  hooks.on_line = [&](int stream, std::string_view line, Clock::time_point) {
+  hooks.on_output = [&](int stream, std::string_view block, Clock::time_point) {
     std::lock_guard lock(mu);
-    CHECK(line.find('\n') == std::string_view::npos);
-    (stream == kStdout ? out_bytes : err_bytes) += line.size() + 1;
-    if (stream == kStdout) ++out_lines;
+    REQUIRE(!block.empty());
+    // A block ends in '\n' unless it is the final line (the child writes no trailing newline).
+    if (block.back() != '\n') ++unterminated;
+    ForEachLine(block, [&](std::string_view line) {
+      CHECK(line.find('\n') == std::string_view::npos);
+      (stream == kStdout ? out_bytes : err_bytes) += line.size() + 1;
+      if (stream == kStdout) ++out_lines;
+    });
   };
   Supervisor sup(Options({SL_TEST_CHILD, "write", "3000000", "both"}), hooks);
   auto r = sup.Run();
@@ -45,6 +52,69 @@ TEST_CASE("on_line sees every line of each stream in order, split across reads")
   CHECK(out_bytes <= 3000001);
   CHECK(err_bytes >= 3000000);
   CHECK(out_lines > 1000);
+  CHECK(unterminated <= 2);
+}
+
+TEST_CASE("on_output joins a line split across writes and cuts an over-long line into pieces") {
+  std::vector<std::string> blocks;
+  SupervisorHooks hooks;
+  hooks.on_output = [&](int stream, std::string_view block, Clock::time_point) {
+    if (stream == kStdout) blocks.emplace_back(block);
+  };
+  Supervisor sup(Options({"/bin/sh", "-c",
+                          "printf abc; sleep 0.3; printf 'def\\nghi\\n'; "
+                          "head -c 200000 /dev/zero | tr '\\0' x; printf '\\nend'"}),
+                 hooks);
+  auto r = sup.Run();
+  REQUIRE(r.ok());
+  CHECK(r->exit_status == 0);
+  std::string all;
+  std::vector<std::string> lines;
+  for (const auto& b : blocks) {
+    all += b;
+    // Every block is whole lines, or exactly one piece of kMaxHookLine, or the final line.
+    if (b.back() != '\n') CHECK((b.size() == kMaxHookLine || b == "end"));
+    ForEachLine(b, [&](std::string_view l) { lines.emplace_back(l); });
+  }
+  CHECK(all == "abcdef\nghi\n" + std::string(200000, 'x') + "\nend");
+  REQUIRE(lines.size() >= 4);
+  CHECK(lines[0] == "abcdef");  // the first write's "abc" was held back until its line ended
+  CHECK(lines[1] == "ghi");
+  CHECK(lines[2] == std::string(kMaxHookLine, 'x'));
+  CHECK(lines.back() == "end");
+}
+
+TEST_CASE("a pipe held open outside the job's tree does not keep the supervisor waiting") {
+  // The test process opens the job's stdout pipe through /proc (as a process handed the fd
+  // would), so the pipe never reaches end of stream: the blocking pump read must be interrupted.
+  int holder = -1;
+  std::vector<std::string> blocks;
+  SupervisorHooks hooks;
+  hooks.on_start = [&](pid_t pid) {
+    holder = ::open(("/proc/" + std::to_string(pid) + "/fd/1").c_str(), O_WRONLY | O_CLOEXEC);
+  };
+  hooks.on_output = [&](int stream, std::string_view block, Clock::time_point) {
+    if (stream == kStdout) blocks.emplace_back(block);
+  };
+  auto threads = [] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+      ++n;
+    return n;
+  };
+  const std::size_t threads_before = threads();
+  Supervisor sup(Options({"/bin/sh", "-c", "sleep 0.2; echo done"}), hooks);
+  const auto t0 = Clock::now();
+  auto r = sup.Run();
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  REQUIRE(r.ok());
+  REQUIRE(holder >= 0);
+  CHECK(r->exit_status == 0);
+  CHECK(blocks == std::vector<std::string>{"done\n"});
+  CHECK(took >= 5.0);  // it did wait for the pipe (the documented 5 s)
+  CHECK(took < 6.5);   // then woke the blocked pump read at once (not the 2 s give-up)
+  CHECK(threads() == threads_before);  // the pumps ended and were joined, none left detached
+  ::close(holder);
 }
 
 TEST_CASE("a hook's RequestStop stops the job and overrides the exit status") {

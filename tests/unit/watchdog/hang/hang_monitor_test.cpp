@@ -44,7 +44,7 @@ TEST_CASE("a stall past the timeout captures once and requests a stop with 124")
   m.SetControl(std::move(job));
   m.OnStart(0);
   auto t0 = Clock::now();
-  m.OnLine(sl::watchdog::kStdout, "epoch 1", t0);
+  m.OnOutput(sl::watchdog::kStdout, "epoch 1", t0);
   m.OnTick(t0 + std::chrono::seconds(4));
   CHECK(fake->stops.empty());
   m.OnTick(t0 + std::chrono::seconds(6));
@@ -73,11 +73,12 @@ TEST_CASE("capture-only records the hang signature but never stops the job") {
   m.SetControl(std::move(job));
   m.OnStart(0);
   auto t0 = Clock::now();
-  m.OnLine(sl::watchdog::kStderr,
-           "[rank3]:[E1130 ProcessGroupNCCL.cpp:689] [Rank 3] Watchdog caught collective operation "
-           "timeout: WorkNCCL(SeqNum=12, OpType=ALLGATHER, NumelIn=8, NumelOut=64, "
-           "Timeout(ms)=600000) ran for 600100 milliseconds before timing out.",
-           t0);
+  m.OnOutput(
+      sl::watchdog::kStderr,
+      "[rank3]:[E1130 ProcessGroupNCCL.cpp:689] [Rank 3] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=12, OpType=ALLGATHER, NumelIn=8, NumelOut=64, "
+      "Timeout(ms)=600000) ran for 600100 milliseconds before timing out.",
+      t0);
   m.OnTick(t0 + std::chrono::hours(1));  // stall disabled: only the signature counts
   CHECK(fake->stops.empty());
   auto b = m.LastBundle();

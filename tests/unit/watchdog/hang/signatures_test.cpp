@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/strings.h"
@@ -121,10 +122,10 @@ TEST_CASE("IB completion status codes map to distinct categories") {
   CHECK(r10->Field("status") == "10");
 }
 
-TEST_CASE("every catalog row has a prefilter of at least 4 bytes (the line pre-screen needs it)") {
+TEST_CASE("every catalog row has a prefilter of at least kAnchor bytes (the skip scan needs it)") {
   for (const Signature& s : Catalog()) {
     INFO(s.id);
-    CHECK(s.prefilter.size() >= 4);
+    CHECK(s.prefilter.size() >= LineMatcher::kAnchor);
   }
 }
 
@@ -181,6 +182,64 @@ TEST_CASE("catalog verdicts agree with the labelled corpus") {
               misses.c_str());
   CHECK(total >= 14);
   CHECK(right >= 12);
+}
+
+// ScanBlock is what the pump uses on the job's output: it must hand over every line MatchLine
+// matches, with the right index, and count the lines, on real logs with every kind of line end.
+TEST_CASE("ScanBlock finds every line MatchLine matches, with its index, on the real logs") {
+  std::vector<std::string> files;
+  for (const char* dir : {"/corpus/logs", "/fixtures"}) {
+    std::string d = std::string(SL_SHARED_DIR) + dir;
+    if (!std::filesystem::exists(d)) continue;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(d)) {
+      if (e.is_regular_file() && e.file_size() < (8u << 20)) files.push_back(e.path().string());
+    }
+  }
+  // A block of its own too: lines without '\n' at the end, empty lines, CRLF, a lone anchor.
+  files.push_back("");
+  LineMatcher m;
+  std::size_t matched_lines = 0;
+  for (const std::string& f : files) {
+    std::string text =
+        f.empty() ? std::string("\n\nNCCL WARN x\r\nok\n\nCUDA error: y\nNCCL") : Slurp(f);
+    INFO(f);
+    std::vector<std::string_view> lines;
+    std::string_view rest(text);
+    while (!rest.empty()) {
+      std::size_t nl = rest.find('\n');
+      lines.push_back(rest.substr(0, nl));
+      if (nl == std::string_view::npos) break;
+      rest.remove_prefix(nl + 1);
+    }
+    std::map<std::size_t, std::string_view> candidates;
+    std::size_t count = m.ScanBlock(text, [&](std::string_view line, std::size_t index) {
+      CHECK(candidates.count(index) == 0);
+      candidates[index] = line;
+    });
+    CHECK(count == lines.size());
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (!m.MatchLine(lines[i])) continue;
+      ++matched_lines;
+      INFO("line " << i + 1 << ": " << lines[i]);
+      REQUIRE(candidates.count(i) == 1);
+      CHECK(candidates[i] == lines[i]);
+    }
+  }
+  CHECK(matched_lines >= 3);  // the synthetic block alone has three
+}
+
+TEST_CASE("counting bytes agrees with a plain loop at every length and alignment") {
+  std::string s;
+  for (int i = 0; i < 5000; ++i) s.push_back(i % 7 == 0 || i % 13 == 0 ? '\n' : char('a' + i % 26));
+  for (std::size_t off : {0, 1, 3, 7, 15}) {
+    for (std::size_t len : {0, 1, 15, 16, 17, 100, 4079, 4080, 4081, 4984}) {
+      std::string_view v = std::string_view(s).substr(off, len);
+      std::size_t plain = 0;
+      for (char c : v) plain += c == '\n';
+      CHECK(sl::CountByte(v, '\n') == plain);
+    }
+  }
+  CHECK(sl::CountByte(std::string(10000, '\xff'), '\xff') == 10000);  // > 255 per lane
 }
 
 TEST_CASE("matching a healthy line costs well under a microsecond") {
