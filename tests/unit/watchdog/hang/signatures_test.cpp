@@ -254,4 +254,25 @@ TEST_CASE("matching a healthy line costs well under a microsecond") {
   std::printf("healthy line: %.3f us per line\n", us);
   CHECK(hits == 0);
   CHECK(us < 20);  // generous: shared 2-core CI; the bench prints the real figure
+
+  // The pump's path: whole blocks of lines through ScanBlock (figures for bench/hang.sh).
+  for (const std::string& l :
+       {std::string(79, 'x'), line,
+        std::string("gpu01:2291:2291 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC")}) {
+    std::string block;
+    while (block.size() < (4u << 20)) block += l + "\n";
+    std::size_t candidates = 0;
+    auto b0 = std::chrono::steady_clock::now();
+    std::size_t lines = 0;
+    for (int r = 0; r < 8; ++r) {
+      lines += m.ScanBlock(block, [&](std::string_view, std::size_t) { ++candidates; });
+    }
+    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - b0)
+                    .count() /
+                (8.0 * block.size());
+    std::printf("block scan: %.3f ns per byte (%.2f s per GiB) of %zu-byte lines like \"%.24s...\"\n",
+                ns, ns * 1.073741824, l.size() + 1, l.c_str());
+    CHECK(lines == 8 * (block.size() / (l.size() + 1)));
+    CHECK(candidates == 0);
+  }
 }
