@@ -225,7 +225,9 @@ TEST_CASE("ScanBlock finds every line MatchLine matches, with its index, on the 
       CHECK(candidates[i] == lines[i]);
     }
   }
-  CHECK(matched_lines >= 3);  // the synthetic block alone has three
+  // The synthetic block alone has two ("NCCL WARN", "CUDA error: "; a bare "NCCL" is no anchor);
+  // the real logs add theirs when ../shared is there.
+  CHECK(matched_lines >= 2);
 }
 
 TEST_CASE("counting bytes agrees with a plain loop at every length and alignment") {
