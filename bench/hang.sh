@@ -6,11 +6,11 @@
 #   2. the supervisor's peak RSS (VmHWM) while the job writes 256 MiB of lines through it, with
 #      every line going through the signature catalog (target <= 20 MB);
 #   3. the catalog's cost per healthy line (from the unit test's measurement).
-# usage: bench/hang.sh [BUILD_DIR]   (default build-h5, else build)
+# usage: bench/hang.sh [BUILD_DIR]   (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-}
-if [[ -z "$B" ]]; then B=build-h5; [[ -x $B/bin/safe-launch ]] || B=build; fi
+B=${B:-build}
 SL=$PWD/$B/bin/safe-launch
 CHILD=$PWD/$B/bin/sl-test-child
 [[ -x $SL && -x $CHILD ]] || { echo "build safe-launch and sl-test-child first ($B)"; exit 2; }
