@@ -230,6 +230,51 @@ TEST_CASE("ScanBlock finds every line MatchLine matches, with its index, on the 
   CHECK(matched_lines >= 2);
 }
 
+// The same property on random blocks built from anchor pieces, newlines and noise, so that anchors
+// land on lane cuts, block starts and ends, and lines shorter than an anchor (the fuzz target
+// tests/fuzz/fuzz_scan_block.cpp does this without end).
+TEST_CASE("ScanBlock agrees with per-line matching on random blocks of anchor pieces") {
+  LineMatcher m;
+  std::vector<std::string> pieces{"\n", "\r\n", " ", "x", "NCCL WARN ", "NCCL", " WARN ", "W",
+                                  "Watchdog caught collective operation timeout", "Watchd",
+                                  "CUDA error: ", "Got completion with error 12", "opCount 1f",
+                                  "mlx5_core ", "err", "failed (exitcode: 1) local_rank: 0",
+                                  "rank      : 3 (local_rank: 1)", "iter 5: loss 1.2, ",
+                                  "\xff\xfe", std::string(1, '\0')};
+  std::uint32_t seed = 12345;
+  auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
+  int lines_matched = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string block;
+    const std::size_t n = next() % 60;
+    for (std::size_t i = 0; i < n; ++i) block += pieces[(next() >> 8) % pieces.size()];
+    std::map<std::size_t, std::string_view> got;
+    const std::size_t count = m.ScanBlock(block, [&](std::string_view line, std::size_t i) {
+      REQUIRE(got.count(i) == 0);
+      got[i] = line;
+    });
+    std::vector<std::string_view> lines;
+    for (std::string_view rest = block; !rest.empty();) {
+      std::size_t nl = rest.find('\n');
+      lines.push_back(rest.substr(0, nl));
+      if (nl == std::string_view::npos) break;
+      rest.remove_prefix(nl + 1);
+    }
+    INFO("round " << round << ": " << block);
+    REQUIRE(count == lines.size());
+    for (const auto& [i, line] : got) {
+      REQUIRE(i < lines.size());
+      CHECK(lines[i] == line);
+    }
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (!m.MatchLine(lines[i])) continue;
+      ++lines_matched;
+      CHECK(got.count(i) == 1);
+    }
+  }
+  CHECK(lines_matched > 1000);  // the generator does produce matching lines
+}
+
 TEST_CASE("counting bytes agrees with a plain loop at every length and alignment") {
   std::string s;
   for (int i = 0; i < 5000; ++i) s.push_back(i % 7 == 0 || i % 13 == 0 ? '\n' : char('a' + i % 26));
