@@ -54,6 +54,26 @@ cmake -S . -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSAFE_LAUNCH_WA
 cmake --build "$WORK/build" -j "$(nproc)" 2>&1 | tail -15
 t1=$(now)
 if [[ ! -x $WORK/build/bin/safe-launch-warmup ]]; then
+  # Fallback, so that one device call is enough even if find_package(Torch) fails there: the
+  # same sources with the flags torch's own targets would give (C++11 ABI, USE_C10D_*).
+  echo "CMake build failed; trying the plain-compiler fallback"
+  TD=$("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+  defs="-DUSE_DISTRIBUTED -DUSE_C10D_NCCL -D_GLIBCXX_USE_CXX11_ABI=1"
+  [[ -d $TD/include/gloo ]] && defs+=" -DUSE_C10D_GLOO"
+  flags="-std=c++20 -O2 -fPIC -I. -isystem $KIT/include -isystem $TD/include
+    -isystem $TD/include/torch/csrc/api/include -isystem /usr/local/cuda/include
+    -DFMT_HEADER_ONLY=1 -DSPDLOG_FMT_EXTERNAL -DTOML_HEADER_ONLY=1 $defs
+    -DSAFE_LAUNCH_VERSION=\"0.1.0\" -DSAFE_LAUNCH_SOURCE_DIR=\"$PWD\""
+  mkdir -p "$WORK/obj" "$WORK/build/bin"
+  export flags WORK
+  ls common/*.cpp recipes/*.cpp preflight/*.cpp preflight/checks/*.cpp preflight/warmup/*.cpp \
+    "$KIT/builtin_recipes.cpp" |
+    xargs -P "$(nproc)" -I{} sh -c 'c++ $flags -c "{}" -o "$WORK/obj/$(echo "{}" | tr / _).o"' &&
+  c++ -o "$WORK/build/bin/safe-launch-warmup" "$WORK"/obj/*.o -L"$TD/lib" -Wl,-rpath,"$TD/lib" \
+    -ltorch -ltorch_cpu -ltorch_cuda -lc10 -lc10_cuda -L/usr/local/cuda/lib64 -lcudart \
+    -ldl -lpthread
+fi
+if [[ ! -x $WORK/build/bin/safe-launch-warmup ]]; then
   echo "BUILD FAILED (see above)"; exit 1
 fi
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "warm-up built in %.0f s\n", b - a }'

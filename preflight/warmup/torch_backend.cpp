@@ -17,12 +17,15 @@
 #include <exception>
 #include <string>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <type_traits>
 
 #include "preflight/warmup/backend.h"
 
+// Each backend only where torch was built with it (its targets define USE_C10D_*).
+#ifdef USE_C10D_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #ifdef USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
 
@@ -270,6 +273,7 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(KvStore& kv, const Back
               o.world));
         }
 #endif
+#ifdef USE_C10D_GLOO
         auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
         // GLOO_SOCKET_IFNAME is honoured as torch.distributed does; otherwise bind the address
         // that routes to the rendezvous host, so loopback tests and multi-homed nodes both work.
@@ -285,6 +289,10 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(KvStore& kv, const Back
         auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, o.rank, o.world, opts);
         return std::unique_ptr<Communicator>(new TorchCommunicator<c10d::ProcessGroupGloo>(
             pg, "gloo", at::Device(at::kCPU), o.rank, o.world));
+#else
+        return MakeError("this safe-launch-warmup was built against a torch without Gloo",
+                         "safe-launch-warmup", "pass --warmup-backend=nccl on GPU nodes");
+#endif
       });
 }
 
