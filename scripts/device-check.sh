@@ -43,7 +43,7 @@ except Exception as e:  # a CPU torch (dry run)
     nccl = "none (%s)" % type(e).__name__
 print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
       "nccl", nccl, "gpus", torch.cuda.device_count(), "cxx11abi", torch.compiled_with_cxx11_abi())'
-cmake --version | head -1; c++ --version | head -1; nproc
+cmake --version | head -1; c++ --version | head -1; ldd --version | head -1; nproc
 "$SL" version
 
 step "1. build safe-launch-warmup against this torch"
