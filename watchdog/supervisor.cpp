@@ -108,12 +108,15 @@ void WriteFileAtomic(const std::string& path, const std::string& content) {
 // stay in place, contiguous, for the line hook. Lines are cut only when somebody asks.
 class ReadRing {
  public:
-  static constexpr std::size_t kSize = 1 << 20;  // also the largest read, = the pipe size
+  static constexpr std::size_t kSize = 1 << 20;
+  // The largest read. A pump blocked in read() on a silent (hung) job keeps its reservation, so
+  // this bounds what the tail loses meanwhile: at least kSize - kMaxRead bytes stay readable.
+  static constexpr std::size_t kMaxRead = 256 << 10;
   ReadRing() : buf_(new char[kSize]) {}
-  /// Pump thread: where the next read goes and how much fits before the end of the ring.
+  /// Pump thread: where the next read goes and how much of it may be filled.
   std::pair<char*, std::size_t> Reserve() {
     std::lock_guard lock(mu_);
-    reserved_ = kSize - pos_;
+    reserved_ = std::min(kSize - pos_, kMaxRead);
     return {buf_.get() + pos_, reserved_};
   }
   /// Pump thread: `n` bytes were read into the reserved region.
@@ -283,28 +286,25 @@ void Supervisor::Impl::RunPump(
     // Whole lines go to the hook in one block, straight from the read buffer when no partial
     // line is pending; only the unterminated tail of a read is copied (to `partial`).
     std::string_view data(into, static_cast<std::size_t>(n));
-    if (!partial.empty()) {
-      std::size_t nl = data.find('\n');
-      if (nl == std::string_view::npos) {
-        partial.append(data);
-        while (partial.size() >= kMaxHookLine) {
-          hook(p.stream, std::string_view(partial).substr(0, kMaxHookLine), now);
-          partial.erase(0, kMaxHookLine);
-        }
-        continue;
+    if (!partial.empty()) {  // finish the pending line first
+      const std::size_t nl = data.find('\n');
+      const std::size_t take = nl == std::string_view::npos ? data.size() : nl + 1;
+      partial.append(data.substr(0, take));
+      data.remove_prefix(take);
+      if (nl != std::string_view::npos) {
+        hook(p.stream, partial, now);
+        partial.clear();
       }
-      partial.append(data.substr(0, nl + 1));
-      hook(p.stream, partial, now);
-      partial.clear();
-      data.remove_prefix(nl + 1);
     }
-    const void* last = data.empty() ? nullptr : ::memrchr(data.data(), '\n', data.size());
-    if (last != nullptr) {
-      std::size_t whole = static_cast<const char*>(last) - data.data() + 1;
-      hook(p.stream, data.substr(0, whole), now);
-      data.remove_prefix(whole);
+    if (partial.empty()) {  // `data` starts at a line start
+      const void* last = data.empty() ? nullptr : ::memrchr(data.data(), '\n', data.size());
+      if (last != nullptr) {
+        const std::size_t whole = static_cast<const char*>(last) - data.data() + 1;
+        hook(p.stream, data.substr(0, whole), now);
+        data.remove_prefix(whole);
+      }
+      partial.append(data);
     }
-    partial.append(data);
     while (partial.size() >= kMaxHookLine) {
       hook(p.stream, std::string_view(partial).substr(0, kMaxHookLine), now);
       partial.erase(0, kMaxHookLine);

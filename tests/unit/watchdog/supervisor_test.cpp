@@ -117,6 +117,31 @@ TEST_CASE("a pipe held open outside the job's tree does not keep the supervisor 
   ::close(holder);
 }
 
+TEST_CASE("the output tail stays readable while the pump waits on a silent job") {
+  // 1 MiB + 8100 bytes of 81-byte lines, then silence (as a hung job): the pump sits in read()
+  // just after the ring wrapped. The hang capture reads the tail exactly then.
+  std::vector<std::string> tail;
+  Supervisor* self = nullptr;
+  SupervisorHooks hooks;
+  hooks.on_tick = [&](Clock::time_point now) {
+    if (tail.empty() && now - self->StartTime() > std::chrono::milliseconds(1500)) {
+      tail = self->TailLines(kStdout, 200);
+    }
+  };
+  Supervisor sup(Options({"/bin/sh", "-c",
+                          "yes 12345678901234567890123456789012345678901234567890123456789012345"
+                          "678901234567890 | head -c 1056676; sleep 3"}),
+                 {});
+  self = &sup;
+  sup.SetHooks(hooks);
+  auto r = sup.Run();
+  REQUIRE(r.ok());
+  CHECK(r->exit_status == 0);
+  REQUIRE(tail.size() == 200);
+  CHECK(tail.front().size() == 80);  // whole lines (the last one, 31 bytes, is unterminated)
+  CHECK(tail[198].size() == 80);
+}
+
 TEST_CASE("a hook's RequestStop stops the job and overrides the exit status") {
   std::atomic<bool> asked{false};
   Supervisor* self = nullptr;

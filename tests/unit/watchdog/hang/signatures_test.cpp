@@ -235,12 +235,26 @@ TEST_CASE("ScanBlock finds every line MatchLine matches, with its index, on the 
 // tests/fuzz/fuzz_scan_block.cpp does this without end).
 TEST_CASE("ScanBlock agrees with per-line matching on random blocks of anchor pieces") {
   LineMatcher m;
-  std::vector<std::string> pieces{"\n", "\r\n", " ", "x", "NCCL WARN ", "NCCL", " WARN ", "W",
-                                  "Watchdog caught collective operation timeout", "Watchd",
-                                  "CUDA error: ", "Got completion with error 12", "opCount 1f",
-                                  "mlx5_core ", "err", "failed (exitcode: 1) local_rank: 0",
-                                  "rank      : 3 (local_rank: 1)", "iter 5: loss 1.2, ",
-                                  "\xff\xfe", std::string(1, '\0')};
+  std::vector<std::string> pieces{"\n",
+                                  "\r\n",
+                                  " ",
+                                  "x",
+                                  "NCCL WARN ",
+                                  "NCCL",
+                                  " WARN ",
+                                  "W",
+                                  "Watchdog caught collective operation timeout",
+                                  "Watchd",
+                                  "CUDA error: ",
+                                  "Got completion with error 12",
+                                  "opCount 1f",
+                                  "mlx5_core ",
+                                  "err",
+                                  "failed (exitcode: 1) local_rank: 0",
+                                  "rank      : 3 (local_rank: 1)",
+                                  "iter 5: loss 1.2, ",
+                                  "\xff\xfe",
+                                  std::string(1, '\0')};
   std::uint32_t seed = 12345;
   auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
   int lines_matched = 0;
@@ -314,11 +328,12 @@ TEST_CASE("matching a healthy line costs well under a microsecond") {
     for (int r = 0; r < 8; ++r) {
       lines += m.ScanBlock(block, [&](std::string_view, std::size_t) { ++candidates; });
     }
-    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - b0)
-                    .count() /
-                (8.0 * block.size());
-    std::printf("block scan: %.3f ns per byte (%.2f s per GiB) of %zu-byte lines like \"%.24s...\"\n",
-                ns, ns * 1.073741824, l.size() + 1, l.c_str());
+    double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - b0).count() /
+        (8.0 * block.size());
+    std::printf(
+        "block scan: %.3f ns per byte (%.2f s per GiB) of %zu-byte lines like \"%.24s...\"\n", ns,
+        ns * 1.073741824, l.size() + 1, l.c_str());
     CHECK(lines == 8 * (block.size() / (l.size() + 1)));
     CHECK(candidates == 0);
   }
