@@ -272,6 +272,13 @@ inline std::uint64_t Window(const char* p) {
   std::memcpy(&w, p, kAnchor);
   return w;
 }
+// The 3-byte block whose last byte is p[0], hashed to 16 bits: the second-level shift table.
+inline std::uint16_t Block3(const char* p) {
+  const std::uint32_t b = std::uint32_t(std::uint8_t(p[-2])) |
+                          (std::uint32_t(std::uint8_t(p[-1])) << 8) |
+                          (std::uint32_t(std::uint8_t(p[0])) << 16);
+  return static_cast<std::uint16_t>((b * 0x9E3779B1u) >> 16);
+}
 // 16-bit hash of a window for the anchor bitmap (multiplicative, top bits).
 inline std::uint32_t WindowHash(std::uint64_t w) {
   return static_cast<std::uint32_t>((w * 0x9E3779B97F4A7C15ull) >> 48);
@@ -349,6 +356,9 @@ std::size_t LineMatcher::ScanBlock(
   auto zero_shift = [&](std::size_t pos, std::vector<std::size_t> & lane_hits)
                         __attribute__((noinline))
                             ->std::size_t {
+    // Text is full of 2-byte pieces that end anchors ("er", "e ", ": "); their 3-byte blocks
+    // mostly end none, and then the scan can still move up to kAnchor - 2 bytes.
+    if (const std::uint8_t s3 = shift3_[Block3(d + pos)]; s3 != 0) return pos + s3;
     const std::size_t at = pos + 1 - kAnchor;
     const std::uint64_t w = Window(d + at);
     const std::uint32_t h = WindowHash(w);
@@ -396,6 +406,7 @@ std::size_t LineMatcher::ScanBlock(
 LineMatcher::LineMatcher() {
   static_assert(std::size(kCatalog) <= kMaxRows, "raise LineMatcher::kMaxRows");
   shift_.assign(1u << 16, kNoAnchorShift);
+  shift3_.assign(1u << 16, kAnchor - 2);
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
     const Signature& sig = kCatalog[i];
     // Every prefilter is at least kAnchor bytes (checked by a unit test); the anchor is its start.
@@ -406,6 +417,10 @@ LineMatcher::LineMatcher() {
       // The block ending at anchor byte j (1..kAnchor-1) may end an anchor kAnchor-1-j bytes later.
       for (std::size_t j = 1; j < kAnchor; ++j) {
         auto& s = shift_[Block(sig.prefilter.data() + j - 1)];
+        s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(kAnchor - 1 - j));
+      }
+      for (std::size_t j = 2; j < kAnchor; ++j) {  // hash collisions only shorten shifts
+        auto& s = shift3_[Block3(sig.prefilter.data() + j)];
         s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(kAnchor - 1 - j));
       }
     } else {

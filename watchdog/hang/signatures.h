@@ -76,6 +76,8 @@ class LineMatcher {
   // block ends an anchor is the exact window looked up, and only the rows it starts are searched.
   static constexpr std::size_t kMaxRows = 128;
   std::vector<std::uint8_t> shift_;  // 65536 entries, indexed by a 2-byte block
+  // Where a 2-byte block says 0: the shift by the 3-byte block ending there (hashed, 65536).
+  std::vector<std::uint8_t> shift3_;
   std::unordered_map<std::uint64_t, std::bitset<kMaxRows>> rows_by_window_;
   // One bit per 16-bit hash of each anchor: most windows that end on an anchor's last block are
   // not anchors, and this 8 KiB bitmap says so without a hash-map lookup.
