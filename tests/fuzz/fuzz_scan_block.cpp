@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "watchdog/hang/signatures.h"
+#include "watchdog/supervisor.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const sl::hang::LineMatcher matcher;
@@ -19,12 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     candidates[i] = line;
   });
   std::vector<std::string_view> lines;
-  for (std::string_view rest = block; !rest.empty();) {
-    std::size_t nl = rest.find('\n');
-    lines.push_back(rest.substr(0, nl));
-    if (nl == std::string_view::npos) break;
-    rest.remove_prefix(nl + 1);
-  }
+  sl::watchdog::ForEachLine(block, [&](std::string_view l) { lines.push_back(l); });
   if (count != lines.size()) std::abort();
   for (const auto& [i, line] : candidates) {
     if (i >= lines.size() || lines[i] != line) std::abort();  // wrong index or bounds
