@@ -19,6 +19,20 @@ std::string ToLower(std::string_view s);
 Result<std::int64_t> ParseInt(std::string_view s, std::string_view what = {});
 Result<std::uint64_t> ParseUint(std::string_view s, std::string_view what = {});
 Result<double> ParseDouble(std::string_view s, std::string_view what = {});
+/// Calls `fn(line)` for each line of `block`, without its '\n'; a last line without '\n' counts,
+/// an empty block has none ("a\n" is one line, "a\n\n" two).
+template <class Fn>
+void ForEachLine(std::string_view block, Fn&& fn) {
+  while (!block.empty()) {
+    const std::size_t nl = block.find('\n');
+    if (nl == std::string_view::npos) {
+      fn(block);
+      return;
+    }
+    fn(block.substr(0, nl));
+    block.remove_prefix(nl + 1);
+  }
+}
 /// How many times `c` occurs in `s`; vectorised (SSE2 on x86-64, 8-byte lanes elsewhere): about
 /// 0.06 ns per byte, so counting the lines of a job's whole output costs nothing noticeable.
 std::size_t CountByte(std::string_view s, char c);

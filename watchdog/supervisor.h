@@ -36,6 +36,7 @@
 
 #include "common/environment.h"
 #include "common/result.h"
+#include "common/strings.h"
 
 namespace sl::watchdog {
 
@@ -71,7 +72,7 @@ struct SupervisorHooks {
   /// kMaxHookLine bytes is delivered in pieces of kMaxHookLine bytes without '\n', each piece
   /// alone in its block; the final unterminated line comes alone, without '\n', at end of
   /// stream. So every block either ends in '\n' or is one piece. `t` is when the bytes were read.
-  /// ForEachLine() splits a block.
+  /// sl::ForEachLine() (common/strings.h) splits a block.
   std::function<void(int stream, std::string_view lines, Clock::time_point t)> on_output;
   /// Main thread, every tick while the job runs (and during the stop grace).
   std::function<void(Clock::time_point now)> on_tick;
@@ -80,20 +81,6 @@ struct SupervisorHooks {
 };
 
 inline constexpr std::size_t kMaxHookLine = 64 * 1024;
-
-/// Calls `fn(line)` for each line of an on_output block, without its '\n'.
-template <class Fn>
-void ForEachLine(std::string_view block, Fn&& fn) {
-  while (!block.empty()) {
-    std::size_t nl = block.find('\n');
-    if (nl == std::string_view::npos) {
-      fn(block);
-      return;
-    }
-    fn(block.substr(0, nl));
-    block.remove_prefix(nl + 1);
-  }
-}
 
 struct SupervisorOptions {
   std::vector<std::string> argv;  ///< the job's command; argv[0] is searched in env's PATH

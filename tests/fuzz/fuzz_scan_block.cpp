@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/strings.h"
 #include "watchdog/hang/signatures.h"
-#include "watchdog/supervisor.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const sl::hang::LineMatcher matcher;
@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     candidates[i] = line;
   });
   std::vector<std::string_view> lines;
-  sl::watchdog::ForEachLine(block, [&](std::string_view l) { lines.push_back(l); });
+  sl::ForEachLine(block, [&](std::string_view l) { lines.push_back(l); });
   if (count != lines.size()) std::abort();
   for (const auto& [i, line] : candidates) {
     if (i >= lines.size() || lines[i] != line) std::abort();  // wrong index or bounds

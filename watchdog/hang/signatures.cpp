@@ -284,14 +284,6 @@ inline std::uint32_t WindowHash(std::uint64_t w) {
   return static_cast<std::uint32_t>((w * 0x9E3779B97F4A7C15ull) >> 48);
 }
 
-// One range of a block under the skip scan. `pos` is the last byte of the kAnchor-byte window
-// under test; a shift never jumps over the end of an anchor occurrence, because every block
-// inside an anchor has a shift no larger than its distance to the anchor's end.
-struct Lane {
-  std::size_t pos;
-  std::size_t end;
-};
-
 }  // namespace
 
 std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line) const {
@@ -320,13 +312,7 @@ std::size_t LineMatcher::ScanBlock(
       CountByte(block, '\n') + (!block.empty() && block.back() != '\n' ? 1 : 0);
   if (short_rows_.any()) {  // a row without an anchor: every line must be tried
     std::size_t index = 0;
-    std::size_t start = 0;
-    while (start < block.size()) {
-      std::size_t end = block.find('\n', start);
-      if (end == std::string_view::npos) end = block.size();
-      on_candidate(block.substr(start, end - start), index++);
-      start = end + 1;
-    }
+    ForEachLine(block, [&](std::string_view line) { on_candidate(line, index++); });
     return lines;
   }
   // The skip scan runs across line ends (an anchor never holds '\n', so a window that hits lies
@@ -338,7 +324,10 @@ std::size_t LineMatcher::ScanBlock(
   const std::size_t n = block.size();
   const std::uint8_t* shift = shift_.data();
   constexpr int kLanes = 4;
-  Lane lane[kLanes];
+  // A lane's position is the last byte of the kAnchor-byte window under test; a shift never
+  // jumps over the end of an anchor occurrence, because every block inside an anchor has a shift
+  // no larger than its distance to the anchor's end.
+  std::size_t lane_pos[kLanes], lane_end[kLanes];
   std::vector<std::size_t> hits[kLanes];  // line starts, ascending per lane
   std::size_t cut = 0;
   for (int k = 0; k < kLanes; ++k) {
@@ -348,7 +337,8 @@ std::size_t LineMatcher::ScanBlock(
       const void* nl = stop < n ? std::memchr(d + stop, '\n', n - stop) : nullptr;
       stop = nl ? static_cast<const char*>(nl) - d + 1 : n;
     }
-    lane[k] = {cut + kAnchor - 1, stop};
+    lane_pos[k] = cut + kAnchor - 1;
+    lane_end[k] = stop;
     cut = stop;
   }
   // The rare path, out of line so that the lanes' positions stay in registers: a zero shift.
@@ -371,8 +361,8 @@ std::size_t LineMatcher::ScanBlock(
     const void* next = std::memchr(d + pos, '\n', n - pos);
     return (next ? static_cast<const char*>(next) - d : n) + kAnchor;
   };
-  std::size_t p0 = lane[0].pos, p1 = lane[1].pos, p2 = lane[2].pos, p3 = lane[3].pos;
-  const std::size_t e0 = lane[0].end, e1 = lane[1].end, e2 = lane[2].end, e3 = lane[3].end;
+  std::size_t p0 = lane_pos[0], p1 = lane_pos[1], p2 = lane_pos[2], p3 = lane_pos[3];
+  const std::size_t e0 = lane_end[0], e1 = lane_end[1], e2 = lane_end[2], e3 = lane_end[3];
 #define SL_STEP(p, k)                                  \
   do {                                                 \
     const std::uint8_t s = shift[Block(d + (p)-1)];    \

@@ -36,7 +36,7 @@ TEST_CASE("on_output gets each stream whole and in order, as blocks of whole lin
     REQUIRE(!block.empty());
     // A block ends in '\n' unless it is the final line (the child writes no trailing newline).
     if (block.back() != '\n') ++unterminated;
-    ForEachLine(block, [&](std::string_view line) {
+    sl::ForEachLine(block, [&](std::string_view line) {
       CHECK(line.find('\n') == std::string_view::npos);
       (stream == kStdout ? out_bytes : err_bytes) += line.size() + 1;
       if (stream == kStdout) ++out_lines;
@@ -74,7 +74,7 @@ TEST_CASE("on_output joins a line split across writes and cuts an over-long line
     all += b;
     // Every block is whole lines, or exactly one piece of kMaxHookLine, or the final line.
     if (b.back() != '\n') CHECK((b.size() == kMaxHookLine || b == "end"));
-    ForEachLine(b, [&](std::string_view l) { lines.emplace_back(l); });
+    sl::ForEachLine(b, [&](std::string_view l) { lines.emplace_back(l); });
   }
   CHECK(all == "abcdef\nghi\n" + std::string(200000, 'x') + "\nend");
   REQUIRE(lines.size() >= 4);

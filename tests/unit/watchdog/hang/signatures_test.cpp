@@ -9,7 +9,6 @@
 
 #include "common/strings.h"
 #include "watchdog/hang/verdict.h"
-#include "watchdog/supervisor.h"
 
 using namespace sl::hang;
 
@@ -205,7 +204,7 @@ TEST_CASE("ScanBlock finds every line MatchLine matches, with its index, on the 
         f.empty() ? std::string("\n\nNCCL WARN x\r\nok\n\nCUDA error: y\nNCCL") : Slurp(f);
     INFO(f);
     std::vector<std::string_view> lines;
-    sl::watchdog::ForEachLine(text, [&](std::string_view l) { lines.push_back(l); });
+    sl::ForEachLine(text, [&](std::string_view l) { lines.push_back(l); });
     std::map<std::size_t, std::string_view> candidates;
     std::size_t count = m.ScanBlock(text, [&](std::string_view line, std::size_t index) {
       CHECK(candidates.count(index) == 0);
@@ -263,7 +262,7 @@ TEST_CASE("ScanBlock agrees with per-line matching on random blocks of anchor pi
       got[i] = line;
     });
     std::vector<std::string_view> lines;
-    sl::watchdog::ForEachLine(block, [&](std::string_view l) { lines.push_back(l); });
+    sl::ForEachLine(block, [&](std::string_view l) { lines.push_back(l); });
     INFO("round " << round << ": " << block);
     REQUIRE(count == lines.size());
     for (const auto& [i, line] : got) {
