@@ -15,9 +15,7 @@
 #include "preflight/runner.h"
 #include "watchdog/run_dir.h"
 #include "watchdog/supervisor.h"
-#ifdef SAFE_LAUNCH_HAVE_RECIPE_PLAN
 #include "recipes/plan.h"
-#endif
 
 namespace sl::launcher {
 namespace {
@@ -107,7 +105,6 @@ int PreflightPhase(const RunArgs& args, RunContext& ctx,
 int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
                  preflight::PreflightOptions* preflight_opts) {
   ctx.job_env = ctx.base_env;
-#ifdef SAFE_LAUNCH_HAVE_RECIPE_PLAN
   if (!ctx.have_facts) {
     RootedFileReader fs(args.sysroot);
     ctx.facts = GatherNodeFacts(fs);
@@ -136,15 +133,6 @@ int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
   ctx.status_extra["env_plan"] = {{"recipe", plan->recipe},
                                   {"entries", plan->entries.size()},
                                   {"file", ctx.run_dir + "/env-plan.json"}};
-#else
-  // HOOK(env plan): recipes/ has no resolver in this build; the environment passes through as is.
-  if (!args.recipe.empty()) {
-    log::Warn("--recipe {} ignored: this build has no recipe resolver", args.recipe);
-  }
-  ctx.plan_json = {{"recipe", nullptr},
-                   {"note", "no recipe resolver in this build: environment passed through"}};
-  ctx.status_extra["env_plan"] = {{"recipe", nullptr}, {"file", ctx.run_dir + "/env-plan.json"}};
-#endif
   if (auto s = watchdog::WriteRunFile(ctx.run_dir, "env-plan.json", ctx.plan_json.dump(2) + "\n");
       !s.ok()) {
     log::Warn("{}", s.error().Describe());

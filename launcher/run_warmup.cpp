@@ -1,6 +1,6 @@
 // Warm-up phase of `run` (issue 6): infer the topology, start one safe-launch-warmup per local
 // rank, print the verdict (every node one line, node 0 the details), write warmup.json, and
-// decide whether the job starts. The work itself is preflight/warmup_phase.h.
+// decide whether the job starts. The work itself is warmup/warmup_phase.h.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "launcher/run_phases.h"
-#include "preflight/topology.h"
-#include "preflight/warmup_phase.h"
+#include "warmup/topology.h"
+#include "warmup/warmup_phase.h"
 
 namespace sl::launcher {
 
@@ -108,20 +108,20 @@ int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx) {
     ctx.have_facts = true;
   }
 
-  preflight::TopologyFlags flags;
+  warmup::TopologyFlags flags;
   if (args.nnodes > 0) flags.nnodes = args.nnodes;
   if (args.node_rank >= 0) flags.node_rank = args.node_rank;
   if (args.nproc_per_node > 0) flags.nproc_per_node = args.nproc_per_node;
   if (!args.rendezvous.empty()) flags.rendezvous = args.rendezvous;
   if (args.warmup_port > 0) flags.warmup_port = args.warmup_port;
-  auto topo = preflight::InferTopology(flags, ctx.command, ctx.base_env,
+  auto topo = warmup::InferTopology(flags, ctx.command, ctx.base_env,
                                        static_cast<int>(ctx.facts.gpus.size()));
   if (!topo.ok()) {
     log::Error("warm-up: cannot tell the job's layout: {}", topo.error().Describe());
     log::Error("pass --nnodes/--node-rank/--nproc-per-node/--rendezvous, or --no-warmup");
     return exit_code::kUsage;
   }
-  preflight::Topology t = *topo;
+  warmup::Topology t = *topo;
   if (t.nnodes == 1 && !args.force_warmup) {
     // A single-node job gains little from a warm-up (nothing to compare; its collective faults
     // show within seconds) and would pay libtorch's start-up; --warmup asks for it anyway.
@@ -138,7 +138,7 @@ int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx) {
             t.node_rank, t.nnodes, t.nproc_per_node, t.rendezvous_host, t.warmup_port, "rendezvous",
             t.source["rendezvous"], args.timeout_s);
 
-  preflight::WarmupOptions o;
+  warmup::WarmupOptions o;
   o.topology = t;
   o.facts = ctx.facts;
   o.node_name = !args.node_name.empty()       ? args.node_name
@@ -148,7 +148,7 @@ int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx) {
   o.run_dir = ctx.run_dir;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
   o.backend = args.backend;
-  auto outcome = preflight::RunWarmup(o);
+  auto outcome = warmup::RunWarmup(o);
 
   if (!outcome.details.empty()) {
     LogBlock(outcome.details, false);  // node 0: the job-wide details

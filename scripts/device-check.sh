@@ -63,11 +63,10 @@ if [[ ! -x $WORK/build/bin/safe-launch-warmup ]]; then
   flags="-std=c++20 -O2 -fPIC -I. -isystem $KIT/include -isystem $TD/include
     -isystem $TD/include/torch/csrc/api/include -isystem /usr/local/cuda/include
     -DFMT_HEADER_ONLY=1 -DSPDLOG_FMT_EXTERNAL -DTOML_HEADER_ONLY=1 $defs
-    -DSAFE_LAUNCH_VERSION=\"0.1.0\" -DSAFE_LAUNCH_SOURCE_DIR=\"$PWD\""
+    -DSAFE_LAUNCH_VERSION=\"0.1.0\""
   mkdir -p "$WORK/obj" "$WORK/build/bin"
   export flags WORK
-  ls common/*.cpp recipes/*.cpp preflight/*.cpp preflight/checks/*.cpp preflight/warmup/*.cpp \
-    "$KIT/builtin_recipes.cpp" |
+  ls common/*.cpp warmup/*.cpp warmup/torch/*.cpp |
     xargs -P "$(nproc)" -I{} sh -c 'c++ $flags -c "{}" -o "$WORK/obj/$(echo "{}" | tr / _).o"' &&
   c++ -o "$WORK/build/bin/safe-launch-warmup" "$WORK"/obj/*.o -L"$TD/lib" -Wl,-rpath,"$TD/lib" \
     -ltorch -ltorch_cpu -ltorch_cuda -lc10 -lc10_cuda -L/usr/local/cuda/lib64 -lcudart \

@@ -10,6 +10,7 @@ PKGS=(
   rdma-core libibverbs-dev ibverbs-utils libarchive-dev
   openmpi-bin slurm-wlm
   iproute2 procps clang libclang-rt-14-dev
+  ccache
   patchelf  # scripts/device-kit.sh only
 )
 missing=()

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "watchdog/hang/signatures.h"
+#include "diagnose/signatures.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const sl::hang::LineMatcher matcher;
+  static const sl::diagnose::LineMatcher matcher;
   std::string_view block(reinterpret_cast<const char*>(data), size);
   std::map<std::size_t, std::string_view> candidates;
   const std::size_t count = matcher.ScanBlock(block, [&](std::string_view line, std::size_t i) {

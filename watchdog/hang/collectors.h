@@ -22,7 +22,7 @@
 #include "watchdog/hang/bundle.h"
 #include "watchdog/hang/ras_client.h"
 #include "watchdog/hang/redact.h"
-#include "watchdog/hang/verdict.h"
+#include "diagnose/verdict.h"
 
 namespace sl::hang {
 
@@ -75,8 +75,8 @@ struct CaptureContext {
   std::shared_ptr<const FileReader> fs;  ///< the live node ("/")
   std::shared_ptr<Redactor> redactor;
   /// Lines found in NCCL debug files are added here (under evidence_mu).
-  std::shared_ptr<Evidence> evidence;
-  std::shared_ptr<const LineMatcher> matcher;
+  std::shared_ptr<diagnose::Evidence> evidence;
+  std::shared_ptr<const diagnose::LineMatcher> matcher;
   std::shared_ptr<std::mutex> evidence_mu;
   std::chrono::milliseconds fr_wait{6000};  ///< how long to wait for Flight Recorder dumps
 };

@@ -113,7 +113,7 @@ std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::stri
 
 HangMonitor::HangMonitor(HangOptions options)
     : options_(std::move(options)),
-      evidence_(std::make_shared<Evidence>()),
+      evidence_(std::make_shared<diagnose::Evidence>()),
       evidence_mu_(std::make_shared<std::mutex>()) {
   start_ = Clock::now();
   start_wall_ = std::chrono::system_clock::now();
@@ -174,7 +174,7 @@ void HangMonitor::OnCandidateLine(int stream, std::string_view line, std::uint64
   if (!m) return;
   m->source = stream == watchdog::kStderr ? "stderr" : "stdout";
   m->at_s = std::chrono::duration<double>(t - start_).count();
-  bool hang = m->signature->severity == Severity::kHang;
+  bool hang = m->signature->severity == diagnose::Severity::kHang;
   {
     std::lock_guard lock(*evidence_mu_);
     m->line_number = line_no;
@@ -182,7 +182,7 @@ void HangMonitor::OnCandidateLine(int stream, std::string_view line, std::uint64
   }
   if (hang && !captured_.load()) {
     int none = 0;
-    pending_.compare_exchange_strong(none, static_cast<int>(Trigger::kSignature));
+    pending_.compare_exchange_strong(none, static_cast<int>(diagnose::Trigger::kSignature));
   }
 }
 
@@ -216,14 +216,14 @@ void HangMonitor::OnTick(Clock::time_point now) {
     }
     if (since >= options_.stall_timeout_s) {
       pending_ =
-          static_cast<int>(stall_source_ == "heartbeat" ? Trigger::kHeartbeat : Trigger::kStall);
+          static_cast<int>(stall_source_ == "heartbeat" ? diagnose::Trigger::kHeartbeat : diagnose::Trigger::kStall);
     }
   }
   int p = pending_.load();
   if (p == 0) return;
   hang_detected_ = true;
   detected_at_ = now;
-  auto trigger = static_cast<Trigger>(p);
+  auto trigger = static_cast<diagnose::Trigger>(p);
   BundleInfo info = Capture(trigger, std::nullopt);
   if (options_.on_hang == OnHang::kCaptureAndStop && control_) {
     control_->RequestStop("hang detected: " + info.verdict.headline, exit_code::kHang);
@@ -236,10 +236,10 @@ void HangMonitor::OnExit(const watchdog::JobExit& exit) {
                 (exit.how == watchdog::JobExit::How::kExited && exit.code != 0);
   if (!failed || !exit.stopped_by.empty())
     return;  // stopped by Slurm/user: not a failure of its own
-  Capture(Trigger::kJobFailed, exit.exit_status);
+  Capture(diagnose::Trigger::kJobFailed, exit.exit_status);
 }
 
-BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status) {
+BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> exit_status) {
   captured_ = true;
   const auto t0 = Clock::now();
   BundleInfo info;
@@ -285,9 +285,9 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
   ctx->ras = ras.ok() ? *ras : RasAddress{};
   ctx->evidence = evidence_;
   ctx->evidence_mu = evidence_mu_;
-  ctx->matcher = std::shared_ptr<const LineMatcher>(&matcher_, [](const LineMatcher*) {});
+  ctx->matcher = std::shared_ptr<const diagnose::LineMatcher>(&matcher_, [](const diagnose::LineMatcher*) {});
 
-  JobTiming timing;
+  diagnose::JobTiming timing;
   timing.host = options_.host;
   const auto at = detected_at_ == Clock::time_point{} ? t0 : detected_at_;
   timing.since_start_s = std::chrono::duration<double>(at - start_).count();
@@ -295,7 +295,7 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
       std::chrono::duration<double>(
           at - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load())))
           .count();
-  if (trigger == Trigger::kHeartbeat && heartbeat_mtime_ns_) {
+  if (trigger == diagnose::Trigger::kHeartbeat && heartbeat_mtime_ns_) {
     auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
@@ -303,19 +303,19 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
   }
   timing.exit_status = exit_status;
   timing.stall_timeout_s = options_.stall_timeout_s;
-  if (trigger == Trigger::kStall || trigger == Trigger::kHeartbeat)
+  if (trigger == diagnose::Trigger::kStall || trigger == diagnose::Trigger::kHeartbeat)
     timing.stall_source = stall_source_;
 
-  const char* kind = trigger == Trigger::kJobFailed ? "failure" : "hang";
+  const char* kind = trigger == diagnose::Trigger::kJobFailed ? "failure" : "hang";
   std::string name = fmt::format("{}-{}-{}", kind, options_.host,
                                  UtcStamp(std::chrono::system_clock::now(), "%Y%m%dT%H%M%SZ"));
   auto decide = [&]() {
     std::lock_guard lock(*evidence_mu_);
-    Evidence snapshot = *evidence_;
-    Verdict v = Decide(snapshot, trigger, timing);
+    diagnose::Evidence snapshot = *evidence_;
+    diagnose::Verdict v = diagnose::Decide(snapshot, trigger, timing);
     // Verdict points into `snapshot`: render before it goes away, keep a copy without pointers.
-    auto j = SummaryJson(v, timing);
-    auto md = SummaryMarkdown(v, timing);
+    auto j = diagnose::SummaryJson(v, timing);
+    auto md = diagnose::SummaryMarkdown(v, timing);
     v.evidence.clear();
     return std::make_tuple(v, j, md);
   };
@@ -337,7 +337,7 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
       std::shared_ptr<Bundle> bundle(std::move(created).value().release(),
                                      [redactor](Bundle* b) { delete b; });
       info.path = bundle->partial_dir();
-      log::Warn("{} detected ({}); capturing diagnostics into {}", kind, TriggerName(trigger),
+      log::Warn("{} detected ({}); capturing diagnostics into {}", kind, diagnose::TriggerName(trigger),
                 bundle->final_dir());
       auto collectors = RunCollectors(Collectors(), ctx, bundle);
       auto [v, j, md] = decide();
@@ -348,7 +348,7 @@ BundleInfo HangMonitor::Capture(Trigger trigger, std::optional<int> exit_status)
       manifest["schema"] = "safe-launch.bundle-manifest/1";
       manifest["name"] = name;
       manifest["host"] = options_.host;
-      manifest["trigger"] = TriggerName(trigger);
+      manifest["trigger"] = diagnose::TriggerName(trigger);
       manifest["created_utc"] = UtcStamp(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ");
       manifest["job_start_utc"] = UtcStamp(start_wall_, "%Y-%m-%dT%H:%M:%SZ");
       manifest["job_alive_at_capture"] = alive;

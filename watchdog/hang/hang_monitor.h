@@ -20,8 +20,8 @@
 #include "common/result.h"
 #include "watchdog/hang/collectors.h"
 #include "watchdog/hang/ras_client.h"
-#include "watchdog/hang/signatures.h"
-#include "watchdog/hang/verdict.h"
+#include "diagnose/signatures.h"
+#include "diagnose/verdict.h"
 #include "watchdog/supervisor.h"
 
 namespace sl::hang {
@@ -66,7 +66,7 @@ struct BundleInfo {
   bool complete = false;
   std::string error;     ///< why incomplete
   std::string manifest;  ///< where the manifest of an incomplete bundle went ("" = nowhere)
-  Verdict verdict;
+  diagnose::Verdict verdict;
   double capture_s = 0;  ///< detection to complete bundle
 };
 
@@ -93,7 +93,7 @@ class HangMonitor {
   void OnExit(const watchdog::JobExit& exit);
 
   /// Captures now (used by the hooks; public for tests and `diagnose`).
-  BundleInfo Capture(Trigger trigger, std::optional<int> exit_status);
+  BundleInfo Capture(diagnose::Trigger trigger, std::optional<int> exit_status);
 
   std::optional<BundleInfo> LastBundle() const;
   bool HangDetected() const { return hang_detected_.load(); }
@@ -104,12 +104,12 @@ class HangMonitor {
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;
-  LineMatcher matcher_;
-  std::shared_ptr<Evidence> evidence_;
+  diagnose::LineMatcher matcher_;
+  std::shared_ptr<diagnose::Evidence> evidence_;
   std::shared_ptr<std::mutex> evidence_mu_;
   std::atomic<std::int64_t> last_output_ns_{0};      // steady clock
   std::atomic<std::uint64_t> lines_[3] = {0, 0, 0};  // per stream; on_output is ordered per stream
-  std::atomic<int> pending_{0};                      // Trigger value, 0 = none
+  std::atomic<int> pending_{0};                      // diagnose::Trigger value, 0 = none
   std::atomic<bool> hang_detected_{false};
   std::atomic<bool> captured_{false};
   watchdog::Clock::time_point start_;

@@ -1,13 +1,13 @@
-#include "preflight/compare.h"
+#include "warmup/compare.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 using sl::Finding;
 using sl::Outcome;
-using sl::preflight::CompareBandwidth;
-using sl::preflight::CompareNodes;
-using sl::preflight::NodeReport;
+using sl::warmup::CompareBandwidth;
+using sl::warmup::CompareNodes;
+using sl::warmup::NodeReport;
 
 namespace {
 

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "preflight/topology.h"
+#include "warmup/topology.h"
 
-using sl::preflight::ExpandHostlist;
+using sl::warmup::ExpandHostlist;
 using V = std::vector<std::string>;
 
 TEST_CASE("a plain host list splits on commas") {

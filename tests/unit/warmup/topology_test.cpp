@@ -1,11 +1,11 @@
-#include "preflight/topology.h"
+#include "warmup/topology.h"
 
 #include <catch2/catch.hpp>
 
 using sl::Environment;
-using sl::preflight::InferTopology;
-using sl::preflight::TopologyFlags;
-using sl::preflight::TorchrunArguments;
+using sl::warmup::InferTopology;
+using sl::warmup::TopologyFlags;
+using sl::warmup::TorchrunArguments;
 using Cmd = std::vector<std::string>;
 
 TEST_CASE("torchrun dashed arguments give nodes, rank, ranks per node and the endpoint") {

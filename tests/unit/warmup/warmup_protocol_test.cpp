@@ -1,13 +1,13 @@
-#include "preflight/warmup_protocol.h"
+#include "warmup/protocol.h"
 
 #include <catch2/catch.hpp>
 
 using sl::Outcome;
-using sl::preflight::BandwidthPerNode;
-using sl::preflight::MakeSweepPoint;
-using sl::preflight::MissingRankFindings;
-using sl::preflight::RankResult;
-using sl::preflight::WarmupPlan;
+using sl::warmup::BandwidthPerNode;
+using sl::warmup::MakeSweepPoint;
+using sl::warmup::MissingRankFindings;
+using sl::warmup::RankResult;
+using sl::warmup::WarmupPlan;
 
 TEST_CASE("bus bandwidth follows nccl-tests: algbw * 2(n-1)/n") {
   auto p = MakeSweepPoint(8000000, 0.004, 4);  // 8 MB in 4 ms = 2 GB/s
@@ -58,7 +58,7 @@ TEST_CASE("the verdict line names the first failure and counts the rest") {
   sl::Finding f2{"warmup.consistency.hca_count", "node 1 (b)", Outcome::kFail, "HCAs", "", {}};
   nlohmann::json report = {
       {"verdict", "fail"}, {"nnodes", 2}, {"nproc_per_node", 2}, {"findings", {f1, f2}}};
-  auto line = sl::preflight::VerdictLine(report);
+  auto line = sl::warmup::VerdictLine(report);
   CHECK(line.find("FAILED") != std::string::npos);
   CHECK(line.find("MTU differs") != std::string::npos);
   CHECK(line.find("+1 more") != std::string::npos);
@@ -82,9 +82,9 @@ TEST_CASE("a plan survives a JSON round trip") {
   CHECK(back.World() == 2);
 }
 
-#include "preflight/warmup_phase.h"
+#include "warmup/warmup_phase.h"
 
 TEST_CASE("the source address towards loopback is loopback; an unresolvable host gives none") {
-  CHECK(sl::preflight::SourceAddressFor("127.0.0.1", 29500) == "127.0.0.1");
-  CHECK(sl::preflight::SourceAddressFor("no-such-host.invalid", 29500).empty());
+  CHECK(sl::warmup::SourceAddressFor("127.0.0.1", 29500) == "127.0.0.1");
+  CHECK(sl::warmup::SourceAddressFor("no-such-host.invalid", 29500).empty());
 }

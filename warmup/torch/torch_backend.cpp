@@ -20,7 +20,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <type_traits>
 
-#include "preflight/warmup/backend.h"
+#include "warmup/torch/backend.h"
 
 // Each backend only where torch was built with it (its targets define USE_C10D_*).
 #ifdef USE_C10D_GLOO

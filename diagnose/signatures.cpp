@@ -1,4 +1,4 @@
-#include "watchdog/hang/signatures.h"
+#include "diagnose/signatures.h"
 
 #include <cctype>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include "common/strings.h"
 
-namespace sl::hang {
+namespace sl::diagnose {
 
 std::string_view SeverityName(Severity s) {
   switch (s) {
@@ -498,4 +498,4 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
   return std::nullopt;
 }
 
-}  // namespace sl::hang
+}  // namespace sl::diagnose

@@ -1,4 +1,4 @@
-#include "watchdog/hang/signatures.h"
+#include "diagnose/signatures.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "common/strings.h"
-#include "watchdog/hang/verdict.h"
+#include "diagnose/verdict.h"
 
-using namespace sl::hang;
+using namespace sl::diagnose;
 
 namespace {
 std::string Slurp(const std::string& path) {

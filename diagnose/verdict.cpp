@@ -1,4 +1,4 @@
-#include "watchdog/hang/verdict.h"
+#include "diagnose/verdict.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "common/strings.h"
 
-namespace sl::hang {
+namespace sl::diagnose {
 
 std::string_view TriggerName(Trigger t) {
   switch (t) {
@@ -264,4 +264,4 @@ std::string SummaryMarkdown(const Verdict& v, const JobTiming& timing) {
   return md;
 }
 
-}  // namespace sl::hang
+}  // namespace sl::diagnose

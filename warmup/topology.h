@@ -12,7 +12,7 @@
 #include "common/environment.h"
 #include "common/result.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 
 /// Expands Slurm hostlist syntax: "gpu[01-04,07]" -> gpu01 gpu02 gpu03 gpu04 gpu07;
 /// "a[1-2]-ib,b3" -> a1-ib a2-ib b3; several bracket groups in one name multiply out.
@@ -60,4 +60,4 @@ Result<Topology> InferTopology(const TopologyFlags& flags, const std::vector<std
 /// Splits "HOST:PORT" / "[v6addr]:PORT" / "HOST"; port -1 when absent.
 Result<std::pair<std::string, int>> SplitHostPort(std::string_view endpoint, std::string_view what);
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

@@ -12,9 +12,9 @@
 
 #include "common/environment.h"
 #include "common/node_facts.h"
-#include "preflight/topology.h"
+#include "warmup/topology.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 
 struct WarmupOptions {
   Topology topology;
@@ -48,4 +48,4 @@ std::string SourceAddressFor(const std::string& host, int port);
 /// every warm-up process it started reaped. Failures are in the outcome, not an Error.
 WarmupOutcome RunWarmup(const WarmupOptions& options);
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

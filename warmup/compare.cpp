@@ -1,4 +1,4 @@
-#include "preflight/compare.h"
+#include "warmup/compare.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 
 #include "common/strings.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 namespace {
 
 // How a difference is judged: the outcome, whether values are ordered (a tie then names the
@@ -382,4 +382,4 @@ std::vector<Finding> CompareBandwidth(const std::vector<NodeBandwidth>& nodes, d
   return out;
 }
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

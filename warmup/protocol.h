@@ -2,7 +2,7 @@
 // The warm-up's data: the plan the launcher hands each warm-up rank, what each rank reports
 // back, and rank 0's job-wide report -- plus the pure decisions over them (who never arrived,
 // bandwidth per node, verdict text). Shared by the launcher's phase (warmup_phase.h) and the
-// libtorch warm-up binary (preflight/warmup/); no libtorch here.
+// libtorch warm-up binary (warmup/torch/); no libtorch here.
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/finding.h"
-#include "preflight/compare.h"
-#include "preflight/topology.h"
+#include "warmup/compare.h"
+#include "warmup/topology.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 
 /// Sizes of the bandwidth sweep (bytes) when the plan gives none: small enough to finish in a
 /// fraction of a second on loopback Gloo, big enough to leave the latency-bound regime on IB.
@@ -91,4 +91,4 @@ std::string VerdictLine(const nlohmann::json& report);
 /// Node 0's details: findings, bandwidth table, arrival skew, stage timings.
 std::string RenderWarmupReport(const nlohmann::json& report);
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

@@ -1,4 +1,4 @@
-#include "preflight/warmup_protocol.h"
+#include "warmup/protocol.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "common/strings.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 
 void to_json(nlohmann::json& j, const WarmupPlan& p) {
   j = nlohmann::json{{"nnodes", p.nnodes},
@@ -205,4 +205,4 @@ std::string RenderWarmupReport(const nlohmann::json& report) {
   return out;
 }
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

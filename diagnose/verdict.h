@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "watchdog/hang/signatures.h"
+#include "diagnose/signatures.h"
 
-namespace sl::hang {
+namespace sl::diagnose {
 
 /// What started the capture.
 enum class Trigger { kNone, kSignature, kStall, kHeartbeat, kJobFailed };
@@ -72,4 +72,4 @@ Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timin
 nlohmann::json SummaryJson(const Verdict& v, const JobTiming& timing);
 std::string SummaryMarkdown(const Verdict& v, const JobTiming& timing);
 
-}  // namespace sl::hang
+}  // namespace sl::diagnose

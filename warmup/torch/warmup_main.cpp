@@ -27,16 +27,14 @@
 
 #include "common/exit_codes.h"
 #include "common/finding.h"
-#include "preflight/compare.h"
-#include "preflight/warmup/backend.h"
-#include "preflight/warmup_protocol.h"
+#include "warmup/compare.h"
+#include "warmup/torch/backend.h"
+#include "warmup/protocol.h"
 
 namespace sl::warmup {
 namespace {
 
 using nlohmann::json;
-using preflight::RankResult;
-using preflight::WarmupPlan;
 
 double NowMs() {
   return std::chrono::duration<double, std::milli>(
@@ -154,15 +152,15 @@ class Rank {
   }
 
   // Gathers node reports published so far: node -> report.
-  std::map<int, preflight::NodeReport> NodeReports() {
-    std::map<int, preflight::NodeReport> reports;
+  std::map<int, warmup::NodeReport> NodeReports() {
+    std::map<int, warmup::NodeReport> reports;
     for (int n = 0; n < plan_.nnodes; ++n) {
       std::string key = "facts/" + std::to_string(n);
       if (!Has(key)) continue;
       auto v = store_->Get(key);
       if (!v.ok()) continue;
       try {
-        reports[n] = json::parse(*v).get<preflight::NodeReport>();
+        reports[n] = json::parse(*v).get<warmup::NodeReport>();
       } catch (const std::exception&) {
       }
     }
@@ -194,12 +192,12 @@ class Rank {
     }
     double waited_s = (result_.timings.arrived - result_.timings.start) / 1000.0;
     if (!all_here) {
-      findings = preflight::MissingRankFindings(
+      findings = warmup::MissingRankFindings(
           plan_, arrived, node_names_, "arrive at the rendezvous", "warmup.arrival", waited_s);
     } else {
-      std::vector<preflight::NodeReport> list;
+      std::vector<warmup::NodeReport> list;
       for (auto& [n, r] : reports) list.push_back(r);
-      findings = preflight::CompareNodes(list);
+      findings = warmup::CompareNodes(list);
     }
     bool run_collectives = all_here && Worst(findings) != Outcome::kFail;
     json verdict = {{"run_collectives", run_collectives}, {"findings", findings}};
@@ -239,12 +237,12 @@ class Rank {
         }
       }
       double since = (NowMs() - result_.timings.verdict) / 1000.0;
-      for (auto& f : preflight::MissingRankFindings(
+      for (auto& f : warmup::MissingRankFindings(
                plan_, finished, node_names_, "finish the collectives", "warmup.collective", since))
         findings.push_back(std::move(f));
       if (plan_.nnodes > 1) {
         for (auto& f :
-             preflight::CompareBandwidth(preflight::BandwidthPerNode(results, node_names_)))
+             warmup::CompareBandwidth(warmup::BandwidthPerNode(results, node_names_)))
           findings.push_back(std::move(f));
       }
     }
@@ -312,7 +310,7 @@ class Rank {
         result_.error = t.error().Describe();
         return;
       }
-      result_.sweep.push_back(preflight::MakeSweepPoint(bytes, *t, plan_.World()));
+      result_.sweep.push_back(warmup::MakeSweepPoint(bytes, *t, plan_.World()));
     }
     result_.timings.swept = NowMs();
     result_.ok = true;
@@ -364,7 +362,7 @@ class Rank {
           {"total", span(t.spawn, t.end)}}},
         {"ranks", results},
     };
-    for (const auto& b : preflight::BandwidthPerNode(results, node_names_))
+    for (const auto& b : warmup::BandwidthPerNode(results, node_names_))
       report_["bandwidth_per_node"].push_back(
           {{"node_rank", b.node_rank}, {"label", b.label}, {"busbw_gbps", b.busbw_gbps}});
   }
@@ -415,11 +413,11 @@ int main(int argc, char** argv) {
     return sl::exit_code::kUsage;
   }
   nlohmann::json out;
-  sl::preflight::WarmupPlan plan;
+  sl::warmup::WarmupPlan plan;
   try {
     std::ifstream f(plan_path);
     if (!f) throw std::runtime_error("cannot open " + plan_path);
-    plan = nlohmann::json::parse(f).get<sl::preflight::WarmupPlan>();
+    plan = nlohmann::json::parse(f).get<sl::warmup::WarmupPlan>();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "safe-launch-warmup: bad plan %s: %s\n", plan_path.c_str(), e.what());
     out["result"] = {{"ok", false}, {"error", std::string("bad plan: ") + e.what()}};

@@ -11,7 +11,7 @@
 #include "common/finding.h"
 #include "common/node_facts.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 
 /// What one node publishes to the warm-up store.
 struct NodeReport {
@@ -50,4 +50,4 @@ struct NodeBandwidth {
 /// the figures (check id "warmup.bandwidth"); otherwise one pass. Needs at least 2 nodes.
 std::vector<Finding> CompareBandwidth(const std::vector<NodeBandwidth>& nodes, double ratio = 0.5);
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace sl::hang {
+namespace sl::diagnose {
 
 enum class Severity { kInfo, kWarning, kError, kHang };
 std::string_view SeverityName(Severity s);
@@ -90,4 +90,4 @@ class LineMatcher {
 /// "rank: 3", "pg" from "PG ID 0", "host"/"pid" from NCCL's "host:pid:tid [dev]" prefix.
 void ExtractCommonFields(std::string_view line, std::map<std::string, std::string>* fields);
 
-}  // namespace sl::hang
+}  // namespace sl::diagnose

@@ -1,11 +1,11 @@
-#include "watchdog/hang/verdict.h"
+#include "diagnose/verdict.h"
 
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-using namespace sl::hang;
+using namespace sl::diagnose;
 
 namespace {
 std::string Slurp(const std::string& path) {

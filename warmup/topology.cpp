@@ -1,11 +1,11 @@
-#include "preflight/topology.h"
+#include "warmup/topology.h"
 
 #include <algorithm>
 #include <set>
 
 #include "common/strings.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 namespace {
 
 // A job of more hosts than this is a typo (a range like [1-1000000]), not a cluster.
@@ -436,4 +436,4 @@ Result<Topology> InferTopology(const TopologyFlags& flags, const std::vector<std
   return t;
 }
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

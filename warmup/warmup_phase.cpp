@@ -1,4 +1,4 @@
-#include "preflight/warmup_phase.h"
+#include "warmup/warmup_phase.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -19,10 +19,10 @@
 #include <thread>
 
 #include "common/finding.h"
-#include "preflight/compare.h"
-#include "preflight/warmup_protocol.h"
+#include "warmup/compare.h"
+#include "warmup/protocol.h"
 
-namespace sl::preflight {
+namespace sl::warmup {
 namespace {
 
 namespace fs = std::filesystem;
@@ -352,4 +352,4 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   return outcome;
 }
 
-}  // namespace sl::preflight
+}  // namespace sl::warmup

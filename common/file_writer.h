@@ -1,0 +1,72 @@
+#pragma once
+// The only way safe-launch writes files (run directory, bundles, caches, warm-up results).
+// Every write replaces its target atomically: the bytes go to a fresh, unpredictable temp name in
+// the target's directory, created with O_CREAT|O_EXCL|O_NOFOLLOW and the caller's mode, and are
+// renamed over the target relative to a directory fd opened with O_DIRECTORY|O_NOFOLLOW. So a
+// reader never sees half a file, a planted symlink at the temp name or the directory itself is
+// never followed, and a file is never created with wider permissions than asked.
+// MemFileWriter is the in-memory fake for unit tests.
+#include <sys/types.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace sl {
+
+/// Modes the run directory uses: its files may hold job output, so owner-only by default.
+inline constexpr mode_t kPrivateFile = 0600;
+inline constexpr mode_t kPrivateDir = 0700;
+
+class FileWriter {
+ public:
+  virtual ~FileWriter() = default;
+  /// Replaces `path` with `content` atomically (see the top of this file), with permissions
+  /// `mode` (umask applies on disk). Errors name the path and the errno text.
+  virtual Status WriteAtomic(const std::string& path, std::string_view content,
+                             mode_t mode = kPrivateFile) const = 0;
+};
+
+/// Writes to the local file system.
+class DiskFileWriter final : public FileWriter {
+ public:
+  Status WriteAtomic(const std::string& path, std::string_view content,
+                     mode_t mode = kPrivateFile) const override;
+};
+
+/// Keeps what was written in memory: path -> (content, mode). Thread-safe.
+class MemFileWriter final : public FileWriter {
+ public:
+  struct File {
+    std::string content;
+    mode_t mode = 0;
+  };
+  Status WriteAtomic(const std::string& path, std::string_view content,
+                     mode_t mode = kPrivateFile) const override;
+  /// A copy of everything written so far.
+  std::map<std::string, File> Files() const;
+  /// Makes every following write fail (a full disk) when `fail` is true.
+  void SetFailing(bool fail);
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::string, File> files_;
+  bool failing_ = false;
+};
+
+/// The process-wide disk writer.
+const FileWriter& DiskWriter();
+
+/// DiskWriter().WriteAtomic(path, content, mode).
+Status WriteFileAtomic(const std::string& path, std::string_view content,
+                       mode_t mode = kPrivateFile);
+
+/// Creates a new file for streaming writes (a rank log, an archive being built): O_CREAT|O_EXCL|
+/// O_NOFOLLOW|O_CLOEXEC with `mode`, so an existing file or a planted symlink is an error, never
+/// truncated or followed. Returns the open fd; the caller closes it.
+Result<int> CreateNewFile(const std::string& path, mode_t mode = kPrivateFile);
+
+}  // namespace sl

@@ -1,0 +1,106 @@
+#include "common/file_writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/sl-writer-XXXXXX";
+  return ::mkdtemp(tmpl);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("an atomic write replaces the file with the caller's mode and leaves no temp file") {
+  std::string dir = TempDir();
+  std::string path = dir + "/status.json";
+  std::ofstream(path) << "old";
+  ::chmod(path.c_str(), 0644);
+  REQUIRE(sl::WriteFileAtomic(path, "new\n", 0600).ok());
+  CHECK(Slurp(path) == "new\n");
+  CHECK(ModeOf(path) == 0600);
+  int entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++entries;
+  CHECK(entries == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an atomic write replaces a planted symlink instead of writing through it") {
+  std::string dir = TempDir();
+  std::string victim = dir + "/victim";
+  std::ofstream(victim) << "precious";
+  ::symlink(victim.c_str(), (dir + "/status.json").c_str());
+  REQUIRE(sl::WriteFileAtomic(dir + "/status.json", "ours", 0600).ok());
+  CHECK(Slurp(victim) == "precious");
+  struct stat st {};
+  REQUIRE(::lstat((dir + "/status.json").c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK(Slurp(dir + "/status.json") == "ours");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an atomic write refuses a directory that is a symlink") {
+  std::string dir = TempDir();
+  std::string real = dir + "/real";
+  ::mkdir(real.c_str(), 0700);
+  ::symlink(real.c_str(), (dir + "/link").c_str());
+  auto s = sl::WriteFileAtomic(dir + "/link/status.json", "x", 0600);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().where == dir + "/link");
+  CHECK(s.error().fix.find("symlink") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(real + "/status.json"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an atomic write into a missing directory is an error naming it") {
+  auto s = sl::WriteFileAtomic("/nonexistent-sl-dir/x.json", "x");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().where == "/nonexistent-sl-dir");
+}
+
+TEST_CASE("a new streaming file refuses an existing name and a planted symlink") {
+  std::string dir = TempDir();
+  auto fd = sl::CreateNewFile(dir + "/rank0.log", 0600);
+  REQUIRE(fd.ok());
+  ::close(*fd);
+  CHECK(ModeOf(dir + "/rank0.log") == 0600);
+  auto again = sl::CreateNewFile(dir + "/rank0.log");
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().where == dir + "/rank0.log");
+  ::symlink("/etc/passwd", (dir + "/rank1.log").c_str());
+  CHECK_FALSE(sl::CreateNewFile(dir + "/rank1.log").ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the in-memory writer keeps content and mode, and can fail like a full disk") {
+  sl::MemFileWriter w;
+  REQUIRE(w.WriteAtomic("/run/a", "1", 0640).ok());
+  auto files = w.Files();
+  REQUIRE(files.count("/run/a") == 1);
+  CHECK(files["/run/a"].content == "1");
+  CHECK(files["/run/a"].mode == 0640);
+  w.SetFailing(true);
+  CHECK_FALSE(w.WriteAtomic("/run/b", "2").ok());
+}
