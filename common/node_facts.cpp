@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/ib_sysfs.h"
+#include "common/parse/ib_sysfs.h"
 #include "common/log.h"
 #include "common/strings.h"
 

@@ -11,11 +11,10 @@
 
 #include "common/environment.h"
 #include "common/file_reader.h"
+#include "common/parse/limits.h"
 #include "common/result.h"
 
 namespace sl {
-
-inline constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
 
 /// One row of a port's GID table (what show_gids prints).
 struct GidEntry {

@@ -15,6 +15,11 @@ std::vector<std::string> SplitLines(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
 std::string ToLower(std::string_view s);
+/// Whitespace-separated fields of a line (views into `line`).
+std::vector<std::string_view> Fields(std::string_view line);
+/// `s` with control and non-ASCII bytes written as \xNN, cut to `max` characters ("..."): raw
+/// file content goes into messages and evidence only through this (a NUL would cut a line).
+std::string Printable(std::string_view s, std::size_t max = 200);
 /// Decimal (or 0x-prefixed hex) integer, whole string after trimming; error names `what`.
 Result<std::int64_t> ParseInt(std::string_view s, std::string_view what = {});
 Result<std::uint64_t> ParseUint(std::string_view s, std::string_view what = {});

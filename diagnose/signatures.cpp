@@ -5,6 +5,7 @@
 #include <functional>
 #include <regex>
 
+#include "common/parse/kmsg.h"
 #include "common/strings.h"
 
 namespace sl::diagnose {
@@ -199,8 +200,9 @@ constexpr Signature kCatalog[] = {
      S::kError, 65, "A CUDA call inside NCCL failed; check the kernel log for Xid errors."},
     {"kernel.xid", "NVRM: Xid", "", R"(Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+))", "pci,xid",
      "gpu_xid_or_driver", S::kError, 90,
-     "The GPU driver reported an Xid error (79 = fell off the bus, 48/63/64/94/95 = ECC/memory, "
-     "13/31/43 = usually application). Drain the node if the Xid is hardware-related."},
+     "The GPU driver reported an Xid error (xid_meaning says which, xid_fatal whether it is "
+     "hardware-related: the Xid table in common/parse/kmsg.h). Drain the node if xid_fatal is "
+     "yes."},
     {"torch.cuda_oom", "CUDA out of memory", "", "", "", "cuda_oom", S::kError, 65,
      "A rank ran out of GPU memory; reduce batch size or check for another process on the GPU."},
     {"torch.cuda_error", "CUDA error: ", "", R"(CUDA error: (.*)$)", "error", "cuda_error",
@@ -440,6 +442,17 @@ std::string_view DigitsAt(std::string_view s, std::size_t pos) {
   return s.substr(pos, end - pos);
 }
 
+// An extracted "xid" is explained from the one Xid table (shared with the kernel.log check).
+void AddXidFields(std::map<std::string, std::string>* fields) {
+  auto it = fields->find("xid");
+  if (it == fields->end()) return;
+  auto xid = ParseInt(it->second);
+  if (!xid.ok() || *xid < 0 || *xid > 100000) return;
+  const XidInfo* info = FindXid(static_cast<int>(*xid));
+  (*fields)["xid_fatal"] = info != nullptr && info->fatal ? "yes" : "no";
+  if (info != nullptr) (*fields)["xid_meaning"] = std::string(info->meaning);
+}
+
 }  // namespace
 
 void ExtractCommonFields(std::string_view line, std::map<std::string, std::string>* fields) {
@@ -493,6 +506,7 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
     m.signature = &sig;
     m.line = std::string(line);
     ExtractCommonFields(line, &m.fields);
+    AddXidFields(&m.fields);
     return m;
   }
   return std::nullopt;

@@ -5,7 +5,7 @@
 
 #include "common/file_reader.h"
 #include "common/finding.h"
-#include "common/host_parse.h"
+#include "common/parse/limits.h"
 
 namespace sl::preflight {
 

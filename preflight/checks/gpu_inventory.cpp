@@ -4,7 +4,6 @@
 #include <map>
 #include <set>
 
-#include "common/host_parse.h"
 #include "common/strings.h"
 #include "preflight/check.h"
 

@@ -4,7 +4,7 @@
 // judge NCCL_IB_GID_INDEX when it is set.
 #include <algorithm>
 
-#include "common/ib_sysfs.h"
+#include "common/parse/ib_sysfs.h"
 #include "common/strings.h"
 #include "preflight/check.h"
 #include "preflight/ib_ports.h"

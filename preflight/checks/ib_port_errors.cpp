@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "common/ib_sysfs.h"
+#include "common/parse/ib_sysfs.h"
 #include "preflight/check.h"
 #include "preflight/ib_ports.h"
 

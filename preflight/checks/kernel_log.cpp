@@ -8,10 +8,9 @@
 #include <map>
 #include <tuple>
 
-#include "common/host_parse.h"
+#include "common/parse/kmsg.h"
 #include "common/strings.h"
 #include "preflight/check.h"
-#include "preflight/host_parse.h"
 
 namespace sl::preflight {
 namespace {

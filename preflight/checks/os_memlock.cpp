@@ -3,7 +3,7 @@
 // transport at a distro default of 64 KiB fails with ENOMEM ("Cannot allocate memory",
 // CREATE_CQ/REG_MR errors) or hangs in init. Under Slurm the ranks get the limit srun
 // propagates, not the one of an interactive shell on the node, so the fix names both.
-#include "common/host_parse.h"
+#include "common/parse/limits.h"
 #include "common/strings.h"
 #include "preflight/check.h"
 #include "preflight/proc_limits.h"

@@ -1,7 +1,7 @@
 // os.nofile: the open-files limit of this process (inherited by the job). Each NCCL rank opens
 // sockets per peer and per channel plus /dev/infiniband and shared-memory files; at 1024 large
 // jobs fail with "Too many open files" during init.
-#include "common/host_parse.h"
+#include "common/parse/limits.h"
 #include "common/strings.h"
 #include "preflight/check.h"
 #include "preflight/proc_limits.h"

@@ -2,7 +2,7 @@
 // live there (plus PyTorch DataLoader workers); a 64 MiB container default makes NCCL fail with
 // "unhandled system error" / "No space left on device" ("Error while creating shared memory
 // segment") as soon as several GPUs share a node.
-#include "common/host_parse.h"
+#include "common/host_facts.h"
 #include "common/strings.h"
 #include "preflight/check.h"
 

@@ -4,10 +4,9 @@
 // connections a node can open (every rank connects to many peers).
 #include <string>
 
-#include "common/host_parse.h"
+#include "common/parse/sysctl.h"
 #include "common/strings.h"
 #include "preflight/check.h"
-#include "preflight/host_parse.h"
 
 namespace sl::preflight {
 namespace {

@@ -6,10 +6,9 @@
 // since ACS settings matter most with it on.
 #include <cstdio>
 
-#include "common/host_parse.h"
+#include "common/parse/pci_config.h"
 #include "common/strings.h"
 #include "preflight/check.h"
-#include "preflight/host_parse.h"
 
 namespace sl::preflight {
 namespace {

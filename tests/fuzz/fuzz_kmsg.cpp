@@ -3,14 +3,14 @@
 #include <cstdint>
 #include <string_view>
 
-#include "preflight/host_parse.h"
+#include "common/parse/kmsg.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto parsed = sl::preflight::ParseKmsg(text);
+  auto parsed = sl::ParseKmsg(text);
   for (const auto& r : parsed.records) {
-    (void)sl::preflight::KmsgDmesgLine(r);
-    (void)sl::preflight::ClassifyKernelRecord(r);
+    (void)sl::KmsgDmesgLine(r);
+    (void)sl::ClassifyKernelRecord(r);
   }
   return 0;
 }

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "common/host_parse.h"
+#include "common/parse/mounts.h"
+#include "common/parse/net_proc.h"
+#include "common/parse/nvidia_proc.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

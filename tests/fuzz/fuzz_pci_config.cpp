@@ -3,13 +3,14 @@
 #include <cstdint>
 #include <string_view>
 
-#include "preflight/host_parse.h"
+#include "common/parse/pci_config.h"
+#include "common/parse/sysctl.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  if (auto r = sl::preflight::FindAcsInConfig(bytes); r.ok()) {
-    (void)sl::preflight::AcsControlText(r->acs.control);
+  if (auto r = sl::FindAcsInConfig(bytes); r.ok()) {
+    (void)sl::AcsControlText(r->acs.control);
   }
-  (void)sl::preflight::ParseSysctlValues(bytes, 0);
+  (void)sl::ParseSysctlValues(bytes, 0);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/parse/kmsg.h"
 #include "common/strings.h"
 #include "watchdog/process_tree.h"
 
@@ -123,18 +124,17 @@ std::string FilterKernelLog(std::string_view kmsg, std::uint64_t since_usec) {
   static constexpr std::string_view kWords[] = {"mlx5", "infiniband", "ib_", "rdma", "xid",
                                                 "nvrm", "link",       "aer", "pcie", "nvlink",
                                                 "roce", "ib0",        "ib1", "hfi1"};
+  // The same record parser as the kernel.log check (common/parse/kmsg.h): one reading of
+  // "prio,seq,usec,flags;message" and its \xNN escapes for both.
   std::string out;
-  for (const std::string& rec : SplitLines(kmsg)) {
-    auto semi = rec.find(';');
-    if (semi == std::string::npos) continue;
-    auto head = Split(std::string_view(rec).substr(0, semi), ',', false);
-    if (head.size() < 3) continue;
-    auto usec = ParseUint(head[2]);
-    if (!usec.ok() || *usec < since_usec) continue;
-    std::string lc = ToLower(std::string_view(rec).substr(semi + 1));
-    bool keep = false;
+  for (const KmsgRecord& r : ParseKmsg(kmsg).records) {
+    if (r.usec < 0 || static_cast<std::uint64_t>(r.usec) < since_usec) continue;
+    std::string lc = ToLower(r.message);
+    bool keep = ClassifyKernelRecord(r).has_value();
     for (auto w : kWords) keep = keep || lc.find(w) != std::string::npos;
-    if (keep) out += fmt::format("[{:>12.6f}] {}\n", *usec / 1e6, rec.substr(semi + 1));
+    if (keep) {
+      out += fmt::format("[{:>12.6f}] {}\n", r.usec / 1e6, Printable(r.message, r.message.size()));
+    }
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/parse/kmsg.h"
 #include "common/strings.h"
 #include "diagnose/verdict.h"
 
@@ -326,4 +327,19 @@ TEST_CASE("matching a healthy line costs well under a microsecond") {
     CHECK(lines == 8 * (block.size() / (l.size() + 1)));
     CHECK(candidates == 0);
   }
+}
+
+TEST_CASE("an Xid line is explained from the one Xid table (meaning and fatal)") {
+  LineMatcher matcher;
+  auto m =
+      matcher.MatchLine("NVRM: Xid (PCI:0000:18:00): 79, pid=123, GPU has fallen off the bus.");
+  REQUIRE(m.has_value());
+  CHECK(m->signature->id == "kernel.xid");
+  CHECK(m->Field("xid") == "79");
+  CHECK(m->Field("xid_fatal") == "yes");
+  CHECK(m->Field("xid_meaning") == std::string(sl::FindXid(79)->meaning));
+  auto app = matcher.MatchLine("NVRM: Xid (PCI:0000:18:00): 13, pid=9, Graphics Exception");
+  REQUIRE(app.has_value());
+  CHECK(app->Field("xid_fatal") == "no");
+  CHECK(app->Field("xid_meaning") == "graphics engine exception (usually the application)");
 }

@@ -178,3 +178,16 @@ TEST_CASE("rank processes are found by RANK in their environment, forked workers
   CHECK(ranks[0].rank == 3);
   CHECK(ranks[0].local_rank == 1);
 }
+
+TEST_CASE("kernel log filter reads records with the kmsg parser: escapes decoded") {
+  // "\x20" is /dev/kmsg's escape of a byte; dictionary lines are not records.
+  std::string kmsg =
+      "4,100,3000000,-;mlx5_core 0000:17:00.0:\\x20Link down\n"
+      " DEVICE=+pci:0000:17:00.0\n"
+      "6,102,5000000,-;systemd[1]: Started Session\n";
+  std::string out = FilterKernelLog(kmsg, 2000000);
+  CHECK(out.find("0000:17:00.0: Link down") != std::string::npos);
+  CHECK(out.find("DEVICE=") == std::string::npos);
+  CHECK(out.find("Session") == std::string::npos);
+  CHECK(out.find("[    3.000000]") != std::string::npos);
+}

@@ -1,5 +1,5 @@
 // Parsers of /sys/class/infiniband attribute text: real values and garbage.
-#include "common/ib_sysfs.h"
+#include "common/parse/ib_sysfs.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "common/ib_sysfs.h"
+#include "common/parse/ib_sysfs.h"
 
 #include <charconv>
 #include <cstdio>

@@ -1,18 +1,17 @@
 #pragma once
-// Pure parsers behind the host checks: /dev/kmsg records and the kernel events the kernel.log
-// check looks for, PCI config space (the ACS extended capability), and sysctl values. Text (or
-// bytes) in, values out; no I/O, never throws, garbage gives errors or skipped lines.
+// /dev/kmsg records, the kernel events safe-launch looks for in them, and the one Xid table
+// (used by the kernel.log check, the kernel-log collector and the signature catalog). Text in,
+// values out; no I/O, never throws.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/result.h"
 
-namespace sl::preflight {
-
-// ---- /dev/kmsg -------------------------------------------------------------------------------
+namespace sl {
 
 /// One /dev/kmsg record: "prio,seq,usec,flags[,...];message" plus " KEY=value" lines.
 struct KmsgRecord {
@@ -59,50 +58,20 @@ struct KernelEvent {
 
 /// The event a record reports, or nullopt for everything else.
 std::optional<KernelEvent> ClassifyKernelRecord(const KmsgRecord& r);
+/// One row of the Xid table.
+struct XidInfo {
+  int code = 0;
+  bool fatal = false;  ///< the GPU (or its NVLink/memory) needs attention before it is used again
+  std::string_view meaning;
+};
+/// The one Xid table, ascending by code: the kernel.log check, the kernel-log collector and the
+/// signature catalog all explain Xids from it.
+std::span<const XidInfo> XidTable();
+/// The row for `xid`, nullptr for codes without a note.
+const XidInfo* FindXid(int xid);
 /// Xid codes that mean the GPU (or its NVLink/memory) needs attention before it is used again.
 bool IsFatalXid(int xid);
 /// One line on what an Xid means, "" for codes without a note.
 std::string XidMeaning(int xid);
 
-// ---- PCI config space ------------------------------------------------------------------------
-
-inline constexpr std::uint16_t kAcsSrcValid = 0x01, kAcsTransBlk = 0x02, kAcsReqRedir = 0x04,
-                               kAcsCmpltRedir = 0x08, kAcsUpstreamFwd = 0x10, kAcsEgressCtrl = 0x20,
-                               kAcsDirectTrans = 0x40;
-
-struct AcsCapability {
-  std::uint16_t offset = 0;   ///< of the extended capability header (ECAP_ACS)
-  std::uint16_t cap = 0;      ///< ACS Capability register (offset + 4)
-  std::uint16_t control = 0;  ///< ACS Control register (offset + 6)
-};
-
-enum class ConfigAcs {
-  kFound,        ///< ACS capability present (see AcsCapability)
-  kAbsent,       ///< extended capability list walked, no ACS
-  kNoExtended,   ///< 256-byte config space: no extended capabilities readable on this system
-  kUnprivileged  ///< 64 (or 128) bytes: sysfs hides the rest from non-root readers
-};
-
-struct ConfigAcsResult {
-  ConfigAcs status = ConfigAcs::kAbsent;
-  AcsCapability acs;
-  std::uint16_t vendor = 0, device = 0;
-};
-
-/// Walks the extended capability list from 0x100 for ID 0x000D. Errors for truncated or
-/// malformed bytes (header shorter than 64 bytes, capability beyond the end, a loop).
-Result<ConfigAcsResult> FindAcsInConfig(std::string_view config);
-/// lspci's ACSCtl text: "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl-
-/// DirectTrans-".
-std::string AcsControlText(std::uint16_t control);
-/// The bits that break GPU<->NIC peer-to-peer: SrcValid, ReqRedir, CmpltRedir, UpstreamFwd.
-inline constexpr std::uint16_t kAcsP2pBreaking =
-    kAcsSrcValid | kAcsReqRedir | kAcsCmpltRedir | kAcsUpstreamFwd;
-
-// ---- sysctl ----------------------------------------------------------------------------------
-
-/// Whitespace/tab separated unsigned integers ("4096\t131072\t6291456"). Error on garbage or
-/// when the count differs from `expected` (0 = any).
-Result<std::vector<std::uint64_t>> ParseSysctlValues(std::string_view text, std::size_t expected);
-
-}  // namespace sl::preflight
+}  // namespace sl

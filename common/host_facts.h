@@ -1,0 +1,31 @@
+#pragma once
+// Readers of the host files behind NodeFacts: they fetch text through a FileReader (so --sysroot
+// trees work) and hand it to the parsers in common/parse/.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/file_reader.h"
+#include "common/node_facts.h"
+#include "common/result.h"
+
+namespace sl {
+
+/// Where the /dev/shm size came from, for evidence.
+struct ShmSize {
+  std::uint64_t bytes = 0;
+  std::string source;  ///< node path the value came from ("/proc/mounts", "statvfs(/dev/shm)")
+  std::string raw;     ///< the mount line or the statvfs figure
+  std::string how;     ///< "size=65536k", "tmpfs default: half of MemTotal 2113591344 kB", ...
+};
+/// Size of the /dev/shm mount: statvfs on the live node; under a sysroot the last /dev/shm line
+/// of /proc/mounts (size= option, else tmpfs' default of half of MemTotal from /proc/meminfo).
+/// Error when /dev/shm is not mounted or the files are unreadable/malformed.
+Result<ShmSize> ReadShmSize(const FileReader& fs);
+
+/// PCI functions of NVIDIA GPUs (vendor 0x10de, class 0x0300xx VGA or 0x0302xx 3D) from
+/// /sys/bus/pci/devices, with models from /proc/driver/nvidia/gpus/<bdf>/information.
+/// Unreadable or malformed attributes are appended to `problems` (never fatal).
+std::vector<GpuInfo> ScanNvidiaGpus(const FileReader& fs, std::vector<Error>* problems);
+
+}  // namespace sl
