@@ -139,24 +139,29 @@ std::vector<GpuInfo> ScanNvidiaGpus(const FileReader& fs, std::vector<Error>* pr
 namespace {
 
 void GatherLimits(const FileReader& fs, NodeFacts* facts) {
-  auto text = fs.ReadFile("/proc/self/limits");
+  constexpr const char* kPath = "/proc/self/limits";
+  auto text = fs.ReadFile(kPath);
   if (!text.ok()) {
     facts->problems.push_back(text.error());
+    facts->host.memlock = facts->host.nofile = Fact<ProcLimit>::Unreadable(kPath, text.error());
     return;
   }
-  auto add = [&](const char* name, std::uint64_t* soft, std::uint64_t* hard) {
+  auto add = [&](const char* name, std::uint64_t* soft, std::uint64_t* hard,
+                 Fact<ProcLimit>* fact) {
     auto row = FindLimit(*text, name);
     if (!row.ok()) {
       Error e = row.error();
-      e.where = fs.HostPath("/proc/self/limits") + (e.where.empty() ? "" : ":" + e.where);
+      e.where = fs.HostPath(kPath) + (e.where.empty() ? "" : ":" + e.where);
       facts->problems.push_back(e);
+      *fact = Fact<ProcLimit>::Malformed(kPath, "", e);
       return;
     }
     *soft = row->soft;
     *hard = row->hard;
+    *fact = Fact<ProcLimit>::Of(*row, kPath, row->raw);
   };
-  add("Max locked memory", &facts->memlock_soft, &facts->memlock_hard);
-  add("Max open files", &facts->nofile_soft, &facts->nofile_hard);
+  add("Max locked memory", &facts->memlock_soft, &facts->memlock_hard, &facts->host.memlock);
+  add("Max open files", &facts->nofile_soft, &facts->nofile_hard, &facts->host.nofile);
 }
 
 void GatherNvidia(const FileReader& fs, NodeFacts* facts) {
@@ -174,6 +179,13 @@ void GatherNvidia(const FileReader& fs, NodeFacts* facts) {
   }
   // A missing version file just means no NVIDIA driver: gpu.inventory decides what that means.
   auto modules = fs.ReadFile("/proc/modules");
+  if (modules.ok()) {
+    facts->host.modules = Fact<std::vector<std::string>>::Of(
+        SplitLines(*modules), "/proc/modules", std::to_string(modules->size()) + " bytes");
+  } else {
+    facts->host.modules =
+        Fact<std::vector<std::string>>::Unreadable("/proc/modules", modules.error());
+  }
   if (modules.ok()) {
     for (const char* m : {"nvidia_peermem", "nv_peer_mem"}) {
       if (ModuleListed(*modules, m)) {
@@ -309,8 +321,10 @@ void GatherHostFacts(const FileReader& fs, NodeFacts* facts) {
   GatherLimits(fs, facts);
   if (auto shm = ReadShmSize(fs); shm.ok()) {
     facts->shm_bytes = shm->bytes;
+    facts->host.shm = Fact<ShmSize>::Of(*shm, shm->source, shm->raw);
   } else {
     facts->problems.push_back(shm.error());
+    facts->host.shm = Fact<ShmSize>::Malformed("/proc/mounts", "", shm.error());
   }
   GatherNvidia(fs, facts);
   GatherInterfaces(fs, facts);

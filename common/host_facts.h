@@ -11,13 +11,6 @@
 
 namespace sl {
 
-/// Where the /dev/shm size came from, for evidence.
-struct ShmSize {
-  std::uint64_t bytes = 0;
-  std::string source;  ///< node path the value came from ("/proc/mounts", "statvfs(/dev/shm)")
-  std::string raw;     ///< the mount line or the statvfs figure
-  std::string how;     ///< "size=65536k", "tmpfs default: half of MemTotal 2113591344 kB", ...
-};
 /// Size of the /dev/shm mount: statvfs on the live node; under a sysroot the last /dev/shm line
 /// of /proc/mounts (size= option, else tmpfs' default of half of MemTotal from /proc/meminfo).
 /// Error when /dev/shm is not mounted or the files are unreadable/malformed.

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/parse/ib_sysfs.h"
 #include "common/log.h"
+#include "common/parse/ib_sysfs.h"
 #include "common/strings.h"
 
 #ifdef SAFE_LAUNCH_HAVE_IBVERBS
@@ -416,8 +416,13 @@ std::optional<int> SelectNcclGidIndex(const IbPort& port, const Environment& env
 
 NodeFacts GatherNodeFacts(const FileReader& fs) {
   NodeFacts facts;
+  // HostPath("/x") is root + "/x" for every reader: keep the root so facts can name host paths.
+  const std::string probe = fs.HostPath("/x");
+  facts.root = probe.substr(0, probe.size() - 2);
   GatherHostFacts(fs, &facts);
+  GatherHostEvidence(fs, &facts);
   IbGatherer(fs, &facts).Run();
+  GatherIbCounters(fs, &facts);
 #ifdef SAFE_LAUNCH_HAVE_IBVERBS
   if (!fs.IsSysroot() && !facts.ib_ports.empty()) QueryActiveMtus(&facts.ib_ports);
 #endif

@@ -4,14 +4,18 @@
 // FileReader, so a --sysroot fixture tree yields the same facts as the machine it was built from.
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/environment.h"
+#include "common/fact.h"
 #include "common/file_reader.h"
+#include "common/parse/kmsg.h"
 #include "common/parse/limits.h"
+#include "common/parse/pci_config.h"
 #include "common/result.h"
 
 namespace sl {
@@ -82,8 +86,48 @@ struct NetInterface {
   std::uint32_t flags = 0;             ///< /sys/class/net/<if>/flags: IFF_UP = 0x1, ...
 };
 
+/// /dev/shm size and how it was worked out, for evidence.
+struct ShmSize {
+  std::uint64_t bytes = 0;
+  std::string source;  ///< node path the value came from ("/proc/mounts", "statvfs(/dev/shm)")
+  std::string raw;     ///< the mount line or the statvfs figure
+  std::string how;     ///< "size=65536k", "tmpfs default: half of MemTotal 2113591344 kB", ...
+};
+
+/// One sysctl value as read ("net.core.rmem_max" -> [212992]).
+struct SysctlFact {
+  std::string name;                         ///< "net.core.rmem_max"
+  Fact<std::vector<std::uint64_t>> values;  ///< path /proc/sys/...; raw = the value text
+};
+
+/// One PCI function of /sys/bus/pci/devices, as pci.acs needs it.
+struct PciFunctionFact {
+  std::string bdf;                ///< "0000:0b:01.0"
+  Fact<std::uint64_t> pci_class;  ///< .../class, 0x060400 for a PCI-to-PCI bridge
+  Fact<ConfigAcsResult> acs;      ///< bridges only: ACS from .../config (raw = "N bytes")
+  bool IsBridge() const { return pci_class.ok() && (*pci_class >> 8) == 0x0604; }
+};
+
+/// What the os.*, gpu.*, pci.acs and kernel.log checks decide on, each with its evidence (the
+/// node path and raw text), read once by GatherNodeFacts.
+struct HostEvidence {
+  Fact<ProcLimit> memlock, nofile;  ///< rows of /proc/self/limits
+  Fact<ShmSize> shm;
+  std::vector<SysctlFact> sysctls;         ///< in the order of kGatheredSysctls (os_facts.cpp)
+  Fact<std::vector<std::string>> modules;  ///< the lines of /proc/modules
+  Fact<std::vector<std::string>> nvidia_gpu_dirs;  ///< ls /proc/driver/nvidia/gpus
+  bool nvidia_version_present = false;             ///< /proc/driver/nvidia/version exists
+  Fact<std::string> nvidia_version_line;           ///< its first line, trimmed
+  Fact<KmsgParse> kmsg;                    ///< /dev/kmsg records; raw = the first bad line, if any
+  Fact<std::string> dmesg_restrict;        ///< /proc/sys/kernel/dmesg_restrict
+  Fact<std::vector<PciFunctionFact>> pci;  ///< ls /sys/bus/pci/devices
+  std::vector<std::string> iommu_units;    ///< ls /sys/class/iommu ("" when unreadable)
+  Fact<std::string> cmdline;               ///< /proc/cmdline, trimmed
+};
+
 struct NodeFacts {
   std::string hostname;
+  std::string root;  ///< host path prefix of the tree the facts were read from ("" = live node)
   std::vector<IbPort> ib_ports;
   std::vector<GpuInfo> gpus;
   std::string nvidia_driver;                         ///< "580.159.04", "" without the NVIDIA driver
@@ -96,6 +140,14 @@ struct NodeFacts {
   std::vector<NetInterface> interfaces;
   std::vector<Error> problems;  ///< files that could not be read while gathering (never fatal)
   std::vector<IbProblem> ib_problems;  ///< the IB/RoCE subset of problems, by device/port
+  HostEvidence host;                   ///< the host checks' facts with their evidence
+  /// IB port counters: directory node path (".../ports/1/counters", ".../hw_counters") -> file
+  /// name -> value. A directory that could not be listed (rxe, older kernels) is absent.
+  std::map<std::string, std::map<std::string, Fact<std::uint64_t>>> ib_counters;
+
+  /// Where a node path was read on this machine (root prefix + path), as errors name it.
+  std::string HostPath(std::string_view node_path) const { return root + std::string(node_path); }
+  bool IsSysroot() const { return !root.empty(); }
 };
 
 /// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
@@ -104,6 +156,11 @@ NodeFacts GatherNodeFacts(const FileReader& fs);
 /// Host part (common/host_facts.cpp): hostname (/proc/sys/kernel/hostname under a sysroot,
 /// gethostname() live), GPUs, NVIDIA driver, limits, /dev/shm, peermem, interfaces.
 void GatherHostFacts(const FileReader& fs, NodeFacts* facts);
+/// The host checks' facts with evidence (common/os_facts.cpp): limits, /dev/shm, sysctls,
+/// modules, NVIDIA /proc files, /dev/kmsg, PCI bridges' ACS, IOMMU.
+void GatherHostEvidence(const FileReader& fs, NodeFacts* facts);
+/// counters/ and hw_counters/ of every gathered IB port into facts->ib_counters (os_facts.cpp).
+void GatherIbCounters(const FileReader& fs, NodeFacts* facts);
 
 /// The GID index NCCL >= 2.21 picks on its own for a RoCE port (RoCE v2, address family from
 /// NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE, NCCL_IB_ROCE_VERSION_NUM; skipping zero and

@@ -51,7 +51,8 @@ int PreflightPhase(const RunArgs& args, RunContext& ctx,
   }
   preflight::PreflightOptions options = base;
   options.sysroot = args.sysroot;
-  auto r = preflight::RunPreflight(options, ctx.base_env);
+  // The facts the plan was resolved on (gathered once), judged with the job's environment.
+  auto r = preflight::RunPreflightOnFacts(options, ctx.job_env, ctx.facts);
   if (!r.ok()) {
     log::Error("preflight could not run: {}", r.error().Describe());
     return exit_code::kUsage;

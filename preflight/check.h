@@ -1,14 +1,14 @@
 #pragma once
 // One preflight check = one function in preflight/checks/<name>.cpp plus one row in the
-// registry table (preflight/registry.cpp). Checks are decisions: they read through ctx.fs
-// (never a literal "/sys" path outside it), may use the gathered ctx.facts, and return findings.
+// registry table (preflight/registry.cpp). Checks are decisions: Evaluate(facts, env,
+// thresholds) -> findings. They read nothing themselves: every file they judge was read once by
+// GatherNodeFacts, and their evidence (node path, raw text) comes from the facts.
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "common/environment.h"
-#include "common/file_reader.h"
 #include "common/finding.h"
 #include "common/node_facts.h"
 #include "common/thresholds.h"
@@ -16,9 +16,8 @@
 namespace sl::preflight {
 
 struct CheckContext {
-  const FileReader& fs;
-  const Environment& env;  ///< the real process environment (NCCL_* as the job will see it)
   const NodeFacts& facts;  ///< gathered once per run, shared by all checks
+  const Environment& env;  ///< the job's environment (after the env plan in `run`)
   const Thresholds& thresholds;
   bool verbose = false;
   std::int64_t kernel_log_since_us = -1;  ///< kernel.log: records at/after this monotonic time

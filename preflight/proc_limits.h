@@ -3,16 +3,15 @@
 #include <optional>
 #include <string_view>
 
-#include "common/file_reader.h"
+#include "common/fact.h"
 #include "common/finding.h"
 #include "common/parse/limits.h"
 
 namespace sl::preflight {
 
-/// Reads row `row` ("Max locked memory") of /proc/self/limits. On success adds the raw row as
-/// evidence to `f`; on failure turns `f` into an `error` finding that names the file and the fix
-/// (`what` is e.g. "the memlock limit") and returns nullopt.
-std::optional<ProcLimit> ReadProcLimitRow(const FileReader& fs, std::string_view row,
-                                          std::string_view what, Finding* f);
+/// The gathered row of /proc/self/limits. When it is there adds the raw row as evidence to `f`;
+/// when it could not be read or parsed turns `f` into an `error` finding that names the file and
+/// the fix (`what` is e.g. "the memlock limit") and returns nullopt.
+std::optional<ProcLimit> LimitRow(const Fact<ProcLimit>& row, std::string_view what, Finding* f);
 
 }  // namespace sl::preflight

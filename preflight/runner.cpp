@@ -47,32 +47,49 @@ bool AnySelects(const std::vector<std::string>& patterns, std::string_view id) {
   return false;
 }
 
+// A --sysroot must be a readable tree: an unreadable one would look like a node with nothing.
+Status ValidateSysroot(const std::string& sysroot) {
+  if (sysroot.empty()) return OkStatus();
+  RootedFileReader fs(sysroot);
+  if (!fs.IsDir("/")) {
+    return MakeError("sysroot is not a readable directory", sysroot,
+                     "pass a fixture tree laid out like / (sys/, proc/, dev/)");
+  }
+  if (::access(sysroot.c_str(), R_OK | X_OK) != 0) {
+    return MakeError("sysroot is not readable", sysroot, "check the directory's permissions");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<PreflightReport> RunPreflight(const PreflightOptions& options, const Environment& env) {
+  if (auto s = ValidateIds(options.only, "--only"); !s.ok()) return s.error();
+  if (auto s = ValidateIds(options.waive, "--waive"); !s.ok()) return s.error();
+  auto start = std::chrono::steady_clock::now();
+  if (auto s = ValidateSysroot(options.sysroot); !s.ok()) return s.error();
+  RootedFileReader fs(options.sysroot);
+  auto report = RunPreflightOnFacts(options, env, GatherNodeFacts(fs));
+  if (report.ok()) {
+    report->elapsed_ms =  // gathering included
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  return report;
+}
+
+Result<PreflightReport> RunPreflightOnFacts(const PreflightOptions& options, const Environment& env,
+                                            NodeFacts facts) {
   auto start = std::chrono::steady_clock::now();
   if (auto s = ValidateIds(options.only, "--only"); !s.ok()) return s.error();
   if (auto s = ValidateIds(options.waive, "--waive"); !s.ok()) return s.error();
-
-  RootedFileReader fs(options.sysroot);
-  if (!options.sysroot.empty()) {
-    if (!fs.IsDir("/")) {
-      return MakeError("sysroot is not a readable directory", options.sysroot,
-                       "pass a fixture tree laid out like / (sys/, proc/, dev/)");
-    }
-    if (::access(options.sysroot.c_str(), R_OK | X_OK) != 0) {
-      return MakeError("sysroot is not readable", options.sysroot,
-                       "check the directory's permissions");
-    }
-  }
-
+  if (auto s = ValidateSysroot(options.sysroot); !s.ok()) return s.error();
   PreflightReport report;
   report.sysroot = options.sysroot;
-  report.facts = GatherNodeFacts(fs);
+  report.facts = std::move(facts);
   report.hostname = report.facts.hostname;
 
-  CheckContext ctx{
-      fs, env, report.facts, options.thresholds, options.verbose, options.kernel_log_since_us};
+  CheckContext ctx{report.facts, env, options.thresholds, options.verbose,
+                   options.kernel_log_since_us};
   for (const auto& check : Registry()) {
     if (!options.only.empty() && !AnySelects(options.only, check.id)) continue;
     std::vector<Finding> found;

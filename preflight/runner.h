@@ -35,6 +35,10 @@ struct PreflightReport {
 /// readable, gathers facts once and runs each selected check. Check crashes cannot happen by
 /// contract; a check that throws anyway is turned into an `error` finding.
 Result<PreflightReport> RunPreflight(const PreflightOptions& options, const Environment& env);
+/// The same on facts gathered already (`run` gathers once for the plan and the preflight);
+/// reads nothing. `env` is the environment the job will get.
+Result<PreflightReport> RunPreflightOnFacts(const PreflightOptions& options, const Environment& env,
+                                            NodeFacts facts);
 
 /// Human table: one line per finding (outcome, check, entity, message); with `verbose` also
 /// evidence and next steps. `color` adds ANSI colours for outcomes.

@@ -22,9 +22,9 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
   int active = 0;
   for (const auto& p : facts.ib_ports) active += p.IsUp() ? 1 : 0;
   if (facts.peermem_loaded) {
-    if (auto m = ctx.fs.ReadFile("/proc/modules"); m.ok()) {
-      for (const auto& line : SplitLines(*m)) {
-        if (StartsWith(line, facts.peermem_module + " ")) f.With("/proc/modules", line);
+    if (const auto& m = facts.host.modules; m.ok()) {
+      for (const auto& line : *m) {
+        if (StartsWith(line, facts.peermem_module + " ")) f.With(m.path, line);
       }
     }
     f.outcome = Outcome::kPass;

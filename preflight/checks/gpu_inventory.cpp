@@ -16,8 +16,8 @@ Finding Make(std::string entity, Outcome o, std::string message) {
   return MakeFinding(kId, std::move(entity), o, std::move(message));
 }
 
-bool Under(const FileReader& fs, const std::string& where, const char* node_dir) {
-  return StartsWith(where, fs.HostPath(node_dir));
+bool Under(const NodeFacts& facts, const std::string& where, const char* node_dir) {
+  return StartsWith(where, facts.HostPath(node_dir));
 }
 
 }  // namespace
@@ -27,8 +27,8 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   const auto& gpus = ctx.facts.gpus;
   // Files about GPUs that could not be read or parsed while gathering.
   for (const Error& e : ctx.facts.problems) {
-    if (Under(ctx.fs, e.where, "/proc/driver/nvidia") ||
-        (Under(ctx.fs, e.where, "/sys/bus/pci") || Under(ctx.fs, e.where, "/sys/devices"))) {
+    if (Under(ctx.facts, e.where, "/proc/driver/nvidia") ||
+        (Under(ctx.facts, e.where, "/sys/bus/pci") || Under(ctx.facts, e.where, "/sys/devices"))) {
       Finding f = Make("node", Outcome::kError, e.where + ": " + e.message);
       f.next_step =
           e.fix.empty() ? "check the file on the node (driver loaded? sysfs mounted?)" : e.fix;
@@ -36,9 +36,9 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
     }
   }
   std::vector<std::string> driver_gpus;
-  if (auto l = ctx.fs.ListDir("/proc/driver/nvidia/gpus"); l.ok()) driver_gpus = *l;
+  if (const auto& l = ctx.facts.host.nvidia_gpu_dirs; l.ok()) driver_gpus = *l;
   const bool have_driver = !ctx.facts.nvidia_driver.empty();
-  const bool version_file = ctx.fs.Exists("/proc/driver/nvidia/version");
+  const bool version_file = ctx.facts.host.nvidia_version_present;
   if (gpus.empty() && driver_gpus.empty() && !version_file) {
     if (out.empty()) {
       out.push_back(Make("node", Outcome::kSkip,
@@ -47,11 +47,7 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
     }
     return out;
   }
-  std::string version_line;
-  if (auto v = ctx.fs.ReadFile("/proc/driver/nvidia/version", 4096); v.ok()) {
-    auto lines = SplitLines(*v);
-    if (!lines.empty()) version_line = std::string(Trim(lines[0]));
-  }
+  const std::string version_line = ctx.facts.host.nvidia_version_line.value.value_or("");
   if (!gpus.empty() && !version_file) {
     Finding f = Make("node", Outcome::kFail,
                      std::to_string(gpus.size()) +

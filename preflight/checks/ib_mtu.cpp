@@ -126,7 +126,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
     f.message =
         "InfiniBand active MTU not checkable for " + list +
         ": it is not in sysfs and only libibverbs on the live node reports it" +
-        (ctx.fs.IsSysroot() ? " (this is a --sysroot tree)" : " (no device could be opened)");
+        (ctx.facts.IsSysroot() ? " (this is a --sysroot tree)" : " (no device could be opened)");
     out.push_back(std::move(f));
   }
 

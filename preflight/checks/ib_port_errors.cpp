@@ -65,24 +65,18 @@ struct PortCounts {
   std::vector<std::string> error_paths;
 };
 
-void ReadCounters(const FileReader& fs, const IbPort& p, std::string_view dir, const Counter* list,
-                  std::size_t n, PortCounts* out) {
-  const std::string base = IbPortPath(p, dir);
-  auto names = fs.ListDir(base);
-  if (!names.ok()) return;  // the provider exposes no such directory (rxe, older kernels)
+void ReadCounters(const NodeFacts& facts, const IbPort& p, std::string_view dir,
+                  const Counter* list, std::size_t n, PortCounts* out) {
+  auto files = facts.ib_counters.find(IbPortPath(p, dir));
+  if (files == facts.ib_counters.end()) return;  // no such directory (rxe, older kernels)
   for (std::size_t i = 0; i < n; ++i) {
     const Counter& c = list[i];
-    if (!std::binary_search(names->begin(), names->end(), c.name)) continue;
-    const std::string path = base + "/" + std::string(c.name);
-    auto text = fs.ReadFile(path, 64);
-    if (!text.ok()) {
-      out->errors.push_back(text.error().where + ": " + text.error().message);
-      out->error_paths.push_back(path);
-      continue;
-    }
-    auto v = ParseCounterValue(*text);
+    auto file = files->second.find(std::string(c.name));
+    if (file == files->second.end()) continue;
+    const Fact<std::uint64_t>& v = file->second;
+    const std::string& path = v.path;
     if (!v.ok()) {
-      out->errors.push_back(fs.HostPath(path) + ": " + v.error().message);
+      out->errors.push_back(v.error.where + ": " + v.error.message);
       out->error_paths.push_back(path);
       continue;
     }
@@ -131,8 +125,8 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
   NcclPortSelection sel(ctx.env);
   for (const auto& p : ctx.facts.ib_ports) {
     PortCounts c;
-    ReadCounters(ctx.fs, p, "counters", kPortCounters, std::size(kPortCounters), &c);
-    ReadCounters(ctx.fs, p, "hw_counters", kHwCounters, std::size(kHwCounters), &c);
+    ReadCounters(ctx.facts, p, "counters", kPortCounters, std::size(kPortCounters), &c);
+    ReadCounters(ctx.facts, p, "hw_counters", kHwCounters, std::size(kHwCounters), &c);
     Finding f;
     f.check_id = kId;
     f.entity = p.Name();

@@ -58,43 +58,43 @@ std::string GpuEntity(const NodeFacts& facts, const std::string& bdf) {
 
 std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
   std::vector<Finding> out;
-  auto text = ctx.fs.ReadFile(kKmsg, 32u << 20);
-  if (!text.ok()) {
+  const Fact<KmsgParse>& kmsg = ctx.facts.host.kmsg;
+  if (!kmsg.ok()) {
+    const Error& error = kmsg.error;
     Finding f;
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kError;
-    f.message = "cannot read the kernel log: " + text.error().Describe();
-    const bool denied = text.error().message.find("ermission") != std::string::npos ||
-                        text.error().message.find("not permitted") != std::string::npos;
+    f.message = "cannot read the kernel log: " + error.Describe();
+    const bool denied = error.message.find("ermission") != std::string::npos ||
+                        error.message.find("not permitted") != std::string::npos;
     if (denied) {
       std::string restrict_value;
-      if (auto r = ctx.fs.ReadFile("/proc/sys/kernel/dmesg_restrict", 64); r.ok()) {
-        restrict_value = std::string(Trim(*r));
-        f.With("/proc/sys/kernel/dmesg_restrict", restrict_value);
+      if (const auto& r = ctx.facts.host.dmesg_restrict; r.ok()) {
+        restrict_value = *r;
+        f.With(r.path, restrict_value);
       }
       f.next_step = "kernel.dmesg_restrict" +
                     (restrict_value.empty() ? std::string() : "=" + restrict_value) +
                     " keeps the log from non-root users: run preflight as root (or with "
                     "CAP_SYSLOG), or `sysctl -w kernel.dmesg_restrict=0`";
     } else {
-      f.next_step = text.error().fix.empty() ? "check that /dev/kmsg exists (devtmpfs on /dev)"
-                                             : text.error().fix;
+      f.next_step =
+          error.fix.empty() ? "check that /dev/kmsg exists (devtmpfs on /dev)" : error.fix;
     }
     return {f};
   }
-  KmsgParse parsed = ParseKmsg(*text);
+  const KmsgParse& parsed = *kmsg;
   if (!parsed.bad_lines.empty()) {
     Finding f;
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kError;
-    f.message = std::to_string(parsed.bad_lines.size()) + " line(s) of " + ctx.fs.HostPath(kKmsg) +
-                " are not kmsg records (first: line " + std::to_string(parsed.bad_lines.front()) +
-                "); the other " + std::to_string(parsed.records.size()) + " records were checked";
-    std::string_view first = *text;
-    for (int l = 1; l < parsed.bad_lines.front(); ++l) first = first.substr(first.find('\n') + 1);
-    f.With(kKmsg, Printable(first.substr(0, first.find('\n')), 200));
+    f.message = std::to_string(parsed.bad_lines.size()) + " line(s) of " +
+                ctx.facts.HostPath(kKmsg) + " are not kmsg records (first: line " +
+                std::to_string(parsed.bad_lines.front()) + "); the other " +
+                std::to_string(parsed.records.size()) + " records were checked";
+    f.With(kmsg.path, kmsg.raw);
     f.next_step = "the file must hold /dev/kmsg records (\"prio,seq,usec,flags;message\")";
     out.push_back(std::move(f));
   }

@@ -52,8 +52,8 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   const auto& ifs = ctx.facts.interfaces;
   std::vector<Finding> out;
   for (const Error& e : ctx.facts.problems) {
-    if (StartsWith(e.where, ctx.fs.HostPath("/sys/class/net")) ||
-        StartsWith(e.where, ctx.fs.HostPath("/proc/net"))) {
+    if (StartsWith(e.where, ctx.facts.HostPath("/sys/class/net")) ||
+        StartsWith(e.where, ctx.facts.HostPath("/proc/net"))) {
       Finding f = Make("node", Outcome::kError, e.where + ": " + e.message);
       f.next_step = e.fix.empty() ? "check the file on the node" : e.fix;
       out.push_back(std::move(f));
@@ -62,7 +62,7 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   if (ifs.empty()) {
     if (out.empty()) {
       out.push_back(Make("node", Outcome::kError,
-                         "no network interfaces found in " + ctx.fs.HostPath("/sys/class/net")));
+                         "no network interfaces found in " + ctx.facts.HostPath("/sys/class/net")));
     }
     return out;
   }

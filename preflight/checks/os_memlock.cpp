@@ -39,7 +39,7 @@ std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
   Finding f;
   f.check_id = kId;
   f.entity = "node";
-  auto row = ReadProcLimitRow(ctx.fs, "Max locked memory", "the memlock limit", &f);
+  auto row = LimitRow(ctx.facts.host.memlock, "the memlock limit", &f);
   if (!row) return {f};
   const std::uint64_t soft = row->soft;
   const std::string values = "soft " + LimitText(soft) + ", hard " + LimitText(row->hard);

@@ -12,7 +12,7 @@ std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {
   Finding f;
   f.check_id = "os.nofile";
   f.entity = "node";
-  auto row = ReadProcLimitRow(ctx.fs, "Max open files", "the open-files limit", &f);
+  auto row = LimitRow(ctx.facts.host.nofile, "the open-files limit", &f);
   if (!row) return {f};
   auto text_of = [](std::uint64_t v) {
     return v == kUnlimited ? std::string("unlimited") : std::to_string(v);

@@ -2,7 +2,6 @@
 // live there (plus PyTorch DataLoader workers); a 64 MiB container default makes NCCL fail with
 // "unhandled system error" / "No space left on device" ("Error while creating shared memory
 // segment") as soon as several GPUs share a node.
-#include "common/host_facts.h"
 #include "common/strings.h"
 #include "preflight/check.h"
 
@@ -12,13 +11,12 @@ std::vector<Finding> CheckOsShm(const CheckContext& ctx) {
   Finding f;
   f.check_id = "os.shm";
   f.entity = "/dev/shm";
-  auto shm = ReadShmSize(ctx.fs);
+  const Fact<ShmSize>& shm = ctx.facts.host.shm;
   if (!shm.ok()) {
     f.outcome = Outcome::kError;
-    f.message = "cannot tell the size of /dev/shm: " + shm.error().Describe();
-    f.next_step = shm.error().fix.empty()
-                      ? "check /proc/mounts (or run `df -h /dev/shm` on the node)"
-                      : shm.error().fix;
+    f.message = "cannot tell the size of /dev/shm: " + shm.error.Describe();
+    f.next_step = shm.error.fix.empty() ? "check /proc/mounts (or run `df -h /dev/shm` on the node)"
+                                        : shm.error.fix;
     return {f};
   }
   f.With(shm->source, shm->raw);

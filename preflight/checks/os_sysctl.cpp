@@ -4,7 +4,6 @@
 // connections a node can open (every rank connects to many peers).
 #include <string>
 
-#include "common/parse/sysctl.h"
 #include "common/strings.h"
 #include "preflight/check.h"
 
@@ -12,20 +11,6 @@ namespace sl::preflight {
 namespace {
 
 constexpr const char* kId = "os.sysctl";
-
-struct Sysctl {
-  const char* name;  ///< "net.core.rmem_max"
-  const char* path;  ///< "/proc/sys/net/core/rmem_max"
-  std::size_t fields;
-};
-
-constexpr Sysctl kSysctls[] = {
-    {"net.core.rmem_max", "/proc/sys/net/core/rmem_max", 1},
-    {"net.core.wmem_max", "/proc/sys/net/core/wmem_max", 1},
-    {"net.ipv4.tcp_rmem", "/proc/sys/net/ipv4/tcp_rmem", 3},
-    {"net.ipv4.tcp_wmem", "/proc/sys/net/ipv4/tcp_wmem", 3},
-    {"net.ipv4.ip_local_port_range", "/proc/sys/net/ipv4/ip_local_port_range", 2},
-};
 
 std::string Persist(const std::string& setting) {
   return "`sysctl -w " + setting + "` now, and persist it in /etc/sysctl.d/90-nccl.conf (`" +
@@ -41,25 +26,27 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
   pass.entity = "node";
   pass.outcome = Outcome::kPass;
   const Thresholds& th = ctx.thresholds;
-  for (const Sysctl& s : kSysctls) {
+  if (ctx.facts.host.sysctls.empty()) {  // nothing gathered is not "all sysctls fit"
+    return {MakeFinding(kId, "node", Outcome::kError, "the socket sysctls were not read",
+                        "gather the node facts (GatherNodeFacts) before running the checks")};
+  }
+  for (const SysctlFact& s : ctx.facts.host.sysctls) {
     Finding f;
     f.check_id = kId;
     f.entity = s.name;
-    auto text = ctx.fs.ReadFile(s.path, 4096);
-    if (!text.ok()) {
+    const auto& values = s.values;
+    if (values.unreadable) {
       f.outcome = Outcome::kError;
-      f.message = "cannot read " + std::string(s.name) + ": " + text.error().Describe();
-      f.next_step = text.error().fix.empty() ? "check that /proc/sys is mounted" : text.error().fix;
+      f.message = "cannot read " + s.name + ": " + values.error.Describe();
+      f.next_step = values.error.fix.empty() ? "check that /proc/sys is mounted" : values.error.fix;
       out.push_back(std::move(f));
       continue;
     }
-    const std::string raw = Printable(Trim(*text));
-    f.With(s.path, raw);
-    auto values = ParseSysctlValues(raw, s.fields);
+    const std::string& raw = values.raw;
+    f.With(values.path, raw);
     if (!values.ok()) {
       f.outcome = Outcome::kError;
-      f.message = "malformed " + std::string(s.name) + " in " + ctx.fs.HostPath(s.path) + ": " +
-                  values.error().message;
+      f.message = "malformed " + s.name + " in " + values.error.where + ": " + values.error.message;
       f.next_step = "check the file is the kernel's sysctl (procfs on /proc)";
       out.push_back(std::move(f));
       continue;
@@ -103,7 +90,7 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
       }
     }
     if (f.outcome == Outcome::kPass) {
-      pass.With(s.path, raw);
+      pass.With(values.path, raw);
     } else {
       out.push_back(std::move(f));
     }

@@ -5,6 +5,7 @@
 // troubleshooting guide asks for ACS off on every switch port. The IOMMU state is reported too,
 // since ACS settings matter most with it on.
 #include <cstdio>
+#include <optional>
 
 #include "common/parse/pci_config.h"
 #include "common/strings.h"
@@ -45,13 +46,21 @@ std::string Join(const std::vector<std::string>& v) {
 }
 
 Finding IommuFinding(const CheckContext& ctx) {
-  std::vector<std::string> units;
-  if (auto l = ctx.fs.ListDir("/sys/class/iommu"); l.ok()) units = *l;
+  const HostEvidence& h = ctx.facts.host;
+  const std::vector<std::string>& units = h.iommu_units;
+  if (!h.cmdline.ok() && units.empty()) {
+    // Neither source read: "IOMMU off" would rest on nothing.
+    Finding f = Make("iommu", Outcome::kError,
+                     "cannot tell the IOMMU state: " + h.cmdline.error.Describe() +
+                         " and no units in /sys/class/iommu");
+    f.next_step = "check that /proc is mounted (`cat /proc/cmdline`)";
+    return f;
+  }
   std::string cmdline;
   bool passthrough = false, off = false;
   std::string iommu_args;
-  if (auto c = ctx.fs.ReadFile("/proc/cmdline", 65536); c.ok()) {
-    cmdline = std::string(Trim(*c));
+  if (h.cmdline.ok()) {
+    cmdline = *h.cmdline;
     for (const auto& tok : Split(cmdline, ' ')) {
       if (StartsWith(tok, "intel_iommu=") || StartsWith(tok, "amd_iommu=") ||
           StartsWith(tok, "iommu=") || StartsWith(tok, "iommu.passthrough=")) {
@@ -85,88 +94,77 @@ Finding IommuFinding(const CheckContext& ctx) {
   return f;
 }
 
-}  // namespace
-
-std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
-  std::vector<Finding> out;
-  auto devices = ctx.fs.ListDir("/sys/bus/pci/devices");
-  if (!devices.ok()) {
-    out.push_back(Make("node", Outcome::kSkip,
-                       "no PCI devices visible (" + devices.error().Describe() +
-                           "): ACS cannot be checked here (a container without /sys/bus/pci?)"));
-    out.push_back(IommuFinding(ctx));
-    return out;
-  }
+// Unprivileged/no-extended bridges and how many bridges (and with ACS) were seen.
+struct AcsTally {
   int bridges = 0, with_acs = 0;
   std::vector<std::string> unprivileged, no_extended;
-  for (const auto& bdf : *devices) {
-    const std::string base = JoinPath("/sys/bus/pci/devices", bdf);
-    auto cls = ctx.fs.ReadFile(JoinPath(base, "class"), 64);
-    if (!cls.ok()) {
-      Finding f =
-          Make(bdf, Outcome::kError, "cannot read the PCI class: " + cls.error().Describe());
-      out.push_back(std::move(f));
-      continue;
+};
+
+// The finding for one PCI function, if it needs one (a bridge with P2P-breaking ACS, or a file
+// that could not be read).
+std::optional<Finding> JudgeFunction(const PciFunctionFact& fn, AcsTally* tally) {
+  const std::string& bdf = fn.bdf;
+  if (!fn.pci_class.ok()) {
+    if (fn.pci_class.unreadable) {
+      return Make(bdf, Outcome::kError,
+                  "cannot read the PCI class: " + fn.pci_class.error.Describe());
     }
-    auto cls_value = ParseUint(Trim(*cls));
-    if (!cls_value.ok()) {
-      out.push_back(Make(bdf, Outcome::kError,
-                         "PCI class is not a number: \"" + Printable(Trim(*cls)) + "\" in " +
-                             ctx.fs.HostPath(JoinPath(base, "class"))));
-      continue;
-    }
-    if ((*cls_value >> 8) != 0x0604) continue;  // only PCI-to-PCI bridges (root/switch ports)
-    ++bridges;
-    const std::string config_path = JoinPath(base, "config");
-    auto config = ctx.fs.ReadFile(config_path, 4096);
-    if (!config.ok()) {
-      Finding f =
-          Make(bdf, Outcome::kError, "cannot read the config space: " + config.error().Describe());
-      f.next_step = config.error().fix;
-      out.push_back(std::move(f));
-      continue;
-    }
-    auto acs = FindAcsInConfig(*config);
-    if (!acs.ok()) {
-      Finding f =
-          Make(bdf, Outcome::kError, acs.error().message + " in " + ctx.fs.HostPath(config_path));
-      f.With(config_path, std::to_string(config->size()) + " bytes");
-      f.next_step = "read it again on the node as root (`lspci -vvv -s " + bdf + "`)";
-      out.push_back(std::move(f));
-      continue;
-    }
-    switch (acs->status) {
-      case ConfigAcs::kUnprivileged:
-        unprivileged.push_back(bdf);
-        continue;
-      case ConfigAcs::kNoExtended:
-        no_extended.push_back(bdf);
-        continue;
-      case ConfigAcs::kAbsent:
-        continue;
-      case ConfigAcs::kFound:
-        break;
-    }
-    ++with_acs;
-    const std::uint16_t ctrl = acs->acs.control;
-    if ((ctrl & kAcsP2pBreaking) == 0) continue;
-    const bool redirect = ctrl & (kAcsReqRedir | kAcsCmpltRedir | kAcsUpstreamFwd);
-    Finding f = Make(bdf, Outcome::kWarn,
-                     "ACS " + BitsOn(ctrl) + " enabled on PCIe bridge " + bdf + " (" +
-                         Hex(acs->vendor, 4) + ":" + Hex(acs->device, 4).substr(2) + "): " +
-                         (redirect ? "peer-to-peer traffic below it (GPU<->NIC GPUDirect RDMA, "
-                                     "GPU<->GPU) is redirected through the root complex"
-                                   : "source validation checks every peer-to-peer request "
-                                     "below it; NCCL wants ACS off on bridges between GPUs "
-                                     "and NICs"));
-    f.With(config_path, "ACSCtl: " + AcsControlText(ctrl) + " (ECAP_ACS at " +
-                            Hex(acs->acs.offset, 3) + ", control " + Hex(ctrl, 4) + ")");
-    f.next_step = "as root: `setpci -s " + bdf +
-                  " ECAP_ACS+0x6.w=0000` (lost at reboot: run it from a boot-time unit for every "
-                  "bridge, or turn ACS off in the BIOS); keep ACS on only where VFIO/SR-IOV "
-                  "isolation needs it";
-    out.push_back(std::move(f));
+    return Make(bdf, Outcome::kError,
+                fn.pci_class.error.message + " in " + fn.pci_class.error.where);
   }
+  if (!fn.IsBridge()) return std::nullopt;  // only PCI-to-PCI bridges (root/switch ports)
+  ++tally->bridges;
+  const auto& acs = fn.acs;
+  if (acs.unreadable) {
+    Finding f = Make(bdf, Outcome::kError, "cannot read the config space: " + acs.error.Describe());
+    f.next_step = acs.error.fix;
+    return f;
+  }
+  if (!acs.ok()) {
+    Finding f = Make(bdf, Outcome::kError, acs.error.message + " in " + acs.error.where);
+    f.With(acs.path, acs.raw);
+    f.next_step = "read it again on the node as root (`lspci -vvv -s " + bdf + "`)";
+    return f;
+  }
+  switch (acs->status) {
+    case ConfigAcs::kUnprivileged:
+      tally->unprivileged.push_back(bdf);
+      return std::nullopt;
+    case ConfigAcs::kNoExtended:
+      tally->no_extended.push_back(bdf);
+      return std::nullopt;
+    case ConfigAcs::kAbsent:
+      return std::nullopt;
+    case ConfigAcs::kFound:
+      break;
+  }
+  ++tally->with_acs;
+  const std::uint16_t ctrl = acs->acs.control;
+  if ((ctrl & kAcsP2pBreaking) == 0) return std::nullopt;
+  const bool redirect = ctrl & (kAcsReqRedir | kAcsCmpltRedir | kAcsUpstreamFwd);
+  Finding f = Make(bdf, Outcome::kWarn,
+                   "ACS " + BitsOn(ctrl) + " enabled on PCIe bridge " + bdf + " (" +
+                       Hex(acs->vendor, 4) + ":" + Hex(acs->device, 4).substr(2) + "): " +
+                       (redirect ? "peer-to-peer traffic below it (GPU<->NIC GPUDirect RDMA, "
+                                   "GPU<->GPU) is redirected through the root complex"
+                                 : "source validation checks every peer-to-peer request "
+                                   "below it; NCCL wants ACS off on bridges between GPUs "
+                                   "and NICs"));
+  f.With(acs.path, "ACSCtl: " + AcsControlText(ctrl) + " (ECAP_ACS at " + Hex(acs->acs.offset, 3) +
+                       ", control " + Hex(ctrl, 4) + ")");
+  f.next_step = "as root: `setpci -s " + bdf +
+                " ECAP_ACS+0x6.w=0000` (lost at reboot: run it from a boot-time unit for every "
+                "bridge, or turn ACS off in the BIOS); keep ACS on only where VFIO/SR-IOV "
+                "isolation needs it";
+  return f;
+}
+
+// Skips for bridges whose ACS could not be seen, and the node-level verdict.
+void Summarise(const AcsTally& t, std::vector<Finding>* out) {
+  const auto& unprivileged = t.unprivileged;
+  const auto& no_extended = t.no_extended;
+  const int bridges = t.bridges;
+  const int with_acs = t.with_acs;
   if (!unprivileged.empty()) {
     Finding f =
         Make("node", Outcome::kSkip,
@@ -179,7 +177,7 @@ std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
     f.next_step =
         "run `sudo safe-launch preflight --only pci.acs` (or `sudo lspci -vvv | grep "
         "ACSCtl`)";
-    out.push_back(std::move(f));
+    out->push_back(std::move(f));
   }
   if (!no_extended.empty()) {
     Finding f = Make("node", Outcome::kSkip,
@@ -189,20 +187,39 @@ std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
                          "space: a VM, MMCONFIG/ECAM off, or not read as root)");
     f.With(JoinPath(JoinPath("/sys/bus/pci/devices", no_extended[0]), "config"), "256 bytes");
     f.next_step = "check as root on the host: `sudo lspci -vvv | grep ACSCtl`";
-    out.push_back(std::move(f));
+    out->push_back(std::move(f));
   }
   bool flagged = false;
-  for (const auto& f : out) flagged |= f.outcome != Outcome::kSkip;
+  for (const auto& f : *out) flagged |= f.outcome != Outcome::kSkip;
   if (!flagged) {
     if (bridges == 0) {
-      out.push_back(Make("node", Outcome::kSkip, "no PCIe bridges in /sys/bus/pci/devices"));
+      out->push_back(Make("node", Outcome::kSkip, "no PCIe bridges in /sys/bus/pci/devices"));
     } else if (unprivileged.size() + no_extended.size() < static_cast<std::size_t>(bridges)) {
-      out.push_back(Make("node", Outcome::kPass,
-                         "ACS redirect/source validation off on all " + std::to_string(bridges) +
-                             " PCIe bridges (" + std::to_string(with_acs) +
-                             " have the ACS capability)"));
+      out->push_back(Make("node", Outcome::kPass,
+                          "ACS redirect/source validation off on all " + std::to_string(bridges) +
+                              " PCIe bridges (" + std::to_string(with_acs) +
+                              " have the ACS capability)"));
     }
   }
+}
+
+}  // namespace
+
+std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
+  std::vector<Finding> out;
+  const auto& pci = ctx.facts.host.pci;
+  if (!pci.ok()) {
+    out.push_back(Make("node", Outcome::kSkip,
+                       "no PCI devices visible (" + pci.error.Describe() +
+                           "): ACS cannot be checked here (a container without /sys/bus/pci?)"));
+    out.push_back(IommuFinding(ctx));
+    return out;
+  }
+  AcsTally tally;
+  for (const PciFunctionFact& fn : *pci) {
+    if (auto f = JudgeFunction(fn, &tally)) out.push_back(std::move(*f));
+  }
+  Summarise(tally, &out);
   out.push_back(IommuFinding(ctx));
   return out;
 }

@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)sl::SimulateNcclGidIndex(p, env);
   }
   sl::Thresholds th;
-  sl::preflight::CheckContext ctx{fs, env, facts, th, true};
+  sl::preflight::CheckContext ctx{facts, env, th, true};
   for (auto fn : {sl::preflight::CheckIbPortState, sl::preflight::CheckIbPortErrors,
                   sl::preflight::CheckIbMtu, sl::preflight::CheckIbGid}) {
     (void)fn(ctx);

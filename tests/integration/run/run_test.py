@@ -363,8 +363,11 @@ class RunTest(unittest.TestCase):
         fixture = os.path.join(SRC, "tests", "fixtures", "ib-port-down")
         self.assertTrue(os.path.isdir(fixture), fixture)
         flag = os.path.join(self.tmp.name, "started")
-        r = subprocess.run([SL, "--sysroot", fixture, "--run-dir", self.run_dir(), "--",
-                            "/bin/sh", "-c", f"touch {flag}"], capture_output=True, timeout=60)
+        # --recipe default: the plan leaves NCCL_IB_HCA unset, so NCCL (and the preflight, which
+        # judges the job's environment) would use the dead port.
+        r = subprocess.run([SL, "--sysroot", fixture, "--recipe", "default", "--run-dir",
+                            self.run_dir(), "--", "/bin/sh", "-c", f"touch {flag}"],
+                           capture_output=True, timeout=60)
         self.assertEqual(r.returncode, 78, r.stderr.decode()[-2000:])
         self.assertIn(b"the job was NOT started", r.stderr)
         self.assertFalse(os.path.exists(flag))
@@ -373,12 +376,35 @@ class RunTest(unittest.TestCase):
         self.assertEqual(st["preflight"]["verdict"], "fail")
         self.assertTrue(os.path.exists(os.path.join(self.run_dir(), "preflight.json")))
         # warn: the same node, the job starts.
-        r = subprocess.run([SL, "--sysroot", fixture, "--on-preflight-fail=warn", "--run-dir",
-                            self.run_dir("warn"), "--", "/bin/sh", "-c", f"touch {flag}"],
-                           capture_output=True, timeout=60)
+        r = subprocess.run([SL, "--sysroot", fixture, "--recipe", "default",
+                            "--on-preflight-fail=warn", "--run-dir", self.run_dir("warn"), "--",
+                            "/bin/sh", "-c", f"touch {flag}"], capture_output=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr.decode()[-2000:])
         self.assertTrue(os.path.exists(flag))
         self.assertEqual(self.status(self.run_dir("warn"))["preflight"]["action"], "warn")
+
+    def test_preflight_judges_the_environment_the_plan_gives_the_job(self):
+        # ib-port-down: mlx5_3 is down. The infiniband recipe pins NCCL_IB_HCA to the live ports,
+        # so the job will not use mlx5_3 and the preflight, run on the job's environment after
+        # the plan, must not fail the node for it (judged on safe-launch's own environment,
+        # where NCCL_IB_HCA is unset, it did: exit 78).
+        fixture = os.path.join(SRC, "tests", "fixtures", "ib-port-down")
+        flag = os.path.join(self.tmp.name, "started")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_")}
+        r = subprocess.run([SL, "--sysroot", fixture, "--run-dir", self.run_dir(), "--",
+                            "/bin/sh", "-c", f"touch {flag}"], capture_output=True, timeout=60,
+                           env=env)
+        self.assertEqual(r.returncode, 0, r.stderr.decode()[-2000:])
+        self.assertTrue(os.path.exists(flag))
+        with open(os.path.join(self.run_dir(), "env-plan.json")) as f:
+            self.assertIn("mlx5_0:1", json.dumps(json.load(f)))
+        with open(os.path.join(self.run_dir(), "preflight.json")) as f:
+            report = json.load(f)
+        down = [x for x in report["findings"]
+                if x["check"] == "ib.port.state" and x["entity"] == "mlx5_3:1"]
+        self.assertEqual(len(down), 1, down)
+        self.assertEqual(down[0]["outcome"], "skip")
+        self.assertIn("not listed in NCCL_IB_HCA", down[0]["message"])
 
     # ---- torchrun -----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 #include "common/file_reader.h"
 #include "common/node_facts.h"
 #include "preflight/check.h"
+#include "preflight/runner.h"
 
 using namespace sl;
 using namespace sl::preflight;
@@ -24,7 +25,7 @@ Run RunCheck(const FileReader& fs, CheckFn fn, Environment env = {}, Thresholds 
              std::int64_t since = -1) {
   Run r;
   r.facts = GatherNodeFacts(fs);
-  CheckContext ctx{fs, env, r.facts, th, false, since};
+  CheckContext ctx{r.facts, env, th, false, since};
   r.findings = fn(ctx);
   return r;
 }
@@ -522,10 +523,10 @@ TEST_CASE("kernel.log: a log refused by dmesg_restrict is an error with the fix"
   MemFileReader mem;
   mem.AddFile("/proc/sys/kernel/dmesg_restrict", "1\n");
   DeniedKmsgReader fs(mem);
-  NodeFacts facts;
+  NodeFacts facts = GatherNodeFacts(fs);
   Environment env;
   Thresholds th;
-  CheckContext ctx{fs, env, facts, th};
+  CheckContext ctx{facts, env, th};
   auto findings = CheckKernelLog(ctx);
   REQUIRE(findings.size() == 1);
   CHECK(findings[0].outcome == Outcome::kError);
@@ -548,4 +549,46 @@ TEST_CASE("gpu.inventory inside a GPU container does not flag the host's other G
   REQUIRE(pod.findings.size() == 1);
   CHECK(pod.findings[0].outcome == Outcome::kPass);
   CHECK(Has(pod.findings[0].message, "1 NVIDIA GPU"));
+}
+
+TEST_CASE("host checks on facts that were never gathered give errors or skips, never a pass") {
+  // Checks decide on NodeFacts only: an empty fact is "could not check", not a healthy node.
+  NodeFacts facts;
+  Environment env;
+  Thresholds th;
+  CheckContext ctx{facts, env, th};
+  for (CheckFn fn : {CheckOsMemlock, CheckOsNofile, CheckOsSysctl, CheckOsShm, CheckGpuInventory,
+                     CheckGpuGdr, CheckPciAcs, CheckKernelLog}) {
+    auto findings = fn(ctx);
+    REQUIRE_FALSE(findings.empty());
+    for (const auto& f : findings) {
+      INFO(f.check_id << " " << f.entity << ": " << f.message);
+      CHECK(f.outcome != Outcome::kPass);
+      CHECK(f.outcome != Outcome::kWarn);
+      CHECK(f.outcome != Outcome::kFail);
+    }
+  }
+  CHECK(CheckOsMemlock(ctx)[0].outcome == Outcome::kError);
+  CHECK(CheckOsSysctl(ctx)[0].outcome == Outcome::kError);
+  CHECK(CheckKernelLog(ctx)[0].outcome == Outcome::kError);
+}
+
+TEST_CASE("preflight on gathered facts judges those facts and reads nothing again") {
+  // `run` gathers once for the plan and hands the facts to the preflight: the report must be the
+  // fixture's even though no sysroot is given (the live node would say something else).
+  RootedFileReader fs(Fixture("memlock-64k"));
+  NodeFacts facts = GatherNodeFacts(fs);
+  PreflightOptions options;
+  options.only = {"os.memlock", "kernel.log"};
+  auto r = RunPreflightOnFacts(options, Environment{}, facts);
+  REQUIRE(r.ok());
+  CHECK(r->hostname == facts.hostname);
+  const Finding* memlock = nullptr;
+  for (const auto& f : r->findings) {
+    if (f.check_id == "os.memlock") memlock = &f;
+  }
+  REQUIRE(memlock != nullptr);
+  CHECK(memlock->outcome == Outcome::kFail);
+  CHECK(memlock->evidence.at(0).source == "/proc/self/limits");
+  CHECK(Has(memlock->evidence.at(0).value, "65536"));
 }

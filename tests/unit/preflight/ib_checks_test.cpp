@@ -24,7 +24,7 @@ struct Node {
   }
   // For facts the fixture cannot express (verbs' active MTU on a live node).
   std::vector<Finding> RunOnFacts(CheckFn fn) {
-    CheckContext ctx{*fs, env, facts, th, verbose};
+    CheckContext ctx{facts, env, th, verbose};
     return fn(ctx);
   }
 };

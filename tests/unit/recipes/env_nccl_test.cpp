@@ -11,7 +11,7 @@ namespace {
 std::vector<Finding> Lint(const Environment& env, const NodeFacts& facts) {
   MemFileReader fs;
   Thresholds th;
-  preflight::CheckContext ctx{fs, env, facts, th};
+  preflight::CheckContext ctx{facts, env, th};
   return preflight::CheckEnvNccl(ctx);
 }
 
