@@ -15,6 +15,8 @@ std::vector<std::string> SplitLines(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
 std::string ToLower(std::string_view s);
+/// The parts with `sep` between them ("a, b, c").
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 /// Decimal (or 0x-prefixed hex) integer, whole string after trimming; error names `what`.
 Result<std::int64_t> ParseInt(std::string_view s, std::string_view what = {});
 Result<std::uint64_t> ParseUint(std::string_view s, std::string_view what = {});

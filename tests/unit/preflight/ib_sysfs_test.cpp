@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/node_facts.h"
+#include "nccl/gid.h"
 
 using namespace sl;
 
@@ -108,13 +109,13 @@ TEST_CASE("netdev MTU text parses; garbage is an error") {
 }
 
 TEST_CASE("RoCE path MTU follows the kernel's iboe_get_mtu") {
-  CHECK(RoceIbMtuForNetdevMtu(9000) == 4096);
-  CHECK(RoceIbMtuForNetdevMtu(4192) == 4096);
-  CHECK(RoceIbMtuForNetdevMtu(4191) == 2048);
-  CHECK(RoceIbMtuForNetdevMtu(1500) == 1024);
-  CHECK(RoceIbMtuForNetdevMtu(1120) == 1024);
-  CHECK(RoceIbMtuForNetdevMtu(1119) == 512);
-  CHECK(RoceIbMtuForNetdevMtu(300) == 0);
+  CHECK(nccl::RoceIbMtuForNetdevMtu(9000) == 4096);
+  CHECK(nccl::RoceIbMtuForNetdevMtu(4192) == 4096);
+  CHECK(nccl::RoceIbMtuForNetdevMtu(4191) == 2048);
+  CHECK(nccl::RoceIbMtuForNetdevMtu(1500) == 1024);
+  CHECK(nccl::RoceIbMtuForNetdevMtu(1120) == 1024);
+  CHECK(nccl::RoceIbMtuForNetdevMtu(1119) == 512);
+  CHECK(nccl::RoceIbMtuForNetdevMtu(300) == 0);
 }
 
 TEST_CASE("printable rendering escapes control bytes and cuts long values") {
