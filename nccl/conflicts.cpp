@@ -153,13 +153,10 @@ bool Usable(const NetInterface& i) {
   return (i.operstate == "up" || i.operstate == "unknown") && !i.addresses.empty();
 }
 
-/// An interface to suggest for NCCL's bootstrap: up, with an address, not loopback (NCCL skips
-/// "lo" unless nothing else exists, and net.ifname fails it between nodes).
-std::string SuggestIfname(const NodeFacts& facts) {
-  for (const auto& i : facts.interfaces) {
-    if (Usable(i) && i.name != "lo") return i.name;
-  }
-  return "eth0";
+/// The interface the fix suggests: the one the plan would pin (never lo or a bridge).
+std::string SuggestedIfname(const NodeFacts& facts) {
+  const NetInterface* pick = PickSocketInterface(facts);
+  return pick ? pick->name : "eth0";
 }
 
 void SocketIfnameConflicts(const Environment& env, const NodeView& n, std::vector<Conflict>* out) {
@@ -179,7 +176,7 @@ void SocketIfnameConflicts(const Environment& env, const NodeView& n, std::vecto
         {"NCCL_SOCKET_IFNAME", *v,
          "matches no interface of this node (" + Join(have, ", ") +
              "): NCCL bootstrap fails with 'no socket interface found'",
-         "name an existing interface, e.g. NCCL_SOCKET_IFNAME='=" + SuggestIfname(n.facts) + "'"});
+         "name an existing interface, e.g. NCCL_SOCKET_IFNAME='=" + SuggestedIfname(n.facts) + "'"});
   } else if (up.empty()) {
     out->push_back(
         {"NCCL_SOCKET_IFNAME", *v,

@@ -73,37 +73,13 @@ Computed ComputeIbHca(const EnvSetting& s, const NodeFacts& facts) {
   return {nccl::FormatFilter(f), why};
 }
 
-bool SkippedIfname(std::string_view n) {
-  return n == "lo" || StartsWith(n, "docker") || StartsWith(n, "virbr") || StartsWith(n, "veth") ||
-         StartsWith(n, "br-") || StartsWith(n, "cni") || StartsWith(n, "flannel");
-}
-
 Computed ComputeSocketIfname(const NodeFacts& facts) {
   if (facts.interfaces.empty()) {
     return {std::nullopt,
             "no network interfaces known for this node; left unset (NCCL picks ib* first, then any "
             "interface but docker*, lo, virbr*)"};
   }
-  auto usable = [](const NetInterface& i) {
-    return !SkippedIfname(i.name) && (i.operstate == "up" || i.operstate == "unknown") &&
-           !i.addresses.empty();
-  };
-  const NetInterface* pick = nullptr;
-  // NCCL's own order: IPoIB (ib*) first, then the rest.
-  for (const auto& i : facts.interfaces) {
-    if (StartsWith(i.name, "ib") && usable(i)) {
-      pick = &i;
-      break;
-    }
-  }
-  if (pick == nullptr) {
-    for (const auto& i : facts.interfaces) {
-      if (usable(i)) {
-        pick = &i;
-        break;
-      }
-    }
-  }
+  const NetInterface* pick = nccl::PickSocketInterface(facts);
   if (pick == nullptr) {
     return {std::nullopt,
             "no interface is up with an address (lo, docker*, veth*, virbr* do not count); left "

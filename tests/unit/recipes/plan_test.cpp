@@ -164,6 +164,15 @@ TEST_CASE("conflicts: NCCL_SOCKET_IFNAME matching no interface") {
   CHECK(nccl::FactConflicts({{"NCCL_SOCKET_IFNAME", "eth"}}, testing::SocketNode()).empty());
 }
 
+TEST_CASE("conflicts: the NCCL_SOCKET_IFNAME fix never suggests loopback") {
+  // lo comes first in the facts, as in /sys/class/net; NCCL between nodes cannot use it, and
+  // net.ifname fails it, so the fix names the interface the plan would pin (not lo or veth*).
+  auto c = nccl::FactConflicts({{"NCCL_SOCKET_IFNAME", "=ib0"}}, testing::SocketNode());
+  REQUIRE(c.size() == 1);
+  CHECK_THAT(c[0].fix, Catch::Contains("NCCL_SOCKET_IFNAME='=eth0'"));
+  CHECK_THAT(c[0].fix, !Catch::Contains("'=lo'"));
+}
+
 TEST_CASE("GID index: not set for NCCL >= 2.21, set for older NCCL, container offset honoured") {
   Plan modern = MustResolve("roce", {}, testing::RoceNode());
   CHECK(modern.Find("NCCL_IB_GID_INDEX") == nullptr);
