@@ -69,6 +69,15 @@ Error NotANumber(std::string_view s, std::string_view what, std::string_view kin
 }
 }  // namespace
 
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
 Result<std::int64_t> ParseInt(std::string_view s, std::string_view what) {
   s = Trim(s);
   std::int64_t v = 0;

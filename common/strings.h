@@ -20,6 +20,8 @@ std::vector<std::string_view> Fields(std::string_view line);
 /// `s` with control and non-ASCII bytes written as \xNN, cut to `max` characters ("..."): raw
 /// file content goes into messages and evidence only through this (a NUL would cut a line).
 std::string Printable(std::string_view s, std::size_t max = 200);
+/// The parts with `sep` between them ("a, b, c").
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 /// Decimal (or 0x-prefixed hex) integer, whole string after trimming; error names `what`.
 Result<std::int64_t> ParseInt(std::string_view s, std::string_view what = {});
 Result<std::uint64_t> ParseUint(std::string_view s, std::string_view what = {});

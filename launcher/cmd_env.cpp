@@ -15,7 +15,7 @@
 #include "common/node_facts.h"
 #include "launcher/commands.h"
 #include "recipes/plan.h"
-#include "recipes/version.h"
+#include "recipes/version_probe.h"
 #include "watchdog/run_dir.h"
 
 namespace sl::launcher {

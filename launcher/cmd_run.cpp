@@ -13,9 +13,10 @@
 #include "launcher/commands.h"
 #include "launcher/run_phases.h"
 #include "preflight/runner.h"
+#include "recipes/plan.h"
+#include "recipes/version_probe.h"
 #include "watchdog/run_dir.h"
 #include "watchdog/supervisor.h"
-#include "recipes/plan.h"
 
 namespace sl::launcher {
 namespace {

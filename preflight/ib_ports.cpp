@@ -1,41 +1,8 @@
 #include "preflight/ib_ports.h"
 
-#include <cstdlib>
-
 #include "common/strings.h"
 
 namespace sl::preflight {
-
-NcclPortSelection::NcclPortSelection(const Environment& env) {
-  // NCCL reads its integer parameters with strtoll(s, NULL, 0): "1" disables, "0"/"" do not.
-  if (auto d = Lookup(env, "NCCL_IB_DISABLE"); d && std::strtoll(d->c_str(), nullptr, 0) != 0) {
-    disabled_ = true;
-  }
-  if (auto h = Lookup(env, "NCCL_IB_HCA"); h && !Trim(*h).empty()) {
-    auto f = ParseIbHca(*h);
-    if (f.ok()) {
-      has_filter_ = true;
-      spec_ = *h;
-      filter_ = std::move(f).value();
-    }
-  }
-}
-
-bool NcclPortSelection::Uses(const IbPort& port) const {
-  if (disabled_) return false;
-  return !has_filter_ || FilterSelectsIbPort(filter_, port.device, port.port);
-}
-
-std::string NcclPortSelection::WhyNot(const IbPort& port) const {
-  if (disabled_) return "NCCL_IB_DISABLE is set: NCCL uses no IB/RoCE port";
-  if (Uses(port)) return {};
-  return (filter_.exclude ? "excluded by NCCL_IB_HCA=" : "not listed in NCCL_IB_HCA=") + spec_;
-}
-
-std::string NcclPortSelection::Describe() const {
-  return has_filter_ ? "selected by NCCL_IB_HCA=" + spec_
-                     : "NCCL_IB_HCA is unset, so NCCL uses every port";
-}
 
 std::string IbPortPath(const IbPort& port, std::string_view rel) {
   return "/sys/class/infiniband/" + port.device + "/ports/" + std::to_string(port.port) + "/" +

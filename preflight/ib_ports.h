@@ -1,6 +1,6 @@
 #pragma once
-// Shared by the ib.* checks: which ports NCCL will use (NCCL_IB_HCA, NCCL_IB_DISABLE), node paths
-// of port attributes for evidence, and the gather problems that belong to a port.
+// Shared by the ib.* checks: node paths of port attributes for evidence, and the gather problems
+// that belong to a port. Which ports NCCL uses is nccl/ports.h.
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -8,30 +8,10 @@
 
 #include "common/environment.h"
 #include "common/finding.h"
-#include "common/nccl_select.h"
 #include "common/node_facts.h"
+#include "nccl/ports.h"
 
 namespace sl::preflight {
-
-/// NCCL's view of the IB ports: NCCL_IB_DISABLE=1 uses none; NCCL_IB_HCA filters by name/port
-/// ('^' exclude, '=' exact, ':N' port). An unparsable NCCL_IB_HCA is treated as unset here
-/// (env.nccl reports it).
-class NcclPortSelection {
- public:
-  explicit NcclPortSelection(const Environment& env);
-  /// Would NCCL consider this port (whatever its state)?
-  bool Uses(const IbPort& port) const;
-  /// Why NCCL will not use the port, e.g. "excluded by NCCL_IB_HCA=^=mlx5_3"; "" when used.
-  std::string WhyNot(const IbPort& port) const;
-  /// "NCCL_IB_HCA unset" or "NCCL_IB_HCA=mlx5_0,mlx5_1", for messages about used ports.
-  std::string Describe() const;
-
- private:
-  bool disabled_ = false;
-  bool has_filter_ = false;
-  std::string spec_;
-  NcclNameFilter filter_;
-};
 
 /// "/sys/class/infiniband/mlx5_0/ports/1/<rel>" (node path, for evidence).
 std::string IbPortPath(const IbPort& port, std::string_view rel);

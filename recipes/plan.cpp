@@ -7,31 +7,26 @@
 #include <set>
 #include <sstream>
 
-#include "common/nccl_select.h"
 #include "common/strings.h"
-#include "recipes/registry.h"
+#include "nccl/gid.h"
+#include "nccl/name_filter.h"
+#include "nccl/ports.h"
+#include "nccl/registry.h"
 
 namespace sl::recipes {
+
+using nccl::AppliesTo;
+using nccl::FindVariable;
+using nccl::IsLintedName;
+using nccl::NameFor;
+using nccl::ValidateValue;
+using nccl::Variables;
+using nccl::VarSpec;
+
 namespace {
 
 constexpr Version kNcclAutoGid{2, 21, 5};  // first NCCL that picks the RoCE v2 GID itself
 constexpr Version kNcclRas{2, 24, 3};      // first NCCL with the RAS subsystem
-
-std::string Join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) out += sep;
-    out += v[i];
-  }
-  return out;
-}
-
-std::string PortDesc(const IbPort& p) {
-  std::string s = p.Name() + " (" + (p.state.empty() ? "?" : p.state);
-  if (!p.rate_text.empty()) s += ", " + p.rate_text;
-  if (!p.link_layer.empty()) s += ", " + std::string(p.IsRoce() ? "RoCE" : p.link_layer);
-  return s + ")";
-}
 
 std::vector<const IbPort*> Ports(const NodeFacts& f, std::string_view link_layer, bool up_only) {
   std::vector<const IbPort*> out;
@@ -62,25 +57,20 @@ Computed ComputeIbHca(const EnvSetting& s, const NodeFacts& facts) {
     return {std::nullopt,
             why + "; left unset (NCCL would use sockets: see preflight ib.port.state)"};
   }
-  NcclNameFilter f;
+  nccl::NameFilter f;
   f.exact = true;
   std::vector<std::string> used, skipped;
   for (const IbPort* p : up) {
     f.entries.push_back({p->device, p->port});
-    used.push_back(PortDesc(*p));
+    used.push_back(nccl::DescribePort(*p));
   }
   for (const IbPort* p : all) {
-    if (!p->IsUp()) skipped.push_back(PortDesc(*p));
+    if (!p->IsUp()) skipped.push_back(nccl::DescribePort(*p));
   }
   std::string why = "the ACTIVE ports: " + Join(used, ", ");
   if (!skipped.empty()) why += "; skipped " + Join(skipped, ", ");
   why += "; '=' makes the match exact (without it mlx5_1 also selects mlx5_10..mlx5_17)";
-  return {FormatNcclFilter(f), why};
-}
-
-bool SkippedIfname(std::string_view n) {
-  return n == "lo" || StartsWith(n, "docker") || StartsWith(n, "virbr") || StartsWith(n, "veth") ||
-         StartsWith(n, "br-") || StartsWith(n, "cni") || StartsWith(n, "flannel");
+  return {nccl::FormatFilter(f), why};
 }
 
 Computed ComputeSocketIfname(const NodeFacts& facts) {
@@ -89,26 +79,7 @@ Computed ComputeSocketIfname(const NodeFacts& facts) {
             "no network interfaces known for this node; left unset (NCCL picks ib* first, then any "
             "interface but docker*, lo, virbr*)"};
   }
-  auto usable = [](const NetInterface& i) {
-    return !SkippedIfname(i.name) && (i.operstate == "up" || i.operstate == "unknown") &&
-           !i.addresses.empty();
-  };
-  const NetInterface* pick = nullptr;
-  // NCCL's own order: IPoIB (ib*) first, then the rest.
-  for (const auto& i : facts.interfaces) {
-    if (StartsWith(i.name, "ib") && usable(i)) {
-      pick = &i;
-      break;
-    }
-  }
-  if (pick == nullptr) {
-    for (const auto& i : facts.interfaces) {
-      if (usable(i)) {
-        pick = &i;
-        break;
-      }
-    }
-  }
+  const NetInterface* pick = nccl::PickSocketInterface(facts);
   if (pick == nullptr) {
     return {std::nullopt,
             "no interface is up with an address (lo, docker*, veth*, virbr* do not count); left "
@@ -134,7 +105,7 @@ Computed ComputeGidIndex(const EnvSetting& s, const Environment& env, const Node
   std::optional<int> common;
   bool agree = true;
   for (const IbPort* p : roce) {
-    auto idx = SelectNcclGidIndex(*p, env);
+    auto idx = nccl::SelectGidIndex(*p, env);
     if (!idx) {
       return {std::nullopt, p->Name() +
                                 " has no usable RoCE v2 GID (IPv4, not link-local); left unset: "
@@ -266,152 +237,6 @@ int RasPortFor(const Environment& env) {
   return 28028 + static_cast<int>(Fnv1a(key) % 1000);
 }
 
-std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& facts) {
-  std::vector<Conflict> out;
-  auto active = Ports(facts, "", true);
-  std::vector<std::string> active_names;
-  for (const IbPort* p : active) active_names.push_back(p->Name());
-
-  if (auto v = Lookup(env, "NCCL_IB_DISABLE")) {
-    auto n = ParseInt(*v);
-    if (n.ok() && *n != 0 && !active.empty()) {
-      out.push_back({"NCCL_IB_DISABLE", *v,
-                     "IB/RoCE transport disabled while " + std::to_string(active.size()) +
-                         " RDMA port(s) are ACTIVE (" + Join(active_names, ", ") +
-                         "): training silently runs over TCP sockets, many times slower",
-                     "unset NCCL_IB_DISABLE (or set it to 0)"});
-    }
-  }
-  if (auto v = Lookup(env, "NCCL_NET")) {
-    if (ToLower(Trim(*v)) == "socket" && !active.empty()) {
-      out.push_back(
-          {"NCCL_NET", *v,
-           "socket transport forced while RDMA ports are ACTIVE (" + Join(active_names, ", ") + ")",
-           "unset NCCL_NET"});
-    }
-  }
-  if (auto v = Lookup(env, "NCCL_IB_HCA"); v && !facts.ib_ports.empty()) {
-    auto f = ParseIbHca(*v);
-    if (f.ok()) {
-      if (!f->exclude) {
-        for (const auto& e : f->entries) {
-          std::vector<const IbPort*> hits;
-          std::set<std::string> extra_devices;
-          for (const auto& p : facts.ib_ports) {
-            bool name_ok = f->exact ? p.device == e.name : StartsWith(p.device, e.name);
-            if (name_ok && (e.port < 0 || e.port == p.port)) {
-              hits.push_back(&p);
-              if (p.device != e.name) extra_devices.insert(p.device);
-            }
-          }
-          std::string ent = e.name + (e.port >= 0 ? ":" + std::to_string(e.port) : "");
-          if (hits.empty()) {
-            std::vector<std::string> have;
-            for (const auto& p : facts.ib_ports) have.push_back(p.Name());
-            out.push_back(
-                {"NCCL_IB_HCA", *v,
-                 "names " + ent + ", which this node does not have (ports: " + Join(have, ", ") +
-                     ")",
-                 "list only existing ports, e.g. NCCL_IB_HCA='=" +
-                     (active_names.empty() ? std::string("mlx5_0:1") : Join(active_names, ",")) +
-                     "'"});
-            continue;
-          }
-          bool any_up =
-              std::any_of(hits.begin(), hits.end(), [](const IbPort* p) { return p->IsUp(); });
-          if (!any_up) {
-            std::vector<std::string> d;
-            for (const IbPort* p : hits) d.push_back(PortDesc(*p));
-            out.push_back({"NCCL_IB_HCA", *v,
-                           "names " + ent + ", which is not ACTIVE/LinkUp: " + Join(d, ", "),
-                           "bring the port up, or remove it from NCCL_IB_HCA"});
-          }
-          if (!f->exact && !extra_devices.empty()) {
-            out.push_back({"NCCL_IB_HCA", *v,
-                           "'" + e.name + "' is a prefix match: it also selects " +
-                               Join({extra_devices.begin(), extra_devices.end()}, ", "),
-                           "prefix the list with '=' for exact names: NCCL_IB_HCA='=" +
-                               std::string(Trim(*v)) + "'",
-                           true});
-          }
-        }
-      }
-      const std::size_t per_entry = std::count_if(out.begin(), out.end(), [](const Conflict& c) {
-        return c.name == "NCCL_IB_HCA" && !c.warning_only;
-      });
-      bool selects_active = std::any_of(active.begin(), active.end(), [&](const IbPort* p) {
-        return FilterSelectsIbPort(*f, p->device, p->port);
-      });
-      if (!selects_active && !active.empty() && per_entry == 0) {
-        out.push_back({"NCCL_IB_HCA", *v,
-                       "selects none of the ACTIVE ports (" + Join(active_names, ", ") +
-                           "): NCCL finds no IB device and falls back to sockets",
-                       "set NCCL_IB_HCA='=" + Join(active_names, ",") + "'"});
-      }
-    }
-  }
-  if (auto v = Lookup(env, "NCCL_IB_GID_INDEX")) {
-    auto idx = ParseInt(*v);
-    std::optional<NcclNameFilter> hca;
-    if (auto h = Lookup(env, "NCCL_IB_HCA")) {
-      if (auto f = ParseIbHca(*h); f.ok()) hca = *f;
-    }
-    if (idx.ok() && *idx >= 0) {
-      for (const IbPort* p : active) {
-        if (!p->IsRoce()) continue;
-        if (hca && !FilterSelectsIbPort(*hca, p->device, p->port)) continue;
-        const GidEntry* entry = nullptr;
-        for (const auto& g : p->gids) {
-          if (g.index == *idx) entry = &g;
-        }
-        std::string problem;
-        if (entry == nullptr || entry->IsZero()) {
-          problem = "GID index " + *v + " is empty on " + p->Name();
-        } else if (entry->IsLinkLocal()) {
-          problem = "GID index " + *v + " on " + p->Name() + " is link-local (" + entry->gid +
-                    "): not routable between nodes";
-        } else if (!entry->type.empty() && !entry->IsRoceV2()) {
-          problem = "GID index " + *v + " on " + p->Name() + " is " + entry->type + ", not RoCE v2";
-        }
-        if (problem.empty()) continue;
-        auto good = SelectNcclGidIndex(*p, env);
-        out.push_back({"NCCL_IB_GID_INDEX", *v, problem,
-                       good ? "use index " + std::to_string(*good) +
-                                  " (RoCE v2, IPv4), or unset it: NCCL >= 2.21 picks it itself"
-                            : "unset it; this port has no usable RoCE v2 GID (see ib.gid)"});
-      }
-    }
-  }
-  if (auto v = Lookup(env, "NCCL_SOCKET_IFNAME"); v && !facts.interfaces.empty()) {
-    auto f = ParseSocketIfname(*v);
-    if (f.ok()) {
-      std::vector<std::string> selected, up;
-      for (const auto& i : facts.interfaces) {
-        if (!FilterSelectsIfname(*f, i.name)) continue;
-        selected.push_back(i.name);
-        if ((i.operstate == "up" || i.operstate == "unknown") && !i.addresses.empty()) {
-          up.push_back(i.name);
-        }
-      }
-      std::vector<std::string> have;
-      for (const auto& i : facts.interfaces) have.push_back(i.name);
-      if (selected.empty()) {
-        out.push_back({"NCCL_SOCKET_IFNAME", *v,
-                       "matches no interface of this node (" + Join(have, ", ") +
-                           "): NCCL bootstrap fails with 'no socket interface found'",
-                       "name an existing interface, e.g. NCCL_SOCKET_IFNAME='=" +
-                           (have.empty() ? std::string("eth0") : have.front()) + "'"});
-      } else if (up.empty()) {
-        out.push_back({"NCCL_SOCKET_IFNAME", *v,
-                       "matches only interfaces that are down or have no address (" +
-                           Join(selected, ", ") + ")",
-                       "bring the interface up or choose another"});
-      }
-    }
-  }
-  return out;
-}
-
 Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFacts& facts,
                      const Versions& versions, const std::string& run_dir) {
   Plan plan;
@@ -530,7 +355,7 @@ Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFac
                     : "set by you; kept (not a known NCCL/torch variable)";
     plan.entries.push_back(std::move(u));
   }
-  plan.conflicts = FactConflicts(env, facts);
+  plan.conflicts = nccl::FactConflicts(env, facts);
   return plan;
 }
 

@@ -17,8 +17,9 @@
 #include "common/node_facts.h"
 #include "common/result.h"
 #include "common/thresholds.h"
+#include "nccl/conflicts.h"
+#include "nccl/version.h"
 #include "recipes/recipe.h"
-#include "recipes/version.h"
 
 namespace sl::recipes {
 
@@ -39,15 +40,9 @@ struct PlanEntry {
   std::string recipe_value;
 };
 
-/// A user value that contradicts the node (NCCL_IB_HCA naming a down port, NCCL_IB_GID_INDEX on a
-/// RoCE v1 entry, NCCL_IB_DISABLE=1 with active IB ports). The plan keeps the user value.
-struct Conflict {
-  std::string name;
-  std::string value;
-  std::string message;  ///< what is wrong, with the fact (port, index, state)
-  std::string fix;
-  bool warning_only = false;  ///< a likely mistake rather than a certain one (prefix match)
-};
+using nccl::Conflict;
+using nccl::Version;
+using nccl::Versions;
 
 /// A variable deliberately not set, and why (e.g. NCCL_IB_GID_INDEX with NCCL >= 2.21).
 struct PlanNote {
@@ -76,12 +71,6 @@ struct ResolveOptions {
   std::string run_dir;  ///< absolute; where NCCL debug files and Flight Recorder dumps go
   Versions versions;    ///< from DetectVersions or flags
 };
-
-/// Contradictions between NCCL_* values in `env` and the node: NCCL_IB_DISABLE=1 or NCCL_NET=Socket
-/// with active RDMA ports, NCCL_IB_HCA naming missing/down ports or selecting none (or a prefix
-/// that also selects mlx5_10.. for mlx5_1), NCCL_IB_GID_INDEX on an empty/link-local/RoCE v1 entry,
-/// NCCL_SOCKET_IFNAME matching no (up) interface. Used by Resolve and the env.nccl check.
-std::vector<Conflict> FactConflicts(const Environment& env, const NodeFacts& facts);
 
 /// Pure resolution of one loaded recipe. Errors: a computed value the node cannot provide when
 /// the recipe requires it (documented fallbacks are notes, not errors).

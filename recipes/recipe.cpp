@@ -11,9 +11,15 @@
 #include <sstream>
 
 #include "common/strings.h"
-#include "recipes/registry.h"
+#include "nccl/registry.h"
 
 namespace sl::recipes {
+
+using nccl::FindVariable;
+using nccl::IsLintedName;
+using nccl::SuggestVariable;
+using nccl::ValidateValue;
+using nccl::VarSpec;
 
 // Generated from recipes/*.toml by recipes/embed.cmake (builtin_recipes.cpp in the build dir).
 const std::vector<std::pair<std::string, std::string>>& EmbeddedRecipes();

@@ -1,5 +1,7 @@
 // Version detection: the only code in recipes/ that touches the machine (stat, read, dlopen, one
 // python run). Everything it finds is cached by file path + mtime, so `env` stays fast.
+#include "recipes/version_probe.h"
+
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,9 +16,11 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "recipes/version.h"
 
 namespace sl::recipes {
+
+using nccl::NcclVersionFromCode;
+using nccl::ParseVersion;
 namespace {
 
 struct FileStamp {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "nccl/gid.h"
 
 namespace sl::warmup {
 namespace {
@@ -101,7 +102,7 @@ std::string GidChoice(const IbPort& port, const Environment& env) {
     auto n = ParseInt(*v);
     if (n.ok() && *n >= 0) index = static_cast<int>(*n);
   }
-  if (!index) index = SelectNcclGidIndex(port, env);
+  if (!index) index = nccl::SelectGidIndex(port, env);
   if (!index) return "none usable";
   std::string type = "?";
   for (const auto& g : port.gids)

@@ -1,9 +1,9 @@
 // env.nccl: lint of NCCL_*, TORCH_NCCL_*, TORCH_FR_* in the job's environment against the variable
-// registry (recipes/registry.h) and the node's facts. NCCL silently ignores unknown names and falls
+// registry (nccl/registry.h) and the node's facts. NCCL silently ignores unknown names and falls
 // back to defaults on unparsable values, so each of those is a finding here.
+#include "nccl/conflicts.h"
+#include "nccl/registry.h"
 #include "preflight/check.h"
-#include "recipes/plan.h"
-#include "recipes/registry.h"
 
 namespace sl::preflight {
 namespace {
@@ -18,10 +18,10 @@ std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
   std::vector<Finding> out;
   std::vector<std::string> valid;
   for (const auto& [name, value] : ctx.env) {
-    if (!recipes::IsLintedName(name)) continue;
-    const recipes::VarSpec* spec = recipes::FindVariable(name);
+    if (!nccl::IsLintedName(name)) continue;
+    const nccl::VarSpec* spec = nccl::FindVariable(name);
     if (spec == nullptr) {
-      std::string near = recipes::SuggestVariable(name);
+      std::string near = nccl::SuggestVariable(name);
       out.push_back(
           Make(name, Outcome::kWarn,
                "unknown variable: neither NCCL nor PyTorch reads it, so it has no effect" +
@@ -40,7 +40,7 @@ std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
                    "; `safe-launch env` exports the name the detected version reads)")
               .With(name, value));
     }
-    if (auto st = recipes::ValidateValue(*spec, value); !st.ok()) {
+    if (auto st = nccl::ValidateValue(*spec, value); !st.ok()) {
       out.push_back(Make(name, Outcome::kFail,
                          "invalid value '" + value + "': " + st.error().message +
                              "; the library silently falls back to its default",
@@ -50,7 +50,7 @@ std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
     }
     valid.push_back(name);
   }
-  for (const auto& c : recipes::FactConflicts(ctx.env, ctx.facts)) {
+  for (const auto& c : nccl::FactConflicts(ctx.env, ctx.facts)) {
     out.push_back(Make(c.name, c.warning_only ? Outcome::kWarn : Outcome::kFail,
                        c.name + "=" + c.value + ": " + c.message, c.fix)
                       .With(c.name, c.value));

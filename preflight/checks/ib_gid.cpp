@@ -6,6 +6,7 @@
 
 #include "common/parse/ib_sysfs.h"
 #include "common/strings.h"
+#include "nccl/gid.h"
 #include "preflight/check.h"
 #include "preflight/ib_ports.h"
 
@@ -31,7 +32,7 @@ std::string Describe(const GidEntry& g) {
 }
 
 // Why entry `index` is not usable for NCCL under `c` (empty when it is).
-std::string Unusable(const IbPort& p, int index, const NcclGidChoice& c) {
+std::string Unusable(const IbPort& p, int index, const nccl::GidChoice& c) {
   if (index >= std::max(p.gid_table_len, 1) && !Entry(p, index)) {
     return "index " + std::to_string(index) + " does not exist (the table has " +
            std::to_string(p.gid_table_len) + " entries)";
@@ -87,7 +88,7 @@ void AddTable(Finding& f, const IbPort& p) {
   }
 }
 
-std::string NoUsableFix(const IbPort& p, const NcclGidChoice& c) {
+std::string NoUsableFix(const IbPort& p, const nccl::GidChoice& c) {
   std::string dev = p.netdev.empty() ? "<netdev>" : p.netdev;
   std::string fix = "give " + dev + " an " + (c.want_ipv6 ? "IPv6" : "IPv4") +
                     " address (`ip addr add <addr>/<len> dev " + dev +
@@ -103,7 +104,7 @@ std::string NoUsableFix(const IbPort& p, const NcclGidChoice& c) {
 
 std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
   std::vector<Finding> out;
-  NcclPortSelection sel(ctx.env);
+  nccl::PortSelection sel(ctx.env);
   int roce_ports = 0;
   for (const auto& p : ctx.facts.ib_ports) {
     if (!p.IsRoce()) continue;
@@ -122,8 +123,8 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
       out.push_back(IbReadErrorFinding(kId, p, problems));
       continue;
     }
-    const NcclGidChoice own = SimulateNcclGidIndex(p, ctx.env, /*honour_gid_index=*/false);
-    const NcclGidChoice eff = SimulateNcclGidIndex(p, ctx.env, /*honour_gid_index=*/true);
+    const nccl::GidChoice own = nccl::SimulateGidIndex(p, ctx.env, /*honour_gid_index=*/false);
+    const nccl::GidChoice eff = nccl::SimulateGidIndex(p, ctx.env, /*honour_gid_index=*/true);
     const std::string ver = "RoCE v" + std::to_string(own.roce_version);
     const bool any_usable = !own.usable_indices.empty();
     const int best = own.usable ? own.index : (any_usable ? own.usable_indices.back() : -1);

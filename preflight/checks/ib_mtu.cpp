@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "nccl/gid.h"
 #include "preflight/check.h"
 #include "preflight/ib_ports.h"
 
@@ -22,7 +23,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
         MakeFinding(kId, "node", Outcome::kSkip, "no InfiniBand/RoCE ports: no MTU to check"));
     return out;
   }
-  NcclPortSelection sel(ctx.env);
+  nccl::PortSelection sel(ctx.env);
   const auto& th = ctx.thresholds;
   std::map<std::string, int> path_mtu;  // used, up ports: the IB MTU they will run at
   std::map<std::string, std::string> path_mtu_how;
@@ -55,7 +56,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
       }
       const std::string mtu_path = "/sys/class/net/" + p.netdev + "/mtu";
       f.With(mtu_path, std::to_string(p.netdev_mtu));
-      const int ib_mtu = RoceIbMtuForNetdevMtu(p.netdev_mtu);
+      const int ib_mtu = nccl::RoceIbMtuForNetdevMtu(p.netdev_mtu);
       if (p.active_mtu > 0)
         f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
       const std::string desc = p.netdev + " MTU " + std::to_string(p.netdev_mtu) +

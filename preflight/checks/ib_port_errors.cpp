@@ -122,7 +122,7 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
                               "no InfiniBand/RoCE ports: no error counters to read"));
     return out;
   }
-  NcclPortSelection sel(ctx.env);
+  nccl::PortSelection sel(ctx.env);
   for (const auto& p : ctx.facts.ib_ports) {
     PortCounts c;
     ReadCounters(ctx.facts, p, "counters", kPortCounters, std::size(kPortCounters), &c);

@@ -85,7 +85,7 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     }
     return out;
   }
-  NcclPortSelection sel(ctx.env);
+  nccl::PortSelection sel(ctx.env);
 
   // Fastest rate among used, up ports of each link layer: the "sibling" rate.
   std::map<std::string, double> best;

@@ -6,8 +6,8 @@
 // an interface that is down but keeps its address is picked and the bootstrap hangs.
 #include <algorithm>
 
-#include "common/nccl_select.h"
 #include "common/strings.h"
+#include "nccl/name_filter.h"
 #include "preflight/check.h"
 
 namespace sl::preflight {
@@ -85,7 +85,7 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   std::vector<const NetInterface*> chosen;
   std::string how;
   if (spec && !Trim(*spec).empty()) {
-    auto filter = ParseSocketIfname(*spec);
+    auto filter = nccl::ParseSocketIfname(*spec);
     if (!filter.ok()) {
       Finding f =
           Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
@@ -99,10 +99,10 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
     }
     std::vector<NetInterface> by_name;
     for (const auto& i : ifs) {
-      if (FilterSelectsIfname(*filter, i.name)) by_name.push_back(i);
+      if (nccl::FilterSelectsIfname(*filter, i.name)) by_name.push_back(i);
     }
     for (const NetInterface* i : ordered) {
-      if (FilterSelectsIfname(*filter, i->name)) chosen.push_back(i);
+      if (nccl::FilterSelectsIfname(*filter, i->name)) chosen.push_back(i);
     }
     how = "NCCL_SOCKET_IFNAME=" + *spec;
     if (chosen.empty()) {

@@ -1,4 +1,4 @@
-// libFuzzer target: the /sys/class/infiniband attribute parsers (common/ib_sysfs.h).
+// libFuzzer target: the /sys/class/infiniband attribute parsers (common/parse/ib_sysfs.h).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

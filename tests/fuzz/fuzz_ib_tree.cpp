@@ -10,6 +10,7 @@
 
 #include "common/file_reader.h"
 #include "common/node_facts.h"
+#include "nccl/gid.h"
 #include "preflight/check.h"
 
 namespace {
@@ -59,8 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   sl::NodeFacts facts = sl::GatherNodeFacts(fs);
   for (const auto& p : facts.ib_ports) {
-    (void)sl::SelectNcclGidIndex(p, env);
-    (void)sl::SimulateNcclGidIndex(p, env);
+    (void)sl::nccl::SelectGidIndex(p, env);
+    (void)sl::nccl::SimulateGidIndex(p, env);
   }
   sl::Thresholds th;
   sl::preflight::CheckContext ctx{facts, env, th, true};

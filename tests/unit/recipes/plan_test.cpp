@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "recipes/registry.h"
+#include "nccl/registry.h"
 #include "tests/unit/recipes/test_facts.h"
 
 using namespace sl;
@@ -126,42 +126,51 @@ TEST_CASE("conflicts: a user NCCL_IB_HCA naming a down port and a prefix that se
 }
 
 TEST_CASE("conflicts: NCCL_IB_DISABLE=1 with active IB ports") {
-  auto c = FactConflicts({{"NCCL_IB_DISABLE", "1"}}, testing::IbNode());
+  auto c = nccl::FactConflicts({{"NCCL_IB_DISABLE", "1"}}, testing::IbNode());
   REQUIRE(c.size() == 1);
   CHECK_THAT(c[0].message, Catch::Contains("sockets"));
-  CHECK(FactConflicts({{"NCCL_IB_DISABLE", "1"}}, testing::SocketNode()).empty());
+  CHECK(nccl::FactConflicts({{"NCCL_IB_DISABLE", "1"}}, testing::SocketNode()).empty());
 }
 
 TEST_CASE("conflicts: NCCL_IB_HCA naming a device the node lacks, or selecting nothing active") {
-  auto c = FactConflicts({{"NCCL_IB_HCA", "=mlx5_42"}}, testing::IbNode());
+  auto c = nccl::FactConflicts({{"NCCL_IB_HCA", "=mlx5_42"}}, testing::IbNode());
   REQUIRE(c.size() == 1);
   CHECK_THAT(c[0].message, Catch::Contains("does not have"));
   CHECK_THAT(c[0].fix, Catch::Contains("NCCL_IB_HCA='=mlx5_0:1,"));
-  auto none = FactConflicts({{"NCCL_IB_HCA", "^mlx5_"}}, testing::IbNode());
+  auto none = nccl::FactConflicts({{"NCCL_IB_HCA", "^mlx5_"}}, testing::IbNode());
   REQUIRE(none.size() == 1);
   CHECK_THAT(none[0].message, Catch::Contains("none of the ACTIVE ports"));
 }
 
 TEST_CASE("conflicts: NCCL_IB_GID_INDEX on a RoCE v1 or link-local entry names the right one") {
-  auto v1 = FactConflicts({{"NCCL_IB_GID_INDEX", "2"}}, testing::RoceNode());
+  auto v1 = nccl::FactConflicts({{"NCCL_IB_GID_INDEX", "2"}}, testing::RoceNode());
   REQUIRE(v1.size() == 2);  // one per RoCE port
   CHECK_THAT(v1[0].message, Catch::Contains("IB/RoCE v1"));
   CHECK_THAT(v1[0].fix, Catch::Contains("use index 3"));
-  auto ll = FactConflicts({{"NCCL_IB_GID_INDEX", "1"}}, testing::RoceNode());
+  auto ll = nccl::FactConflicts({{"NCCL_IB_GID_INDEX", "1"}}, testing::RoceNode());
   REQUIRE_FALSE(ll.empty());
   CHECK_THAT(ll[0].message, Catch::Contains("link-local"));
-  CHECK(FactConflicts({{"NCCL_IB_GID_INDEX", "3"}}, testing::RoceNode()).empty());
+  CHECK(nccl::FactConflicts({{"NCCL_IB_GID_INDEX", "3"}}, testing::RoceNode()).empty());
   // Container table starting at 4: index 3 is empty there.
-  auto shifted = FactConflicts({{"NCCL_IB_GID_INDEX", "3"}}, testing::RoceNode(4));
+  auto shifted = nccl::FactConflicts({{"NCCL_IB_GID_INDEX", "3"}}, testing::RoceNode(4));
   REQUIRE_FALSE(shifted.empty());
   CHECK_THAT(shifted[0].fix, Catch::Contains("use index 7"));
 }
 
 TEST_CASE("conflicts: NCCL_SOCKET_IFNAME matching no interface") {
-  auto c = FactConflicts({{"NCCL_SOCKET_IFNAME", "=ib0"}}, testing::SocketNode());
+  auto c = nccl::FactConflicts({{"NCCL_SOCKET_IFNAME", "=ib0"}}, testing::SocketNode());
   REQUIRE(c.size() == 1);
   CHECK_THAT(c[0].message, Catch::Contains("matches no interface"));
-  CHECK(FactConflicts({{"NCCL_SOCKET_IFNAME", "eth"}}, testing::SocketNode()).empty());
+  CHECK(nccl::FactConflicts({{"NCCL_SOCKET_IFNAME", "eth"}}, testing::SocketNode()).empty());
+}
+
+TEST_CASE("conflicts: the NCCL_SOCKET_IFNAME fix never suggests loopback") {
+  // lo comes first in the facts, as in /sys/class/net; NCCL between nodes cannot use it, and
+  // net.ifname fails it, so the fix names the interface the plan would pin (not lo or veth*).
+  auto c = nccl::FactConflicts({{"NCCL_SOCKET_IFNAME", "=ib0"}}, testing::SocketNode());
+  REQUIRE(c.size() == 1);
+  CHECK_THAT(c[0].fix, Catch::Contains("NCCL_SOCKET_IFNAME='=eth0'"));
+  CHECK_THAT(c[0].fix, !Catch::Contains("'=lo'"));
 }
 
 TEST_CASE("GID index: not set for NCCL >= 2.21, set for older NCCL, container offset honoured") {

@@ -107,16 +107,6 @@ TEST_CASE("netdev MTU text parses; garbage is an error") {
   }
 }
 
-TEST_CASE("RoCE path MTU follows the kernel's iboe_get_mtu") {
-  CHECK(RoceIbMtuForNetdevMtu(9000) == 4096);
-  CHECK(RoceIbMtuForNetdevMtu(4192) == 4096);
-  CHECK(RoceIbMtuForNetdevMtu(4191) == 2048);
-  CHECK(RoceIbMtuForNetdevMtu(1500) == 1024);
-  CHECK(RoceIbMtuForNetdevMtu(1120) == 1024);
-  CHECK(RoceIbMtuForNetdevMtu(1119) == 512);
-  CHECK(RoceIbMtuForNetdevMtu(300) == 0);
-}
-
 TEST_CASE("printable rendering escapes control bytes and cuts long values") {
   CHECK(PrintableValue(std::string("a\x01\n", 3)) == "a\\x01\\n");
   CHECK(PrintableValue(std::string(100, 'x')).size() == 67);

@@ -9,9 +9,9 @@
 
 #include "common/result.h"
 
-namespace sl {
+namespace sl::nccl {
 
-struct NcclNameFilter {
+struct NameFilter {
   bool exclude = false;  ///< leading '^'
   bool exact = false;    ///< leading '=' (after '^' if both)
   struct Entry {
@@ -22,16 +22,16 @@ struct NcclNameFilter {
 };
 
 /// Parses NCCL_IB_HCA. Errors (empty entries, bad port numbers) name the variable and value.
-Result<NcclNameFilter> ParseIbHca(std::string_view spec);
+Result<NameFilter> ParseIbHca(std::string_view spec);
 /// Parses NCCL_SOCKET_IFNAME (no ports).
-Result<NcclNameFilter> ParseSocketIfname(std::string_view spec);
+Result<NameFilter> ParseSocketIfname(std::string_view spec);
 
 /// Would NCCL use `device`:`port` under this filter? (prefix or exact match; '^' inverts)
-bool FilterSelectsIbPort(const NcclNameFilter& f, std::string_view device, int port);
+bool FilterSelectsIbPort(const NameFilter& f, std::string_view device, int port);
 /// Would NCCL consider interface `name` under this filter?
-bool FilterSelectsIfname(const NcclNameFilter& f, std::string_view name);
+bool FilterSelectsIfname(const NameFilter& f, std::string_view name);
 
 /// Writes the filter back in NCCL syntax, e.g. "=mlx5_0:1,mlx5_1:1".
-std::string FormatNcclFilter(const NcclNameFilter& f);
+std::string FormatFilter(const NameFilter& f);
 
-}  // namespace sl
+}  // namespace sl::nccl

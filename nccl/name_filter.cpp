@@ -1,12 +1,12 @@
-#include "common/nccl_select.h"
+#include "nccl/name_filter.h"
 
 #include "common/strings.h"
 
-namespace sl {
+namespace sl::nccl {
 namespace {
 
-Result<NcclNameFilter> ParseFilter(std::string_view var, std::string_view spec, bool ports) {
-  NcclNameFilter f;
+Result<NameFilter> ParseFilter(std::string_view var, std::string_view spec, bool ports) {
+  NameFilter f;
   std::string_view s = Trim(spec);
   const std::string where = std::string(var) + "=" + std::string(spec);
   if (!s.empty() && s.front() == '^') {
@@ -27,7 +27,7 @@ Result<NcclNameFilter> ParseFilter(std::string_view var, std::string_view spec, 
     if (item.empty()) {
       return MakeError("empty entry in the list", where, "remove the doubled or trailing comma");
     }
-    NcclNameFilter::Entry e;
+    NameFilter::Entry e;
     auto colon = item.find(':');
     if (colon != std::string_view::npos) {
       if (!ports) {
@@ -49,21 +49,21 @@ Result<NcclNameFilter> ParseFilter(std::string_view var, std::string_view spec, 
   return f;
 }
 
-bool NameMatches(const NcclNameFilter& f, std::string_view want, std::string_view name) {
+bool NameMatches(const NameFilter& f, std::string_view want, std::string_view name) {
   return f.exact ? name == want : StartsWith(name, want);
 }
 
 }  // namespace
 
-Result<NcclNameFilter> ParseIbHca(std::string_view spec) {
+Result<NameFilter> ParseIbHca(std::string_view spec) {
   return ParseFilter("NCCL_IB_HCA", spec, true);
 }
 
-Result<NcclNameFilter> ParseSocketIfname(std::string_view spec) {
+Result<NameFilter> ParseSocketIfname(std::string_view spec) {
   return ParseFilter("NCCL_SOCKET_IFNAME", spec, false);
 }
 
-bool FilterSelectsIbPort(const NcclNameFilter& f, std::string_view device, int port) {
+bool FilterSelectsIbPort(const NameFilter& f, std::string_view device, int port) {
   bool listed = false;
   for (const auto& e : f.entries) {
     if (NameMatches(f, e.name, device) && (e.port < 0 || e.port == port)) {
@@ -74,7 +74,7 @@ bool FilterSelectsIbPort(const NcclNameFilter& f, std::string_view device, int p
   return f.exclude ? !listed : listed;
 }
 
-bool FilterSelectsIfname(const NcclNameFilter& f, std::string_view name) {
+bool FilterSelectsIfname(const NameFilter& f, std::string_view name) {
   bool listed = false;
   for (const auto& e : f.entries) {
     if (NameMatches(f, e.name, name)) {
@@ -85,7 +85,7 @@ bool FilterSelectsIfname(const NcclNameFilter& f, std::string_view name) {
   return f.exclude ? !listed : listed;
 }
 
-std::string FormatNcclFilter(const NcclNameFilter& f) {
+std::string FormatFilter(const NameFilter& f) {
   std::string out;
   if (f.exclude) out += '^';
   if (f.exact) out += '=';
@@ -97,4 +97,4 @@ std::string FormatNcclFilter(const NcclNameFilter& f) {
   return out;
 }
 
-}  // namespace sl
+}  // namespace sl::nccl

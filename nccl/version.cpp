@@ -1,10 +1,10 @@
-#include "recipes/version.h"
+#include "nccl/version.h"
 
 #include <cctype>
 
 #include "common/strings.h"
 
-namespace sl::recipes {
+namespace sl::nccl {
 
 std::string Version::ToString() const {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
@@ -45,4 +45,4 @@ Version NcclVersionFromCode(int code) {
   return Version{code / 1000, (code % 1000) / 100, code % 100};
 }
 
-}  // namespace sl::recipes
+}  // namespace sl::nccl

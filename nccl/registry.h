@@ -9,15 +9,15 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "recipes/version.h"
+#include "nccl/version.h"
 
-namespace sl::recipes {
+namespace sl::nccl {
 
 enum class VarType {
   kInt,       ///< decimal integer within [min, max]
   kBool,      ///< 0/1 (NCCL reads integers; only 0 and 1 are meaningful)
   kEnum,      ///< one of `values` ('|'-separated, case-insensitive as NCCL reads them)
-  kIbHca,     ///< NCCL_IB_HCA syntax (common/nccl_select.h)
+  kIbHca,     ///< NCCL_IB_HCA syntax (nccl/name_filter.h)
   kIfname,    ///< NCCL_SOCKET_IFNAME syntax
   kString,    ///< free text (paths, lists NCCL parses itself)
   kHostPort,  ///< "host:port" (NCCL_RAS_ADDR)
@@ -58,4 +58,4 @@ bool AppliesTo(const VarSpec& spec, const std::optional<Version>& owner_version)
 /// name (e.g. TORCH_FR_BUFFER_SIZE -> TORCH_NCCL_TRACE_BUFFER_SIZE for torch < 2.9).
 std::string NameFor(std::string_view name, const Versions& versions);
 
-}  // namespace sl::recipes
+}  // namespace sl::nccl

@@ -1,8 +1,8 @@
-#include "recipes/registry.h"
+#include "nccl/registry.h"
 
 #include <catch2/catch.hpp>
 
-using namespace sl::recipes;
+using namespace sl::nccl;
 
 TEST_CASE("registry knows NCCL variables from NCCL's source, detailed and bulk") {
   REQUIRE(FindVariable("NCCL_IB_HCA") != nullptr);

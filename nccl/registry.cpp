@@ -1,16 +1,16 @@
 // The variable registry as data. Names, defaults and accepted values were checked against
 // NVIDIA/nccl src/ (NCCL_PARAM / DEFINE_NCCL_PARAM / ncclGetEnv) and PyTorch's ProcessGroupNCCL.hpp
 // / FlightRecorder; version bounds come from the releases that introduced them (see doc/manual.md).
-#include "recipes/registry.h"
+#include "nccl/registry.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "common/nccl_select.h"
 #include "common/strings.h"
+#include "nccl/name_filter.h"
 
-namespace sl::recipes {
+namespace sl::nccl {
 namespace {
 
 constexpr std::int64_t kBig = std::int64_t{1} << 40;
@@ -193,7 +193,7 @@ struct BulkName {
   const char* default_value;
 };
 constexpr BulkName kNcclNames[] = {
-#include "recipes/nccl_names.inc"
+#include "nccl/nccl_names.inc"
 };
 
 const std::vector<VarSpec>& All() {
@@ -356,4 +356,4 @@ std::string NameFor(std::string_view name, const Versions& versions) {
   return std::string(name);
 }
 
-}  // namespace sl::recipes
+}  // namespace sl::nccl
