@@ -59,9 +59,10 @@ Finding MakeFinding(std::string check_id, std::string entity, Outcome outcome, s
 }
 
 void to_json(nlohmann::json& j, const Finding& f) {
-  j = nlohmann::json{
-      {"check", f.check_id},  {"entity", f.entity},       {"outcome", OutcomeName(f.outcome)},
-      {"message", f.message}, {"next_step", f.next_step}, {"waived", f.waived}};
+  j = nlohmann::json{{"check", f.check_id},  {"code", f.code},
+                     {"entity", f.entity},   {"outcome", OutcomeName(f.outcome)},
+                     {"message", f.message}, {"next_step", f.next_step},
+                     {"waived", f.waived}};
   auto ev = nlohmann::json::array();
   for (const auto& e : f.evidence) ev.push_back({{"source", e.source}, {"value", e.value}});
   j["evidence"] = std::move(ev);
@@ -69,6 +70,7 @@ void to_json(nlohmann::json& j, const Finding& f) {
 
 void from_json(const nlohmann::json& j, Finding& f) {
   f.check_id = j.value("check", "");
+  f.code = j.value("code", "");
   f.entity = j.value("entity", "");
   if (!ParseOutcome(j.value("outcome", "error"), &f.outcome)) f.outcome = Outcome::kError;
   f.message = j.value("message", "");

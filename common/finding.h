@@ -32,12 +32,22 @@ struct Finding {
   std::string next_step;  ///< the fix; empty for pass/skip
   std::vector<Evidence> evidence;
   bool waived = false;  ///< set by the runner when the user or a recipe waived this check
+  /// Stable condition code "<check id>/<condition>" from the catalog
+  /// (preflight/finding_codes.cpp), e.g. "os.memlock/soft_below_min". Last, so aggregate
+  /// initialisers written before it existed keep their meaning.
+  std::string code;
 
   Finding& With(std::string source, std::string value) {
     evidence.push_back({std::move(source), std::move(value)});
     return *this;
   }
 };
+
+/// `f` with its condition code set (for building a finding in one expression).
+inline Finding Coded(Finding f, std::string code) {
+  f.code = std::move(code);
+  return f;
+}
 
 /// A finding without evidence yet; add evidence with With().
 Finding MakeFinding(std::string check_id, std::string entity, Outcome outcome, std::string message,

@@ -27,6 +27,7 @@ Finding IbReadErrorFinding(std::string_view check_id, const IbPort& port,
   f.check_id = std::string(check_id);
   f.entity = port.Name();
   f.outcome = Outcome::kError;
+  f.code = f.check_id + "/port_unreadable";
   std::string what;
   for (const auto* p : problems) {
     if (!what.empty()) what += "; ";
@@ -49,6 +50,7 @@ std::vector<Finding> IbDeviceErrorFindings(std::string_view check_id, const Node
     f.check_id = std::string(check_id);
     f.entity = p.device.empty() ? "node" : p.device;
     f.outcome = Outcome::kError;
+    f.code = f.check_id + "/device_unreadable";
     f.message = "cannot read " + p.path + ": " + p.message;
     f.next_step = "check permissions and the RDMA driver (`lsmod | grep mlx5_ib`, `ibv_devices`)";
     f.With(p.path, "unreadable: " + p.message);

@@ -101,6 +101,7 @@ Result<PreflightReport> RunPreflightOnFacts(const PreflightOptions& options, con
       f.check_id = check.id;
       f.entity = "node";
       f.outcome = Outcome::kError;
+      f.code = "preflight/check_crashed";
       f.message = std::string("check failed unexpectedly: ") + e.what();
       f.next_step = "report this as a safe-launch bug with `safe-launch preflight --json`";
       found.push_back(std::move(f));
@@ -164,6 +165,7 @@ std::string RenderText(const PreflightReport& report, bool verbose, bool color) 
       out += fmt::format("       fix: {}\n", f.next_step);
     }
     if (verbose) {
+      if (!f.code.empty()) out += fmt::format("       code: {}\n", f.code);
       for (const auto& e : f.evidence) out += fmt::format("       {} = {}\n", e.source, e.value);
     }
   }

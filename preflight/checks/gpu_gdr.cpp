@@ -16,6 +16,7 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
   f.entity = "node";
   if (facts.gpus.empty() && facts.nvidia_driver.empty()) {
     f.outcome = Outcome::kSkip;
+    f.code = "gpu.gdr/no_gpu";
     f.message = "no NVIDIA GPU/driver on this node: GPUDirect RDMA does not apply";
     return {f};
   }
@@ -28,6 +29,7 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
       }
     }
     f.outcome = Outcome::kPass;
+    f.code = "gpu.gdr/peermem_loaded";
     f.message = facts.peermem_module + " is loaded: GPUDirect RDMA available";
     return {f};
   }
@@ -44,6 +46,7 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
       f.With("NCCL_DMABUF_ENABLE", *dmabuf_env);
     } else {
       f.outcome = Outcome::kPass;
+      f.code = "gpu.gdr/dmabuf";
       f.message = "no nvidia_peermem, but the open kernel module " + facts.nvidia_driver +
                   " exports GPU memory as DMA-BUF, which NCCL >= 2.19 uses for GPUDirect RDMA "
                   "(needs Linux >= 5.12)";
@@ -63,12 +66,14 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
                 (facts.nvidia_open_kernel ? ", open" : ", proprietary") + ") cannot export DMA-BUF";
   if (active == 0) {
     f.outcome = Outcome::kSkip;
+    f.code = "gpu.gdr/no_path_no_rdma_port";
     f.message = "no GPUDirect RDMA path (" + why +
                 "), but no InfiniBand/RoCE port is active, "
                 "so NCCL would not use it anyway";
     return {f};
   }
   f.outcome = Outcome::kWarn;
+  f.code = "gpu.gdr/no_gdr_path";
   f.message = std::to_string(active) +
               " IB/RoCE port(s) are active but there is no GPUDirect "
               "RDMA path: " +

@@ -29,7 +29,8 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   for (const Error& e : ctx.facts.problems) {
     if (Under(ctx.facts, e.where, "/proc/driver/nvidia") ||
         (Under(ctx.facts, e.where, "/sys/bus/pci") || Under(ctx.facts, e.where, "/sys/devices"))) {
-      Finding f = Make("node", Outcome::kError, e.where + ": " + e.message);
+      Finding f = Coded(Make("node", Outcome::kError, e.where + ": " + e.message),
+                        "gpu.inventory/file_unreadable");
       f.next_step =
           e.fix.empty() ? "check the file on the node (driver loaded? sysfs mounted?)" : e.fix;
       out.push_back(std::move(f));
@@ -41,18 +42,20 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   const bool version_file = ctx.facts.host.nvidia_version_present;
   if (gpus.empty() && driver_gpus.empty() && !version_file) {
     if (out.empty()) {
-      out.push_back(Make("node", Outcome::kSkip,
-                         "no NVIDIA GPU on this node (no vendor 0x10de display/3D device in "
-                         "/sys/bus/pci/devices, no /proc/driver/nvidia)"));
+      out.push_back(Coded(Make("node", Outcome::kSkip,
+                               "no NVIDIA GPU on this node (no vendor 0x10de display/3D device in "
+                               "/sys/bus/pci/devices, no /proc/driver/nvidia)"),
+                          "gpu.inventory/no_gpu"));
     }
     return out;
   }
   const std::string version_line = ctx.facts.host.nvidia_version_line.value.value_or("");
   if (!gpus.empty() && !version_file) {
-    Finding f = Make("node", Outcome::kFail,
-                     std::to_string(gpus.size()) +
-                         " NVIDIA GPU(s) on PCI but the NVIDIA driver "
-                         "is not loaded (no /proc/driver/nvidia/version)");
+    Finding f =
+        Coded(Make("node", Outcome::kFail,
+                   std::to_string(gpus.size()) + " NVIDIA GPU(s) on PCI but the NVIDIA driver "
+                                                 "is not loaded (no /proc/driver/nvidia/version)"),
+              "gpu.inventory/driver_not_loaded");
     f.With("/sys/bus/pci/devices/" + gpus[0].pci_address + "/vendor", "0x10de");
     f.next_step =
         "load the driver (`modprobe nvidia`; check `dmesg | grep NVRM` for why it did "
@@ -69,10 +72,12 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   int index = 0;
   for (const auto& g : gpus) {
     if (version_file && !container_subset && !seen.count(g.pci_address)) {
-      Finding f = Make("gpu" + std::to_string(index), Outcome::kFail,
-                       "GPU at " + g.pci_address + " (" + g.device_id +
-                           ") is on PCI but the NVIDIA driver does not list it: it fell off the "
-                           "bus, failed to initialise or is excluded");
+      Finding f =
+          Coded(Make("gpu" + std::to_string(index), Outcome::kFail,
+                     "GPU at " + g.pci_address + " (" + g.device_id +
+                         ") is on PCI but the NVIDIA driver does not list it: it fell off the "
+                         "bus, failed to initialise or is excluded"),
+                "gpu.inventory/gpu_missing_from_driver");
       f.With("/sys/bus/pci/devices/" + g.pci_address + "/device", g.device_id);
       f.With("/proc/driver/nvidia/gpus", std::to_string(driver_gpus.size()) + " entries");
       f.next_step = "check `dmesg | grep -e NVRM -e Xid` and `nvidia-smi -q -i " + g.pci_address +
@@ -98,8 +103,9 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
                                                                        : " (proprietary modules)")
                                    : "driver version unknown";
   if (models.size() > 1) {
-    Finding f =
-        Make("node", Outcome::kWarn, "mixed GPU models on one node: " + model_text + "; " + driver);
+    Finding f = Coded(
+        Make("node", Outcome::kWarn, "mixed GPU models on one node: " + model_text + "; " + driver),
+        "gpu.inventory/mixed_models");
     f.next_step =
         "NCCL runs at the pace of the slowest GPU; use identical GPUs per job or pin "
         "CUDA_VISIBLE_DEVICES to one model";
@@ -111,9 +117,10 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   bool failed = false;
   for (const auto& f : out) failed |= f.outcome == Outcome::kFail || f.outcome == Outcome::kError;
   if (!failed && models.size() <= 1) {
-    Finding f = Make("node", Outcome::kPass,
-                     std::to_string(count) + " NVIDIA GPU(s)" +
-                         (model_text.empty() ? "" : ": " + model_text) + "; " + driver);
+    Finding f = Coded(Make("node", Outcome::kPass,
+                           std::to_string(count) + " NVIDIA GPU(s)" +
+                               (model_text.empty() ? "" : ": " + model_text) + "; " + driver),
+                      "gpu.inventory/ok");
     if (!version_line.empty()) f.With("/proc/driver/nvidia/version", version_line);
     for (const auto& g : used) {
       f.With("/sys/bus/pci/devices/" + g.pci_address + "/device",

@@ -114,6 +114,7 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
     f.entity = p.Name();
     if (!sel.Uses(p)) {
       f.outcome = Outcome::kSkip;
+      f.code = "ib.gid/not_used";
       f.message = "NCCL will not use this port (" + sel.WhyNot(p) + ")";
       out.push_back(std::move(f));
       continue;
@@ -135,12 +136,14 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
       AddEntryEvidence(f, p, eff.index);
       if (eff.usable) {
         f.outcome = Outcome::kPass;
+        f.code = "ib.gid/gid_index_ok";
         f.message = var + " names " + Describe(*Entry(p, eff.index));
         if (own.usable && own.index != eff.index) {
           f.message += " (NCCL would pick " + std::to_string(own.index) + " on its own)";
         }
       } else if (any_usable) {
         f.outcome = Outcome::kFail;
+        f.code = "ib.gid/gid_index_wrong";
         f.message = var + " is wrong on this node: " + Unusable(p, eff.index, eff) +
                     "; the usable " + ver + " entry is " + std::to_string(best);
         f.next_step = "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 picks " + std::to_string(best) +
@@ -150,12 +153,14 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
         AddEntryEvidence(f, p, best);
       } else {
         f.outcome = Outcome::kFail;
+        f.code = "ib.gid/gid_index_no_usable";
         f.message = var + " and no usable " + ver + " GID exists on " + p.Name() + ": " +
                     Unusable(p, eff.index, eff);
         f.next_step = NoUsableFix(p, own);
       }
     } else if (own.usable) {
       f.outcome = Outcome::kPass;
+      f.code = "ib.gid/auto_ok";
       f.message = "NCCL >= 2.21 picks GID " + std::to_string(own.index) + ": " +
                   Describe(*Entry(p, own.index));
       if (own.index != 0) {
@@ -165,6 +170,7 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
       AddEntryEvidence(f, p, own.index);
     } else if (any_usable) {
       f.outcome = Outcome::kFail;
+      f.code = "ib.gid/auto_choice_unusable";
       f.message = "NCCL's own choice on " + p.Name() + " is GID " + std::to_string(own.index) +
                   " (" + Unusable(p, own.index, own) + ") although entry " + std::to_string(best) +
                   " is a usable " + ver + " GID";
@@ -174,6 +180,7 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
       AddEntryEvidence(f, p, best);
     } else {
       f.outcome = Outcome::kFail;
+      f.code = "ib.gid/no_usable_gid";
       f.message = "no usable " + ver + " GID on " + p.Name() + " (" +
                   std::to_string(p.gids.size()) + " non-empty entries, none " +
                   (own.want_ipv6 ? "IPv6" : "IPv4") + " " + ver +
@@ -190,6 +197,7 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kSkip;
+    f.code = "ib.gid/no_roce_ports";
     f.message = ctx.facts.ib_ports.empty()
                     ? "no InfiniBand/RoCE ports: no GID table to check"
                     : "no RoCE ports (InfiniBand ports address peers by LID; GID index 0)";

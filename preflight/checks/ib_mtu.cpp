@@ -20,7 +20,8 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
   std::vector<Finding> out;
   if (ctx.facts.ib_ports.empty()) {
     out.push_back(
-        MakeFinding(kId, "node", Outcome::kSkip, "no InfiniBand/RoCE ports: no MTU to check"));
+        Coded(MakeFinding(kId, "node", Outcome::kSkip, "no InfiniBand/RoCE ports: no MTU to check"),
+              "ib.mtu/no_ports"));
     return out;
   }
   nccl::PortSelection sel(ctx.env);
@@ -36,6 +37,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
     const bool used = sel.Uses(p);
     if (!used) {
       f.outcome = Outcome::kSkip;
+      f.code = "ib.mtu/not_used";
       f.message = "NCCL will not use this port (" + sel.WhyNot(p) + ")";
       out.push_back(std::move(f));
       continue;
@@ -48,6 +50,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
       }
       if (p.netdev.empty() || p.netdev_mtu == 0) {
         f.outcome = Outcome::kSkip;
+        f.code = "ib.mtu/netdev_unknown";
         f.message = p.Name() +
                     " is RoCE but no netdev is known behind it (no GID entry names "
                     "one): MTU not checkable";
@@ -67,15 +70,18 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
                               "(9216 for jumbo) and identically on every node";
       if (th.expected_mtu && p.netdev_mtu != *th.expected_mtu) {
         f.outcome = Outcome::kFail;
+        f.code = "ib.mtu/roce_mtu_mismatch";
         f.message = desc + ", expected netdev MTU " + std::to_string(*th.expected_mtu);
         f.next_step = fix;
       } else if (!th.expected_mtu && p.netdev_mtu < th.min_roce_mtu) {
         f.outcome = Outcome::kWarn;
+        f.code = "ib.mtu/roce_mtu_not_jumbo";
         f.message = desc + " (below jumbo " + std::to_string(th.min_roce_mtu) +
                     "): more packets per message, lower bandwidth";
         f.next_step = fix;
       } else {
         f.outcome = Outcome::kPass;
+        f.code = "ib.mtu/roce_ok";
         f.message = desc;
       }
       if (p.IsUp() && ib_mtu > 0) {
@@ -99,14 +105,17 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
         p.device + "`";
     if (th.expected_mtu && p.active_mtu != *th.expected_mtu) {
       f.outcome = Outcome::kFail;
+      f.code = "ib.mtu/ib_mtu_mismatch";
       f.message = desc + ", expected " + std::to_string(*th.expected_mtu);
       f.next_step = fix;
     } else if (!th.expected_mtu && p.active_mtu < th.min_ib_mtu) {
       f.outcome = Outcome::kWarn;
+      f.code = "ib.mtu/ib_mtu_below_min";
       f.message = desc + " (below " + std::to_string(th.min_ib_mtu) + "): lower bandwidth";
       f.next_step = fix;
     } else {
       f.outcome = Outcome::kPass;
+      f.code = "ib.mtu/ib_ok";
       f.message = desc;
     }
     if (p.IsUp()) {
@@ -122,6 +131,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = not_checkable.size() == 1 ? not_checkable[0] : "node";
     f.outcome = Outcome::kSkip;
+    f.code = "ib.mtu/active_mtu_not_checkable";
     std::string list;
     for (const auto& n : not_checkable) list += (list.empty() ? "" : ", ") + n;
     f.message =
@@ -138,6 +148,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kFail;
+    f.code = "ib.mtu/mtus_disagree";
     std::string list;
     for (const auto& [name, m] : path_mtu) {
       list += (list.empty() ? "" : ", ") + name + " " + std::to_string(m) + " (" +

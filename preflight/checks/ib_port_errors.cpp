@@ -118,8 +118,9 @@ std::string Fix(const IbPort& p, const PortCounts& c) {
 std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
   std::vector<Finding> out;
   if (ctx.facts.ib_ports.empty()) {
-    out.push_back(MakeFinding(kId, "node", Outcome::kSkip,
-                              "no InfiniBand/RoCE ports: no error counters to read"));
+    out.push_back(Coded(MakeFinding(kId, "node", Outcome::kSkip,
+                                    "no InfiniBand/RoCE ports: no error counters to read"),
+                        "ib.port.errors/no_ports"));
     return out;
   }
   nccl::PortSelection sel(ctx.env);
@@ -132,6 +133,7 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
     f.entity = p.Name();
     if (!c.errors.empty()) {
       f.outcome = Outcome::kError;
+      f.code = "ib.port.errors/counter_unreadable";
       std::string what;
       for (std::size_t i = 0; i < c.errors.size(); ++i) {
         what += (i ? "; " : "") + c.errors[i];
@@ -146,12 +148,14 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
     }
     if (c.read == 0) {
       f.outcome = Outcome::kSkip;
+      f.code = "ib.port.errors/no_counters";
       f.message = "the port exposes no error counters (no counters/ or hw_counters/)";
       out.push_back(std::move(f));
       continue;
     }
     if (c.nonzero.empty()) {
       f.outcome = Outcome::kPass;
+      f.code = "ib.port.errors/all_zero";
       f.message = "all " + std::to_string(c.read) + " error counters are 0";
       out.push_back(std::move(f));
       continue;
@@ -164,10 +168,12 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
     }
     if (sel.Uses(p)) {
       f.outcome = Outcome::kWarn;
+      f.code = "ib.port.errors/nonzero";
       f.message = "error counts since the driver loaded: " + list;
       f.next_step = Fix(p, c);
     } else {
       f.outcome = Outcome::kSkip;
+      f.code = "ib.port.errors/nonzero_not_used";
       f.message =
           "error counts (" + list + "), but NCCL will not use this port (" + sel.WhyNot(p) + ")";
     }

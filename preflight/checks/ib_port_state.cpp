@@ -78,6 +78,7 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
       f.check_id = kId;
       f.entity = "node";
       f.outcome = Outcome::kSkip;
+      f.code = "ib.port.state/no_devices";
       f.message =
           "no InfiniBand/RoCE devices in /sys/class/infiniband: NCCL will use TCP "
           "sockets (NET/Socket) on this node";
@@ -109,11 +110,13 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     if (state_known && !p.IsUp()) {
       if (used) {
         f.outcome = Outcome::kFail;
+        f.code = "ib.port.state/down_but_used";
         f.message = StateText(p) + ", but NCCL would use this port (" + sel.Describe() +
                     "); NCCL skips it silently and this node runs with one " + "rail less";
         f.next_step = DownFix(p);
       } else {
         f.outcome = Outcome::kSkip;
+        f.code = "ib.port.state/down_not_used";
         f.message = StateText(p) + "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
       }
       for (const auto* pr : problems) f.With(pr->path, "unreadable: " + pr->message);
@@ -127,6 +130,7 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     const std::string desc = StateText(p) + ", " + p.rate_text + ", " + p.link_layer;
     if (!used) {
       f.outcome = Outcome::kSkip;
+      f.code = "ib.port.state/not_used";
       f.message = desc + "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
       out.push_back(std::move(f));
       continue;
@@ -134,12 +138,14 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     const double sibling = best.count(p.link_layer) ? best[p.link_layer] : p.rate_gbps;
     if (ctx.thresholds.min_rate_gbps > 0 && p.rate_gbps < ctx.thresholds.min_rate_gbps) {
       f.outcome = Outcome::kFail;
+      f.code = "ib.port.state/rate_below_min";
       f.message = "runs at " + p.rate_text + ", below the required " +
                   RateText(ctx.thresholds.min_rate_gbps);
       f.next_step = "check the link width/speed with `mlxlink -d " + p.device +
                     " -m` (a degraded lane or a wrong cable), reseat or replace the cable";
     } else if (p.rate_gbps < sibling) {
       f.outcome = Outcome::kWarn;
+      f.code = "ib.port.state/rate_below_siblings";
       f.message = "runs at " + p.rate_text + " while its siblings run at " + RateText(sibling) +
                   ": collectives pace to the slowest rail";
       f.next_step = "a lane or cable is degraded: `mlxlink -d " + p.device +
@@ -147,6 +153,7 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
                     "switch port speed setting";
     } else {
       f.outcome = Outcome::kPass;
+      f.code = "ib.port.state/ok";
       f.message = desc;
     }
     out.push_back(std::move(f));

@@ -65,6 +65,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kError;
+    f.code = "kernel.log/unreadable";
     f.message = "cannot read the kernel log: " + error.Describe();
     const bool denied = error.message.find("ermission") != std::string::npos ||
                         error.message.find("not permitted") != std::string::npos;
@@ -90,6 +91,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kError;
+    f.code = "kernel.log/bad_lines";
     f.message = std::to_string(parsed.bad_lines.size()) + " line(s) of " +
                 ctx.facts.HostPath(kKmsg) + " are not kmsg records (first: line " +
                 std::to_string(parsed.bad_lines.front()) + "); the other " +
@@ -176,6 +178,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
     switch (g.kind) {
       case KernelEventKind::kMlx5CommandFailure:
         f.outcome = Outcome::kWarn;
+        f.code = "kernel.log/mlx5_cmd_failure";
         f.message = "mlx5 firmware command failures on " + g.entity + " " + since + ": " +
                     std::to_string(g.count) + " logged" +
                     (g.suppressed ? " + " + std::to_string(g.suppressed) + " ratelimited" : "") +
@@ -192,6 +195,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
         break;
       case KernelEventKind::kMlx5MrFailure:
         f.outcome = Outcome::kWarn;
+        f.code = "kernel.log/mlx5_mr_failure";
         f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " + since +
                     ": " + g.first_what;
         f.next_step =
@@ -200,6 +204,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
         break;
       case KernelEventKind::kLinkDown:
         f.outcome = Outcome::kWarn;
+        f.code = "kernel.log/link_flap";
         f.message = "link of " + g.entity + " went down " +
                     (g.downs == 1 ? std::string("once") : std::to_string(g.downs) + " times") +
                     " " + since +
@@ -212,6 +217,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
       case KernelEventKind::kXid: {
         f.entity = g.entity;
         f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+        f.code = "kernel.log/xid";
         f.message = "NVIDIA " + g.first_what + " on " + g.entity + " " + times + " " + since +
                     (g.fatal ? ": a known-fatal Xid, the GPU needs a reset before it runs jobs"
                              : ": usually an application fault; repeated Xids point at the GPU");
@@ -223,6 +229,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
       }
       case KernelEventKind::kGpuFellOffBus:
         f.outcome = Outcome::kFail;
+        f.code = "kernel.log/gpu_fell_off_bus";
         f.message = "NVIDIA GPU " + g.entity + " fell off the bus " + since;
         f.next_step =
             "drain the node and reboot; check power, PCIe riser/cable and "
@@ -230,6 +237,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
         break;
       case KernelEventKind::kPcieAerCorrected:
         f.outcome = Outcome::kWarn;
+        f.code = "kernel.log/aer_corrected";
         f.message = "PCIe corrected errors on " + g.entity + " " + times + " " + since +
                     ": the link retrains/replays, bandwidth to devices below it drops";
         f.next_step = "check `lspci -vvv -s " + g.entity +
@@ -238,6 +246,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
         break;
       case KernelEventKind::kPcieAerUncorrected:
         f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+        f.code = "kernel.log/aer_uncorrected";
         f.message = std::string(g.fatal ? "fatal" : "non-fatal") + " uncorrected PCIe errors on " +
                     g.entity + " " + times + " " + since;
         f.next_step = "drain the node; check the device and slot below " + g.entity +
@@ -256,6 +265,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = "node";
     f.outcome = Outcome::kPass;
+    f.code = "kernel.log/clean";
     f.message = "no mlx5 failures, link flaps, Xid or PCIe AER events in " +
                 std::to_string(checked) + " kernel log records " + since;
     out.push_back(std::move(f));

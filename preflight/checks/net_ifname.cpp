@@ -54,15 +54,18 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   for (const Error& e : ctx.facts.problems) {
     if (StartsWith(e.where, ctx.facts.HostPath("/sys/class/net")) ||
         StartsWith(e.where, ctx.facts.HostPath("/proc/net"))) {
-      Finding f = Make("node", Outcome::kError, e.where + ": " + e.message);
+      Finding f = Coded(Make("node", Outcome::kError, e.where + ": " + e.message),
+                        "net.ifname/file_unreadable");
       f.next_step = e.fix.empty() ? "check the file on the node" : e.fix;
       out.push_back(std::move(f));
     }
   }
   if (ifs.empty()) {
     if (out.empty()) {
-      out.push_back(Make("node", Outcome::kError,
-                         "no network interfaces found in " + ctx.facts.HostPath("/sys/class/net")));
+      out.push_back(
+          Coded(Make("node", Outcome::kError,
+                     "no network interfaces found in " + ctx.facts.HostPath("/sys/class/net")),
+                "net.ifname/no_interfaces"));
     }
     return out;
   }
@@ -87,9 +90,10 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   if (spec && !Trim(*spec).empty()) {
     auto filter = nccl::ParseSocketIfname(*spec);
     if (!filter.ok()) {
-      Finding f =
+      Finding f = Coded(
           Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
-               "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " + filter.error().message);
+               "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " + filter.error().message),
+          "net.ifname/ifname_invalid");
       f.With("NCCL_SOCKET_IFNAME", *spec);
       f.next_step =
           "use a comma-separated list of interface name prefixes, e.g. "
@@ -106,12 +110,13 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
     }
     how = "NCCL_SOCKET_IFNAME=" + *spec;
     if (chosen.empty()) {
-      Finding f =
+      Finding f = Coded(
           Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
                by_name.empty()
                    ? how + " matches no interface on this node; available: " + Names(ifs)
                    : how + " matches only interfaces without a usable address: " + Names(by_name) +
-                         "; available: " + Names(ifs));
+                         "; available: " + Names(ifs)),
+          "net.ifname/ifname_matches_none");
       f.With("NCCL_SOCKET_IFNAME", *spec);
       f.With("/sys/class/net", [&] {
         std::string n;
@@ -148,10 +153,11 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
       how = "NCCL default: only loopback has an address";
     }
     if (chosen.empty()) {
-      Finding f = Make("node", Outcome::kFail,
-                       "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
-                       "fails (\"no socket interface found\"); interfaces: " +
-                           Names(ifs));
+      Finding f = Coded(Make("node", Outcome::kFail,
+                             "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
+                             "fails (\"no socket interface found\"); interfaces: " +
+                                 Names(ifs)),
+                        "net.ifname/no_address");
       f.next_step = "configure an address on the cluster network interface";
       out.push_back(std::move(f));
       return out;
@@ -159,7 +165,7 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   }
   const NetInterface& boot = *chosen[0];
   const auto addrs = UsableAddresses(boot, family);
-  Finding f = Make(boot.name, Outcome::kPass, "");
+  Finding f = Coded(Make(boot.name, Outcome::kPass, ""), "net.ifname/ok");
   f.With("NCCL_SOCKET_IFNAME", spec ? *spec : "(unset)");
   f.With("/sys/class/net/" + boot.name + "/operstate", boot.operstate);
   if (boot.flags) {
@@ -172,6 +178,7 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
                            ", " + (boot.operstate.empty() ? "state ?" : boot.operstate) + ")";
   if (boot.operstate == "down" || boot.operstate == "lowerlayerdown" || admin_down) {
     f.outcome = Outcome::kFail;
+    f.code = "net.ifname/bootstrap_down";
     f.message = "NCCL's bootstrap would use " + desc + " [" + how + "], but the interface is " +
                 (admin_down ? "administratively down" : "down (no carrier)") +
                 ": other nodes cannot connect, init hangs until the timeout";
@@ -180,11 +187,13 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
                   "point NCCL_SOCKET_IFNAME at the interface with the cluster address";
   } else if (boot.name == "lo") {
     f.outcome = Outcome::kFail;
+    f.code = "net.ifname/bootstrap_loopback";
     f.message = "NCCL's bootstrap would use the loopback interface [" + how +
                 "]: other nodes cannot reach this node";
     f.next_step = "configure the cluster network interface and set NCCL_SOCKET_IFNAME to it";
   } else if (StartsWith(boot.name, "docker")) {
     f.outcome = Outcome::kWarn;
+    f.code = "net.ifname/bootstrap_container_bridge";
     f.message = "NCCL's bootstrap would use " + desc + " [" + how +
                 "]: a container bridge is usually not reachable from other nodes";
     f.next_step = "set NCCL_SOCKET_IFNAME to the cluster network interface";
@@ -196,8 +205,9 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   for (std::size_t k = 1; k < chosen.size() && k < 16; ++k) {
     const NetInterface& o = *chosen[k];
     if (o.operstate == "down") {
-      Finding w = Make(o.name, Outcome::kWarn,
-                       "NCCL would also use " + o.name + " [" + how + "], which is down");
+      Finding w = Coded(Make(o.name, Outcome::kWarn,
+                             "NCCL would also use " + o.name + " [" + how + "], which is down"),
+                        "net.ifname/other_down");
       w.With("/sys/class/net/" + o.name + "/operstate", o.operstate);
       w.next_step = "bring it up or exclude it (NCCL_SOCKET_IFNAME=^" + o.name +
                     " or name the "

@@ -45,11 +45,13 @@ std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
   const std::string values = "soft " + LimitText(soft) + ", hard " + LimitText(row->hard);
   if (soft == kUnlimited) {
     f.outcome = Outcome::kPass;
+    f.code = "os.memlock/unlimited";
     f.message = "memlock unlimited (" + values + ")";
     return {f};
   }
   if (ctx.thresholds.min_memlock != 0 && soft >= ctx.thresholds.min_memlock) {
     f.outcome = Outcome::kPass;
+    f.code = "os.memlock/meets_threshold";
     f.message = "memlock " + LimitText(soft) + " meets the threshold of " +
                 HumanBytes(ctx.thresholds.min_memlock) + " (" + values + ")";
     return {f};
@@ -57,12 +59,14 @@ std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
   f.next_step = Fix(ctx.env);
   if (soft <= kSmallLimit) {
     f.outcome = Outcome::kFail;
+    f.code = "os.memlock/soft_below_min";
     f.message = "memlock limit is only " + LimitText(soft) +
                 ": RDMA cannot pin NCCL's buffers (ibv_reg_mr/ibv_create_cq fail with ENOMEM, "
                 "or NCCL hangs in init); " +
                 values;
   } else {
     f.outcome = Outcome::kWarn;
+    f.code = "os.memlock/finite";
     f.message = "memlock limit is finite (" + values +
                 "): large jobs can exhaust it when NCCL registers more buffers";
   }

@@ -20,10 +20,12 @@ std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {
   const std::string values = "soft " + text_of(row->soft) + ", hard " + text_of(row->hard);
   if (row->soft >= ctx.thresholds.min_nofile) {
     f.outcome = Outcome::kPass;
+    f.code = "os.nofile/ok";
     f.message = "open files " + values;
     return {f};
   }
   f.outcome = Outcome::kWarn;
+  f.code = "os.nofile/soft_below_min";
   f.message = "open-files limit " + text_of(row->soft) + " is below " +
               std::to_string(ctx.thresholds.min_nofile) + " (" + values +
               "): large jobs fail with \"Too many open files\"";

@@ -14,6 +14,7 @@ std::vector<Finding> CheckOsShm(const CheckContext& ctx) {
   const Fact<ShmSize>& shm = ctx.facts.host.shm;
   if (!shm.ok()) {
     f.outcome = Outcome::kError;
+    f.code = "os.shm/size_unknown";
     f.message = "cannot tell the size of /dev/shm: " + shm.error.Describe();
     f.next_step = shm.error.fix.empty() ? "check /proc/mounts (or run `df -h /dev/shm` on the node)"
                                         : shm.error.fix;
@@ -23,10 +24,12 @@ std::vector<Finding> CheckOsShm(const CheckContext& ctx) {
   const std::string size = HumanBytes(shm->bytes) + " (" + shm->how + ")";
   if (shm->bytes >= ctx.thresholds.min_shm) {
     f.outcome = Outcome::kPass;
+    f.code = "os.shm/ok";
     f.message = "/dev/shm is " + size;
     return {f};
   }
   f.outcome = Outcome::kFail;
+  f.code = "os.shm/too_small";
   f.message = "/dev/shm is only " + size + ", below " + HumanBytes(ctx.thresholds.min_shm) +
               ": NCCL's shared-memory transport fails (\"No space left on device\" / "
               "\"unhandled system error\") or falls back to slower paths";

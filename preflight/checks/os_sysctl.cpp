@@ -25,10 +25,12 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
   pass.check_id = kId;
   pass.entity = "node";
   pass.outcome = Outcome::kPass;
+  pass.code = "os.sysctl/fit";
   const Thresholds& th = ctx.thresholds;
   if (ctx.facts.host.sysctls.empty()) {  // nothing gathered is not "all sysctls fit"
-    return {MakeFinding(kId, "node", Outcome::kError, "the socket sysctls were not read",
-                        "gather the node facts (GatherNodeFacts) before running the checks")};
+    return {Coded(MakeFinding(kId, "node", Outcome::kError, "the socket sysctls were not read",
+                              "gather the node facts (GatherNodeFacts) before running the checks"),
+                  "os.sysctl/not_gathered")};
   }
   for (const SysctlFact& s : ctx.facts.host.sysctls) {
     Finding f;
@@ -37,6 +39,7 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
     const auto& values = s.values;
     if (values.unreadable) {
       f.outcome = Outcome::kError;
+      f.code = "os.sysctl/unreadable";
       f.message = "cannot read " + s.name + ": " + values.error.Describe();
       f.next_step = values.error.fix.empty() ? "check that /proc/sys is mounted" : values.error.fix;
       out.push_back(std::move(f));
@@ -46,6 +49,7 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
     f.With(values.path, raw);
     if (!values.ok()) {
       f.outcome = Outcome::kError;
+      f.code = "os.sysctl/malformed";
       f.message = "malformed " + s.name + " in " + values.error.where + ": " + values.error.message;
       f.next_step = "check the file is the kernel's sysctl (procfs on /proc)";
       out.push_back(std::move(f));
@@ -57,6 +61,7 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
       std::uint64_t min = name == "net.core.rmem_max" ? th.min_rmem_max : th.min_wmem_max;
       if (v[0] < min) {
         f.outcome = Outcome::kWarn;
+        f.code = "os.sysctl/mem_max_below_min";
         f.message = name + " is " + std::to_string(v[0]) + " (" + HumanBytes(v[0]) + "), below " +
                     std::to_string(min) +
                     ": socket buffers are capped, NCCL's socket transport and bootstrap slow "
@@ -67,6 +72,7 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
       std::uint64_t min = name == "net.ipv4.tcp_rmem" ? th.min_tcp_rmem_max : th.min_tcp_wmem_max;
       if (v[2] < min) {
         f.outcome = Outcome::kWarn;
+        f.code = "os.sysctl/tcp_mem_max_below_min";
         f.message = name + " maximum (third field) is " + std::to_string(v[2]) + " (" +
                     HumanBytes(v[2]) + "), below " + std::to_string(min) +
                     ": TCP autotuning cannot grow windows for inter-node socket traffic";
@@ -76,12 +82,14 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
     } else {  // ip_local_port_range
       if (v[0] >= v[1] || v[1] > 65535) {
         f.outcome = Outcome::kFail;
+        f.code = "os.sysctl/port_range_invalid";
         f.message = "net.ipv4.ip_local_port_range \"" + raw +
                     "\" is not a range (low must be below high, high at most 65535): outgoing "
                     "connections (NCCL bootstrap, TCPStore) cannot get a port";
         f.next_step = Persist("net.ipv4.ip_local_port_range=\"32768 60999\"");
       } else if (v[1] - v[0] + 1 < static_cast<std::uint64_t>(th.min_local_ports)) {
         f.outcome = Outcome::kWarn;
+        f.code = "os.sysctl/port_range_small";
         f.message = "net.ipv4.ip_local_port_range " + std::to_string(v[0]) + "-" +
                     std::to_string(v[1]) + " has only " + std::to_string(v[1] - v[0] + 1) +
                     " ports (want >= " + std::to_string(th.min_local_ports) +

@@ -50,9 +50,10 @@ Finding IommuFinding(const CheckContext& ctx) {
   const std::vector<std::string>& units = h.iommu_units;
   if (!h.cmdline.ok() && units.empty()) {
     // Neither source read: "IOMMU off" would rest on nothing.
-    Finding f = Make("iommu", Outcome::kError,
-                     "cannot tell the IOMMU state: " + h.cmdline.error.Describe() +
-                         " and no units in /sys/class/iommu");
+    Finding f = Coded(Make("iommu", Outcome::kError,
+                           "cannot tell the IOMMU state: " + h.cmdline.error.Describe() +
+                               " and no units in /sys/class/iommu"),
+                      "pci.acs/iommu_unknown");
     f.next_step = "check that /proc is mounted (`cat /proc/cmdline`)";
     return f;
   }
@@ -75,7 +76,7 @@ Finding IommuFinding(const CheckContext& ctx) {
   }
   std::string args = iommu_args.empty() ? "no iommu arguments on the kernel command line"
                                         : "kernel command line: " + iommu_args;
-  Finding f = Make("iommu", Outcome::kPass, "");
+  Finding f = Coded(Make("iommu", Outcome::kPass, ""), "pci.acs/iommu_off_or_passthrough");
   f.With("/sys/class/iommu", units.empty() ? "(no units)" : Join(units));
   if (!cmdline.empty()) f.With("/proc/cmdline", cmdline);
   if (units.empty() || off) {
@@ -85,6 +86,7 @@ Finding IommuFinding(const CheckContext& ctx) {
     f.message = "IOMMU on in passthrough mode (" + args + "): device DMA is not translated";
   } else {
     f.outcome = Outcome::kWarn;
+    f.code = "pci.acs/iommu_translating";
     f.message = "IOMMU on and translating DMA (" + std::to_string(units.size()) + " units; " +
                 args + "): GPUDirect RDMA/P2P traffic is remapped or blocked";
     f.next_step =
@@ -106,22 +108,27 @@ std::optional<Finding> JudgeFunction(const PciFunctionFact& fn, AcsTally* tally)
   const std::string& bdf = fn.bdf;
   if (!fn.pci_class.ok()) {
     if (fn.pci_class.unreadable) {
-      return Make(bdf, Outcome::kError,
-                  "cannot read the PCI class: " + fn.pci_class.error.Describe());
+      return Coded(
+          Make(bdf, Outcome::kError, "cannot read the PCI class: " + fn.pci_class.error.Describe()),
+          "pci.acs/class_unreadable");
     }
-    return Make(bdf, Outcome::kError,
-                fn.pci_class.error.message + " in " + fn.pci_class.error.where);
+    return Coded(
+        Make(bdf, Outcome::kError, fn.pci_class.error.message + " in " + fn.pci_class.error.where),
+        "pci.acs/class_malformed");
   }
   if (!fn.IsBridge()) return std::nullopt;  // only PCI-to-PCI bridges (root/switch ports)
   ++tally->bridges;
   const auto& acs = fn.acs;
   if (acs.unreadable) {
-    Finding f = Make(bdf, Outcome::kError, "cannot read the config space: " + acs.error.Describe());
+    Finding f =
+        Coded(Make(bdf, Outcome::kError, "cannot read the config space: " + acs.error.Describe()),
+              "pci.acs/config_unreadable");
     f.next_step = acs.error.fix;
     return f;
   }
   if (!acs.ok()) {
-    Finding f = Make(bdf, Outcome::kError, acs.error.message + " in " + acs.error.where);
+    Finding f = Coded(Make(bdf, Outcome::kError, acs.error.message + " in " + acs.error.where),
+                      "pci.acs/config_malformed");
     f.With(acs.path, acs.raw);
     f.next_step = "read it again on the node as root (`lspci -vvv -s " + bdf + "`)";
     return f;
@@ -142,14 +149,15 @@ std::optional<Finding> JudgeFunction(const PciFunctionFact& fn, AcsTally* tally)
   const std::uint16_t ctrl = acs->acs.control;
   if ((ctrl & kAcsP2pBreaking) == 0) return std::nullopt;
   const bool redirect = ctrl & (kAcsReqRedir | kAcsCmpltRedir | kAcsUpstreamFwd);
-  Finding f = Make(bdf, Outcome::kWarn,
-                   "ACS " + BitsOn(ctrl) + " enabled on PCIe bridge " + bdf + " (" +
-                       Hex(acs->vendor, 4) + ":" + Hex(acs->device, 4).substr(2) + "): " +
-                       (redirect ? "peer-to-peer traffic below it (GPU<->NIC GPUDirect RDMA, "
-                                   "GPU<->GPU) is redirected through the root complex"
-                                 : "source validation checks every peer-to-peer request "
-                                   "below it; NCCL wants ACS off on bridges between GPUs "
-                                   "and NICs"));
+  Finding f = Coded(Make(bdf, Outcome::kWarn,
+                         "ACS " + BitsOn(ctrl) + " enabled on PCIe bridge " + bdf + " (" +
+                             Hex(acs->vendor, 4) + ":" + Hex(acs->device, 4).substr(2) + "): " +
+                             (redirect ? "peer-to-peer traffic below it (GPU<->NIC GPUDirect RDMA, "
+                                         "GPU<->GPU) is redirected through the root complex"
+                                       : "source validation checks every peer-to-peer request "
+                                         "below it; NCCL wants ACS off on bridges between GPUs "
+                                         "and NICs")),
+                    "pci.acs/acs_p2p_enabled");
   f.With(acs.path, "ACSCtl: " + AcsControlText(ctrl) + " (ECAP_ACS at " + Hex(acs->acs.offset, 3) +
                        ", control " + Hex(ctrl, 4) + ")");
   f.next_step = "as root: `setpci -s " + bdf +
@@ -167,12 +175,13 @@ void Summarise(const AcsTally& t, std::vector<Finding>* out) {
   const int with_acs = t.with_acs;
   if (!unprivileged.empty()) {
     Finding f =
-        Make("node", Outcome::kSkip,
-             "ACS not checkable: sysfs returns only the first 64 bytes of config space "
-             "of " +
-                 std::to_string(unprivileged.size()) + " bridge(s) (e.g. " + unprivileged[0] +
-                 ") to a non-root reader; the ACS capability lies in "
-                 "the extended config space");
+        Coded(Make("node", Outcome::kSkip,
+                   "ACS not checkable: sysfs returns only the first 64 bytes of config space "
+                   "of " +
+                       std::to_string(unprivileged.size()) + " bridge(s) (e.g. " + unprivileged[0] +
+                       ") to a non-root reader; the ACS capability lies in "
+                       "the extended config space"),
+              "pci.acs/unprivileged");
     f.With(JoinPath(JoinPath("/sys/bus/pci/devices", unprivileged[0]), "config"), "64 bytes");
     f.next_step =
         "run `sudo safe-launch preflight --only pci.acs` (or `sudo lspci -vvv | grep "
@@ -180,11 +189,12 @@ void Summarise(const AcsTally& t, std::vector<Finding>* out) {
     out->push_back(std::move(f));
   }
   if (!no_extended.empty()) {
-    Finding f = Make("node", Outcome::kSkip,
-                     "ACS not checkable on " + std::to_string(no_extended.size()) +
-                         " bridge(s) (e.g. " + no_extended[0] +
-                         "): only 256 bytes of config space readable (no extended config "
-                         "space: a VM, MMCONFIG/ECAM off, or not read as root)");
+    Finding f = Coded(Make("node", Outcome::kSkip,
+                           "ACS not checkable on " + std::to_string(no_extended.size()) +
+                               " bridge(s) (e.g. " + no_extended[0] +
+                               "): only 256 bytes of config space readable (no extended config "
+                               "space: a VM, MMCONFIG/ECAM off, or not read as root)"),
+                      "pci.acs/no_extended");
     f.With(JoinPath(JoinPath("/sys/bus/pci/devices", no_extended[0]), "config"), "256 bytes");
     f.next_step = "check as root on the host: `sudo lspci -vvv | grep ACSCtl`";
     out->push_back(std::move(f));
@@ -193,12 +203,14 @@ void Summarise(const AcsTally& t, std::vector<Finding>* out) {
   for (const auto& f : *out) flagged |= f.outcome != Outcome::kSkip;
   if (!flagged) {
     if (bridges == 0) {
-      out->push_back(Make("node", Outcome::kSkip, "no PCIe bridges in /sys/bus/pci/devices"));
+      out->push_back(Coded(Make("node", Outcome::kSkip, "no PCIe bridges in /sys/bus/pci/devices"),
+                           "pci.acs/no_bridges"));
     } else if (unprivileged.size() + no_extended.size() < static_cast<std::size_t>(bridges)) {
-      out->push_back(Make("node", Outcome::kPass,
-                          "ACS redirect/source validation off on all " + std::to_string(bridges) +
-                              " PCIe bridges (" + std::to_string(with_acs) +
-                              " have the ACS capability)"));
+      out->push_back(Coded(
+          Make("node", Outcome::kPass,
+               "ACS redirect/source validation off on all " + std::to_string(bridges) +
+                   " PCIe bridges (" + std::to_string(with_acs) + " have the ACS capability)"),
+          "pci.acs/acs_off"));
     }
   }
 }
@@ -209,9 +221,11 @@ std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
   std::vector<Finding> out;
   const auto& pci = ctx.facts.host.pci;
   if (!pci.ok()) {
-    out.push_back(Make("node", Outcome::kSkip,
-                       "no PCI devices visible (" + pci.error.Describe() +
-                           "): ACS cannot be checked here (a container without /sys/bus/pci?)"));
+    out.push_back(
+        Coded(Make("node", Outcome::kSkip,
+                   "no PCI devices visible (" + pci.error.Describe() +
+                       "): ACS cannot be checked here (a container without /sys/bus/pci?)"),
+              "pci.acs/no_pci"));
     out.push_back(IommuFinding(ctx));
     return out;
   }
