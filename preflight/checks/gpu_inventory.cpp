@@ -20,6 +20,57 @@ bool Under(const NodeFacts& facts, const std::string& where, const char* node_di
   return StartsWith(where, facts.HostPath(node_dir));
 }
 
+// The node summary: a warn for mixed models, else a pass when nothing failed.
+void AddSummary(const NodeFacts& facts, const std::vector<GpuInfo>& gpus,
+                const std::set<std::string>& seen, bool container_subset,
+                std::size_t driver_gpu_count, const std::string& version_line,
+                std::vector<Finding>* out_list) {
+  std::vector<Finding>& out = *out_list;
+  const bool have_driver = !facts.nvidia_driver.empty();
+  // The GPUs this node (or container) actually uses.
+  std::vector<GpuInfo> used;
+  for (const auto& g : gpus) {
+    if (!container_subset || seen.count(g.pci_address)) used.push_back(g);
+  }
+  std::map<std::string, int> models;
+  for (const auto& g : used) models[g.model.empty() ? "device " + g.device_id : g.model]++;
+  std::string model_text;
+  for (const auto& [m, n] : models) {
+    model_text += (model_text.empty() ? "" : ", ") + std::to_string(n) + " x " + m;
+  }
+  const std::size_t count = used.empty() ? driver_gpu_count : used.size();
+  std::string driver = have_driver ? "driver " + facts.nvidia_driver +
+                                         (facts.nvidia_open_kernel ? " (open kernel modules)"
+                                                                   : " (proprietary modules)")
+                                   : "driver version unknown";
+  if (models.size() > 1) {
+    Finding f = Coded(
+        Make("node", Outcome::kWarn, "mixed GPU models on one node: " + model_text + "; " + driver),
+        "gpu.inventory/mixed_models");
+    f.next_step =
+        "NCCL runs at the pace of the slowest GPU; use identical GPUs per job or pin "
+        "CUDA_VISIBLE_DEVICES to one model";
+    for (const auto& g : used) {
+      f.With("/proc/driver/nvidia/gpus/" + g.pci_address + "/information", "Model: " + g.model);
+    }
+    out.push_back(std::move(f));
+  }
+  bool failed = false;
+  for (const auto& f : out) failed |= f.outcome == Outcome::kFail || f.outcome == Outcome::kError;
+  if (!failed && models.size() <= 1) {
+    Finding f = Coded(Make("node", Outcome::kPass,
+                           std::to_string(count) + " NVIDIA GPU(s)" +
+                               (model_text.empty() ? "" : ": " + model_text) + "; " + driver),
+                      "gpu.inventory/ok");
+    if (!version_line.empty()) f.With("/proc/driver/nvidia/version", version_line);
+    for (const auto& g : used) {
+      f.With("/sys/bus/pci/devices/" + g.pci_address + "/device",
+             g.device_id + (g.model.empty() ? "" : " (" + g.model + ")"));
+    }
+    out.push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
@@ -38,7 +89,6 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   }
   std::vector<std::string> driver_gpus;
   if (const auto& l = ctx.facts.host.nvidia_gpu_dirs; l.ok()) driver_gpus = *l;
-  const bool have_driver = !ctx.facts.nvidia_driver.empty();
   const bool version_file = ctx.facts.host.nvidia_version_present;
   if (gpus.empty() && driver_gpus.empty() && !version_file) {
     if (out.empty()) {
@@ -86,48 +136,7 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
     }
     ++index;
   }
-  // The GPUs this node (or container) actually uses.
-  std::vector<GpuInfo> used;
-  for (const auto& g : gpus) {
-    if (!container_subset || seen.count(g.pci_address)) used.push_back(g);
-  }
-  std::map<std::string, int> models;
-  for (const auto& g : used) models[g.model.empty() ? "device " + g.device_id : g.model]++;
-  std::string model_text;
-  for (const auto& [m, n] : models) {
-    model_text += (model_text.empty() ? "" : ", ") + std::to_string(n) + " x " + m;
-  }
-  const std::size_t count = used.empty() ? driver_gpus.size() : used.size();
-  std::string driver = have_driver ? "driver " + ctx.facts.nvidia_driver +
-                                         (ctx.facts.nvidia_open_kernel ? " (open kernel modules)"
-                                                                       : " (proprietary modules)")
-                                   : "driver version unknown";
-  if (models.size() > 1) {
-    Finding f = Coded(
-        Make("node", Outcome::kWarn, "mixed GPU models on one node: " + model_text + "; " + driver),
-        "gpu.inventory/mixed_models");
-    f.next_step =
-        "NCCL runs at the pace of the slowest GPU; use identical GPUs per job or pin "
-        "CUDA_VISIBLE_DEVICES to one model";
-    for (const auto& g : used) {
-      f.With("/proc/driver/nvidia/gpus/" + g.pci_address + "/information", "Model: " + g.model);
-    }
-    out.push_back(std::move(f));
-  }
-  bool failed = false;
-  for (const auto& f : out) failed |= f.outcome == Outcome::kFail || f.outcome == Outcome::kError;
-  if (!failed && models.size() <= 1) {
-    Finding f = Coded(Make("node", Outcome::kPass,
-                           std::to_string(count) + " NVIDIA GPU(s)" +
-                               (model_text.empty() ? "" : ": " + model_text) + "; " + driver),
-                      "gpu.inventory/ok");
-    if (!version_line.empty()) f.With("/proc/driver/nvidia/version", version_line);
-    for (const auto& g : used) {
-      f.With("/sys/bus/pci/devices/" + g.pci_address + "/device",
-             g.device_id + (g.model.empty() ? "" : " (" + g.model + ")"));
-    }
-    out.push_back(std::move(f));
-  }
+  AddSummary(ctx.facts, gpus, seen, container_subset, driver_gpus.size(), version_line, &out);
   return out;
 }
 

@@ -54,37 +54,35 @@ std::string GpuEntity(const NodeFacts& facts, const std::string& bdf) {
   return bdf.empty() ? "gpu" : bdf;
 }
 
-}  // namespace
-
-std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
-  std::vector<Finding> out;
-  const Fact<KmsgParse>& kmsg = ctx.facts.host.kmsg;
-  if (!kmsg.ok()) {
-    const Error& error = kmsg.error;
-    Finding f;
-    f.check_id = kId;
-    f.entity = "node";
-    f.outcome = Outcome::kError;
-    f.code = "kernel.log/unreadable";
-    f.message = "cannot read the kernel log: " + error.Describe();
-    const bool denied = error.message.find("ermission") != std::string::npos ||
-                        error.message.find("not permitted") != std::string::npos;
-    if (denied) {
-      std::string restrict_value;
-      if (const auto& r = ctx.facts.host.dmesg_restrict; r.ok()) {
-        restrict_value = *r;
-        f.With(r.path, restrict_value);
-      }
-      f.next_step = "kernel.dmesg_restrict" +
-                    (restrict_value.empty() ? std::string() : "=" + restrict_value) +
-                    " keeps the log from non-root users: run preflight as root (or with "
-                    "CAP_SYSLOG), or `sysctl -w kernel.dmesg_restrict=0`";
-    } else {
-      f.next_step =
-          error.fix.empty() ? "check that /dev/kmsg exists (devtmpfs on /dev)" : error.fix;
+// The kernel log could not be read: an error, with the dmesg_restrict fix when it was refused.
+Finding ReadErrorFinding(const Fact<KmsgParse>& kmsg, const HostEvidence& h) {
+  const Error& error = kmsg.error;
+  Finding f;
+  f.check_id = kId;
+  f.entity = "node";
+  f.outcome = Outcome::kError;
+  f.code = "kernel.log/unreadable";
+  f.message = "cannot read the kernel log: " + error.Describe();
+  const bool denied = error.message.find("ermission") != std::string::npos ||
+                      error.message.find("not permitted") != std::string::npos;
+  if (denied) {
+    std::string restrict_value;
+    if (const auto& r = h.dmesg_restrict; r.ok()) {
+      restrict_value = *r;
+      f.With(r.path, restrict_value);
     }
-    return {f};
+    f.next_step = "kernel.dmesg_restrict" +
+                  (restrict_value.empty() ? std::string() : "=" + restrict_value) +
+                  " keeps the log from non-root users: run preflight as root (or with "
+                  "CAP_SYSLOG), or `sysctl -w kernel.dmesg_restrict=0`";
+  } else {
+    f.next_step = error.fix.empty() ? "check that /dev/kmsg exists (devtmpfs on /dev)" : error.fix;
   }
+  return f;
+}
+
+// Lines that are not kmsg records: an error naming the first, the rest is still checked.
+void AddBadLines(const CheckContext& ctx, const Fact<KmsgParse>& kmsg, std::vector<Finding>* out) {
   const KmsgParse& parsed = *kmsg;
   if (!parsed.bad_lines.empty()) {
     Finding f;
@@ -98,13 +96,19 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
                 std::to_string(parsed.records.size()) + " records were checked";
     f.With(kmsg.path, kmsg.raw);
     f.next_step = "the file must hold /dev/kmsg records (\"prio,seq,usec,flags;message\")";
-    out.push_back(std::move(f));
+    out->push_back(std::move(f));
   }
+}
+
+// Events grouped by what happened where, in log order; `checked` counts the records looked at.
+std::vector<Group> GroupEvents(const CheckContext& ctx, const KmsgParse& parsed,
+                               std::size_t* checked_out) {
   // Group events by what happened where, in log order.
   std::vector<Group> groups;
   std::map<std::tuple<int, std::string, int>, std::size_t> index;
   std::uint64_t pending_suppressed = 0;
-  std::size_t checked = 0;
+  std::size_t& checked = *checked_out;
+  checked = 0;
   for (const auto& r : parsed.records) {
     if (ctx.kernel_log_since_us >= 0 && r.usec < ctx.kernel_log_since_us) continue;
     ++checked;
@@ -159,6 +163,106 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
       }
     }
   }
+  return groups;
+}
+
+// The finding for one group; false for groups that report nothing.
+bool Describe(const Group& g, const std::string& since, Finding* out) {
+  Finding& f = *out;
+  const std::string times = g.count == 1 ? "once" : std::to_string(g.count) + " times";
+  switch (g.kind) {
+    case KernelEventKind::kMlx5CommandFailure:
+      f.outcome = Outcome::kWarn;
+      f.code = "kernel.log/mlx5_cmd_failure";
+      f.message = "mlx5 firmware command failures on " + g.entity + " " + since + ": " +
+                  std::to_string(g.count) + " logged" +
+                  (g.suppressed ? " + " + std::to_string(g.suppressed) + " ratelimited" : "") +
+                  ", e.g. " + g.first_what;
+      f.next_step =
+          g.first_what.find("CREATE_MKEY") != std::string::npos
+              ? "the HCA ran out of memory keys (too many/too large registrations, status "
+                "\"limits exceeded\"): check memlock, reduce registered memory (fewer "
+                "NCCL_NCHANNELS/buffers, UCX/NCCL registration caches), update firmware; "
+                "reboot or `mlxfwreset` to recover"
+              : "check `dmesg | grep mlx5_core` around these lines and the firmware "
+                "(`mlxfwmanager`); a SW reset or command timeout needs the HCA reset "
+                "(`mlxfwreset -d <dev> reset`) or a reboot before the node runs jobs";
+      break;
+    case KernelEventKind::kMlx5MrFailure:
+      f.outcome = Outcome::kWarn;
+      f.code = "kernel.log/mlx5_mr_failure";
+      f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " + since +
+                  ": " + g.first_what;
+      f.next_step =
+          "registration failures precede NCCL/UCX \"ibv_reg_mr failed\" errors: "
+          "check memlock (os.memlock) and the HCA's memory-key limits";
+      break;
+    case KernelEventKind::kLinkDown:
+      f.outcome = Outcome::kWarn;
+      f.code = "kernel.log/link_flap";
+      f.message = "link of " + g.entity + " went down " +
+                  (g.downs == 1 ? std::string("once") : std::to_string(g.downs) + " times") + " " +
+                  since +
+                  (g.last_down ? " and the log shows no recovery" : " (up again afterwards)") +
+                  ": a flapping link stalls NCCL collectives until they time out";
+      f.next_step =
+          "check cable/transceiver and the switch port (`mlxlink -d <dev> -m -c`, "
+          "port counters link_downed/symbol_error), reseat or replace";
+      break;
+    case KernelEventKind::kXid: {
+      f.entity = g.entity;
+      f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+      f.code = "kernel.log/xid";
+      f.message = "NVIDIA " + g.first_what + " on " + g.entity + " " + times + " " + since +
+                  (g.fatal ? ": a known-fatal Xid, the GPU needs a reset before it runs jobs"
+                           : ": usually an application fault; repeated Xids point at the GPU");
+      f.next_step = g.fatal ? "drain the node, run `nvidia-bug-report.sh`, reset the GPU "
+                              "(`nvidia-smi -r`) or reboot; replace the GPU if it recurs"
+                            : "check the job that ran at that time; if it repeats across "
+                              "jobs, run `dcgmi diag -r 2` on this GPU";
+      break;
+    }
+    case KernelEventKind::kGpuFellOffBus:
+      f.outcome = Outcome::kFail;
+      f.code = "kernel.log/gpu_fell_off_bus";
+      f.message = "NVIDIA GPU " + g.entity + " fell off the bus " + since;
+      f.next_step =
+          "drain the node and reboot; check power, PCIe riser/cable and "
+          "`lspci -vvv` link status; replace the GPU/baseboard if it recurs";
+      break;
+    case KernelEventKind::kPcieAerCorrected:
+      f.outcome = Outcome::kWarn;
+      f.code = "kernel.log/aer_corrected";
+      f.message = "PCIe corrected errors on " + g.entity + " " + times + " " + since +
+                  ": the link retrains/replays, bandwidth to devices below it drops";
+      f.next_step = "check `lspci -vvv -s " + g.entity +
+                    "` (LnkSta speed/width, error "
+                    "status); reseat the riser/cable; a steady rate means failing hardware";
+      break;
+    case KernelEventKind::kPcieAerUncorrected:
+      f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+      f.code = "kernel.log/aer_uncorrected";
+      f.message = std::string(g.fatal ? "fatal" : "non-fatal") + " uncorrected PCIe errors on " +
+                  g.entity + " " + times + " " + since;
+      f.next_step = "drain the node; check the device and slot below " + g.entity +
+                    " (`lspci -vvv`), reseat or replace";
+      break;
+    case KernelEventKind::kLinkUp:
+    case KernelEventKind::kSuppressed:
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
+  std::vector<Finding> out;
+  const Fact<KmsgParse>& kmsg = ctx.facts.host.kmsg;
+  if (!kmsg.ok()) return {ReadErrorFinding(kmsg, ctx.facts.host)};
+  AddBadLines(ctx, kmsg, &out);
+  std::size_t checked = 0;
+  std::vector<Group> groups = GroupEvents(ctx, *kmsg, &checked);
   // A GPU with an Xid 79 also logs "fallen off the bus": report it once, as the Xid.
   std::map<std::string, bool> xid79;
   for (const auto& g : groups) {
@@ -174,88 +278,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
     f.check_id = kId;
     f.entity = g.entity;
     for (const KmsgRecord* r : g.samples) f.With(kKmsg, KmsgDmesgLine(*r));
-    const std::string times = g.count == 1 ? "once" : std::to_string(g.count) + " times";
-    switch (g.kind) {
-      case KernelEventKind::kMlx5CommandFailure:
-        f.outcome = Outcome::kWarn;
-        f.code = "kernel.log/mlx5_cmd_failure";
-        f.message = "mlx5 firmware command failures on " + g.entity + " " + since + ": " +
-                    std::to_string(g.count) + " logged" +
-                    (g.suppressed ? " + " + std::to_string(g.suppressed) + " ratelimited" : "") +
-                    ", e.g. " + g.first_what;
-        f.next_step =
-            g.first_what.find("CREATE_MKEY") != std::string::npos
-                ? "the HCA ran out of memory keys (too many/too large registrations, status "
-                  "\"limits exceeded\"): check memlock, reduce registered memory (fewer "
-                  "NCCL_NCHANNELS/buffers, UCX/NCCL registration caches), update firmware; "
-                  "reboot or `mlxfwreset` to recover"
-                : "check `dmesg | grep mlx5_core` around these lines and the firmware "
-                  "(`mlxfwmanager`); a SW reset or command timeout needs the HCA reset "
-                  "(`mlxfwreset -d <dev> reset`) or a reboot before the node runs jobs";
-        break;
-      case KernelEventKind::kMlx5MrFailure:
-        f.outcome = Outcome::kWarn;
-        f.code = "kernel.log/mlx5_mr_failure";
-        f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " + since +
-                    ": " + g.first_what;
-        f.next_step =
-            "registration failures precede NCCL/UCX \"ibv_reg_mr failed\" errors: "
-            "check memlock (os.memlock) and the HCA's memory-key limits";
-        break;
-      case KernelEventKind::kLinkDown:
-        f.outcome = Outcome::kWarn;
-        f.code = "kernel.log/link_flap";
-        f.message = "link of " + g.entity + " went down " +
-                    (g.downs == 1 ? std::string("once") : std::to_string(g.downs) + " times") +
-                    " " + since +
-                    (g.last_down ? " and the log shows no recovery" : " (up again afterwards)") +
-                    ": a flapping link stalls NCCL collectives until they time out";
-        f.next_step =
-            "check cable/transceiver and the switch port (`mlxlink -d <dev> -m -c`, "
-            "port counters link_downed/symbol_error), reseat or replace";
-        break;
-      case KernelEventKind::kXid: {
-        f.entity = g.entity;
-        f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
-        f.code = "kernel.log/xid";
-        f.message = "NVIDIA " + g.first_what + " on " + g.entity + " " + times + " " + since +
-                    (g.fatal ? ": a known-fatal Xid, the GPU needs a reset before it runs jobs"
-                             : ": usually an application fault; repeated Xids point at the GPU");
-        f.next_step = g.fatal ? "drain the node, run `nvidia-bug-report.sh`, reset the GPU "
-                                "(`nvidia-smi -r`) or reboot; replace the GPU if it recurs"
-                              : "check the job that ran at that time; if it repeats across "
-                                "jobs, run `dcgmi diag -r 2` on this GPU";
-        break;
-      }
-      case KernelEventKind::kGpuFellOffBus:
-        f.outcome = Outcome::kFail;
-        f.code = "kernel.log/gpu_fell_off_bus";
-        f.message = "NVIDIA GPU " + g.entity + " fell off the bus " + since;
-        f.next_step =
-            "drain the node and reboot; check power, PCIe riser/cable and "
-            "`lspci -vvv` link status; replace the GPU/baseboard if it recurs";
-        break;
-      case KernelEventKind::kPcieAerCorrected:
-        f.outcome = Outcome::kWarn;
-        f.code = "kernel.log/aer_corrected";
-        f.message = "PCIe corrected errors on " + g.entity + " " + times + " " + since +
-                    ": the link retrains/replays, bandwidth to devices below it drops";
-        f.next_step = "check `lspci -vvv -s " + g.entity +
-                      "` (LnkSta speed/width, error "
-                      "status); reseat the riser/cable; a steady rate means failing hardware";
-        break;
-      case KernelEventKind::kPcieAerUncorrected:
-        f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
-        f.code = "kernel.log/aer_uncorrected";
-        f.message = std::string(g.fatal ? "fatal" : "non-fatal") + " uncorrected PCIe errors on " +
-                    g.entity + " " + times + " " + since;
-        f.next_step = "drain the node; check the device and slot below " + g.entity +
-                      " (`lspci -vvv`), reseat or replace";
-        break;
-      case KernelEventKind::kLinkUp:
-      case KernelEventKind::kSuppressed:
-        continue;
-    }
+    if (!Describe(g, since, &f)) continue;
     out.push_back(std::move(f));
   }
   bool any_event = false;

@@ -17,6 +17,52 @@ std::string Persist(const std::string& setting) {
          setting + "`, then `sysctl --system`)";
 }
 
+// Decides one sysctl's values against the thresholds; `f` stays a pass when they fit.
+void JudgeSysctl(const std::string& name, const std::vector<std::uint64_t>& v,
+                 const std::string& raw, const Thresholds& th, Finding* out) {
+  Finding& f = *out;
+  if (name == "net.core.rmem_max" || name == "net.core.wmem_max") {
+    std::uint64_t min = name == "net.core.rmem_max" ? th.min_rmem_max : th.min_wmem_max;
+    if (v[0] < min) {
+      f.outcome = Outcome::kWarn;
+      f.code = "os.sysctl/mem_max_below_min";
+      f.message = name + " is " + std::to_string(v[0]) + " (" + HumanBytes(v[0]) + "), below " +
+                  std::to_string(min) +
+                  ": socket buffers are capped, NCCL's socket transport and bootstrap slow "
+                  "down";
+      f.next_step = Persist(name + "=" + std::to_string(std::max<std::uint64_t>(min, 134217728)));
+    }
+  } else if (name == "net.ipv4.tcp_rmem" || name == "net.ipv4.tcp_wmem") {
+    std::uint64_t min = name == "net.ipv4.tcp_rmem" ? th.min_tcp_rmem_max : th.min_tcp_wmem_max;
+    if (v[2] < min) {
+      f.outcome = Outcome::kWarn;
+      f.code = "os.sysctl/tcp_mem_max_below_min";
+      f.message = name + " maximum (third field) is " + std::to_string(v[2]) + " (" +
+                  HumanBytes(v[2]) + "), below " + std::to_string(min) +
+                  ": TCP autotuning cannot grow windows for inter-node socket traffic";
+      f.next_step = Persist(name + "=\"" + std::to_string(v[0]) + " " + std::to_string(v[1]) + " " +
+                            std::to_string(std::max<std::uint64_t>(min, 134217728)) + "\"");
+    }
+  } else {  // ip_local_port_range
+    if (v[0] >= v[1] || v[1] > 65535) {
+      f.outcome = Outcome::kFail;
+      f.code = "os.sysctl/port_range_invalid";
+      f.message = "net.ipv4.ip_local_port_range \"" + raw +
+                  "\" is not a range (low must be below high, high at most 65535): outgoing "
+                  "connections (NCCL bootstrap, TCPStore) cannot get a port";
+      f.next_step = Persist("net.ipv4.ip_local_port_range=\"32768 60999\"");
+    } else if (v[1] - v[0] + 1 < static_cast<std::uint64_t>(th.min_local_ports)) {
+      f.outcome = Outcome::kWarn;
+      f.code = "os.sysctl/port_range_small";
+      f.message = "net.ipv4.ip_local_port_range " + std::to_string(v[0]) + "-" +
+                  std::to_string(v[1]) + " has only " + std::to_string(v[1] - v[0] + 1) +
+                  " ports (want >= " + std::to_string(th.min_local_ports) +
+                  "): many ranks x peers can run out of ephemeral ports";
+      f.next_step = Persist("net.ipv4.ip_local_port_range=\"32768 60999\"");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
@@ -55,48 +101,7 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
       out.push_back(std::move(f));
       continue;
     }
-    const auto& v = *values;
-    std::string name = s.name;
-    if (name == "net.core.rmem_max" || name == "net.core.wmem_max") {
-      std::uint64_t min = name == "net.core.rmem_max" ? th.min_rmem_max : th.min_wmem_max;
-      if (v[0] < min) {
-        f.outcome = Outcome::kWarn;
-        f.code = "os.sysctl/mem_max_below_min";
-        f.message = name + " is " + std::to_string(v[0]) + " (" + HumanBytes(v[0]) + "), below " +
-                    std::to_string(min) +
-                    ": socket buffers are capped, NCCL's socket transport and bootstrap slow "
-                    "down";
-        f.next_step = Persist(name + "=" + std::to_string(std::max<std::uint64_t>(min, 134217728)));
-      }
-    } else if (name == "net.ipv4.tcp_rmem" || name == "net.ipv4.tcp_wmem") {
-      std::uint64_t min = name == "net.ipv4.tcp_rmem" ? th.min_tcp_rmem_max : th.min_tcp_wmem_max;
-      if (v[2] < min) {
-        f.outcome = Outcome::kWarn;
-        f.code = "os.sysctl/tcp_mem_max_below_min";
-        f.message = name + " maximum (third field) is " + std::to_string(v[2]) + " (" +
-                    HumanBytes(v[2]) + "), below " + std::to_string(min) +
-                    ": TCP autotuning cannot grow windows for inter-node socket traffic";
-        f.next_step = Persist(name + "=\"" + std::to_string(v[0]) + " " + std::to_string(v[1]) +
-                              " " + std::to_string(std::max<std::uint64_t>(min, 134217728)) + "\"");
-      }
-    } else {  // ip_local_port_range
-      if (v[0] >= v[1] || v[1] > 65535) {
-        f.outcome = Outcome::kFail;
-        f.code = "os.sysctl/port_range_invalid";
-        f.message = "net.ipv4.ip_local_port_range \"" + raw +
-                    "\" is not a range (low must be below high, high at most 65535): outgoing "
-                    "connections (NCCL bootstrap, TCPStore) cannot get a port";
-        f.next_step = Persist("net.ipv4.ip_local_port_range=\"32768 60999\"");
-      } else if (v[1] - v[0] + 1 < static_cast<std::uint64_t>(th.min_local_ports)) {
-        f.outcome = Outcome::kWarn;
-        f.code = "os.sysctl/port_range_small";
-        f.message = "net.ipv4.ip_local_port_range " + std::to_string(v[0]) + "-" +
-                    std::to_string(v[1]) + " has only " + std::to_string(v[1] - v[0] + 1) +
-                    " ports (want >= " + std::to_string(th.min_local_ports) +
-                    "): many ranks x peers can run out of ephemeral ports";
-        f.next_step = Persist("net.ipv4.ip_local_port_range=\"32768 60999\"");
-      }
-    }
+    JudgeSysctl(s.name, *values, raw, th, &f);
     if (f.outcome == Outcome::kPass) {
       pass.With(values.path, raw);
     } else {
