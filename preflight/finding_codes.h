@@ -10,7 +10,7 @@
 namespace sl::preflight {
 
 struct FindingCode {
-  std::string_view code;       ///< "ib.port.state/down_but_used"
+  std::string_view code;       ///< "ib.port.state/no_link_partner"
   Outcome outcome;             ///< what the condition gives
   Outcome also;                ///< a second outcome it may give (== outcome when none)
   std::string_view message;    ///< what the condition means

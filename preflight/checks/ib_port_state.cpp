@@ -67,6 +67,15 @@ std::string DownFix(const IbPort& p) {
          dev + " -m` for cable errors" + exclude;
 }
 
+// The condition code of a port NCCL would use that is down, by the same cases as DownFix.
+std::string DownCode(const IbPort& p) {
+  if (p.phys_state == "Disabled") return "ib.port.state/disabled";
+  if (p.phys_state == "Polling" || p.phys_state == "Sleep") return "ib.port.state/no_link_partner";
+  if (p.phys_state == "LinkUp" && !p.IsRoce()) return "ib.port.state/no_subnet_manager";
+  if (p.IsRoce()) return "ib.port.state/roce_link_down";
+  return "ib.port.state/link_training";
+}
+
 }  // namespace
 
 std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
@@ -110,7 +119,7 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     if (state_known && !p.IsUp()) {
       if (used) {
         f.outcome = Outcome::kFail;
-        f.code = "ib.port.state/down_but_used";
+        f.code = DownCode(p);
         f.message = StateText(p) + ", but NCCL would use this port (" + sel.Describe() +
                     "); NCCL skips it silently and this node runs with one " + "rail less";
         f.next_step = DownFix(p);

@@ -96,3 +96,19 @@ TEST_CASE("the JSON report and -v text carry the finding code") {
         std::string::npos);
   CHECK(RenderText(*report, false, false).find("code:") == std::string::npos);
 }
+
+TEST_CASE("a port NCCL would use with no link partner is ib.port.state/no_link_partner") {
+  PreflightOptions options;
+  options.sysroot = std::string(SL_FIXTURES_DIR) + "/ib-port-down";  // mlx5_3: DOWN/Polling
+  options.only = {"ib.port.state"};
+  auto report = RunPreflight(options, {});
+  REQUIRE(report.ok());
+  int found = 0;
+  for (const Finding& f : report->findings) {
+    if (f.entity != "mlx5_3:1") continue;
+    ++found;
+    CHECK(f.outcome == Outcome::kFail);
+    CHECK(f.code == "ib.port.state/no_link_partner");
+  }
+  CHECK(found == 1);
+}
