@@ -5,6 +5,7 @@
 // address (NCCL_SOCKET_FAMILY restricts the family). NCCL does not look at the link state, so
 // an interface that is down but keeps its address is picked and the bootstrap hangs.
 #include <algorithm>
+#include <optional>
 
 #include "common/strings.h"
 #include "nccl/name_filter.h"
@@ -44,6 +45,141 @@ std::string Names(const std::vector<NetInterface>& ifs) {
     out += a.empty() ? " (no address)" : " (" + a[0] + ")";
   }
   return out;
+}
+
+// Interfaces NCCL_SOCKET_IFNAME selects, in NCCL's order; a failure finding when it is invalid or
+// selects nothing usable.
+std::optional<Finding> ChooseBySpec(const std::vector<NetInterface>& ifs,
+                                    const std::vector<const NetInterface*>& ordered,
+                                    const std::string& spec_value,
+                                    std::vector<const NetInterface*>* chosen_out,
+                                    std::string* how_out) {
+  const std::string* spec = &spec_value;
+  std::vector<const NetInterface*>& chosen = *chosen_out;
+  std::string& how = *how_out;
+  auto filter = nccl::ParseSocketIfname(*spec);
+  if (!filter.ok()) {
+    Finding f =
+        Coded(Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
+                   "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " + filter.error().message),
+              "net.ifname/ifname_invalid");
+    f.With("NCCL_SOCKET_IFNAME", *spec);
+    f.next_step =
+        "use a comma-separated list of interface name prefixes, e.g. "
+        "NCCL_SOCKET_IFNAME=eno1 or =eno1 (exact) or ^docker,lo (exclude)";
+    return f;
+  }
+  std::vector<NetInterface> by_name;
+  for (const auto& i : ifs) {
+    if (nccl::FilterSelectsIfname(*filter, i.name)) by_name.push_back(i);
+  }
+  for (const NetInterface* i : ordered) {
+    if (nccl::FilterSelectsIfname(*filter, i->name)) chosen.push_back(i);
+  }
+  how = "NCCL_SOCKET_IFNAME=" + *spec;
+  if (chosen.empty()) {
+    Finding f = Coded(
+        Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
+             by_name.empty() ? how + " matches no interface on this node; available: " + Names(ifs)
+                             : how + " matches only interfaces without a usable address: " +
+                                   Names(by_name) + "; available: " + Names(ifs)),
+        "net.ifname/ifname_matches_none");
+    f.With("NCCL_SOCKET_IFNAME", *spec);
+    f.With("/sys/class/net", [&] {
+      std::string n;
+      for (const auto& i : ifs) n += (n.empty() ? "" : " ") + i.name;
+      return n;
+    }());
+    f.next_step =
+        "NCCL's bootstrap fails with \"no socket interface found\": set "
+        "NCCL_SOCKET_IFNAME to the interface that carries this node's cluster "
+        "address (same name on every node), or unset it";
+    return f;
+  }
+  return std::nullopt;
+}
+
+// NCCL's default order without NCCL_SOCKET_IFNAME (ib*, any but docker*/lo, docker*, lo); a
+// failure finding when no interface has a usable address.
+std::optional<Finding> ChooseByDefault(const std::vector<NetInterface>& ifs,
+                                       const std::vector<const NetInterface*>& ordered,
+                                       std::vector<const NetInterface*>* chosen_out,
+                                       std::string* how_out) {
+  std::vector<const NetInterface*>& chosen = *chosen_out;
+  std::string& how = *how_out;
+  auto pick = [&](auto pred) {
+    std::vector<const NetInterface*> v;
+    for (const NetInterface* i : ordered) {
+      if (pred(i->name)) v.push_back(i);
+    }
+    return v;
+  };
+  chosen = pick([](const std::string& n) { return StartsWith(n, "ib"); });
+  how = "NCCL default (NCCL_SOCKET_IFNAME unset): ib* first";
+  if (chosen.empty()) {
+    chosen = pick([](const std::string& n) { return !StartsWith(n, "docker") && n != "lo"; });
+    how = "NCCL default (NCCL_SOCKET_IFNAME unset): no ib* interface, any but docker*/lo";
+  }
+  if (chosen.empty()) {
+    chosen = pick([](const std::string& n) { return StartsWith(n, "docker"); });
+    how = "NCCL default: only docker* interfaces have an address";
+  }
+  if (chosen.empty()) {
+    chosen = pick([](const std::string& n) { return n == "lo"; });
+    how = "NCCL default: only loopback has an address";
+  }
+  if (chosen.empty()) {
+    Finding f = Coded(Make("node", Outcome::kFail,
+                           "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
+                           "fails (\"no socket interface found\"); interfaces: " +
+                               Names(ifs)),
+                      "net.ifname/no_address");
+    f.next_step = "configure an address on the cluster network interface";
+    return f;
+  }
+  return std::nullopt;
+}
+
+// The finding for the interface the bootstrap would use.
+Finding JudgeBootstrap(const NetInterface& boot, int family, const std::optional<std::string>& spec,
+                       const std::string& how) {
+  const auto addrs = UsableAddresses(boot, family);
+  Finding f = Coded(Make(boot.name, Outcome::kPass, ""), "net.ifname/ok");
+  f.With("NCCL_SOCKET_IFNAME", spec ? *spec : "(unset)");
+  f.With("/sys/class/net/" + boot.name + "/operstate", boot.operstate);
+  if (boot.flags) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%x", boot.flags);
+    f.With("/sys/class/net/" + boot.name + "/flags", b);
+  }
+  const bool admin_down = boot.flags != 0 && (boot.flags & 0x1) == 0;
+  const std::string desc = boot.name + " (" + addrs[0] + ", MTU " + std::to_string(boot.mtu) +
+                           ", " + (boot.operstate.empty() ? "state ?" : boot.operstate) + ")";
+  if (boot.operstate == "down" || boot.operstate == "lowerlayerdown" || admin_down) {
+    f.outcome = Outcome::kFail;
+    f.code = "net.ifname/bootstrap_down";
+    f.message = "NCCL's bootstrap would use " + desc + " [" + how + "], but the interface is " +
+                (admin_down ? "administratively down" : "down (no carrier)") +
+                ": other nodes cannot connect, init hangs until the timeout";
+    f.next_step = "bring it up (`ip link set " + boot.name +
+                  " up`, check cable/switch), or "
+                  "point NCCL_SOCKET_IFNAME at the interface with the cluster address";
+  } else if (boot.name == "lo") {
+    f.outcome = Outcome::kFail;
+    f.code = "net.ifname/bootstrap_loopback";
+    f.message = "NCCL's bootstrap would use the loopback interface [" + how +
+                "]: other nodes cannot reach this node";
+    f.next_step = "configure the cluster network interface and set NCCL_SOCKET_IFNAME to it";
+  } else if (StartsWith(boot.name, "docker")) {
+    f.outcome = Outcome::kWarn;
+    f.code = "net.ifname/bootstrap_container_bridge";
+    f.message = "NCCL's bootstrap would use " + desc + " [" + how +
+                "]: a container bridge is usually not reachable from other nodes";
+    f.next_step = "set NCCL_SOCKET_IFNAME to the cluster network interface";
+  } else {
+    f.message = "NCCL's bootstrap would use " + desc + " [" + how + "]";
+  }
+  return f;
 }
 
 }  // namespace
@@ -88,118 +224,18 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   std::vector<const NetInterface*> chosen;
   std::string how;
   if (spec && !Trim(*spec).empty()) {
-    auto filter = nccl::ParseSocketIfname(*spec);
-    if (!filter.ok()) {
-      Finding f = Coded(
-          Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
-               "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " + filter.error().message),
-          "net.ifname/ifname_invalid");
-      f.With("NCCL_SOCKET_IFNAME", *spec);
-      f.next_step =
-          "use a comma-separated list of interface name prefixes, e.g. "
-          "NCCL_SOCKET_IFNAME=eno1 or =eno1 (exact) or ^docker,lo (exclude)";
-      out.push_back(std::move(f));
-      return out;
-    }
-    std::vector<NetInterface> by_name;
-    for (const auto& i : ifs) {
-      if (nccl::FilterSelectsIfname(*filter, i.name)) by_name.push_back(i);
-    }
-    for (const NetInterface* i : ordered) {
-      if (nccl::FilterSelectsIfname(*filter, i->name)) chosen.push_back(i);
-    }
-    how = "NCCL_SOCKET_IFNAME=" + *spec;
-    if (chosen.empty()) {
-      Finding f = Coded(
-          Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
-               by_name.empty()
-                   ? how + " matches no interface on this node; available: " + Names(ifs)
-                   : how + " matches only interfaces without a usable address: " + Names(by_name) +
-                         "; available: " + Names(ifs)),
-          "net.ifname/ifname_matches_none");
-      f.With("NCCL_SOCKET_IFNAME", *spec);
-      f.With("/sys/class/net", [&] {
-        std::string n;
-        for (const auto& i : ifs) n += (n.empty() ? "" : " ") + i.name;
-        return n;
-      }());
-      f.next_step =
-          "NCCL's bootstrap fails with \"no socket interface found\": set "
-          "NCCL_SOCKET_IFNAME to the interface that carries this node's cluster "
-          "address (same name on every node), or unset it";
-      out.push_back(std::move(f));
+    if (auto fail = ChooseBySpec(ifs, ordered, *spec, &chosen, &how)) {
+      out.push_back(std::move(*fail));
       return out;
     }
   } else {
-    auto pick = [&](auto pred) {
-      std::vector<const NetInterface*> v;
-      for (const NetInterface* i : ordered) {
-        if (pred(i->name)) v.push_back(i);
-      }
-      return v;
-    };
-    chosen = pick([](const std::string& n) { return StartsWith(n, "ib"); });
-    how = "NCCL default (NCCL_SOCKET_IFNAME unset): ib* first";
-    if (chosen.empty()) {
-      chosen = pick([](const std::string& n) { return !StartsWith(n, "docker") && n != "lo"; });
-      how = "NCCL default (NCCL_SOCKET_IFNAME unset): no ib* interface, any but docker*/lo";
-    }
-    if (chosen.empty()) {
-      chosen = pick([](const std::string& n) { return StartsWith(n, "docker"); });
-      how = "NCCL default: only docker* interfaces have an address";
-    }
-    if (chosen.empty()) {
-      chosen = pick([](const std::string& n) { return n == "lo"; });
-      how = "NCCL default: only loopback has an address";
-    }
-    if (chosen.empty()) {
-      Finding f = Coded(Make("node", Outcome::kFail,
-                             "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
-                             "fails (\"no socket interface found\"); interfaces: " +
-                                 Names(ifs)),
-                        "net.ifname/no_address");
-      f.next_step = "configure an address on the cluster network interface";
-      out.push_back(std::move(f));
+    if (auto fail = ChooseByDefault(ifs, ordered, &chosen, &how)) {
+      out.push_back(std::move(*fail));
       return out;
     }
   }
   const NetInterface& boot = *chosen[0];
-  const auto addrs = UsableAddresses(boot, family);
-  Finding f = Coded(Make(boot.name, Outcome::kPass, ""), "net.ifname/ok");
-  f.With("NCCL_SOCKET_IFNAME", spec ? *spec : "(unset)");
-  f.With("/sys/class/net/" + boot.name + "/operstate", boot.operstate);
-  if (boot.flags) {
-    char b[16];
-    std::snprintf(b, sizeof b, "0x%x", boot.flags);
-    f.With("/sys/class/net/" + boot.name + "/flags", b);
-  }
-  const bool admin_down = boot.flags != 0 && (boot.flags & 0x1) == 0;
-  const std::string desc = boot.name + " (" + addrs[0] + ", MTU " + std::to_string(boot.mtu) +
-                           ", " + (boot.operstate.empty() ? "state ?" : boot.operstate) + ")";
-  if (boot.operstate == "down" || boot.operstate == "lowerlayerdown" || admin_down) {
-    f.outcome = Outcome::kFail;
-    f.code = "net.ifname/bootstrap_down";
-    f.message = "NCCL's bootstrap would use " + desc + " [" + how + "], but the interface is " +
-                (admin_down ? "administratively down" : "down (no carrier)") +
-                ": other nodes cannot connect, init hangs until the timeout";
-    f.next_step = "bring it up (`ip link set " + boot.name +
-                  " up`, check cable/switch), or "
-                  "point NCCL_SOCKET_IFNAME at the interface with the cluster address";
-  } else if (boot.name == "lo") {
-    f.outcome = Outcome::kFail;
-    f.code = "net.ifname/bootstrap_loopback";
-    f.message = "NCCL's bootstrap would use the loopback interface [" + how +
-                "]: other nodes cannot reach this node";
-    f.next_step = "configure the cluster network interface and set NCCL_SOCKET_IFNAME to it";
-  } else if (StartsWith(boot.name, "docker")) {
-    f.outcome = Outcome::kWarn;
-    f.code = "net.ifname/bootstrap_container_bridge";
-    f.message = "NCCL's bootstrap would use " + desc + " [" + how +
-                "]: a container bridge is usually not reachable from other nodes";
-    f.next_step = "set NCCL_SOCKET_IFNAME to the cluster network interface";
-  } else {
-    f.message = "NCCL's bootstrap would use " + desc + " [" + how + "]";
-  }
+  Finding f = JudgeBootstrap(boot, family, spec, how);
   out.push_back(std::move(f));
   // NCCL's socket transport also uses the other matching interfaces (up to 16).
   for (std::size_t k = 1; k < chosen.size() && k < 16; ++k) {
