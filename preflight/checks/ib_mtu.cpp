@@ -14,6 +14,103 @@ namespace {
 
 constexpr const char* kId = "ib.mtu";
 
+// A RoCE port: its netdev MTU against the thresholds; up ports record their path MTU.
+void JudgeRoceMtu(const IbPort& p, const Thresholds& th, Finding* out,
+                  std::map<std::string, int>* path_mtu,
+                  std::map<std::string, std::string>* path_mtu_how) {
+  Finding& f = *out;
+  const std::string mtu_path = "/sys/class/net/" + p.netdev + "/mtu";
+  f.With(mtu_path, std::to_string(p.netdev_mtu));
+  const int ib_mtu = nccl::RoceIbMtuForNetdevMtu(p.netdev_mtu);
+  if (p.active_mtu > 0)
+    f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
+  const std::string desc = p.netdev + " MTU " + std::to_string(p.netdev_mtu) +
+                           " allows a RoCE path MTU of " + std::to_string(ib_mtu);
+  const std::string fix = "set the MTU on the netdev (`ip link set " + p.netdev + " mtu " +
+                          std::to_string(th.expected_mtu.value_or(th.min_roce_mtu)) +
+                          "`, and persist it in netplan/NetworkManager), on the switch ports "
+                          "(9216 for jumbo) and identically on every node";
+  if (th.expected_mtu && p.netdev_mtu != *th.expected_mtu) {
+    f.outcome = Outcome::kFail;
+    f.code = "ib.mtu/roce_mtu_mismatch";
+    f.message = desc + ", expected netdev MTU " + std::to_string(*th.expected_mtu);
+    f.next_step = fix;
+  } else if (!th.expected_mtu && p.netdev_mtu < th.min_roce_mtu) {
+    f.outcome = Outcome::kWarn;
+    f.code = "ib.mtu/roce_mtu_not_jumbo";
+    f.message = desc + " (below jumbo " + std::to_string(th.min_roce_mtu) +
+                "): more packets per message, lower bandwidth";
+    f.next_step = fix;
+  } else {
+    f.outcome = Outcome::kPass;
+    f.code = "ib.mtu/roce_ok";
+    f.message = desc;
+  }
+  if (p.IsUp() && ib_mtu > 0) {
+    (*path_mtu)[p.Name()] = ib_mtu;
+    (*path_mtu_how)[p.Name()] = p.netdev + " " + std::to_string(p.netdev_mtu);
+  }
+}
+
+// An InfiniBand port with a verbs answer: its active MTU against the thresholds.
+void JudgeIbMtu(const IbPort& p, const Thresholds& th, Finding* out,
+                std::map<std::string, int>* path_mtu,
+                std::map<std::string, std::string>* path_mtu_how) {
+  Finding& f = *out;
+  f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
+  const std::string desc = "active MTU " + std::to_string(p.active_mtu);
+  const std::string fix =
+      "the IB MTU comes from the partition: set mtu=5 (4096) for the "
+      "partition in opensm's partitions.conf or UFM, then re-run "
+      "`ibv_devinfo -d " +
+      p.device + "`";
+  if (th.expected_mtu && p.active_mtu != *th.expected_mtu) {
+    f.outcome = Outcome::kFail;
+    f.code = "ib.mtu/ib_mtu_mismatch";
+    f.message = desc + ", expected " + std::to_string(*th.expected_mtu);
+    f.next_step = fix;
+  } else if (!th.expected_mtu && p.active_mtu < th.min_ib_mtu) {
+    f.outcome = Outcome::kWarn;
+    f.code = "ib.mtu/ib_mtu_below_min";
+    f.message = desc + " (below " + std::to_string(th.min_ib_mtu) + "): lower bandwidth";
+    f.next_step = fix;
+  } else {
+    f.outcome = Outcome::kPass;
+    f.code = "ib.mtu/ib_ok";
+    f.message = desc;
+  }
+  if (p.IsUp()) {
+    (*path_mtu)[p.Name()] = p.active_mtu;
+    (*path_mtu_how)[p.Name()] = "active";
+  }
+}
+
+// Ports NCCL uses at different MTUs: connections run at the smaller one of both ends.
+void AddDisagreement(const std::map<std::string, int>& path_mtu,
+                     const std::map<std::string, std::string>& path_mtu_how,
+                     std::vector<Finding>* out) {
+  std::set<int> distinct;
+  for (const auto& [_, m] : path_mtu) distinct.insert(m);
+  if (distinct.size() > 1) {
+    Finding f;
+    f.check_id = kId;
+    f.entity = "node";
+    f.outcome = Outcome::kFail;
+    f.code = "ib.mtu/mtus_disagree";
+    std::string list;
+    for (const auto& [name, m] : path_mtu) {
+      list += (list.empty() ? "" : ", ") + name + " " + std::to_string(m) + " (" +
+              path_mtu_how.at(name) + ")";
+      f.With(name, std::to_string(m));
+    }
+    f.message = "ports NCCL uses run at different MTUs: " + list;
+    f.next_step =
+        "give every port NCCL uses the same MTU (jumbo 9000 on all RoCE netdevs, "
+        "4096 on all IB partitions); connections run at the smaller MTU of both ends";
+    out->push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
@@ -57,37 +154,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
         out.push_back(std::move(f));
         continue;
       }
-      const std::string mtu_path = "/sys/class/net/" + p.netdev + "/mtu";
-      f.With(mtu_path, std::to_string(p.netdev_mtu));
-      const int ib_mtu = nccl::RoceIbMtuForNetdevMtu(p.netdev_mtu);
-      if (p.active_mtu > 0)
-        f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
-      const std::string desc = p.netdev + " MTU " + std::to_string(p.netdev_mtu) +
-                               " allows a RoCE path MTU of " + std::to_string(ib_mtu);
-      const std::string fix = "set the MTU on the netdev (`ip link set " + p.netdev + " mtu " +
-                              std::to_string(th.expected_mtu.value_or(th.min_roce_mtu)) +
-                              "`, and persist it in netplan/NetworkManager), on the switch ports "
-                              "(9216 for jumbo) and identically on every node";
-      if (th.expected_mtu && p.netdev_mtu != *th.expected_mtu) {
-        f.outcome = Outcome::kFail;
-        f.code = "ib.mtu/roce_mtu_mismatch";
-        f.message = desc + ", expected netdev MTU " + std::to_string(*th.expected_mtu);
-        f.next_step = fix;
-      } else if (!th.expected_mtu && p.netdev_mtu < th.min_roce_mtu) {
-        f.outcome = Outcome::kWarn;
-        f.code = "ib.mtu/roce_mtu_not_jumbo";
-        f.message = desc + " (below jumbo " + std::to_string(th.min_roce_mtu) +
-                    "): more packets per message, lower bandwidth";
-        f.next_step = fix;
-      } else {
-        f.outcome = Outcome::kPass;
-        f.code = "ib.mtu/roce_ok";
-        f.message = desc;
-      }
-      if (p.IsUp() && ib_mtu > 0) {
-        path_mtu[p.Name()] = ib_mtu;
-        path_mtu_how[p.Name()] = p.netdev + " " + std::to_string(p.netdev_mtu);
-      }
+      JudgeRoceMtu(p, th, &f, &path_mtu, &path_mtu_how);
       out.push_back(std::move(f));
       continue;
     }
@@ -96,32 +163,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
       not_checkable.push_back(p.Name());
       continue;
     }
-    f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
-    const std::string desc = "active MTU " + std::to_string(p.active_mtu);
-    const std::string fix =
-        "the IB MTU comes from the partition: set mtu=5 (4096) for the "
-        "partition in opensm's partitions.conf or UFM, then re-run "
-        "`ibv_devinfo -d " +
-        p.device + "`";
-    if (th.expected_mtu && p.active_mtu != *th.expected_mtu) {
-      f.outcome = Outcome::kFail;
-      f.code = "ib.mtu/ib_mtu_mismatch";
-      f.message = desc + ", expected " + std::to_string(*th.expected_mtu);
-      f.next_step = fix;
-    } else if (!th.expected_mtu && p.active_mtu < th.min_ib_mtu) {
-      f.outcome = Outcome::kWarn;
-      f.code = "ib.mtu/ib_mtu_below_min";
-      f.message = desc + " (below " + std::to_string(th.min_ib_mtu) + "): lower bandwidth";
-      f.next_step = fix;
-    } else {
-      f.outcome = Outcome::kPass;
-      f.code = "ib.mtu/ib_ok";
-      f.message = desc;
-    }
-    if (p.IsUp()) {
-      path_mtu[p.Name()] = p.active_mtu;
-      path_mtu_how[p.Name()] = "active";
-    }
+    JudgeIbMtu(p, th, &f, &path_mtu, &path_mtu_how);
     out.push_back(std::move(f));
   }
 
@@ -141,26 +183,7 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
     out.push_back(std::move(f));
   }
 
-  std::set<int> distinct;
-  for (const auto& [_, m] : path_mtu) distinct.insert(m);
-  if (distinct.size() > 1) {
-    Finding f;
-    f.check_id = kId;
-    f.entity = "node";
-    f.outcome = Outcome::kFail;
-    f.code = "ib.mtu/mtus_disagree";
-    std::string list;
-    for (const auto& [name, m] : path_mtu) {
-      list += (list.empty() ? "" : ", ") + name + " " + std::to_string(m) + " (" +
-              path_mtu_how[name] + ")";
-      f.With(name, std::to_string(m));
-    }
-    f.message = "ports NCCL uses run at different MTUs: " + list;
-    f.next_step =
-        "give every port NCCL uses the same MTU (jumbo 9000 on all RoCE netdevs, "
-        "4096 on all IB partitions); connections run at the smaller MTU of both ends";
-    out.push_back(std::move(f));
-  }
+  AddDisagreement(path_mtu, path_mtu_how, &out);
   return out;
 }
 
