@@ -100,6 +100,42 @@ std::string NoUsableFix(const IbPort& p, const nccl::GidChoice& c) {
   return fix;
 }
 
+// NCCL_IB_GID_INDEX is set: NCCL uses it as is, so it must name a usable entry.
+void JudgeGidIndex(const IbPort& p, const Environment& env, const nccl::GidChoice& own,
+                   const nccl::GidChoice& eff, Finding* out) {
+  Finding& f = *out;
+  const std::string ver = "RoCE v" + std::to_string(own.roce_version);
+  const bool any_usable = !own.usable_indices.empty();
+  const int best = own.usable ? own.index : (any_usable ? own.usable_indices.back() : -1);
+  const std::string var = "NCCL_IB_GID_INDEX=" + std::to_string(eff.index);
+  f.With("NCCL_IB_GID_INDEX", *Lookup(env, "NCCL_IB_GID_INDEX"));
+  AddEntryEvidence(f, p, eff.index);
+  if (eff.usable) {
+    f.outcome = Outcome::kPass;
+    f.code = "ib.gid/gid_index_ok";
+    f.message = var + " names " + Describe(*Entry(p, eff.index));
+    if (own.usable && own.index != eff.index) {
+      f.message += " (NCCL would pick " + std::to_string(own.index) + " on its own)";
+    }
+  } else if (any_usable) {
+    f.outcome = Outcome::kFail;
+    f.code = "ib.gid/gid_index_wrong";
+    f.message = var + " is wrong on this node: " + Unusable(p, eff.index, eff) + "; the usable " +
+                ver + " entry is " + std::to_string(best);
+    f.next_step = "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 picks " + std::to_string(best) +
+                  " on its own; container GID tables differ per pod) or export "
+                  "NCCL_IB_GID_INDEX=" +
+                  std::to_string(best);
+    AddEntryEvidence(f, p, best);
+  } else {
+    f.outcome = Outcome::kFail;
+    f.code = "ib.gid/gid_index_no_usable";
+    f.message = var + " and no usable " + ver + " GID exists on " + p.Name() + ": " +
+                Unusable(p, eff.index, eff);
+    f.next_step = NoUsableFix(p, own);
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
@@ -131,33 +167,7 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
     const int best = own.usable ? own.index : (any_usable ? own.usable_indices.back() : -1);
 
     if (eff.from_env) {
-      const std::string var = "NCCL_IB_GID_INDEX=" + std::to_string(eff.index);
-      f.With("NCCL_IB_GID_INDEX", *Lookup(ctx.env, "NCCL_IB_GID_INDEX"));
-      AddEntryEvidence(f, p, eff.index);
-      if (eff.usable) {
-        f.outcome = Outcome::kPass;
-        f.code = "ib.gid/gid_index_ok";
-        f.message = var + " names " + Describe(*Entry(p, eff.index));
-        if (own.usable && own.index != eff.index) {
-          f.message += " (NCCL would pick " + std::to_string(own.index) + " on its own)";
-        }
-      } else if (any_usable) {
-        f.outcome = Outcome::kFail;
-        f.code = "ib.gid/gid_index_wrong";
-        f.message = var + " is wrong on this node: " + Unusable(p, eff.index, eff) +
-                    "; the usable " + ver + " entry is " + std::to_string(best);
-        f.next_step = "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 picks " + std::to_string(best) +
-                      " on its own; container GID tables differ per pod) or export "
-                      "NCCL_IB_GID_INDEX=" +
-                      std::to_string(best);
-        AddEntryEvidence(f, p, best);
-      } else {
-        f.outcome = Outcome::kFail;
-        f.code = "ib.gid/gid_index_no_usable";
-        f.message = var + " and no usable " + ver + " GID exists on " + p.Name() + ": " +
-                    Unusable(p, eff.index, eff);
-        f.next_step = NoUsableFix(p, own);
-      }
+      JudgeGidIndex(p, ctx.env, own, eff, &f);
     } else if (own.usable) {
       f.outcome = Outcome::kPass;
       f.code = "ib.gid/auto_ok";
