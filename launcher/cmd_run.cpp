@@ -116,6 +116,7 @@ int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
   std::error_code ec;
   opts.run_dir = std::filesystem::absolute(ctx.run_dir, ec).string();
   opts.versions = recipes::DetectVersions({}, ctx.base_env).value_or(recipes::Versions{});
+  opts.conf = nccl::ReadConfFiles(RootedFileReader(args.sysroot), ctx.base_env, opts.versions.nccl);
   auto plan = recipes::ResolveForNode(opts, ctx.base_env, ctx.facts);
   if (!plan.ok()) {
     log::Error("environment plan: {}", plan.error().Describe());

@@ -38,10 +38,9 @@ Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext
                                  args.stall_timeout_s),
                      "--stall-timeout", "e.g. --stall-timeout 900");
   }
+  // The heartbeat file and the Flight Recorder variables come with the env plan
+  // (recipes/plan.cpp, kCaptureSettings), so env-plan.json shows them.
   auto& opts = sup.Options();
-  for (auto& [name, value] : hang::HangEnvironment(ctx.run_dir, opts.env)) {
-    opts.env[name] = value;
-  }
   hang::HangOptions h;
   h.stall_timeout_s = args.stall_timeout_s;
   h.on_hang = *on_hang;

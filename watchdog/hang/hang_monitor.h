@@ -18,10 +18,10 @@
 
 #include "common/environment.h"
 #include "common/result.h"
-#include "watchdog/hang/collectors.h"
-#include "watchdog/hang/ras_client.h"
 #include "diagnose/signatures.h"
 #include "diagnose/verdict.h"
+#include "watchdog/hang/collectors.h"
+#include "watchdog/hang/ras_client.h"
 #include "watchdog/supervisor.h"
 
 namespace sl::hang {
@@ -69,13 +69,6 @@ struct BundleInfo {
   diagnose::Verdict verdict;
   double capture_s = 0;  ///< detection to complete bundle
 };
-
-/// Environment additions safe-launch makes for the job so evidence exists when it hangs:
-/// SAFE_LAUNCH_HEARTBEAT, Flight Recorder buffer/dump/pipe paths in <run_dir>/fr/ (new and
-/// pre-2.5 names), TORCH_NCCL_DUMP_ON_TIMEOUT=1. Variables the user already set are left alone.
-/// Creates <run_dir>/fr (0700).
-std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::string& run_dir,
-                                                                 const Environment& env);
 
 class HangMonitor {
  public:

@@ -195,7 +195,12 @@ class HangTest(unittest.TestCase):
                                                 "fake_fr_ranks.py"),
                fixture("watchdog_timeout.torchrun.txt"), self.mark]
         t0 = time.time()
-        r = self.sl(job, ["--kill-grace", "3"])
+        # The fake ranks play a torch >= 2.9 (new variable names, dump pipe); the plan follows the
+        # torch this machine has (1.13, which reads neither), so name them as a user of a modern
+        # torch would see them from the plan.
+        env = dict(os.environ, TORCH_FR_DUMP_TEMP_FILE=self.run_dir() + "/fr_rank_",
+                   TORCH_NCCL_DEBUG_INFO_PIPE_FILE=self.run_dir() + "/frpipe_")
+        r = self.sl(job, ["--kill-grace", "3"], env=env)
         self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
         self.assertTrue(wait_gone(self.mark))
         bundle, summary, manifest = self.one_bundle(r)

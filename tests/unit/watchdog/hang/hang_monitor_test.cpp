@@ -118,17 +118,7 @@ TEST_CASE("a job stopped by someone else does not get a failure bundle; one fail
   fs::remove_all(run);
 }
 
-TEST_CASE("HangEnvironment adds the heartbeat and Flight Recorder paths but keeps user choices") {
-  std::string run = TempDir();
-  sl::Environment env{{"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "/mine/pipe_"}};
-  auto add = HangEnvironment(run, env);
-  std::map<std::string, std::string> m(add.begin(), add.end());
-  CHECK(m["SAFE_LAUNCH_HEARTBEAT"] == run + "/heartbeat");
-  CHECK(m["TORCH_FR_DUMP_TEMP_FILE"] == run + "/fr/fr_rank_");
-  CHECK(m["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1");
-  CHECK(m.count("TORCH_NCCL_DEBUG_INFO_PIPE_FILE") == 0);
-  CHECK(fs::is_directory(run + "/fr"));
+TEST_CASE("the hang mode parser accepts capture-only and refuses unknown modes") {
   CHECK(ParseOnHang("capture-only").ok());
   CHECK_FALSE(ParseOnHang("stop").ok());
-  fs::remove_all(run);
 }
