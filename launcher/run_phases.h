@@ -37,13 +37,10 @@ struct RunContext {
 };
 
 // ---- warm-up (launcher/run_warmup.cpp) --------------------------------------------------------
-struct WarmupArgs;
-/// Registers --nnodes, --node-rank, --nproc-per-node, --rendezvous, --warmup-port,
-/// --warmup-timeout, --no-warmup, --on-warmup-fail on `sub`.
-std::shared_ptr<WarmupArgs> AddWarmupOptions(CLI::App& sub);
+struct RunConfig;  // launcher/config.h: the flags (--nnodes ... --on-warmup-fail) and the layout
 /// Runs the warm-up before the job; returns exit_code::kOk to go on, or the status to exit with
 /// (exit_code::kWarmupFailed) without starting the job. May add to ctx.status_extra.
-int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx);
+int RunWarmupPhase(const RunConfig& config, RunContext& ctx);
 
 // ---- hang detection (launcher/run_hang.cpp) ---------------------------------------------------
 struct HangArgs;
