@@ -12,20 +12,6 @@
 namespace sl::launcher {
 namespace {
 
-// Seconds in [lo, hi] (or (lo, hi] when `lo_open`). A check lambda rather than CLI::Range:
-// every comparison with NaN is false, so Range lets "nan" through.
-CLI::Validator Seconds(double lo, double hi, bool lo_open) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        auto v = ParseDouble(text);
-        const bool above_lo = v.ok() && (lo_open ? *v > lo : *v >= lo);
-        if (above_lo && *v <= hi) return {};
-        return fmt::format("must be {} {:g} and at most {:g} seconds, got '{}'",
-                           lo_open ? "more than" : "at least", lo, hi, text);
-      },
-      "SECONDS");
-}
-
 // Each --waive id must name a preflight check or a warm-up comparison (or a group of them).
 CLI::Validator KnownIds() {
   return CLI::Validator(
@@ -70,7 +56,7 @@ void AddWarmupOptions(CLI::App& app, RunFlags* f) {
       ->check(CLI::Range(1, 65535));
   app.add_option("--warmup-timeout", w.timeout_s,
                  "Seconds the whole warm-up may take on this node (default 120)")
-      ->check(Seconds(0, 86400, /*lo_open=*/true));
+      ->check(SecondsValidator(0, 86400, /*lo_open=*/true));
   app.add_flag("--no-warmup", w.skip, "Skip the cross-node warm-up");
   app.add_flag("--warmup", w.force,
                "Run the warm-up even for a single-node job (multi-node jobs always run it)");
@@ -84,6 +70,18 @@ void AddWarmupOptions(CLI::App& app, RunFlags* f) {
 }
 
 }  // namespace
+
+CLI::Validator SecondsValidator(double lo, double hi, bool lo_open) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        auto v = ParseDouble(text);
+        const bool above_lo = v.ok() && (lo_open ? *v > lo : *v >= lo);
+        if (above_lo && *v <= hi) return {};
+        return fmt::format("must be {} {:g} and at most {:g} seconds, got '{}'",
+                           lo_open ? "more than" : "at least", lo, hi, text);
+      },
+      "SECONDS");
+}
 
 bool IsKnownId(const std::string& id) {
   if (SelectsComparison(id)) return true;
@@ -127,7 +125,7 @@ void AddRunOptions(CLI::App& app, RunFlags* f) {
   app.add_option("--kill-grace", c.kill_grace_s,
                  "Seconds between the first SIGTERM to the job and killing every descendant "
                  "(default 30)")
-      ->check(Seconds(0, 86400, /*lo_open=*/false));
+      ->check(SecondsValidator(0, 86400, /*lo_open=*/false));
   app.add_option("--recipe", c.recipe, "Recipe name or file for the environment plan");
   app.add_option("--sysroot", c.sysroot,
                  "Read /sys, /proc, /dev, /etc under DIR for preflight and facts (fixture tree)");

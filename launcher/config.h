@@ -63,6 +63,11 @@ Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env)
 /// Parses `argv` (the arguments after `run`) with AddRunOptions, then ConfigFromFlags.
 Result<RunConfig> BuildConfig(const std::vector<std::string>& argv, const Environment& env);
 
+/// Seconds in [lo, hi] (or (lo, hi] when `lo_open`), for --kill-grace, --warmup-timeout,
+/// --stall-timeout. A check lambda rather than CLI::Range, which lets "nan" through (every
+/// comparison with NaN is false).
+CLI::Validator SecondsValidator(double lo, double hi, bool lo_open);
+
 /// True when `id` selects a preflight check or a warm-up comparison (as --waive does).
 bool IsKnownId(const std::string& id);
 /// "unknown check id 'x'" with "did you mean" over both tables; for --waive / --only errors.

@@ -34,7 +34,10 @@ TEST_CASE("flag values out of range are refused by the validators, naming the fl
                                                         {"--kill-grace", "nan"},
                                                         {"--on-preflight-fail", "maybe"},
                                                         {"--on-warmup-fail", "retry"},
-                                                        {"--warmup-backend", "mpi"}}) {
+                                                        {"--warmup-backend", "mpi"},
+                                                        {"--stall-timeout", "-5"},
+                                                        {"--stall-timeout", "nan"},
+                                                        {"--on-hang", "explode"}}) {
     INFO(flag << " " << value);
     std::string text = ErrorText({flag, value, "--", "true"});
     CHECK(text.find(flag) != std::string::npos);
