@@ -112,8 +112,9 @@ int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
   ctx.plan_json = recipes::PlanToJson(*plan);
   if (preflight_opts) {
     preflight_opts->thresholds = plan->thresholds;
-    preflight_opts->waive.insert(preflight_opts->waive.end(), plan->waive.begin(),
-                                 plan->waive.end());
+    // A recipe may waive warm-up comparisons too: those go to the warm-up, not to preflight.
+    for (const auto& id : plan->waive)
+      (IsComparisonId(id) ? ctx.warmup_waive : preflight_opts->waive).push_back(id);
   }
   for (const auto& c : plan->conflicts) {
     log::Warn("{}={}: {} (fix: {})", c.name, c.value, c.message, c.fix);

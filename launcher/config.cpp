@@ -23,12 +23,6 @@ CLI::Validator KnownIds() {
       "ID");
 }
 
-bool SelectsComparison(const std::string& pattern) {
-  for (const auto& c : warmup::Comparisons())
-    if (warmup::IdSelects(pattern, c.id)) return true;
-  return false;
-}
-
 std::vector<std::string> AllIds() {
   std::vector<std::string> ids;
   for (const auto& c : preflight::Registry()) ids.emplace_back(c.id);
@@ -83,8 +77,14 @@ CLI::Validator SecondsValidator(double lo, double hi, bool lo_open) {
       "SECONDS");
 }
 
+bool IsComparisonId(const std::string& id) {
+  for (const auto& c : warmup::Comparisons())
+    if (warmup::IdSelects(id, c.id)) return true;
+  return false;
+}
+
 bool IsKnownId(const std::string& id) {
-  if (SelectsComparison(id)) return true;
+  if (IsComparisonId(id)) return true;
   for (const auto& c : preflight::Registry())
     if (warmup::IdSelects(id, c.id)) return true;
   return false;
@@ -145,7 +145,7 @@ Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env)
   }
   for (const auto& id : flags.waive) {
     if (!IsKnownId(id)) return UnknownIdError(id, "--waive", "safe-launch run --list");
-    (SelectsComparison(id) ? c.warmup.waive : c.waive).push_back(id);
+    (IsComparisonId(id) ? c.warmup.waive : c.waive).push_back(id);
   }
   if (c.warmup.skip) return c;
   auto topology = InferLayout(flags.layout, c.command, env);

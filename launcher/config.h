@@ -68,6 +68,8 @@ Result<RunConfig> BuildConfig(const std::vector<std::string>& argv, const Enviro
 /// comparison with NaN is false).
 CLI::Validator SecondsValidator(double lo, double hi, bool lo_open);
 
+/// True when `id` selects a warm-up comparison (or a group of them).
+bool IsComparisonId(const std::string& id);
 /// True when `id` selects a preflight check or a warm-up comparison (as --waive does).
 bool IsKnownId(const std::string& id);
 /// "unknown check id 'x'" with "did you mean" over both tables; for --waive / --only errors.

@@ -32,7 +32,8 @@ struct RunContext {
   bool have_facts = false;
   const preflight::PreflightReport* preflight = nullptr;  ///< null with --no-preflight
   std::string preflight_verdict = "skipped";              ///< pass|warn|fail|error|skipped
-  nlohmann::json plan_json;  ///< env-plan.json content (null when no plan)
+  nlohmann::json plan_json;               ///< env-plan.json content (null when no plan)
+  std::vector<std::string> warmup_waive;  ///< the recipe's waivers of warm-up comparisons
   nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
 };
 

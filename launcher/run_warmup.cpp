@@ -95,6 +95,7 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
   o.backend = args.backend;
   o.waive = args.waive;
+  o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
   auto outcome = warmup::RunWarmup(o);
 
   if (!outcome.details.empty()) {
