@@ -6,6 +6,7 @@
 // then Slurm. Adding a launcher (mpirun's OMPI_COMM_WORLD_*, srun's SLURM_STEP_*) is one more
 // hints function and one more entry in InferLayout's list. Pure: nothing here reads the machine.
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
