@@ -47,6 +47,25 @@ void LogBlock(const std::string& text, bool error) {
   }
 }
 
+// Node 0 prints the job-wide details; other nodes (or node 0 failing before any report) the
+// reasons and fixes, briefly; every node the verdict line.
+void LogOutcome(const warmup::WarmupOutcome& outcome) {
+  if (!outcome.details.empty()) {
+    LogBlock(outcome.details, false);
+  } else if (!outcome.passed && outcome.report.contains("findings")) {
+    for (const auto& f : outcome.report["findings"]) {
+      if (f.value("outcome", "") == "pass" || f.value("waived", false)) continue;
+      log::Error("  {}: {}", f.value("check", ""), f.value("message", ""));
+      if (!f.value("next_step", "").empty()) log::Error("    fix: {}", f.value("next_step", ""));
+    }
+  }
+  if (outcome.passed) {
+    log::Info("{}", outcome.verdict_line);
+  } else {
+    log::Error("{}", outcome.verdict_line);
+  }
+}
+
 }  // namespace
 
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
@@ -98,21 +117,7 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
   auto outcome = warmup::RunWarmup(o);
 
-  if (!outcome.details.empty()) {
-    LogBlock(outcome.details, false);  // node 0: the job-wide details
-  } else if (!outcome.passed && outcome.report.contains("findings")) {
-    // Other nodes (or node 0 failing before any report): the reasons and fixes, briefly.
-    for (const auto& f : outcome.report["findings"]) {
-      if (f.value("outcome", "") == "pass") continue;
-      log::Error("  {}: {}", f.value("check", ""), f.value("message", ""));
-      if (!f.value("next_step", "").empty()) log::Error("    fix: {}", f.value("next_step", ""));
-    }
-  }
-  if (outcome.passed) {
-    log::Info("{}", outcome.verdict_line);
-  } else {
-    log::Error("{}", outcome.verdict_line);
-  }
+  LogOutcome(outcome);
   if (!outcome.json_path.empty()) log::Info("warm-up report: {}", outcome.json_path);
   ctx.status_extra["warmup"] = {{"verdict", outcome.report.value("verdict", "fail")},
                                 {"report", outcome.json_path}};
