@@ -177,6 +177,7 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   plan.deadline_unix_ms = spawn_ms + static_cast<double>(o.timeout.count());
   plan.backend = o.backend;
   if (!o.sweep_bytes.empty()) plan.sweep_bytes = o.sweep_bytes;
+  plan.waive = o.waive;
   plan.node.node_rank = t.node_rank;
   plan.node.node_name = o.node_name.empty() ? o.facts.hostname : o.node_name;
   plan.node.facts = o.facts;
