@@ -290,11 +290,13 @@ int Run(RunArgs& args) {
   if (auto rc = stopped("environment plan")) return *rc;
   std::optional<preflight::PreflightReport> report;
   if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
-    return stopped("preflight").value_or(WriteNotStarted(ctx, rc));
+    if (auto by_signal = stopped("preflight")) return *by_signal;
+    return WriteNotStarted(ctx, rc);
   }
   if (auto rc = stopped("preflight")) return *rc;
   if (int rc = RunWarmupPhase(*args.warmup, ctx); rc != exit_code::kOk) {
-    return stopped("warm-up").value_or(WriteNotStarted(ctx, rc));
+    if (auto by_signal = stopped("warm-up")) return *by_signal;  // not the warm-up's failure
+    return WriteNotStarted(ctx, rc);
   }
   if (auto rc = stopped("warm-up")) return *rc;
   return SupervisePhase(args, ctx);
