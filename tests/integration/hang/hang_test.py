@@ -7,6 +7,7 @@ import glob
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -291,6 +292,43 @@ class HangTest(unittest.TestCase):
         self.assertEqual(self.bundles(), [])
         with open(os.path.join(self.run_dir(), "status.json")) as f:
             self.assertIn("re-armed", json.dumps(json.load(f)["events"]))
+
+    # ---- capture when the node is out of processes -------------------------------------------
+
+    def test_process_exhaustion_during_capture_degrades_collectors_and_still_stops(self):
+        # RLIMIT_NPROC counts threads too, but not for root: run safe-launch as a uid of its own
+        # with room for itself, its two pumps and the job's two processes, plus one spare.
+        if os.geteuid() != 0:
+            self.skipTest("needs root to switch to a uid of its own")
+        uid = 40000 + os.getpid() % 20000
+        os.chmod(self.tmp, 0o755)
+        runs = os.path.join(self.tmp, "runs")
+        os.mkdir(runs)
+        os.chown(runs, uid, uid)
+        run_dir = os.path.join(runs, "run")
+
+        def limited():
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            resource.setrlimit(resource.RLIMIT_NPROC, (6, 6))
+        r = subprocess.run([SL, "--no-preflight", "--no-warmup", "--run-dir", run_dir,
+                            "--stall-timeout", "1", "--kill-grace", "1", "--", CHILD, self.mark,
+                            "setsid-grandchild"], preexec_fn=limited, capture_output=True,
+                           timeout=120, cwd=self.tmp)
+        self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
+        self.assertTrue(wait_gone(self.mark, 5.0), pids_with(self.mark))
+        bundles = self.bundles(run_dir=run_dir)
+        self.assertEqual(len(bundles), 1, r.stderr.decode()[-3000:])
+        with open(os.path.join(bundles[0], "manifest.json")) as f:
+            manifest = json.load(f)
+        degraded = [c["id"] for c in manifest["collectors"]
+                    if "cannot start a thread" in c.get("error", "")]
+        self.assertTrue(degraded, manifest["collectors"])
+        with open(os.path.join(run_dir, "status.json")) as f:
+            st = json.load(f)
+        self.assertEqual(st["stop"]["requested_by"], "hang detector")
+        self.assertEqual(len(st["swept_pids"]), 1)  # the setsid'd grandchild
 
     # ---- capture under a full / read-only run directory -----------------------------------------
 
