@@ -84,7 +84,7 @@ TEST_CASE("Spawn reports a missing command as 127 and a non-executable file as 1
 }
 
 TEST_CASE("Spawn gives the child exactly the environment asked for and its own process group") {
-  SpawnSpec s = Sh("echo \"$SL_SPAWN_X:$HOME\"; cut -d" " -f5 /proc/$$/stat; echo $$");
+  SpawnSpec s = Sh("echo \"$SL_SPAWN_X:$HOME\"; cut -d' ' -f5 /proc/$$/stat; echo $$");
   s.env["SL_SPAWN_X"] = "42";
   s.own_process_group = true;
   auto r = RunChild(s, std::chrono::seconds(10));
