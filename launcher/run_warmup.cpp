@@ -10,6 +10,7 @@
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/log.h"
+#include "common/spawn.h"
 #include "common/strings.h"
 #include "launcher/run_phases.h"
 #include "warmup/topology.h"
@@ -149,6 +150,12 @@ int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx) {
   o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
   o.backend = args.backend;
   auto outcome = warmup::RunWarmup(o);
+  if (StopSignalSeen()) {
+    // A SIGTERM/SIGINT ended the warm-up: no verdict of its own to report; the stop check after
+    // this phase (cmd_run) writes status.json and exits 128+S.
+    ctx.status_extra["warmup"] = {{"verdict", "interrupted"}, {"report", outcome.json_path}};
+    return exit_code::kOk;
+  }
 
   if (!outcome.details.empty()) {
     LogBlock(outcome.details, false);  // node 0: the job-wide details

@@ -321,6 +321,7 @@ class RunTest(unittest.TestCase):
         proc.send_signal(signal.SIGTERM)
         # The ranks ignore TERM: they are killed after the 1 s stop grace.
         self.assert_stopped_before_start(proc, signal.SIGTERM, "warm-up", t0, grace=1.0)
+        self.assertEqual(self.status()["warmup"]["verdict"], "interrupted")
         self.assertIn(b"job not started", proc.stderr.read())
         self.assertFalse(os.path.exists(flag))
         self.assertTrue(wait_gone(mark, 2.0), pids_with(mark))
