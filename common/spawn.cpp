@@ -238,7 +238,7 @@ WaitOutcome WaitChildren(const std::vector<pid_t>& pids, Clock::time_point deadl
     }
     if (left == 0) return out;
     const auto now = Clock::now();
-    if (!out.stopped && (TakeStopSignal(), out.stopped = StopSignalSeen())) {
+    if (!out.stopped && (out.stopped = TakeStopSignal())) {  // one taken now or latched before
       KillAll(out.ends, done, SIGTERM, nullptr);
       kill_at = now + stop_grace;
     }
@@ -284,6 +284,8 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
   result.exec_errno = child->exec_errno;
   const auto end = Clock::now() + deadline;
   char buf[16384];
+  int status = 0;
+  bool reaped = false;
   while (!(result.stopped = TakeStopSignal())) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
     if (left.count() <= 0) {
@@ -291,7 +293,14 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
       break;
     }
     pollfd fd{out[0], POLLIN, 0};
-    if (::poll(&fd, 1, static_cast<int>(std::min(left, tick).count())) <= 0) continue;
+    if (::poll(&fd, 1, static_cast<int>(std::min(left, tick).count())) <= 0) {
+      // Quiet for a tick: a child that exited while a grandchild holds its stdout is done.
+      if (::waitpid(child->pid, &status, WNOHANG) == child->pid) {
+        reaped = true;
+        break;
+      }
+      continue;
+    }
     const ssize_t n = ::read(out[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EOF: it closed its stdout (normally: it exited)
@@ -300,13 +309,17 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
                                    max_output - std::min(max_output, result.output.size())));
   }
   ::close(out[0]);
-  // A child that closed its stdout but lives on still gets the rest of the deadline.
-  auto waited = WaitChildren({child->pid}, result.timed_out ? Clock::now() : end, tick);
-  if (waited.deadline_passed) result.timed_out = true;
-  if (waited.stopped) result.stopped = waited.stopped;
-  const int st = waited.ends[0].wait_status;
-  if (!waited.ends[0].killed && !result.timed_out) {
-    result.exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  bool killed = false;
+  if (!reaped) {
+    // After EOF the child normally exits at once; it still gets the rest of the deadline.
+    auto waited = WaitChildren({child->pid}, result.timed_out ? Clock::now() : end, tick);
+    if (waited.deadline_passed) result.timed_out = true;
+    if (waited.stopped) result.stopped = waited.stopped;
+    status = waited.ends[0].wait_status;
+    killed = waited.ends[0].killed;
+  }
+  if (!killed && !result.timed_out) {
+    result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   return result;
 }

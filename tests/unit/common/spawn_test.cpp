@@ -118,11 +118,13 @@ TEST_CASE("RunChild returns the exit status and the output, and kills at the dea
 
 TEST_CASE("RunChild does not wait for a grandchild that keeps its stdout open") {
   const auto start = Clock::now();
-  // The shell exits at once; the background sleep holds the pipe until the deadline.
-  auto r = RunChild(Sh("sleep 30 & echo started"), std::chrono::milliseconds(500));
+  // The shell exits 4 at once; the background sleep holds the pipe open for 3 s more.
+  auto r = RunChild(Sh("sleep 3 & echo started; exit 4"), std::chrono::seconds(20));
   REQUIRE(r.ok());
   CHECK(r->output == "started\n");
-  CHECK(SecondsSince(start) < 3.0);
+  CHECK(r->exit_status == 4);
+  CHECK_FALSE(r->timed_out);
+  CHECK(SecondsSince(start) < 2.0);
 }
 
 TEST_CASE("a SIGTERM during RunChild ends it within a tick and is latched with its sender") {
