@@ -5,11 +5,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/log.h"
+#include "common/spawn.h"
 #include "launcher/commands.h"
 #include "launcher/config.h"
 #include "launcher/run_phases.h"
@@ -26,6 +28,47 @@ std::string Cwd() {
   std::error_code ec;
   auto p = std::filesystem::current_path(ec);
   return ec ? std::string(".") : p.string();
+}
+
+// ---- a job that is not started still leaves a status.json saying why --------------------
+int WriteNotStarted(const RunContext& ctx, int rc, nlohmann::json stop = nullptr) {
+  nlohmann::json j = ctx.status_extra;
+  j["schema"] = 1;
+  j["state"] = "not_started";
+  j["command"] = ctx.command;
+  j["host"] = ctx.host;
+  j["exit_status"] = rc;
+  j["stop"] = std::move(stop);
+  (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
+  return rc;
+}
+
+std::string SenderName(pid_t pid) {
+  if (pid == 0) return "from the terminal/kernel";
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return "from pid " + std::to_string(pid) + " (" + comm + ")";
+}
+
+// When a SIGTERM/SIGINT was received before the job started (taken now, or by a phase's wait):
+// logs it, writes status.json (not_started, the signal) and returns 128+S.
+std::optional<int> StopBeforeStart(const RunContext& ctx, const char* phase) {
+  (void)TakeStopSignal();
+  auto s = StopSignalSeen();
+  if (!s) return std::nullopt;
+  const std::string by = watchdog::SignalName(s->signal) + " " + SenderName(s->from_pid);
+  const std::string reason = std::string("received during the ") + phase + "; job not started";
+  log::Warn("{}: {}", by, reason);
+  const int rc = exit_code::kSignalBase + s->signal;
+  return WriteNotStarted(ctx, rc,
+                         {{"requested_by", by},
+                          {"reason", reason},
+                          {"phase", phase},
+                          {"signal", s->signal},
+                          {"signal_name", watchdog::SignalName(s->signal)},
+                          {"escalated", false},
+                          {"exit_status_override", nullptr}});
 }
 
 // ---- phase 1: local preflight --------------------------------------------------------------
@@ -154,6 +197,17 @@ int SupervisePhase(const RunConfig& args, RunContext& ctx) {
     return exit_code::kInternal;
   }
   const auto& e = *result;
+  if (e.how == watchdog::JobExit::How::kNotStarted) {
+    // A stop signal came between the last phase and the start (Run took it from the queue).
+    return WriteNotStarted(ctx, e.exit_status,
+                           {{"requested_by", e.stopped_by},
+                            {"reason", e.stop_reason},
+                            {"phase", "start"},
+                            {"signal", e.signal},
+                            {"signal_name", watchdog::SignalName(e.signal)},
+                            {"escalated", false},
+                            {"exit_status_override", nullptr}});
+  }
   const double secs = std::chrono::duration<double>(e.ended - e.started).count();
   switch (e.how) {
     case watchdog::JobExit::How::kExited:
@@ -210,23 +264,23 @@ int Run(const RunConfig& args) {
   preflight::PreflightOptions preflight_opts;
   preflight_opts.verbose = args.verbose;
   preflight_opts.waive = args.waive;
-  if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) return rc;
-  std::optional<preflight::PreflightReport> report;
-  // A phase that refuses to start the job still leaves a status.json saying so.
-  auto not_started = [&ctx](int rc) {
-    nlohmann::json j = ctx.status_extra;
-    j["schema"] = 1;
-    j["state"] = "not_started";
-    j["command"] = ctx.command;
-    j["host"] = ctx.host;
-    j["exit_status"] = rc;
-    (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
-    return rc;
-  };
-  if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
-    return not_started(rc);
+  // A SIGTERM/SIGINT taken during a phase (its waits end within a tick) ends the run there.
+  auto stopped = [&ctx](const char* phase) { return StopBeforeStart(ctx, phase); };
+  if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) {
+    return StopBeforeStart(ctx, "environment plan").value_or(rc);
   }
-  if (int rc = RunWarmupPhase(args, ctx); rc != exit_code::kOk) return not_started(rc);
+  if (auto rc = stopped("environment plan")) return *rc;
+  std::optional<preflight::PreflightReport> report;
+  if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
+    if (auto by_signal = stopped("preflight")) return *by_signal;
+    return WriteNotStarted(ctx, rc);
+  }
+  if (auto rc = stopped("preflight")) return *rc;
+  if (int rc = RunWarmupPhase(args, ctx); rc != exit_code::kOk) {
+    if (auto by_signal = stopped("warm-up")) return *by_signal;  // not the warm-up's failure
+    return WriteNotStarted(ctx, rc);
+  }
+  if (auto rc = stopped("warm-up")) return *rc;
   return SupervisePhase(args, ctx);
 }
 

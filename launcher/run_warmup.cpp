@@ -10,6 +10,7 @@
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/log.h"
+#include "common/spawn.h"
 #include "common/strings.h"
 #include "launcher/config.h"
 #include "launcher/layout.h"
@@ -116,6 +117,12 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.waive = args.waive;
   o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
   auto outcome = warmup::RunWarmup(o);
+  if (StopSignalSeen()) {
+    // A SIGTERM/SIGINT ended the warm-up: no verdict of its own to report; the stop check after
+    // this phase (cmd_run) writes status.json and exits 128+S.
+    ctx.status_extra["warmup"] = {{"verdict", "interrupted"}, {"report", outcome.json_path}};
+    return exit_code::kOk;
+  }
 
   LogOutcome(outcome);
   if (!outcome.json_path.empty()) log::Info("warm-up report: {}", outcome.json_path);

@@ -38,6 +38,7 @@ class SupervisorControl final : public JobControl {
   void RequestStop(std::string reason, int exit_status) override {
     s_->RequestStop(std::move(reason), exit_status, "hang detector");
   }
+  watchdog::Clock::time_point LastOutput() const override { return s_->LastOutput(); }
   Result<HelperOutput> RunHelper(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds deadline) override {
     auto r = s_->RunHelper(argv, deadline);
@@ -160,12 +161,16 @@ void HangMonitor::OnCandidateLine(int stream, std::string_view line, std::uint64
   }
 }
 
+double HangMonitor::SilentFor(Clock::time_point now) const {
+  auto last = Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load()));
+  if (control_) last = std::max(last, control_->LastOutput());
+  return std::max(0.0, std::chrono::duration<double>(now - last).count());
+}
+
 void HangMonitor::OnTick(Clock::time_point now) {
   if (captured_.load()) return;
   if (pending_.load() == 0 && options_.stall_timeout_s > 0) {
-    double since = std::chrono::duration<double>(
-                       now - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load())))
-                       .count();
+    double since = SilentFor(now);
     stall_source_ = "output";
     if (!options_.heartbeat_path.empty()) {
       if (now - last_heartbeat_check_ >= std::chrono::seconds(1)) {
@@ -266,10 +271,7 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
   timing.host = options_.host;
   const auto at = detected_at_ == Clock::time_point{} ? t0 : detected_at_;
   timing.since_start_s = std::chrono::duration<double>(at - start_).count();
-  timing.since_progress_s =
-      std::chrono::duration<double>(
-          at - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load())))
-          .count();
+  timing.since_progress_s = SilentFor(at);
   if (trigger == diagnose::Trigger::kHeartbeat && heartbeat_mtime_ns_) {
     auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::system_clock::now().time_since_epoch())

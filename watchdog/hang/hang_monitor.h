@@ -54,6 +54,10 @@ class JobControl {
   virtual void RequestStop(std::string reason, int exit_status) = 0;
   virtual Result<HelperOutput> RunHelper(const std::vector<std::string>& argv,
                                          std::chrono::milliseconds deadline) = 0;
+  /// When the job was last heard from as the supervisor measures it (bytes read from its
+  /// pipes; "now" while safe-launch's own stdout is blocked; re-armed after safe-launch was
+  /// stopped). The epoch when unknown: then only the output the monitor saw counts.
+  virtual watchdog::Clock::time_point LastOutput() const { return {}; }
 };
 
 /// JobControl backed by the real Supervisor.
@@ -94,6 +98,9 @@ class HangMonitor {
  private:
   void OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
                        watchdog::Clock::time_point t);
+  /// Seconds the job has been silent at `now`, never negative (a pump may stamp a read after
+  /// the tick took `now`).
+  double SilentFor(watchdog::Clock::time_point now) const;
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -207,6 +208,17 @@ TEST_CASE("RunHelper kills a helper at its deadline") {
   REQUIRE(h.ok());
   CHECK(h->timed_out);
   CHECK(Clock::now() - t0 < 5s);
+}
+
+TEST_CASE("RunHelper of a program that does not exist is an error naming it") {
+  Supervisor sup(Options({"true"}), {});
+  auto h = sup.RunHelper({"sl-no-such-helper-xyz"}, 5s);
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.error().where == "sl-no-such-helper-xyz");
+  CHECK(h.error().message.find("cannot run") != std::string::npos);
+  // The failed child was reaped by RunHelper itself.
+  int st = 0;
+  CHECK(::waitpid(-1, &st, WNOHANG) <= 0);
 }
 
 TEST_CASE("TailLines keeps the last lines of each stream") {
