@@ -151,6 +151,37 @@ std::vector<std::string> LastLines(const std::string& bytes, bool truncated, std
   return lines;
 }
 
+/// A hook wrapped so that an exception (a JSON writer fed bad bytes, a full disk in a bundle)
+/// is logged and swallowed: the hooks serve the job, they must never take its status away or
+/// terminate a pump thread (std::terminate = exit 134 with the job orphaned).
+template <class... Args>
+std::function<void(Args...)> Guarded(const char* name, std::function<void(Args...)> hook) {
+  if (!hook) return hook;
+  // Logged once per hook: an on_tick that fails every tick must not flood the job's log.
+  auto logged = std::make_shared<std::atomic<bool>>(false);
+  return [name, logged, hook = std::move(hook)](Args... args) {
+    try {
+      hook(args...);
+    } catch (const std::exception& e) {
+      if (!logged->exchange(true)) {
+        log::Error("internal error in the {} hook: {}; supervision goes on", name, e.what());
+      }
+    } catch (...) {
+      if (!logged->exchange(true)) {
+        log::Error("internal error in the {} hook; supervision goes on", name);
+      }
+    }
+  };
+}
+
+SupervisorHooks GuardHooks(SupervisorHooks h) {
+  h.on_start = Guarded("on_start", std::move(h.on_start));
+  h.on_output = Guarded("on_output", std::move(h.on_output));
+  h.on_tick = Guarded("on_tick", std::move(h.on_tick));
+  h.on_exit = Guarded("on_exit", std::move(h.on_exit));
+  return h;
+}
+
 }  // namespace
 
 void BlockSupervisorSignals() {
@@ -874,6 +905,7 @@ Result<JobExit> Supervisor::Run() {
   im.last_output = im.start.time_since_epoch().count();
   im.parent = ::getpid();
   im.esc.emplace(EscalationTimes{options_.kill_grace, options_.sweep_grace});
+  hooks_ = GuardHooks(std::move(hooks_));
   if (options_.argv.empty()) return MakeError("no command to run", "", "put the command after --");
   if (auto not_started = im.NotStartedBySignal()) return *not_started;
   if (auto s = im.OpenLoopFds(); !s.ok()) return s.error();

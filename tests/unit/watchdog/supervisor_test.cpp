@@ -237,3 +237,27 @@ TEST_CASE("TailLines keeps the last lines of each stream") {
   CHECK(sup.TailLines(kStderr, 3).empty());
   unlink(path);
 }
+
+TEST_CASE("a hook that throws is logged and the job's own status still comes through") {
+  // nlohmann's dump() throws on invalid UTF-8, a bundle writer on a full disk: whatever a hook
+  // throws must neither end a pump thread (std::terminate, exit 134) nor lose the job's status.
+  std::atomic<int> outputs{0}, exits{0};
+  SupervisorHooks hooks;
+  hooks.on_output = [&](int, std::string_view, Clock::time_point) {
+    ++outputs;
+    throw std::runtime_error("[json.exception.type_error.316] invalid UTF-8 byte");
+  };
+  hooks.on_tick = [](Clock::time_point) { throw 42; };
+  hooks.on_exit = [&](const JobExit&) {
+    ++exits;
+    throw std::runtime_error("no space left");
+  };
+  Supervisor sup(Options({"/bin/sh", "-c", "printf 'NCCL WARN \\377\\n'; sleep 0.1; exit 3"}),
+                 hooks);
+  auto r = sup.Run();
+  REQUIRE(r.ok());
+  CHECK(r->how == JobExit::How::kExited);
+  CHECK(r->exit_status == 3);
+  CHECK(outputs >= 1);
+  CHECK(exits == 1);
+}
