@@ -1,4 +1,4 @@
-// Warm-up phase of `run` (issue 6): infer the topology, start one safe-launch-warmup per local
+// Warm-up phase of `run`: infer the topology, start one safe-launch-warmup per local
 // rank, print the verdict (every node one line, node 0 the details), write warmup.json, and
 // decide whether the job starts. The work itself is warmup/warmup_phase.h.
 #include <netinet/in.h>
