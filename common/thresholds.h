@@ -1,5 +1,5 @@
 #pragma once
-// Preflight thresholds: defaults here, overridable by recipes ([thresholds] table, issue 3).
+// Preflight thresholds: defaults here, overridable by recipes ([thresholds] table).
 #include <cstdint>
 #include <optional>
 

@@ -84,9 +84,11 @@ std::size_t Evidence::Count(std::string_view signature_id) const {
   return it == counts_.end() ? 0 : it->second;
 }
 
-Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timing) {
-  Verdict v;
-  v.trigger = trigger;
+namespace {
+
+/// Matches that can name a cause: highest priority first, among equals the earliest line (the
+/// first error is the cause).
+std::vector<const Match*> RankMatches(const Evidence& evidence) {
   std::vector<const Match*> ranked;
   for (const Match& m : evidence.matches()) {
     if (m.signature->priority > 0 || m.signature->severity >= Severity::kWarning) {
@@ -94,84 +96,99 @@ Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timin
     }
   }
   if (const Match* d = evidence.Desync()) ranked.push_back(d);
-  // Highest priority first; among equals the earliest line (the first error is the cause).
   std::stable_sort(ranked.begin(), ranked.end(), [](const Match* a, const Match* b) {
     return a->signature->priority > b->signature->priority;
   });
-  for (const Match* m : ranked) {
-    std::string cat(m->signature->category);
-    if (std::find(v.categories_seen.begin(), v.categories_seen.end(), cat) ==
-        v.categories_seen.end()) {
-      v.categories_seen.push_back(cat);
-    }
-  }
+  return ranked;
+}
+
+/// Category, severity and fix: the best signature when it is strong enough, else what fired.
+void SetCause(const std::vector<const Match*>& ranked, Trigger trigger, Verdict* v) {
   if (!ranked.empty() && ranked.front()->signature->priority >= 20) {
     const Signature& s = *ranked.front()->signature;
-    v.category = std::string(s.category);
-    v.signature = std::string(s.id);
-    v.severity = std::string(SeverityName(s.severity));
-    v.fix = std::string(s.fix);
+    v->category = std::string(s.category);
+    v->signature = std::string(s.id);
+    v->severity = std::string(SeverityName(s.severity));
+    v->fix = std::string(s.fix);
   } else if (trigger == Trigger::kStall || trigger == Trigger::kHeartbeat) {
-    v.category = "stall";
-    v.severity = "hang";
-    v.fix =
+    v->category = "stall";
+    v->severity = "hang";
+    v->fix =
         "No progress was seen for the stall timeout. Compare the stacks of all ranks in this "
         "bundle (stacks/): the rank that is not in the same collective as the others is the one "
         "to look at; Flight Recorder dumps (fr/) show the last collective each rank entered.";
   } else if (trigger == Trigger::kJobFailed) {
-    v.category = "job_failed";
-    v.severity = "error";
-    v.fix =
+    v->category = "job_failed";
+    v->severity = "error";
+    v->fix =
         "The job failed without a recognised error line; read the rank outputs (output/) "
         "from the first failing rank.";
   }
-  // A stall with evidence keeps the evidence's category, but the headline says what fired.
-  v.evidence.assign(ranked.begin(), ranked.begin() + std::min<std::size_t>(ranked.size(), 20));
-  for (const Match* m : ranked) {
-    for (const char* k : {"rank", "timeout_rank", "rank_a", "rank_b"}) {
-      if (auto r = m->Field(k); !r.empty()) v.ranks.insert(r);
-    }
-    if (auto h = m->Field("host"); !h.empty()) v.hosts.insert(h);
-  }
-  // The failing collective: first match that names one (watchdog timeout lines first).
-  for (const Match& m : evidence.matches()) {
-    if (v.seq.empty()) v.seq = m.Field("seq");
-    if (v.op.empty()) v.op = m.Field("op");
-    if (v.numel_in.empty()) v.numel_in = m.Field("numel_in");
-    if (v.numel_out.empty()) v.numel_out = m.Field("numel_out");
-    if (v.timeout_ms.empty()) v.timeout_ms = m.Field("timeout_ms");
-    if (v.pg.empty()) v.pg = m.Field("pg");
-  }
-  if (!timing.host.empty()) v.hosts.insert(timing.host);
+}
 
-  std::string what;
+/// Ranks and hosts the evidence names, and the failing collective (the first match that names
+/// one: watchdog timeout lines come first).
+void SetEntities(const Evidence& evidence, const std::vector<const Match*>& ranked,
+                 const JobTiming& timing, Verdict* v) {
+  for (const Match* m : ranked) {
+    std::string cat(m->signature->category);
+    if (std::find(v->categories_seen.begin(), v->categories_seen.end(), cat) ==
+        v->categories_seen.end()) {
+      v->categories_seen.push_back(cat);
+    }
+    for (const char* k : {"rank", "timeout_rank", "rank_a", "rank_b"}) {
+      if (auto r = m->Field(k); !r.empty()) v->ranks.insert(r);
+    }
+    if (auto h = m->Field("host"); !h.empty()) v->hosts.insert(h);
+  }
+  for (const Match& m : evidence.matches()) {
+    if (v->seq.empty()) v->seq = m.Field("seq");
+    if (v->op.empty()) v->op = m.Field("op");
+    if (v->numel_in.empty()) v->numel_in = m.Field("numel_in");
+    if (v->numel_out.empty()) v->numel_out = m.Field("numel_out");
+    if (v->timeout_ms.empty()) v->timeout_ms = m.Field("timeout_ms");
+    if (v->pg.empty()) v->pg = m.Field("pg");
+  }
+  if (!timing.host.empty()) v->hosts.insert(timing.host);
+}
+
+/// "no job output for 312 s (stall timeout 300 s)" and the like: what fired the capture.
+std::string WhatFired(Trigger trigger, const JobTiming& timing) {
   switch (trigger) {
     case Trigger::kSignature:
-      what = "hang signature seen in the job output";
-      break;
+      return "hang signature seen in the job output";
     case Trigger::kStall:
-      what = fmt::format("no job output for {:.0f} s (stall timeout {:.0f} s)",
+      return fmt::format("no job output for {:.0f} s (stall timeout {:.0f} s)",
                          timing.since_progress_s, timing.stall_timeout_s);
-      break;
     case Trigger::kHeartbeat:
-      what = fmt::format("no heartbeat touch for {:.0f} s (stall timeout {:.0f} s)",
+      return fmt::format("no heartbeat touch for {:.0f} s (stall timeout {:.0f} s)",
                          timing.since_progress_s, timing.stall_timeout_s);
-      break;
     case Trigger::kJobFailed:
-      what = timing.exit_status ? fmt::format("job failed with status {}", *timing.exit_status)
+      return timing.exit_status ? fmt::format("job failed with status {}", *timing.exit_status)
                                 : "job failed";
-      break;
     case Trigger::kNone:
-      what = "capture requested";
       break;
   }
+  return "capture requested";
+}
+
+}  // namespace
+
+Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timing) {
+  Verdict v;
+  v.trigger = trigger;
+  const std::vector<const Match*> ranked = RankMatches(evidence);
+  SetCause(ranked, trigger, &v);
+  // A stall with evidence keeps the evidence's category, but the headline says what fired.
+  v.evidence.assign(ranked.begin(), ranked.begin() + std::min<std::size_t>(ranked.size(), 20));
+  SetEntities(evidence, ranked, timing, &v);
   std::string coll;
   if (!v.op.empty() || !v.seq.empty()) {
     coll = fmt::format("; collective {}{}{}", v.op.empty() ? "?" : v.op,
                        v.seq.empty() ? "" : " SeqNum=" + v.seq,
                        v.timeout_ms.empty() ? "" : " timeout " + v.timeout_ms + " ms");
   }
-  v.headline = fmt::format("{}: {}{}", v.category, what, coll);
+  v.headline = fmt::format("{}: {}{}", v.category, WhatFired(trigger, timing), coll);
   return v;
 }
 

@@ -62,6 +62,7 @@ int Run(const EnvArgs& args) {
   recipes::ResolveOptions options;
   options.recipe = args.recipe;
   options.versions = *versions;
+  options.conf = nccl::ReadConfFiles(fs, env, versions->nccl);
   options.run_dir = watchdog::DefaultRunDir(args.run_dir, env, cwd, host,
                                             std::chrono::system_clock::now(), ::getpid());
   options.run_dir = std::filesystem::absolute(options.run_dir, ec).lexically_normal().string();

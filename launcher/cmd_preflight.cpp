@@ -10,6 +10,7 @@
 #include "common/file_reader.h"
 #include "common/strings.h"
 #include "launcher/commands.h"
+#include "launcher/config.h"
 #include "preflight/check.h"
 #include "preflight/runner.h"
 
@@ -43,8 +44,18 @@ Result<double> ParseDuration(const std::string& text) {
 
 int Run(const PreflightArgs& args) {
   if (args.list) {
-    for (const auto& c : preflight::Registry()) std::printf("%-15s %s\n", c.id, c.summary);
+    std::fputs(ListText().c_str(), stdout);
     return exit_code::kOk;
+  }
+  for (const auto& id : args.waive) {
+    // The listed warm-up comparisons only run in `run`: say so rather than "unknown id".
+    if (IsKnownId(id) && StartsWith(id, "warmup")) {
+      std::fprintf(stderr,
+                   "safe-launch preflight: --waive: '%s' is a warm-up comparison, which "
+                   "preflight does not run (fix: pass it to `safe-launch run --waive`)\n",
+                   id.c_str());
+      return exit_code::kUsage;
+    }
   }
   preflight::PreflightOptions options;
   options.sysroot = args.sysroot;
@@ -94,7 +105,7 @@ void SetupPreflight(CLI::App& sub, int* exit_code) {
       ->delimiter(',');
   sub.add_option("--waive", args->waive, "Do not count fail/warn of these check ids")
       ->delimiter(',');
-  sub.add_flag("--list", args->list, "List the checks and exit");
+  sub.add_flag("--list", args->list, "List the checks (and the warm-up comparisons) and exit");
   sub.add_flag("-v,--verbose", args->verbose, "Show evidence (files and raw values) and fixes");
   sub.add_option("--since", args->since,
                  "kernel.log: only records newer than this (e.g. 2h, 30m); default since boot");

@@ -5,12 +5,15 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/log.h"
+#include "common/spawn.h"
 #include "launcher/commands.h"
+#include "launcher/config.h"
 #include "launcher/run_phases.h"
 #include "preflight/runner.h"
 #include "recipes/plan.h"
@@ -21,28 +24,56 @@
 namespace sl::launcher {
 namespace {
 
-struct RunArgs {
-  std::vector<std::string> command;
-  bool no_preflight = false;
-  std::string on_preflight_fail = "abort";
-  std::string run_dir;
-  double kill_grace_s = 30;
-  std::string recipe;
-  std::string sysroot;
-  bool verbose = false;
-  std::shared_ptr<WarmupArgs> warmup;
-  std::shared_ptr<HangArgs> hang;
-};
-
 std::string Cwd() {
   std::error_code ec;
   auto p = std::filesystem::current_path(ec);
   return ec ? std::string(".") : p.string();
 }
 
+// ---- a job that is not started still leaves a status.json saying why --------------------
+int WriteNotStarted(const RunContext& ctx, int rc, nlohmann::json stop = nullptr) {
+  nlohmann::json j = ctx.status_extra;
+  j["schema"] = 1;
+  j["state"] = "not_started";
+  j["command"] = ctx.command;
+  j["host"] = ctx.host;
+  j["exit_status"] = rc;
+  j["stop"] = std::move(stop);
+  (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
+  return rc;
+}
+
+std::string SenderName(pid_t pid) {
+  if (pid == 0) return "from the terminal/kernel";
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return "from pid " + std::to_string(pid) + " (" + comm + ")";
+}
+
+// When a SIGTERM/SIGINT was received before the job started (taken now, or by a phase's wait):
+// logs it, writes status.json (not_started, the signal) and returns 128+S.
+std::optional<int> StopBeforeStart(const RunContext& ctx, const char* phase) {
+  (void)TakeStopSignal();
+  auto s = StopSignalSeen();
+  if (!s) return std::nullopt;
+  const std::string by = watchdog::SignalName(s->signal) + " " + SenderName(s->from_pid);
+  const std::string reason = std::string("received during the ") + phase + "; job not started";
+  log::Warn("{}: {}", by, reason);
+  const int rc = exit_code::kSignalBase + s->signal;
+  return WriteNotStarted(ctx, rc,
+                         {{"requested_by", by},
+                          {"reason", reason},
+                          {"phase", phase},
+                          {"signal", s->signal},
+                          {"signal_name", watchdog::SignalName(s->signal)},
+                          {"escalated", false},
+                          {"exit_status_override", nullptr}});
+}
+
 // ---- phase 1: local preflight --------------------------------------------------------------
 // Returns kOk to go on, or the exit status. The report is kept for later phases and preflight.json.
-int PreflightPhase(const RunArgs& args, RunContext& ctx,
+int PreflightPhase(const RunConfig& args, RunContext& ctx,
                    std::optional<preflight::PreflightReport>* report,
                    const preflight::PreflightOptions& base) {
   if (args.no_preflight) {
@@ -104,7 +135,7 @@ int PreflightPhase(const RunArgs& args, RunContext& ctx,
 }
 
 // ---- phase 2: environment plan -------------------------------------------------------------
-int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
+int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
                  preflight::PreflightOptions* preflight_opts) {
   ctx.job_env = ctx.base_env;
   if (!ctx.have_facts) {
@@ -117,6 +148,7 @@ int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
   std::error_code ec;
   opts.run_dir = std::filesystem::absolute(ctx.run_dir, ec).string();
   opts.versions = recipes::DetectVersions({}, ctx.base_env).value_or(recipes::Versions{});
+  opts.conf = nccl::ReadConfFiles(RootedFileReader(args.sysroot), ctx.base_env, opts.versions.nccl);
   auto plan = recipes::ResolveForNode(opts, ctx.base_env, ctx.facts);
   if (!plan.ok()) {
     log::Error("environment plan: {}", plan.error().Describe());
@@ -126,8 +158,9 @@ int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
   ctx.plan_json = recipes::PlanToJson(*plan);
   if (preflight_opts) {
     preflight_opts->thresholds = plan->thresholds;
-    preflight_opts->waive.insert(preflight_opts->waive.end(), plan->waive.begin(),
-                                 plan->waive.end());
+    // A recipe may waive warm-up comparisons too: those go to the warm-up, not to preflight.
+    for (const auto& id : plan->waive)
+      (IsComparisonId(id) ? ctx.warmup_waive : preflight_opts->waive).push_back(id);
   }
   for (const auto& c : plan->conflicts) {
     log::Warn("{}={}: {} (fix: {})", c.name, c.value, c.message, c.fix);
@@ -143,7 +176,7 @@ int EnvPlanPhase(const RunArgs& args, RunContext& ctx,
 }
 
 // ---- phase 4: supervise --------------------------------------------------------------------
-int SupervisePhase(const RunArgs& args, RunContext& ctx) {
+int SupervisePhase(const RunConfig& args, RunContext& ctx) {
   watchdog::SupervisorOptions opts;
   opts.argv = ctx.command;
   opts.env = ctx.job_env;
@@ -165,6 +198,17 @@ int SupervisePhase(const RunArgs& args, RunContext& ctx) {
     return exit_code::kInternal;
   }
   const auto& e = *result;
+  if (e.how == watchdog::JobExit::How::kNotStarted) {
+    // A stop signal came between the last phase and the start (Run took it from the queue).
+    return WriteNotStarted(ctx, e.exit_status,
+                           {{"requested_by", e.stopped_by},
+                            {"reason", e.stop_reason},
+                            {"phase", "start"},
+                            {"signal", e.signal},
+                            {"signal_name", watchdog::SignalName(e.signal)},
+                            {"escalated", false},
+                            {"exit_status_override", nullptr}});
+  }
   const double secs = std::chrono::duration<double>(e.ended - e.started).count();
   switch (e.how) {
     case watchdog::JobExit::How::kExited:
@@ -193,7 +237,11 @@ int SupervisePhase(const RunArgs& args, RunContext& ctx) {
   return e.exit_status;
 }
 
-int Run(RunArgs& args) {
+int Run(const RunConfig& args) {
+  if (args.list) {
+    std::fputs(ListText().c_str(), stdout);
+    return exit_code::kOk;
+  }
   // First of all: a SIGTERM during preflight/warm-up must be queued for us, not kill us.
   watchdog::BlockSupervisorSignals();
   RunContext ctx;
@@ -202,20 +250,6 @@ int Run(RunArgs& args) {
   ctx.command = args.command;
   ctx.sysroot = args.sysroot;
   ctx.base_env = ProcessEnvironment();
-  if (ctx.command.empty()) {
-    log::Error(
-        "no command given: put the job after --, e.g. safe-launch -- torchrun "
-        "--nproc-per-node=8 train.py");
-    return exit_code::kUsage;
-  }
-  if (args.on_preflight_fail != "abort" && args.on_preflight_fail != "warn") {
-    log::Error("--on-preflight-fail must be abort or warn, got '{}'", args.on_preflight_fail);
-    return exit_code::kUsage;
-  }
-  if (!(args.kill_grace_s >= 0) || args.kill_grace_s > 86400) {
-    log::Error("--kill-grace must be between 0 and 86400 seconds, got {}", args.kill_grace_s);
-    return exit_code::kUsage;
-  }
   const std::string wanted = watchdog::DefaultRunDir(args.run_dir, ctx.base_env, Cwd(), ctx.host,
                                                      std::chrono::system_clock::now(), ::getpid());
   auto dir = watchdog::CreateRunDir(wanted);
@@ -230,48 +264,42 @@ int Run(RunArgs& args) {
   // exists; preflight.json and env-plan.json are both written before anything starts.
   preflight::PreflightOptions preflight_opts;
   preflight_opts.verbose = args.verbose;
-  if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) return rc;
-  std::optional<preflight::PreflightReport> report;
-  // A phase that refuses to start the job still leaves a status.json saying so.
-  auto not_started = [&ctx](int rc) {
-    nlohmann::json j = ctx.status_extra;
-    j["schema"] = 1;
-    j["state"] = "not_started";
-    j["command"] = ctx.command;
-    j["host"] = ctx.host;
-    j["exit_status"] = rc;
-    (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
-    return rc;
-  };
-  if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
-    return not_started(rc);
+  preflight_opts.waive = args.waive;
+  // A SIGTERM/SIGINT taken during a phase (its waits end within a tick) ends the run there.
+  auto stopped = [&ctx](const char* phase) { return StopBeforeStart(ctx, phase); };
+  if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) {
+    return StopBeforeStart(ctx, "environment plan").value_or(rc);
   }
-  if (int rc = RunWarmupPhase(*args.warmup, ctx); rc != exit_code::kOk) return not_started(rc);
+  if (auto rc = stopped("environment plan")) return *rc;
+  std::optional<preflight::PreflightReport> report;
+  if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
+    if (auto by_signal = stopped("preflight")) return *by_signal;
+    return WriteNotStarted(ctx, rc);
+  }
+  if (auto rc = stopped("preflight")) return *rc;
+  if (int rc = RunWarmupPhase(args, ctx); rc != exit_code::kOk) {
+    if (auto by_signal = stopped("warm-up")) return *by_signal;  // not the warm-up's failure
+    return WriteNotStarted(ctx, rc);
+  }
+  if (auto rc = stopped("warm-up")) return *rc;
   return SupervisePhase(args, ctx);
 }
 
 }  // namespace
 
 void SetupRun(CLI::App& sub, int* exit_code) {
-  auto args = std::make_shared<RunArgs>();
-  sub.add_flag("--no-preflight", args->no_preflight, "Do not run the local preflight");
-  sub.add_option("--on-preflight-fail", args->on_preflight_fail,
-                 "abort (default: exit 78, job not started) or warn (start anyway)")
-      ->check(CLI::IsMember({"abort", "warn"}));
-  sub.add_option("--run-dir", args->run_dir,
-                 "Run directory (default $SLURM_SUBMIT_DIR or cwd + "
-                 "/safe-launch-runs/<jobid>/<host>)");
-  sub.add_option("--kill-grace", args->kill_grace_s,
-                 "Seconds between the first SIGTERM to the job and killing every descendant "
-                 "(default 30)");
-  sub.add_option("--recipe", args->recipe, "Recipe name or file for the environment plan");
-  sub.add_option("--sysroot", args->sysroot,
-                 "Read /sys, /proc, /dev, /etc under DIR for preflight and facts (fixture tree)");
-  sub.add_flag("-v,--verbose", args->verbose, "More log lines");
-  args->warmup = AddWarmupOptions(sub);
-  args->hang = AddHangOptions(sub);
-  sub.add_option("command", args->command, "The job: everything after --");
-  sub.callback([args, exit_code] { *exit_code = Run(*args); });
+  auto flags = std::make_shared<RunFlags>();
+  AddRunOptions(sub, flags.get());
+  sub.callback([flags, exit_code] {
+    auto config = ConfigFromFlags(*flags, ProcessEnvironment());
+    if (!config.ok()) {
+      log::Init(log::HostName(), {}, flags->config.verbose);
+      log::Error("{}", config.error().Describe());
+      *exit_code = exit_code::kUsage;
+      return;
+    }
+    *exit_code = Run(*config);
+  });
 }
 
 }  // namespace sl::launcher

@@ -1,9 +1,8 @@
 // Hang detection phase of `run` (owner: hang detection): --stall-timeout and --on-hang, the job
 // environment that makes evidence exist (heartbeat file, Flight Recorder dump/pipe paths in the
 // run directory), and the HangMonitor attached to the supervisor's hooks.
-#include <fmt/format.h>
-
 #include "common/log.h"
+#include "launcher/config.h"
 #include "launcher/run_phases.h"
 #include "watchdog/hang/hang_monitor.h"
 
@@ -19,10 +18,12 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
   auto args = std::make_shared<HangArgs>();
   sub.add_option("--stall-timeout", args->stall_timeout_s,
                  "Seconds without job output (or without a touch of $SAFE_LAUNCH_HEARTBEAT once "
-                 "the job touched it) before a hang is declared; 0 disables (default 600)");
+                 "the job touched it) before a hang is declared; 0 disables (default 600)")
+      ->check(SecondsValidator(0, 30 * 86400, /*lo_open=*/false));
   sub.add_option("--on-hang", args->on_hang,
                  "capture-and-stop (default: capture a bundle, stop the job, exit 124) or "
-                 "capture-only (capture, let the job run on)");
+                 "capture-only (capture, let the job run on)")
+      ->check(CLI::IsMember({"capture-and-stop", "capture-only"}));
   sub.add_flag("--no-bundle-on-failure", args->no_bundle_on_failure,
                "Do not write a bundle when the job fails on its own");
   return args;
@@ -32,16 +33,9 @@ Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext
                                                 watchdog::Supervisor& sup) {
   auto on_hang = hang::ParseOnHang(args.on_hang);
   if (!on_hang.ok()) return on_hang.error();
-  if (!(args.stall_timeout_s >= 0) || args.stall_timeout_s > 30 * 86400) {
-    return MakeError(fmt::format("--stall-timeout must be 0 (off) or a number of seconds up to "
-                                 "30 days, got {}",
-                                 args.stall_timeout_s),
-                     "--stall-timeout", "e.g. --stall-timeout 900");
-  }
+  // The heartbeat file and the Flight Recorder variables come with the env plan
+  // (recipes/plan.cpp, kCaptureSettings), so env-plan.json shows them.
   auto& opts = sup.Options();
-  for (auto& [name, value] : hang::HangEnvironment(ctx.run_dir, opts.env)) {
-    opts.env[name] = value;
-  }
   hang::HangOptions h;
   h.stall_timeout_s = args.stall_timeout_s;
   h.on_hang = *on_hang;

@@ -32,18 +32,16 @@ struct RunContext {
   bool have_facts = false;
   const preflight::PreflightReport* preflight = nullptr;  ///< null with --no-preflight
   std::string preflight_verdict = "skipped";              ///< pass|warn|fail|error|skipped
-  nlohmann::json plan_json;  ///< env-plan.json content (null when no plan)
+  nlohmann::json plan_json;               ///< env-plan.json content (null when no plan)
+  std::vector<std::string> warmup_waive;  ///< the recipe's waivers of warm-up comparisons
   nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
 };
 
 // ---- warm-up (launcher/run_warmup.cpp) --------------------------------------------------------
-struct WarmupArgs;
-/// Registers --nnodes, --node-rank, --nproc-per-node, --rendezvous, --warmup-port,
-/// --warmup-timeout, --no-warmup, --on-warmup-fail on `sub`.
-std::shared_ptr<WarmupArgs> AddWarmupOptions(CLI::App& sub);
+struct RunConfig;  // launcher/config.h: the flags (--nnodes ... --on-warmup-fail) and the layout
 /// Runs the warm-up before the job; returns exit_code::kOk to go on, or the status to exit with
 /// (exit_code::kWarmupFailed) without starting the job. May add to ctx.status_extra.
-int RunWarmupPhase(const WarmupArgs& args, RunContext& ctx);
+int RunWarmupPhase(const RunConfig& config, RunContext& ctx);
 
 // ---- hang detection (launcher/run_hang.cpp) ---------------------------------------------------
 struct HangArgs;

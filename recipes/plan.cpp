@@ -219,6 +219,8 @@ std::string_view SourceName(Source s) {
       return "recipe";
     case Source::kComputed:
       return "computed";
+    case Source::kConfFile:
+      return "nccl.conf";
   }
   return "?";
 }
@@ -237,112 +239,172 @@ int RasPortFor(const Environment& env) {
   return 28028 + static_cast<int>(Fnv1a(key) % 1000);
 }
 
-Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFacts& facts,
-                     const Versions& versions, const std::string& run_dir) {
-  Plan plan;
-  plan.recipe = recipe.name;
-  plan.recipe_path = recipe.path;
-  plan.versions = versions;
-  plan.run_dir = run_dir;
-  plan.thresholds = recipe.thresholds;
-  plan.thresholds_set = recipe.thresholds_set;
-  plan.waive = recipe.waive;
-  std::set<std::string> handled;
+namespace {
 
-  for (const EnvSetting& s : recipe.env) {
-    const std::string name = NameFor(s.name, versions);
-    const VarSpec* spec = FindVariable(name);
-    for (const auto& a : AliasesOf(s.name)) handled.insert(a);
-    if (spec != nullptr) {
-      const auto& owner_version = spec->owner == "torch" ? versions.torch : versions.nccl;
-      if (!AppliesTo(*spec, owner_version)) {
-        plan.notes.push_back(
-            {name,
-             std::string(spec->owner) + " " + VersionText(owner_version) + " does not read it" +
-                 (spec->since ? " (added in " + spec->since->ToString() + ")" : std::string()) +
-                 "; not set"});
-        continue;
-      }
-    }
-    // Compute what the recipe wants, even when the user's value wins (shown in --explain).
-    PlanEntry entry;
-    entry.name = name;
-    entry.origin = s.origin;
-    std::optional<std::string> value;
-    std::string reason;
-    if (s.compute.empty()) {
-      if (s.literal.find("{run_dir}") != std::string::npos && run_dir.empty()) {
-        return MakeError(s.name + " uses {run_dir} but no run directory was given", s.origin,
-                         "pass --run-dir DIR");
-      }
-      value = ExpandRunDir(s.literal, run_dir);
-      reason = s.why.empty() && spec ? std::string(spec->meaning) : s.why;
-      entry.source = Source::kRecipe;
-      // Mode 3 (SkipCleanUp) came with the TORCH_NCCL_ name in torch 2.2; older ProcessGroupNCCL
-      // knows 0..2 and would treat 3 as "no handling", so a failed collective hangs instead.
-      if (name == "NCCL_ASYNC_ERROR_HANDLING" && *value == "3") {
-        value = "1";
-        reason += "; torch " + VersionText(versions.torch) +
-                  " has no mode 3 (SkipCleanUp), so 1 (TearDown: kill the process on error)";
-      }
-    } else {
-      Computed c;
-      if (s.compute == "ib_hca") c = ComputeIbHca(s, facts);
-      if (s.compute == "socket_ifname") c = ComputeSocketIfname(facts);
-      if (s.compute == "roce_gid_index") c = ComputeGidIndex(s, env, facts, versions);
-      if (s.compute == "ras_addr") c = ComputeRasAddr(env, versions);
-      value = c.value;
-      reason = c.reason;
-      if (!s.why.empty()) reason = s.why + ": " + reason;
-      entry.source = Source::kComputed;
-    }
-    if (value && spec != nullptr) {
-      if (auto st = ValidateValue(*spec, *value); !st.ok()) {
-        Error e = st.error();
-        e.where = s.origin;
-        e.message = name + "=" + *value + ": " + e.message;
-        return e;
-      }
-    }
-    std::optional<std::pair<std::string, std::string>> user;
-    for (const auto& a : AliasesOf(s.name)) {
-      if (auto v = Lookup(env, a)) {
-        user = std::make_pair(a, *v);
-        break;
-      }
-    }
-    if (user) {
-      PlanEntry u;
-      u.name = user->first;
-      u.value = user->second;
-      u.source = Source::kUser;
-      u.origin = "environment";
-      u.recipe_value = value.value_or("");
-      u.reason = "set by you; kept" +
-                 (value ? (*value == u.value ? std::string(" (same as the recipe)")
-                                             : " (" + recipe.path + " would set " + *value + ")")
-                        : std::string());
-      if (u.name != name) {
-        u.reason += "; note: torch " + VersionText(versions.torch) + " reads " + name;
-      }
-      plan.entries.push_back(std::move(u));
-      continue;
-    }
-    if (!value) {
-      if (s.required) {
-        return MakeError(name + " cannot be computed on this node: " + reason, s.origin,
-                         "fix the node (see safe-launch preflight), or use a recipe that does "
-                         "not require it");
-      }
-      plan.notes.push_back({name, reason});
-      continue;
-    }
-    entry.value = *value;
-    entry.reason = reason;
-    plan.entries.push_back(std::move(entry));
+/// What the hang capture needs in the job's environment whatever the recipe says: the heartbeat
+/// file and Flight Recorder on, dumped to the run directory and triggerable through its pipe
+/// (watchdog/hang reads these names back from the job's environment). The shipped default recipe
+/// sets the same values with their reasons; these rows fill in what a custom recipe leaves out,
+/// so env-plan.json and `safe-launch env` show everything the job gets.
+const EnvSetting kCaptureSettings[] = {
+    {"SAFE_LAUNCH_HEARTBEAT", "{run_dir}/heartbeat", "",
+     "touch this file from the training loop: once touched, stall detection follows its mtime "
+     "instead of the job's output"},
+    {"TORCH_FR_BUFFER_SIZE", "2000", "", "Flight Recorder on (the hang capture collects it)"},
+    {"TORCH_FR_DUMP_TEMP_FILE", "{run_dir}/fr_rank_", "",
+     "Flight Recorder dumps land in the run directory"},
+    {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "{run_dir}/frpipe_", "",
+     "the hang capture writes to <run_dir>/frpipe_<rank>.pipe to dump Flight Recorder on demand"},
+    {"TORCH_NCCL_DUMP_ON_TIMEOUT", "1", "", "dump Flight Recorder when the watchdog times out"},
+};
+constexpr const char* kCaptureOrigin = "safe-launch (hang capture)";
+
+/// The inputs every setting is resolved against.
+struct ResolveInput {
+  const Recipe& recipe;
+  const Environment& env;
+  const NodeFacts& facts;
+  const Versions& versions;
+  const std::string& run_dir;
+  const nccl::ConfFiles& conf;
+};
+
+const nccl::ConfValue* FindConf(const nccl::ConfFiles& conf, std::string_view name) {
+  for (const auto& v : conf.values) {
+    if (v.name == name) return &v;
   }
-  // Every other NCCL/torch variable the user set travels unchanged; list it so the plan is the
-  // whole picture.
+  return nullptr;
+}
+
+/// The recipe's value for a setting (literal or computed), validated against the registry.
+/// nullopt value = the node cannot provide it (reason says why).
+Result<Computed> RecipeValue(const EnvSetting& s, const std::string& name, const VarSpec* spec,
+                             const ResolveInput& in) {
+  Computed c;
+  if (!s.compute.empty()) {
+    if (s.compute == "ib_hca") c = ComputeIbHca(s, in.facts);
+    if (s.compute == "socket_ifname") c = ComputeSocketIfname(in.facts);
+    if (s.compute == "roce_gid_index") c = ComputeGidIndex(s, in.env, in.facts, in.versions);
+    if (s.compute == "ras_addr") c = ComputeRasAddr(in.env, in.versions);
+    if (!s.why.empty()) c.reason = s.why + ": " + c.reason;
+  } else {
+    if (s.literal.find("{run_dir}") != std::string::npos && in.run_dir.empty()) {
+      return MakeError(s.name + " uses {run_dir} but no run directory was given", s.origin,
+                       "pass --run-dir DIR");
+    }
+    c.value = ExpandRunDir(s.literal, in.run_dir);
+    c.reason = s.why.empty() && spec ? std::string(spec->meaning) : s.why;
+    // Mode 3 (SkipCleanUp) came with the TORCH_NCCL_ name in torch 2.2; older ProcessGroupNCCL
+    // knows 0..2 and would treat 3 as "no handling", so a failed collective hangs instead.
+    if (name == "NCCL_ASYNC_ERROR_HANDLING" && *c.value == "3") {
+      c.value = "1";
+      c.reason += "; torch " + VersionText(in.versions.torch) +
+                  " has no mode 3 (SkipCleanUp), so 1 (TearDown: kill the process on error)";
+    }
+  }
+  if (c.value && spec != nullptr) {
+    if (auto st = ValidateValue(*spec, *c.value); !st.ok()) {
+      Error e = st.error();
+      e.where = s.origin;
+      e.message = name + "=" + *c.value + ": " + e.message;
+      return e;
+    }
+  }
+  return c;
+}
+
+/// The user's value under any spelling of the setting's name, as a kept entry: from the
+/// environment, else from an NCCL configuration file (which NCCL reads itself, under the
+/// environment: exporting the recipe's value would silently override the admin's).
+std::optional<PlanEntry> UserEntry(const EnvSetting& s, const std::string& name,
+                                   const std::optional<std::string>& value,
+                                   const ResolveInput& in) {
+  auto recipe_note = [&](const std::string& kept) {
+    if (!value) return std::string();
+    return *value == kept ? std::string(" (same as the recipe)")
+                          : " (" + in.recipe.path + " would set " + *value + ")";
+  };
+  const auto aliases = AliasesOf(s.name);
+  for (const auto& a : aliases) {
+    auto v = Lookup(in.env, a);
+    if (!v) continue;
+    PlanEntry u{a,
+                *v,
+                Source::kUser,
+                "environment",
+                "set by you; kept" + recipe_note(*v),
+                value.value_or("")};
+    if (const auto* c = FindConf(in.conf, a); c && c->value != *v) {
+      u.reason += "; overrides " + c->origin + " (" + c->value + ")";
+    }
+    if (u.name != name) {
+      u.reason += "; note: torch " + VersionText(in.versions.torch) + " reads " + name;
+    }
+    return u;
+  }
+  for (const auto& a : aliases) {
+    const nccl::ConfValue* c = FindConf(in.conf, a);
+    if (c == nullptr) continue;
+    return PlanEntry{
+        a,
+        c->value,
+        Source::kConfFile,
+        c->origin,
+        "set in " + c->origin + "; kept (NCCL reads the file itself)" + recipe_note(c->value),
+        value.value_or("")};
+  }
+  return std::nullopt;
+}
+
+/// One setting into the plan: an entry (the user's, or the recipe's), a note, or an error.
+Status ResolveSetting(const EnvSetting& s, const ResolveInput& in, Plan* plan) {
+  const std::string name = NameFor(s.name, in.versions);
+  const VarSpec* spec = FindVariable(name);
+  if (spec != nullptr) {
+    const auto& owner_version = spec->owner == "torch" ? in.versions.torch : in.versions.nccl;
+    if (!AppliesTo(*spec, owner_version)) {
+      plan->notes.push_back(
+          {name, std::string(spec->owner) + " " + VersionText(owner_version) + " does not read it" +
+                     (spec->since ? " (added in " + spec->since->ToString() + ")" : std::string()) +
+                     "; not set"});
+      return OkStatus();
+    }
+  }
+  // Compute what the recipe wants, even when the user's value wins (shown in --explain).
+  auto c = RecipeValue(s, name, spec, in);
+  if (!c.ok()) return c.error();
+  if (auto u = UserEntry(s, name, c->value, in)) {
+    plan->entries.push_back(std::move(*u));
+    return OkStatus();
+  }
+  if (!c->value) {
+    if (s.required) {
+      return MakeError(name + " cannot be computed on this node: " + c->reason, s.origin,
+                       "fix the node (see safe-launch preflight), or use a recipe that does "
+                       "not require it");
+    }
+    plan->notes.push_back({name, c->reason});
+    return OkStatus();
+  }
+  PlanEntry entry;
+  entry.name = name;
+  entry.origin = s.origin;
+  entry.source = s.compute.empty() ? Source::kRecipe : Source::kComputed;
+  entry.value = *c->value;
+  entry.reason = c->reason;
+  plan->entries.push_back(std::move(entry));
+  return OkStatus();
+}
+
+/// Every other NCCL/torch variable the user (or an NCCL configuration file) set travels
+/// unchanged; listed so the plan is the whole picture.
+void AddOtherUserValues(const Environment& env, const nccl::ConfFiles& conf,
+                        const std::set<std::string>& handled, Plan* plan) {
+  for (const auto& c : conf.values) {
+    if (handled.count(c.name) || Lookup(env, c.name)) continue;
+    plan->entries.push_back({c.name, c.value, Source::kConfFile, c.origin,
+                             "set in " + c.origin + "; kept (NCCL reads the file itself)", ""});
+  }
   for (const auto& [k, v] : env) {
     if (!IsLintedName(k) || handled.count(k)) continue;
     PlanEntry u;
@@ -353,9 +415,44 @@ Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFac
     const VarSpec* spec = FindVariable(k);
     u.reason = spec ? "set by you; kept (" + std::string(spec->meaning) + ")"
                     : "set by you; kept (not a known NCCL/torch variable)";
-    plan.entries.push_back(std::move(u));
+    plan->entries.push_back(std::move(u));
   }
-  plan.conflicts = nccl::FactConflicts(env, facts);
+}
+
+}  // namespace
+
+Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFacts& facts,
+                     const Versions& versions, const std::string& run_dir,
+                     const nccl::ConfFiles& conf) {
+  Plan plan;
+  plan.recipe = recipe.name;
+  plan.recipe_path = recipe.path;
+  plan.versions = versions;
+  plan.run_dir = run_dir;
+  plan.thresholds = recipe.thresholds;
+  plan.thresholds_set = recipe.thresholds_set;
+  plan.waive = recipe.waive;
+  const ResolveInput in{recipe, env, facts, versions, run_dir, conf};
+  std::set<std::string> handled;
+  auto resolve = [&](const EnvSetting& s) -> Status {
+    for (const auto& a : AliasesOf(s.name)) handled.insert(a);
+    return ResolveSetting(s, in, &plan);
+  };
+  for (const EnvSetting& s : recipe.env) {
+    if (auto st = resolve(s); !st.ok()) return st.error();
+  }
+  if (!run_dir.empty()) {
+    for (EnvSetting s : kCaptureSettings) {
+      if (handled.count(s.name)) continue;
+      s.origin = kCaptureOrigin;
+      if (auto st = resolve(s); !st.ok()) return st.error();
+    }
+  }
+  AddOtherUserValues(env, conf, handled, &plan);
+  for (const Error& e : conf.problems)
+    plan.notes.push_back({e.where, e.message + " (fix: " + e.fix + ")"});
+  // Judge what NCCL will use: the environment over the configuration files.
+  plan.conflicts = nccl::FactConflicts(nccl::EffectiveEnvironment(conf, env), facts);
   return plan;
 }
 
@@ -366,7 +463,7 @@ Result<Plan> ResolveForNode(const ResolveOptions& options, const Environment& en
       options.recipe.empty() ? ChooseRecipe(facts, env, &why) : LoadRecipe(options.recipe, env);
   if (!recipe.ok()) return recipe.error();
   if (!options.recipe.empty()) why = "named with --recipe";
-  auto plan = Resolve(*recipe, env, facts, options.versions, options.run_dir);
+  auto plan = Resolve(*recipe, env, facts, options.versions, options.run_dir, options.conf);
   if (plan.ok()) plan->recipe_why = why;
   return plan;
 }
@@ -393,6 +490,11 @@ std::string PlanToShell(const Plan& plan) {
            ")\n";
   }
   for (const auto& e : plan.entries) {
+    if (e.source == Source::kConfFile) {
+      out += "# " + CommentSafe(e.name) + " from " + CommentSafe(e.origin) +
+             " (NCCL reads that file itself; not exported)\n";
+      continue;
+    }
     if (!ValidShellName(e.name)) {
       out += "# skipped a variable whose name is not a valid shell name: " + CommentSafe(e.name) +
              "\n";
@@ -423,7 +525,9 @@ nlohmann::json PlanToJson(const Plan& plan) {
                         {"source", SourceName(e.source)},
                         {"origin", e.origin},
                         {"reason", e.reason}};
-    if (e.source == Source::kUser && !e.recipe_value.empty()) x["recipe_value"] = e.recipe_value;
+    if (e.source != Source::kRecipe && e.source != Source::kComputed && !e.recipe_value.empty()) {
+      x["recipe_value"] = e.recipe_value;
+    }
     j["entries"].push_back(std::move(x));
   }
   j["conflicts"] = nlohmann::json::array();
@@ -490,7 +594,9 @@ std::string PlanToText(const Plan& plan) {
 }
 
 Environment ApplyPlan(const Plan& plan, Environment env) {
-  for (const auto& e : plan.entries) env[e.name] = e.value;
+  for (const auto& e : plan.entries) {
+    if (e.source != Source::kConfFile) env[e.name] = e.value;
+  }
   return env;
 }
 

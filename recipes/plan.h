@@ -17,6 +17,7 @@
 #include "common/node_facts.h"
 #include "common/result.h"
 #include "common/thresholds.h"
+#include "nccl/conf_file.h"
 #include "nccl/conflicts.h"
 #include "nccl/version.h"
 #include "recipes/recipe.h"
@@ -27,8 +28,10 @@ enum class Source {
   kUser,      ///< already in the environment: kept as is, never overridden
   kRecipe,    ///< a literal from a recipe file (origin = "file:line")
   kComputed,  ///< computed from the node's facts (origin = recipe line that asked for it)
+  kConfFile,  ///< in an NCCL configuration file (origin = "/etc/nccl.conf:3"): kept, and not
+              ///< exported, since NCCL reads the file itself (nccl/conf_file.h)
 };
-std::string_view SourceName(Source s);  ///< "user", "recipe", "computed"
+std::string_view SourceName(Source s);  ///< "user", "recipe", "computed", "nccl.conf"
 
 struct PlanEntry {
   std::string name;  ///< as exported (already renamed for the detected torch version)
@@ -36,7 +39,8 @@ struct PlanEntry {
   Source source = Source::kRecipe;
   std::string origin;  ///< "environment", "recipes/default.toml:12"
   std::string reason;  ///< why this value (for computed: the facts used)
-  /// For kUser entries: what the recipe would have set ("" when the recipe has no opinion).
+  /// For kUser/kConfFile entries: what the recipe would have set ("" when the recipe has no
+  /// opinion).
   std::string recipe_value;
 };
 
@@ -67,15 +71,17 @@ struct Plan {
 };
 
 struct ResolveOptions {
-  std::string recipe;   ///< name or path; "" = chosen from the facts
-  std::string run_dir;  ///< absolute; where NCCL debug files and Flight Recorder dumps go
-  Versions versions;    ///< from DetectVersions or flags
+  std::string recipe;    ///< name or path; "" = chosen from the facts
+  std::string run_dir;   ///< absolute; where NCCL debug files and Flight Recorder dumps go
+  Versions versions;     ///< from DetectVersions or flags
+  nccl::ConfFiles conf;  ///< what NCCL will read from its configuration files (ReadConfFiles)
 };
 
 /// Pure resolution of one loaded recipe. Errors: a computed value the node cannot provide when
 /// the recipe requires it (documented fallbacks are notes, not errors).
 Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFacts& facts,
-                     const Versions& versions, const std::string& run_dir);
+                     const Versions& versions, const std::string& run_dir,
+                     const nccl::ConfFiles& conf = {});
 
 /// Loads (or chooses) the recipe, then Resolve().
 Result<Plan> ResolveForNode(const ResolveOptions& options, const Environment& env,

@@ -4,9 +4,9 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spawn.h"
 #include "common/strings.h"
 
 namespace sl::recipes {
@@ -100,34 +101,19 @@ std::string DefaultCacheDir(const Environment& env) {
   return "";
 }
 
-// Runs `python -c ...` without a shell; stdout only, bounded.
+// How long the interpreter may take to print its sys.path: it imports only sys and json, so
+// seconds mean a hung file system or a sitecustomize that blocks.
+constexpr std::chrono::seconds kPythonDeadline{20};
+
+// Runs `python -c ...` without a shell through the one Spawn; stdout only, bounded, killed at
+// the deadline, and ended within a tick by a SIGTERM/SIGINT (the launcher then stops the phase).
 std::optional<std::string> RunPython(const std::string& python, const std::string& code) {
-  int fds[2];
-  if (::pipe(fds) != 0) return std::nullopt;
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return std::nullopt;
-  }
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::freopen("/dev/null", "w", stderr);
-    ::execl(python.c_str(), python.c_str(), "-c", code.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof buf)) > 0 && out.size() < (1u << 20)) out.append(buf, n);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return out;
+  SpawnSpec spec;
+  spec.argv = {python, "-c", code};
+  spec.env = ProcessEnvironment();
+  auto r = RunChild(std::move(spec), kPythonDeadline);
+  if (!r.ok() || r->exec_errno != 0 || r->exit_status != 0) return std::nullopt;
+  return r->output;
 }
 
 // The Python's sys.path (where site-packages are), cached by the interpreter's stamp.

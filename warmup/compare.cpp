@@ -170,146 +170,195 @@ Environment ComparableEnvironment(const Environment& env) {
   return out;
 }
 
-std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes) {
-  std::vector<Finding> out;
-  if (nodes.size() < 2) {
-    Finding f;
-    f.check_id = "warmup.consistency";
-    f.entity = "job";
-    f.outcome = Outcome::kSkip;
-    f.message = "single-node job: nothing to compare across nodes";
-    return {f};
-  }
-  const std::size_t n = nodes.size();
-  auto each = [&](auto fn) {
-    Values v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = fn(nodes[i]);
-    return v;
-  };
-  const std::string kSameSoftware =
-      "install the same software on every node (same container image / module set) and rerun";
+namespace {
 
-  Compare(nodes,
-          {"warmup.consistency.nccl_version", "the NCCL version the job will load", Outcome::kFail,
-           false,
-           "nodes with different NCCL versions can disagree on the wire protocol and hang: " +
-               kSameSoftware},
-          each([](const NodeReport& r) {
-            return std::optional<std::string>(r.nccl_version.empty() ? "(none)" : r.nccl_version);
-          }),
-          &out);
+// Applies `value_of` to every node: the values one comparison sees.
+template <typename Fn>
+Values Each(const std::vector<NodeReport>& nodes, Fn value_of) {
+  Values v(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) v[i] = value_of(nodes[i]);
+  return v;
+}
+
+const char kSameSoftware[] =
+    "install the same software on every node (same container image / module set) and rerun";
+
+void CompareNcclVersion(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   Compare(
       nodes,
-      {"warmup.consistency.torch_version", "the torch version", Outcome::kWarn, false,
-       kSameSoftware},
-      each([](const NodeReport& r) {
-        return std::optional<std::string>(r.torch_version.empty() ? "(unknown)" : r.torch_version);
-      }),
-      &out);
+      {"warmup.consistency.nccl_version", "the NCCL version the job will load", Outcome::kFail,
+       false,
+       std::string("nodes with different NCCL versions can disagree on the wire protocol and "
+                   "hang: ") +
+           kSameSoftware},
+      Each(nodes,
+           [](const NodeReport& r) {
+             return std::optional<std::string>(r.nccl_version.empty() ? "(none)" : r.nccl_version);
+           }),
+      out);
+}
+
+void CompareTorchVersion(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
+  Compare(nodes,
+          {"warmup.consistency.torch_version", "the torch version", Outcome::kWarn, false,
+           kSameSoftware},
+          Each(nodes,
+               [](const NodeReport& r) {
+                 return std::optional<std::string>(r.torch_version.empty() ? "(unknown)"
+                                                                           : r.torch_version);
+               }),
+          out);
+}
+
+void CompareCudaDriver(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   Compare(nodes,
           {"warmup.consistency.cuda_driver", "the NVIDIA driver", Outcome::kWarn, false,
            "install the same NVIDIA driver on every node (drain the odd node until it matches)"},
-          each([](const NodeReport& r) {
-            return std::optional<std::string>(
-                r.facts.nvidia_driver.empty() ? "(none)" : r.facts.nvidia_driver);
-          }),
-          &out);
+          Each(nodes,
+               [](const NodeReport& r) {
+                 return std::optional<std::string>(
+                     r.facts.nvidia_driver.empty() ? "(none)" : r.facts.nvidia_driver);
+               }),
+          out);
+}
+
+void CompareGpuModel(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   Compare(nodes,
           {"warmup.consistency.gpu_model", "the GPU model", Outcome::kFail, false,
            "schedule the job on identical nodes (Slurm --constraint / partition)"},
-          each([](const NodeReport& r) { return std::optional<std::string>(GpuModels(r.facts)); }),
-          &out);
+          Each(nodes,
+               [](const NodeReport& r) { return std::optional<std::string>(GpuModels(r.facts)); }),
+          out);
+}
+
+void CompareGpuCount(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   Compare(nodes,
           {"warmup.consistency.gpu_count", "the GPU count", Outcome::kFail, true,
            "a GPU is missing or fell off the bus on the odd node: check nvidia-smi and dmesg "
            "there, drain it"},
-          each([](const NodeReport& r) {
-            return std::optional<std::string>(std::to_string(r.facts.gpus.size()));
-          }),
-          &out);
+          Each(nodes,
+               [](const NodeReport& r) {
+                 return std::optional<std::string>(std::to_string(r.facts.gpus.size()));
+               }),
+          out);
+}
+
+void CompareHcaCount(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   Compare(nodes,
           {"warmup.consistency.hca_count", "the HCA count", Outcome::kFail, true,
            "an HCA is missing on the odd node (driver not loaded, card failed): check "
            "ibv_devinfo and dmesg there, or drain it"},
-          each([](const NodeReport& r) {
-            std::set<std::string> devices;
-            for (const auto& p : r.facts.ib_ports) devices.insert(p.device);
-            return std::optional<std::string>(std::to_string(devices.size()));
-          }),
-          &out);
+          Each(nodes,
+               [](const NodeReport& r) {
+                 std::set<std::string> devices;
+                 for (const auto& p : r.facts.ib_ports) devices.insert(p.device);
+                 return std::optional<std::string>(std::to_string(devices.size()));
+               }),
+          out);
+}
 
-  // Per port, by name, over the nodes that have it.
+const IbPort* PortOf(const NodeReport& r, const std::string& name) {
+  for (const auto& p : r.facts.ib_ports)
+    if (p.Name() == name) return &p;
+  return nullptr;
+}
+
+// Ports are compared by name ("mlx5_0:1") over the nodes that have them: `value_of(port, node)`
+// gives the value, nullopt where the node lacks the port or the value.
+template <typename Fn>
+void ComparePorts(const std::vector<NodeReport>& nodes, const std::string& check_id,
+                  const std::string& what, Outcome outcome, bool ordered,
+                  const std::string& next_step, Fn value_of, std::vector<Finding>* out) {
   std::set<std::string> port_names;
   for (const auto& r : nodes)
     for (const auto& p : r.facts.ib_ports) port_names.insert(p.Name());
-  auto port_of = [](const NodeReport& r, const std::string& name) -> const IbPort* {
-    for (const auto& p : r.facts.ib_ports)
-      if (p.Name() == name) return &p;
-    return nullptr;
-  };
   for (const auto& name : port_names) {
-    Compare(nodes,
-            {"warmup.consistency.link_layer", "the link layer of " + name, Outcome::kFail, false,
-             "all nodes must use the same fabric type (InfiniBand or RoCE) on this port: fix the "
-             "port's mode (mlxconfig LINK_TYPE_P1) or exclude it with NCCL_IB_HCA"},
-            each([&](const NodeReport& r) -> std::optional<std::string> {
-              const IbPort* p = port_of(r, name);
-              if (!p || p->link_layer.empty()) return std::nullopt;
-              return p->link_layer;
-            }),
-            &out);
-    Compare(nodes,
-            {"warmup.consistency.rate", "the link rate (Gb/s) of " + name, Outcome::kWarn, true,
-             "the slow port limits every collective: reseat/replace the cable or transceiver, or "
-             "check the switch port speed"},
-            each([&](const NodeReport& r) -> std::optional<std::string> {
-              const IbPort* p = port_of(r, name);
-              if (!p || p->rate_gbps <= 0) return std::nullopt;
-              return fmt::format("{:g}", p->rate_gbps);
-            }),
-            &out);
-    Compare(nodes,
-            {"warmup.consistency.mtu", "the MTU of " + name, Outcome::kFail, true,
-             "set the same MTU on every node's interface (RoCE: ip link set dev <netdev> mtu "
-             "9000, and on the switch ports); a mismatch drops large packets and hangs NCCL"},
-            each([&](const NodeReport& r) -> std::optional<std::string> {
-              const IbPort* p = port_of(r, name);
-              if (!p) return std::nullopt;
-              int mtu = p->IsRoce() ? p->netdev_mtu : p->active_mtu;
-              if (mtu <= 0) return std::nullopt;
-              return std::to_string(mtu);
-            }),
-            &out);
-    Compare(nodes,
-            {"warmup.consistency.gid", "the RoCE GID index NCCL will use on " + name,
-             Outcome::kFail, false,
-             "nodes must use the same GID type (RoCE v2) and address family: check show_gids on "
-             "the odd node (address missing on the netdev?) or set NCCL_IB_GID_INDEX"},
-            each([&](const NodeReport& r) -> std::optional<std::string> {
-              const IbPort* p = port_of(r, name);
-              if (!p || !p->IsRoce()) return std::nullopt;
-              return GidChoice(*p, r.env);
-            }),
-            &out);
+    Compare(nodes, {check_id, what + name, outcome, ordered, next_step},
+            Each(nodes,
+                 [&](const NodeReport& r) -> std::optional<std::string> {
+                   const IbPort* p = PortOf(r, name);
+                   if (!p) return std::nullopt;
+                   return value_of(*p, r);
+                 }),
+            out);
   }
+}
 
+void CompareLinkLayer(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
+  ComparePorts(
+      nodes, "warmup.consistency.link_layer", "the link layer of ", Outcome::kFail, false,
+      "all nodes must use the same fabric type (InfiniBand or RoCE) on this port: fix the "
+      "port's mode (mlxconfig LINK_TYPE_P1) or exclude it with NCCL_IB_HCA",
+      [](const IbPort& p, const NodeReport&) -> std::optional<std::string> {
+        if (p.link_layer.empty()) return std::nullopt;
+        return p.link_layer;
+      },
+      out);
+}
+
+void CompareRate(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
+  ComparePorts(
+      nodes, "warmup.consistency.rate", "the link rate (Gb/s) of ", Outcome::kWarn, true,
+      "the slow port limits every collective: reseat/replace the cable or transceiver, or "
+      "check the switch port speed",
+      [](const IbPort& p, const NodeReport&) -> std::optional<std::string> {
+        if (p.rate_gbps <= 0) return std::nullopt;
+        return fmt::format("{:g}", p.rate_gbps);
+      },
+      out);
+}
+
+void CompareMtu(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
+  ComparePorts(
+      nodes, "warmup.consistency.mtu", "the MTU of ", Outcome::kFail, true,
+      "set the same MTU on every node's interface (RoCE: ip link set dev <netdev> mtu "
+      "9000, and on the switch ports); a mismatch drops large packets and hangs NCCL",
+      [](const IbPort& p, const NodeReport&) -> std::optional<std::string> {
+        int mtu = p.IsRoce() ? p.netdev_mtu : p.active_mtu;
+        if (mtu <= 0) return std::nullopt;
+        return std::to_string(mtu);
+      },
+      out);
+}
+
+void CompareGid(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
+  ComparePorts(
+      nodes, "warmup.consistency.gid", "the RoCE GID index NCCL will use on ", Outcome::kFail,
+      false,
+      "nodes must use the same GID type (RoCE v2) and address family: check show_gids on "
+      "the odd node (address missing on the netdev?) or set NCCL_IB_GID_INDEX",
+      [](const IbPort& p, const NodeReport& r) -> std::optional<std::string> {
+        if (!p.IsRoce()) return std::nullopt;
+        return GidChoice(p, r.env);
+      },
+      out);
+}
+
+void CompareMemlock(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   Compare(nodes,
           {"warmup.consistency.memlock", "the memlock limit (bytes, soft)", Outcome::kWarn, true,
            "set 'memlock unlimited' for the job on every node (slurm.conf PropagateResourceLimits, "
            "/etc/security/limits.d)"},
-          each([](const NodeReport& r) {
-            return std::optional<std::string>(LimitText(r.facts.memlock_soft));
-          }),
-          &out);
+          Each(nodes,
+               [](const NodeReport& r) {
+                 return std::optional<std::string>(LimitText(r.facts.memlock_soft));
+               }),
+          out);
+}
+
+void CompareNofile(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   Compare(nodes,
           {"warmup.consistency.nofile", "the open-files limit (soft)", Outcome::kWarn, true,
            "set the same nofile limit on every node (ulimit -n / limits.d)"},
-          each([](const NodeReport& r) {
-            return std::optional<std::string>(LimitText(r.facts.nofile_soft));
-          }),
-          &out);
+          Each(nodes,
+               [](const NodeReport& r) {
+                 return std::optional<std::string>(LimitText(r.facts.nofile_soft));
+               }),
+          out);
+}
 
-  // Environment: a variable set on some nodes only counts as "(unset)" on the others.
+// A variable set on some nodes only counts as "(unset)" on the others.
+void CompareEnv(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
   std::vector<Environment> envs;
   std::set<std::string> names;
   for (const auto& r : nodes) {
@@ -317,8 +366,8 @@ std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes) {
     for (const auto& [k, v] : envs.back()) names.insert(k);
   }
   for (const auto& name : names) {
-    Values v(n);
-    for (std::size_t i = 0; i < n; ++i) {
+    Values v(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
       auto it = envs[i].find(name);
       v[i] = it == envs[i].end() ? std::string("(unset)") : "'" + it->second + "'";
     }
@@ -327,9 +376,61 @@ std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes) {
             {"warmup.consistency.env", name, must ? Outcome::kFail : Outcome::kWarn, false,
              "export the same " + name +
                  " on every node (set it in the job script, not in a node's profile)"},
-            v, &out);
+            v, out);
   }
+}
 
+// The comparisons, in the order they run and print; ids are stable (--waive, --list, JSON).
+constexpr ComparisonInfo kComparisons[] = {
+    {"warmup.consistency.nccl_version", "every node loads the same NCCL version",
+     CompareNcclVersion},
+    {"warmup.consistency.torch_version", "every node runs the same torch version",
+     CompareTorchVersion},
+    {"warmup.consistency.cuda_driver", "every node has the same NVIDIA driver", CompareCudaDriver},
+    {"warmup.consistency.gpu_model", "every node has the same GPU model", CompareGpuModel},
+    {"warmup.consistency.gpu_count", "every node has the same number of GPUs", CompareGpuCount},
+    {"warmup.consistency.hca_count", "every node has the same number of HCAs", CompareHcaCount},
+    {"warmup.consistency.link_layer", "each port has the same link layer (IB/RoCE) everywhere",
+     CompareLinkLayer},
+    {"warmup.consistency.rate", "each port has the same link rate everywhere", CompareRate},
+    {"warmup.consistency.mtu", "each port has the same MTU everywhere", CompareMtu},
+    {"warmup.consistency.gid", "NCCL picks the same RoCE GID type on each port everywhere",
+     CompareGid},
+    {"warmup.consistency.memlock", "every node has the same memlock limit", CompareMemlock},
+    {"warmup.consistency.nofile", "every node has the same open-files limit", CompareNofile},
+    {"warmup.consistency.env", "NCCL_*/TORCH_* variables agree across nodes", CompareEnv},
+};
+
+}  // namespace
+
+std::span<const ComparisonInfo> Comparisons() { return kComparisons; }
+
+bool IdSelects(std::string_view pattern, std::string_view id) {
+  if (pattern == id) return true;
+  std::string prefix(pattern);
+  if (!EndsWith(prefix, ".")) prefix += ".";
+  return StartsWith(id, prefix);
+}
+
+std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes,
+                                  const std::vector<std::string>& waive) {
+  if (nodes.size() < 2) {
+    Finding f;
+    f.check_id = "warmup.consistency";
+    f.entity = "job";
+    f.outcome = Outcome::kSkip;
+    f.message = "single-node job: nothing to compare across nodes";
+    return {f};
+  }
+  std::vector<Finding> out;
+  for (const auto& c : kComparisons) {
+    const std::size_t first = out.size();
+    c.run(nodes, &out);
+    const bool waived =
+        std::any_of(waive.begin(), waive.end(), [&](const auto& w) { return IdSelects(w, c.id); });
+    for (std::size_t i = first; i < out.size(); ++i)
+      out[i].waived = waived && out[i].outcome != Outcome::kPass;
+  }
   if (out.empty()) {
     Finding f;
     f.check_id = "warmup.consistency";
@@ -338,7 +439,7 @@ std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes) {
     f.message = fmt::format(
         "{} nodes agree on NCCL/torch versions, driver, GPUs, HCAs, ports, GIDs, limits and "
         "NCCL_*/TORCH_* environment",
-        n);
+        nodes.size());
     out.push_back(std::move(f));
   }
   return out;

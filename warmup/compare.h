@@ -4,7 +4,9 @@
 // difference becomes one Finding naming the odd node(s) against the majority. Pure: no libtorch,
 // no I/O, so it is tested with literal facts.
 #include <nlohmann/json_fwd.hpp>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/environment.h"
@@ -33,11 +35,31 @@ void from_json(const nlohmann::json& j, NodeReport& r);
 /// per-host ones (NCCL_DEBUG_FILE, NCCL_HOSTID, dump file names, anything naming a RANK).
 Environment ComparableEnvironment(const Environment& env);
 
-/// One finding per attribute on which the nodes disagree (check ids "warmup.consistency.*"),
-/// naming the minority node(s); a single pass finding when all agree. With one node: a skip.
-/// When two groups are the same size, the degraded side is named where values are ordered
-/// (lower MTU, fewer HCAs, lower rate or limits), otherwise the side without node 0.
-std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes);
+/// One comparison of the cross-node table: appends one finding per minority group on its
+/// attribute (nothing when all nodes agree).
+using ComparisonFn = void (*)(const std::vector<NodeReport>& nodes, std::vector<Finding>* out);
+
+struct ComparisonInfo {
+  const char* id;       ///< stable "warmup.consistency.<name>": --waive, --list, JSON, docs
+  const char* summary;  ///< one line for --list
+  ComparisonFn run;
+};
+
+/// The comparisons CompareNodes runs (kComparisons[]), in the order they run and print.
+std::span<const ComparisonInfo> Comparisons();
+
+/// The selection rule of --only/--waive: `pattern` equals `id`, or is a group prefix of it
+/// ("warmup.consistency" or "warmup.consistency." selects every comparison).
+bool IdSelects(std::string_view pattern, std::string_view id);
+
+/// Runs every comparison of Comparisons(): one finding per attribute on which the nodes disagree
+/// (check ids "warmup.consistency.*"), naming the minority node(s); a single pass finding when
+/// all agree. With one node: a skip. When two groups are the same size, the degraded side is
+/// named where values are ordered (lower MTU, fewer HCAs, lower rate or limits), otherwise the
+/// side without node 0. Findings of a comparison selected by `waive` are marked waived (they no
+/// longer count for the verdict), as preflight does for waived checks.
+std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes,
+                                  const std::vector<std::string>& waive = {});
 
 /// Bandwidth measured by one node's ranks in the warm-up sweep (largest size).
 struct NodeBandwidth {

@@ -22,6 +22,7 @@ void to_json(nlohmann::json& j, const WarmupPlan& p) {
                      {"sweep_bytes", p.sweep_bytes},
                      {"iterations", p.iterations},
                      {"verify_count", p.verify_count},
+                     {"waive", p.waive},
                      {"node", p.node}};
 }
 
@@ -40,6 +41,7 @@ void from_json(const nlohmann::json& j, WarmupPlan& p) {
   p.sweep_bytes = j.value("sweep_bytes", d.sweep_bytes);
   p.iterations = j.value("iterations", d.iterations);
   p.verify_count = j.value("verify_count", d.verify_count);
+  p.waive = j.value("waive", d.waive);
   if (j.contains("node")) p.node = j.at("node").get<NodeReport>();
 }
 
@@ -173,8 +175,9 @@ std::string RenderWarmupReport(const nlohmann::json& report) {
                      report.value("backend", "?"), report.value("store", "?"));
   for (const auto& fj : report.value("findings", nlohmann::json::array())) {
     Finding f = fj.get<Finding>();
-    out += fmt::format("  {:<5} {:<34} {}\n", OutcomeName(f.outcome), f.check_id, f.message);
-    if (!f.next_step.empty() && f.outcome != Outcome::kPass)
+    std::string_view tag = f.waived ? "waived" : OutcomeName(f.outcome);
+    out += fmt::format("  {:<5} {:<34} {}\n", tag, f.check_id, f.message);
+    if (!f.next_step.empty() && f.outcome != Outcome::kPass && !f.waived)
       out += fmt::format("        fix: {}\n", f.next_step);
   }
   if (report.contains("sweep") && !report["sweep"].empty()) {

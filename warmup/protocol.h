@@ -34,7 +34,10 @@ struct WarmupPlan {
   std::vector<std::uint64_t> sweep_bytes = kDefaultSweepBytes;
   int iterations = 5;
   std::uint64_t verify_count = 1u << 14;  ///< floats in the verified all_reduce
-  NodeReport node;                        ///< this node's published facts (versions filled by rank)
+  /// Comparison ids (or groups) whose mismatches do not fail the warm-up (run --waive);
+  /// node 0's rank 0 applies them in CompareNodes.
+  std::vector<std::string> waive;
+  NodeReport node;  ///< this node's published facts (versions filled by rank)
 
   int World() const { return nnodes * nproc_per_node; }
   int NodeOfRank(int rank) const { return nproc_per_node > 0 ? rank / nproc_per_node : 0; }

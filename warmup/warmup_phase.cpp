@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <netdb.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,9 +15,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "common/finding.h"
+#include "common/spawn.h"
 #include "warmup/compare.h"
 #include "warmup/protocol.h"
 
@@ -81,6 +80,59 @@ nlohmann::json LocalFailureReport(const WarmupOptions& o, std::vector<Finding> f
           {"findings", findings},
           {"source", "node " + std::to_string(o.topology.node_rank) + " (no report from node 0)"},
           {"timings_ms", {{"total", NowMs() - spawn_ms}}}};
+}
+
+// One local rank's process and where it writes.
+struct RankRun {
+  pid_t pid = -1;
+  int local_rank = 0;
+  std::string out, log;
+  bool killed = false;  ///< still running at the backstop and killed
+  int status = 0;       ///< raw wait status
+};
+
+// Starts one safe-launch-warmup per local rank through the one Spawn and waits for them all, up
+// to `hard_stop_ms` (wall clock). A SIGTERM/SIGINT ends the wait within a tick (the ranks get
+// TERM, then KILL): the launcher sees it latched (StopSignalSeen) and stops with 128+S. Error
+// when a rank could not be forked (the ones started are killed and reaped).
+Result<std::vector<RankRun>> RunRanks(const WarmupOptions& o, const std::string& binary,
+                                      const std::string& plan_path, const std::string& dir,
+                                      double hard_stop_ms) {
+  const Topology& t = o.topology;
+  std::vector<RankRun> ranks(static_cast<std::size_t>(t.nproc_per_node));
+  std::vector<pid_t> pids;
+  for (int l = 0; l < t.nproc_per_node; ++l) {
+    RankRun& c = ranks[static_cast<std::size_t>(l)];
+    c.local_rank = l;
+    c.out = dir + "/rank" + std::to_string(t.GlobalRank(l)) + ".json";
+    c.log = dir + "/rank" + std::to_string(t.GlobalRank(l)) + ".log";
+    std::remove(c.out.c_str());
+    // The ranks get the job's environment, so NCCL sees the tuned variables the job will see;
+    // they die with safe-launch and log to the rank file.
+    SpawnSpec spec;
+    spec.argv = {binary, "--plan", plan_path, "--local-rank", std::to_string(l), "--out", c.out};
+    spec.env = o.env;
+    spec.death_signal = SIGKILL;
+    const int log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    spec.stdout_fd = spec.stderr_fd = log_fd >= 0 ? log_fd : kDevNullFd;
+    auto spawned = Spawn(spec);
+    if (log_fd >= 0) ::close(log_fd);
+    if (!spawned.ok()) {
+      for (pid_t p : pids) ::kill(p, SIGKILL);
+      (void)WaitChildren(pids, std::chrono::steady_clock::now());
+      return spawned.error();
+    }
+    c.pid = spawned->pid;
+    pids.push_back(c.pid);
+  }
+  const auto backstop = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<long long>(hard_stop_ms - NowMs()));
+  WaitOutcome waited = WaitChildren(pids, backstop);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    ranks[i].status = waited.ends[i].wait_status;
+    ranks[i].killed = waited.deadline_passed && waited.ends[i].killed;
+  }
+  return ranks;
 }
 
 }  // namespace
@@ -177,6 +229,7 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   plan.deadline_unix_ms = spawn_ms + static_cast<double>(o.timeout.count());
   plan.backend = o.backend;
   if (!o.sweep_bytes.empty()) plan.sweep_bytes = o.sweep_bytes;
+  plan.waive = o.waive;
   plan.node.node_rank = t.node_rank;
   plan.node.node_name = o.node_name.empty() ? o.facts.hostname : o.node_name;
   plan.node.facts = o.facts;
@@ -186,89 +239,13 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
     return fail_now("warmup.setup", "cannot write " + plan_path + ": " + std::strerror(errno),
                     "make the run directory writable (--run-dir)");
 
-  // The ranks get the job's environment, so NCCL sees the tuned variables the job will see.
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : o.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
-  struct Child {
-    pid_t pid = -1;
-    int local_rank = 0;
-    std::string out, log;
-    bool exited = false, killed = false;
-    int status = 0;
-  };
-  std::vector<Child> children(static_cast<std::size_t>(t.nproc_per_node));
-  for (int l = 0; l < t.nproc_per_node; ++l) {
-    Child& c = children[static_cast<std::size_t>(l)];
-    c.local_rank = l;
-    c.out = dir + "/rank" + std::to_string(t.GlobalRank(l)) + ".json";
-    c.log = dir + "/rank" + std::to_string(t.GlobalRank(l)) + ".log";
-    std::remove(c.out.c_str());
-    std::string lr = std::to_string(l);
-    std::vector<std::string> args = {binary, "--plan", plan_path, "--local-rank",
-                                     lr,     "--out",  c.out};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      // Child: unblock what the supervisor blocked, die with safe-launch, log to the rank file.
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      int devnull = ::open("/dev/null", O_RDONLY);
-      if (devnull >= 0) ::dup2(devnull, 0);
-      if (log_fd >= 0) {
-        ::dup2(log_fd, 1);
-        ::dup2(log_fd, 2);
-      }
-      ::execve(binary.c_str(), argv.data(), envp.data());
-      ::_exit(127);
-    }
-    if (log_fd >= 0) ::close(log_fd);
-    if (pid < 0) {
-      for (auto& k : children)
-        if (k.pid > 0) ::kill(k.pid, SIGKILL);
-      for (auto& k : children)
-        if (k.pid > 0) ::waitpid(k.pid, nullptr, 0);
-      return fail_now("warmup.setup", std::string("fork failed: ") + std::strerror(errno),
-                      "the node is out of processes or memory: check ulimit -u and free memory");
-    }
-    c.pid = pid;
-  }
-
-  // Wait for all of them; the ranks enforce the deadline themselves, this is the backstop.
+  // The ranks enforce the deadline themselves; 3 s later the wait kills what is left.
   const double hard_stop = plan.deadline_unix_ms + 3000;
-  int running = t.nproc_per_node;
-  while (running > 0) {
-    for (auto& c : children) {
-      if (c.exited) continue;
-      int st = 0;
-      pid_t r = ::waitpid(c.pid, &st, WNOHANG);
-      if (r == c.pid || (r < 0 && errno == ECHILD)) {
-        c.exited = true;
-        c.status = st;
-        --running;
-      }
-    }
-    if (running == 0) break;
-    if (NowMs() > hard_stop) {
-      for (auto& c : children) {
-        if (c.exited) continue;
-        ::kill(c.pid, SIGKILL);
-        ::waitpid(c.pid, &c.status, 0);
-        c.exited = c.killed = true;
-        --running;
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto started = RunRanks(o, binary, plan_path, dir, hard_stop);
+  if (!started.ok()) {
+    return fail_now("warmup.setup", started.error().message, started.error().fix);
   }
+  const std::vector<RankRun>& children = *started;
 
   // Collect: the job-wide report from whichever local rank received it (rank 0 on node 0).
   nlohmann::json report;

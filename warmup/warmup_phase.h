@@ -27,6 +27,7 @@ struct WarmupOptions {
   std::string warmup_binary;               ///< "" = safe-launch-warmup next to /proc/self/exe
   std::string backend = "auto";            ///< auto | gloo | nccl
   std::vector<std::uint64_t> sweep_bytes;  ///< empty = kDefaultSweepBytes
+  std::vector<std::string> waive;          ///< comparison ids whose mismatches do not fail
 };
 
 struct WarmupOutcome {

@@ -1,15 +1,14 @@
-// The supervisor loop. Why it does not use Boost.Process for the job: as a child subreaper we must
-// reap every child with waitpid(-1) (orphaned setsid'd torchrun workers are re-parented to us), and
-// that steals the status Boost.Process' child::wait() expects (it then reports ECHILD); we also
-// need, between fork and exec, PR_SET_PDEATHSIG, the restored signal mask, our own process group
-// and an exec-errno pipe that tells 126 from 127 -- plain fork+execve does all that in a few
-// async-signal-safe calls. See doc/manual.md, "Running a job".
+// The supervisor loop, in tini's steps: spawn (common/spawn.h), wait on the signalfd or the tick,
+// forward, reap with waitpid(-1), feed the escalation state machine (watchdog/escalation.h) and
+// carry out its actions, sweep, drain the output, write the status. Why not Boost.Process: as a
+// child subreaper we must reap every child with waitpid(-1) (orphaned setsid'd torchrun workers
+// are re-parented to us), which steals the status its child::wait() expects. See doc/manual.md,
+// "Running a job".
 #include "watchdog/supervisor.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -29,19 +28,16 @@
 #include <set>
 #include <thread>
 
+#include "common/file_writer.h"
 #include "common/log.h"
+#include "common/spawn.h"
 #include "common/strings.h"
+#include "watchdog/escalation.h"
 #include "watchdog/process_tree.h"
-
-extern char** environ;
 
 namespace sl::watchdog {
 
 namespace {
-
-sigset_t g_original_mask;
-bool g_blocked = false;
-std::mutex g_block_mu;
 
 constexpr int kHandledSignals[] = {SIGTERM, SIGINT,   SIGHUP,  SIGQUIT, SIGUSR1,
                                    SIGUSR2, SIGWINCH, SIGALRM, SIGCHLD, SIGPIPE};
@@ -87,19 +83,12 @@ bool WriteAll(int fd, const char* data, std::size_t size) {
   return true;
 }
 
-// Writes `path` through a temporary name and rename, so readers never see half a file.
-void WriteFileAtomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    log::Warn("cannot write {}: {}", tmp, ErrnoText(errno));
-    return;
-  }
-  bool ok = WriteAll(fd, content.data(), content.size());
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    log::Warn("cannot write {}: {}", path, ErrnoText(errno));
-    ::unlink(tmp.c_str());
+// status.json and the tails are read by people and monitoring tools on the node.
+constexpr mode_t kStatusFileMode = 0644;
+
+void WriteRunDirFile(const std::string& path, const std::string& content) {
+  if (auto s = sl::WriteFileAtomic(path, content, kStatusFileMode); !s.ok()) {
+    log::Warn("{}", s.error().Describe());
   }
 }
 
@@ -162,17 +151,41 @@ std::vector<std::string> LastLines(const std::string& bytes, bool truncated, std
   return lines;
 }
 
+/// A hook wrapped so that an exception (a JSON writer fed bad bytes, a full disk in a bundle)
+/// is logged and swallowed: the hooks serve the job, they must never take its status away or
+/// terminate a pump thread (std::terminate = exit 134 with the job orphaned).
+template <class... Args>
+std::function<void(Args...)> Guarded(const char* name, std::function<void(Args...)> hook) {
+  if (!hook) return hook;
+  // Logged once per hook: an on_tick that fails every tick must not flood the job's log.
+  auto logged = std::make_shared<std::atomic<bool>>(false);
+  return [name, logged, hook = std::move(hook)](Args... args) {
+    try {
+      hook(args...);
+    } catch (const std::exception& e) {
+      if (!logged->exchange(true)) {
+        log::Error("internal error in the {} hook: {}; supervision goes on", name, e.what());
+      }
+    } catch (...) {
+      if (!logged->exchange(true)) {
+        log::Error("internal error in the {} hook; supervision goes on", name);
+      }
+    }
+  };
+}
+
+SupervisorHooks GuardHooks(SupervisorHooks h) {
+  h.on_start = Guarded("on_start", std::move(h.on_start));
+  h.on_output = Guarded("on_output", std::move(h.on_output));
+  h.on_tick = Guarded("on_tick", std::move(h.on_tick));
+  h.on_exit = Guarded("on_exit", std::move(h.on_exit));
+  return h;
+}
+
 }  // namespace
 
 void BlockSupervisorSignals() {
-  std::lock_guard lock(g_block_mu);
-  sigset_t set = HandledSet();
-  sigset_t old;
-  pthread_sigmask(SIG_BLOCK, &set, &old);
-  if (!g_blocked) {
-    g_original_mask = old;
-    g_blocked = true;
-  }
+  sl::BlockLoopSignals(std::vector<int>(std::begin(kHandledSignals), std::end(kHandledSignals)));
 }
 
 const std::vector<int>& ForwardedSignals() {
@@ -195,7 +208,6 @@ std::string SignalName(int signal) {
 }
 
 // ---------------------------------------------------------------------------------------------
-
 struct Supervisor::Impl {
   struct Pump {
     int stream = 0;
@@ -208,6 +220,9 @@ struct Supervisor::Impl {
     bool done = false;
     std::uint64_t bytes = 0;
     bool out_broken = false;
+    // While the pump is blocked writing to our stdout/stderr it cannot read: the job's silence
+    // is then ours (a slow or paused consumer), not the job's.
+    std::atomic<bool> writing{false};
   };
 
   Supervisor* self = nullptr;
@@ -224,17 +239,24 @@ struct Supervisor::Impl {
   std::set<pid_t> helpers;
   std::map<pid_t, int> helper_status;  // raw wait status of helpers reaped by the main loop
 
-  // Stop state. Requests from any thread land here; the main thread acts on them.
+  // Stop requests from any thread land here; the main thread feeds them to the escalation.
   std::mutex stop_mu;
   bool stop_requested = false;
   bool stop_acted = false;
   std::string stopped_by;
   std::string stop_reason;
   std::optional<int> status_override;
-  int stop_signals = 0;  // SIGINT/SIGTERM received so far
-  std::optional<Clock::time_point> grace_deadline;
-  std::optional<Clock::time_point> kill_deadline;
-  bool escalated = false;
+
+  // The job, as the main loop sees it.
+  pid_t parent = 0;
+  pid_t pid = 0;
+  SpawnedChild child;
+  std::string exec_message;
+  bool job_reaped = false;
+  int job_wait_status = 0;
+  Clock::time_point job_ended;
+  std::set<pid_t> swept;
+  std::optional<Escalation> esc;
 
   nlohmann::json events = nlohmann::json::array();
   std::mutex events_mu;
@@ -251,6 +273,23 @@ struct Supervisor::Impl {
   }
 
   void RunPump(Pump& p, const std::function<void(int, std::string_view, Clock::time_point)>& hook);
+
+  // The steps of Run(), in order.
+  std::optional<JobExit> NotStartedBySignal();
+  Status OpenLoopFds();
+  Status StartPumps(int out_read, int err_read);
+  Status StartJob();
+  void Loop();
+  void WaitForWork();
+  void ReadSignals();
+  void TakeStopRequest();
+  void Reap();
+  void Apply(const std::vector<EscalationAction>& actions);
+  std::size_t KillAll(int sig);
+  void Drain();
+  JobExit MakeExit();
+  nlohmann::json StatusJson(const char* state) const;
+  void WriteFinalStatus(const JobExit& exit);
 };
 
 void Supervisor::Impl::RunPump(
@@ -276,11 +315,15 @@ void Supervisor::Impl::RunPump(
     last_output.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     // Forward first: blocking here is the backpressure (the pipe fills, the job's write blocks),
     // nothing is ever dropped while our stdout is merely slow.
+    p.writing.store(true);
     if (!p.out_broken && !WriteAll(p.out_fd, into, static_cast<std::size_t>(n))) {
       p.out_broken = true;
       log::Warn("cannot write the job's {} to ours ({}); still reading it for the run directory",
                 p.stream == kStdout ? "stdout" : "stderr", ErrnoText(errno));
     }
+    // The write may have blocked for long: the job was not silent meanwhile, we were slow.
+    last_output.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    p.writing.store(false);
     p.bytes += static_cast<std::size_t>(n);
     if (!hook) continue;
     // Whole lines go to the hook in one block, straight from the read buffer when no partial
@@ -358,6 +401,9 @@ std::vector<pid_t> Supervisor::Descendants() const {
 }
 
 Clock::time_point Supervisor::LastOutput() const {
+  for (const auto& p : impl_->pumps) {
+    if (p.writing.load()) return Clock::now();  // blocked on our consumer: not the job's silence
+  }
   return Clock::time_point(Clock::duration(impl_->last_output.load(std::memory_order_relaxed)));
 }
 
@@ -368,68 +414,54 @@ std::vector<std::string> Supervisor::TailLines(int stream, std::size_t n) const 
   return LastLines(ring.Contents(), ring.Truncated(), n);
 }
 
+namespace {
+
+// Reads a helper's combined output until EOF or `end`; true when the deadline passed first.
+bool ReadHelperOutput(int fd, Clock::time_point end, std::size_t max_output, std::string* out) {
+  char buf[16384];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
+    if (left.count() <= 0) return true;
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (r <= 0) continue;  // EINTR or the deadline: checked above
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    if (out->size() < max_output) {
+      out->append(buf, std::min<std::size_t>(n, max_output - out->size()));
+    }
+  }
+}
+
+}  // namespace
+
 Result<HelperResult> Supervisor::RunHelper(const std::vector<std::string>& argv,
                                            std::chrono::milliseconds deadline,
                                            std::size_t max_output) {
   if (argv.empty()) return MakeError("RunHelper: empty command");
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return MakeError("pipe: " + ErrnoText(errno), argv[0]);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  {
-    std::lock_guard lock(g_block_mu);
-    if (g_blocked) {
-      posix_spawnattr_setsigmask(&attr, &g_original_mask);
-      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    }
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int err;
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.env = ProcessEnvironment();
+  spec.stdout_fd = spec.stderr_fd = out[1];
+  Result<SpawnedChild> spawned = MakeError("not started");
   {
     // Held across spawn+register so the main loop cannot reap the helper before it is known.
     std::lock_guard lock(impl_->reap_mu);
-    err = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
-    if (err == 0) impl_->helpers.insert(pid);
+    spawned = Spawn(spec);
+    if (spawned.ok()) impl_->helpers.insert(spawned->pid);
   }
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
   ::close(out[1]);
-  if (err != 0) {
+  if (!spawned.ok()) {
     ::close(out[0]);
-    return MakeError("cannot run: " + ErrnoText(err), argv[0], "install it or check PATH");
+    return spawned.error();  // a failed fork (ulimit -u, pids.max): this collector degrades
   }
+  const pid_t pid = spawned->pid;
   HelperResult result;
   const auto end = Clock::now() + deadline;
-  char buf[16384];
-  bool eof = false;
-  while (!eof) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      break;
-    }
-    pollfd fd{out[0], POLLIN, 0};
-    int r = ::poll(&fd, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;
-    ssize_t n = ::read(out[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      eof = true;
-      break;
-    }
-    if (result.output.size() < max_output) {
-      result.output.append(buf, std::min<std::size_t>(n, max_output - result.output.size()));
-    }
-  }
+  result.timed_out = ReadHelperOutput(out[0], end, max_output, &result.output);
   ::close(out[0]);
   if (result.timed_out) ::kill(pid, SIGKILL);
   // Reap: either we get it here, or the main loop already did and left the status.
@@ -458,375 +490,281 @@ Result<HelperResult> Supervisor::RunHelper(const std::vector<std::string>& argv,
     if (Clock::now() > end) result.timed_out = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (spawned->exec_errno != 0) {
+    return MakeError("cannot run: " + ErrnoText(spawned->exec_errno), argv[0],
+                     "install it or check PATH");
+  }
   return result;
 }
 
-// ---------------------------------------------------------------------------------------------
+// ---- the steps of Run() -----------------------------------------------------------------------
 
 namespace {
 
-struct ExecPlan {
-  std::vector<std::string> candidates;  // absolute or relative paths to try, in order
-  std::string path_searched;
-};
+std::string ExecFailureMessage(const std::string& cmd, int err, const std::string& searched) {
+  if (err == ENOENT || err == ENOTDIR) {
+    return searched.empty()
+               ? "cannot run the job: '" + cmd + "': " + ErrnoText(err)
+               : "cannot run the job: '" + cmd + "' was not found in PATH=" + searched +
+                     " (fix: check the command name or PATH)";
+  }
+  if (err == EACCES) {
+    return "cannot run the job: '" + cmd +
+           "': permission denied (fix: chmod +x it, or check it is not a directory and its file "
+           "system is not mounted noexec)";
+  }
+  if (err == ENOEXEC) {
+    return "cannot run the job: '" + cmd +
+           "': not an executable format (fix: add a #! line or run it with its interpreter)";
+  }
+  return "cannot run the job: '" + cmd + "': " + ErrnoText(err);
+}
 
-ExecPlan PlanExec(const std::string& file, const Environment& env) {
-  ExecPlan plan;
-  if (file.find('/') != std::string::npos) {
-    plan.candidates.push_back(file);
-    return plan;
-  }
-  plan.path_searched = Lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-  // Empty PATH elements mean the current directory, as in execvp.
-  std::size_t start = 0;
-  while (start <= plan.path_searched.size()) {
-    std::size_t colon = plan.path_searched.find(':', start);
-    if (colon == std::string::npos) colon = plan.path_searched.size();
-    std::string dir = plan.path_searched.substr(start, colon - start);
-    plan.candidates.push_back(dir.empty() ? file : dir + "/" + file);
-    start = colon + 1;
-  }
-  return plan;
+std::string SenderText(const signalfd_siginfo& si) {
+  return si.ssi_pid != 0 ? "from pid " + std::to_string(si.ssi_pid) + " (" +
+                               ProcComm(static_cast<pid_t>(si.ssi_pid)) + ")"
+                         : "from the terminal/kernel";
 }
 
 }  // namespace
 
-Result<JobExit> Supervisor::Run() {
-  Impl& im = *impl_;
-  BlockSupervisorSignals();
+// A SIGTERM/SIGINT that arrived while we prepared (preflight, warm-up): do not start the job.
+std::optional<JobExit> Supervisor::Impl::NotStartedBySignal() {
+  auto s = TakeStopSignal();
+  if (!s) return std::nullopt;
   JobExit exit;
-  exit.started = Clock::now();
-  im.start = exit.started;
-  im.start_wall = std::chrono::system_clock::now();
-  im.last_output = im.start.time_since_epoch().count();
-  if (options_.argv.empty()) return MakeError("no command to run", "", "put the command after --");
+  exit.started = start;
+  exit.how = JobExit::How::kNotStarted;
+  exit.signal = s->signal;
+  exit.exit_status = 128 + s->signal;
+  exit.stopped_by = SignalName(s->signal) + " from pid " + std::to_string(s->from_pid);
+  exit.stop_reason = "received before the job started; job not started";
+  exit.message = exit.stop_reason;
+  exit.ended = Clock::now();
+  log::Warn("{} {}", exit.stopped_by, exit.stop_reason);
+  return exit;
+}
 
-  const sigset_t handled = HandledSet();
-  // A SIGTERM/SIGINT that arrived while we prepared (preflight, warm-up): do not start the job.
-  {
-    sigset_t pending;
-    sigpending(&pending);
-    for (int s : {SIGTERM, SIGINT}) {
-      if (sigismember(&pending, s)) {
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, s);
-        timespec zero{0, 0};
-        siginfo_t info{};
-        if (sigtimedwait(&one, &info, &zero) == s) {
-          exit.how = JobExit::How::kNotStarted;
-          exit.signal = s;
-          exit.exit_status = 128 + s;
-          exit.stopped_by = SignalName(s) + " from pid " + std::to_string(info.si_pid);
-          exit.stop_reason = "received before the job started; job not started";
-          exit.message = exit.stop_reason;
-          exit.ended = Clock::now();
-          log::Warn("{} {}", exit.stopped_by, exit.stop_reason);
-          return exit;
-        }
-      }
-    }
-  }
-
+Status Supervisor::Impl::OpenLoopFds() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     log::Warn("prctl(PR_SET_CHILD_SUBREAPER) failed ({}); orphaned workers will not be swept",
               ErrnoText(errno));
   }
-  im.sig_fd = ::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
-  im.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (im.sig_fd < 0 || im.wake_fd < 0) {
-    return MakeError("signalfd/eventfd: " + ErrnoText(errno));
+  const sigset_t handled = HandledSet();
+  sig_fd = ::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+  wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (sig_fd < 0 || wake_fd < 0) return MakeError("signalfd/eventfd: " + ErrnoText(errno));
+  return OkStatus();
+}
+
+// The pumps start before the job: a thread that cannot start (ulimit -u, pids.max) is then an
+// error with nothing to clean up, instead of a job running unread.
+Status Supervisor::Impl::StartPumps(int out_read, int err_read) {
+  pumps[0].stream = kStdout;
+  pumps[0].in_fd = out_read;
+  pumps[0].out_fd = 1;
+  pumps[1].stream = kStderr;
+  pumps[1].in_fd = err_read;
+  pumps[1].out_fd = 2;
+  // The pumps' wake signal: a no-op handler without SA_RESTART, blocked in every thread but the
+  // pumps (threads started from here on inherit the mask).
+  struct sigaction sa {};
+  sa.sa_handler = NoopHandler;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(PumpWakeSignal(), &sa, nullptr);
+  sigset_t wake;
+  sigemptyset(&wake);
+  sigaddset(&wake, PumpWakeSignal());
+  pthread_sigmask(SIG_BLOCK, &wake, nullptr);
+  for (auto& p : pumps) {
+    try {
+      p.thread = std::thread([this, &p] { RunPump(p, self->hooks_.on_output); });
+    } catch (const std::system_error& e) {
+      return MakeError(std::string("cannot start an output thread: ") + e.what(), "",
+                       "the node is out of processes: check ulimit -u and the cgroup's pids.max");
+    }
   }
-  int out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+  return OkStatus();
+}
+
+Status Supervisor::Impl::StartJob() {
+  const SupervisorOptions& o = self->options_;
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return MakeError("pipe: " + ErrnoText(errno), "", "raise the open-files limit (ulimit -n)");
+  }
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
     return MakeError("pipe: " + ErrnoText(errno), "", "raise the open-files limit (ulimit -n)");
   }
   // Bigger pipes mean fewer context switches at high output rates; the size is best effort.
   ::fcntl(out_pipe[0], F_SETPIPE_SZ, 1 << 20);
   ::fcntl(err_pipe[0], F_SETPIPE_SZ, 1 << 20);
-
-  // Everything the child needs is built before fork: after fork only async-signal-safe calls.
-  const ExecPlan plan = PlanExec(options_.argv[0], options_.env);
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : options_.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = options_.argv;
-  for (auto& s : argv_copy) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::vector<const char*> candidates;
-  for (const auto& c : plan.candidates) candidates.push_back(c.c_str());
-  const pid_t parent = ::getpid();
-  const int death_signal = options_.parent_death_signal;
-  sigset_t child_mask = g_original_mask;
-
-  pid_t pid = ::fork();
-  if (pid < 0) return MakeError("fork: " + ErrnoText(errno), "", "check ulimit -u and memory");
-  if (pid == 0) {
-    // Child. PDEATHSIG first, then check the parent did not die before it took effect.
-    if (death_signal > 0) ::prctl(PR_SET_PDEATHSIG, death_signal);
-    if (::getppid() != parent) ::_exit(1);
-    ::setpgid(0, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
-    int err = ENOENT;
-    bool significant = false;  // as execvp: EACCES somewhere beats ENOENT elsewhere
-    for (const char* c : candidates) {
-      ::execve(c, argv.data(), envp.data());
-      if (errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG) {
-        if (!significant) err = errno;
-      } else {
-        err = errno;
-        significant = true;
-        if (errno != EACCES) break;
-      }
-    }
-    (void)!::write(exec_pipe[1], &err, sizeof err);
-    ::_exit(err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG ? 127 : 126);
+  Status pumps_ok = StartPumps(out_pipe[0], err_pipe[0]);
+  Result<SpawnedChild> spawned = MakeError("not started");
+  if (pumps_ok.ok()) {
+    SpawnSpec spec;
+    spec.argv = o.argv;
+    spec.env = o.env;
+    spec.stdin_fd = kInheritFd;  // the job reads our stdin, as it would without us
+    spec.stdout_fd = out_pipe[1];
+    spec.stderr_fd = err_pipe[1];
+    spec.own_process_group = true;
+    spec.death_signal = o.parent_death_signal;
+    spawned = Spawn(spec);
   }
-  // Parent. setpgid here too: whichever of parent/child runs first, the group exists before we
-  // might signal it.
-  ::setpgid(pid, pid);
-  job_pid_ = pid;
-  ::close(out_pipe[1]);
+  ::close(out_pipe[1]);  // from here on only the job holds the write ends
   ::close(err_pipe[1]);
-  ::close(exec_pipe[1]);
-  int exec_errno = 0;
-  {
-    ssize_t n;
-    do {
-      n = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno);
-    } while (n < 0 && errno == EINTR);
-    if (n != sizeof exec_errno) exec_errno = 0;  // EOF: exec succeeded (CLOEXEC closed it)
-    ::close(exec_pipe[0]);
-  }
-  std::string exec_message;
-  if (exec_errno != 0) {
-    const std::string& cmd = options_.argv[0];
-    if (exec_errno == ENOENT || exec_errno == ENOTDIR) {
-      exec_message = plan.path_searched.empty()
-                         ? "cannot run the job: '" + cmd + "': " + ErrnoText(exec_errno)
-                         : "cannot run the job: '" + cmd +
-                               "' was not found in PATH=" + plan.path_searched +
-                               " (fix: check the command name or PATH)";
-    } else if (exec_errno == EACCES) {
-      exec_message = "cannot run the job: '" + cmd +
-                     "': permission denied (fix: chmod +x it, or check it is not a directory "
-                     "and its file system is not mounted noexec)";
-    } else if (exec_errno == ENOEXEC) {
-      exec_message = "cannot run the job: '" + cmd +
-                     "': not an executable format (fix: add a #! line or run it with its "
-                     "interpreter)";
-    } else {
-      exec_message = "cannot run the job: '" + cmd + "': " + ErrnoText(exec_errno);
+  if (!pumps_ok.ok() || !spawned.ok()) {
+    for (auto& p : pumps) {
+      if (p.thread.joinable()) p.thread.join();  // EOF: nobody else holds the write ends
     }
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return pumps_ok.ok() ? spawned.error() : pumps_ok.error();
+  }
+  child = *spawned;
+  pid = child.pid;
+  self->job_pid_ = pid;
+  if (child.exec_errno != 0) {
+    exec_message = ExecFailureMessage(o.argv[0], child.exec_errno, child.path_searched);
     log::Error("{}", exec_message);
   }
+  return OkStatus();
+}
 
-  im.pumps[0].stream = kStdout;
-  im.pumps[0].in_fd = out_pipe[0];
-  im.pumps[0].out_fd = 1;
-  im.pumps[1].stream = kStderr;
-  im.pumps[1].in_fd = err_pipe[0];
-  im.pumps[1].out_fd = 2;
+// Sleeps until a signal, a stop request, the tick or the escalation's next deadline. A sleep far
+// longer than asked means safe-launch itself was stopped (SIGSTOP, Ctrl-Z, a paused VM): the
+// output clock is re-armed, so the time we did not run is not counted as the job's silence.
+void Supervisor::Impl::WaitForWork() {
+  const auto before = Clock::now();
+  auto timeout = self->options_.tick;
+  if (auto d = esc->NextDeadline()) {
+    timeout = std::min(timeout, std::max(std::chrono::milliseconds(0),
+                                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             *d - before + std::chrono::microseconds(999))));
+  }
+  pollfd fds[2] = {{sig_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  ::poll(fds, 2, static_cast<int>(timeout.count()));
+  const auto after = Clock::now();
+  if (after - before > timeout + std::chrono::seconds(1)) {
+    last_output.store(after.time_since_epoch().count(), std::memory_order_relaxed);
+    Event(fmt::format(
+        "safe-launch did not run for {:.1f} s (stopped or paused): output clock re-armed",
+        std::chrono::duration<double>(after - before - timeout).count()));
+  }
+}
+
+void Supervisor::Impl::ReadSignals() {
+  signalfd_siginfo si;
+  while (::read(sig_fd, &si, sizeof si) == sizeof si) {
+    const int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD || sig == SIGPIPE) continue;
+    const std::string from = SenderText(si);
+    if (!job_reaped && ::kill(pid, sig) == 0) {
+      Event("forwarded " + SignalName(sig) + " " + from + " to the job (pid " +
+            std::to_string(pid) + ")");
+    }
+    if (sig == SIGTERM || sig == SIGINT) {
+      EscalationEvent e{EscalationEvent::Kind::kStopSignal, SignalName(sig) + " " + from,
+                        "forwarded " + SignalName(sig) + " to the job"};
+      Apply(esc->On(e, Clock::now()));
+    }
+  }
+  std::uint64_t wake;
+  while (::read(wake_fd, &wake, sizeof wake) == sizeof wake) {
+  }
+}
+
+void Supervisor::Impl::TakeStopRequest() {
+  EscalationEvent e{EscalationEvent::Kind::kStopRequest};
   {
-    // The pumps' wake signal: a no-op handler without SA_RESTART, blocked in every thread but
-    // the pumps (threads started from here on inherit the mask).
-    struct sigaction sa {};
-    sa.sa_handler = NoopHandler;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(PumpWakeSignal(), &sa, nullptr);
-    sigset_t wake;
-    sigemptyset(&wake);
-    sigaddset(&wake, PumpWakeSignal());
-    pthread_sigmask(SIG_BLOCK, &wake, nullptr);
+    std::lock_guard lock(stop_mu);
+    if (!stop_requested || stop_acted) return;
+    stop_acted = true;
+    e.by = stopped_by;
+    e.reason = stop_reason;
   }
-  for (auto& p : im.pumps) {
-    p.thread = std::thread([&im, &p, this] { im.RunPump(p, hooks_.on_output); });
-  }
+  Apply(esc->On(e, Clock::now()));
+}
 
-  auto status_json = [&](const char* state) {
-    nlohmann::json j =
-        options_.status_extra.is_object() ? options_.status_extra : nlohmann::json::object();
-    j["schema"] = 1;
-    j["state"] = state;
-    j["command"] = options_.argv;
-    j["host"] = log::HostName();
-    j["safe_launch_pid"] = static_cast<int>(parent);
-    j["job_pid"] = static_cast<int>(pid);
-    j["run_dir"] = options_.run_dir;
-    j["started_at"] = IsoUtc(im.start_wall);
-    j["kill_grace_s"] = options_.kill_grace.count() / 1000.0;
-    return j;
-  };
-  if (!options_.run_dir.empty()) {
-    WriteFileAtomic(options_.run_dir + "/status.json", status_json("running").dump(2) + "\n");
-  }
-  if (exec_errno == 0 && hooks_.on_start) hooks_.on_start(pid);
-
-  // ---- the loop -------------------------------------------------------------------------------
-  bool job_reaped = false;
-  int job_wait_status = 0;
-  bool sweeping = false;
-  std::optional<Clock::time_point> sweep_kill_at;
-  std::set<pid_t> swept;
-  int kill_rounds = 0;
-
-  auto kill_all = [&](int sig, std::set<pid_t>* record) {
-    auto pids = LiveDescendants(parent, im.HelperPids());
-    for (pid_t d : pids) {
-      if (::kill(d, sig) == 0 && record) record->insert(d);
-    }
-    return pids.size();
-  };
-  auto reap = [&] {
-    std::lock_guard lock(im.reap_mu);
-    while (true) {
-      int st = 0;
-      pid_t r = ::waitpid(-1, &st, WNOHANG);
-      if (r <= 0) break;
-      if (r == pid) {
-        job_reaped = true;
-        job_wait_status = st;
-        exit.ended = Clock::now();
-      } else if (im.helpers.count(r)) {
-        im.helper_status[r] = st;
-      }
-    }
-  };
-  auto forward = [&](int sig, const std::string& from) {
-    if (job_reaped) return;
-    if (::kill(pid, sig) == 0) {
-      im.Event("forwarded " + SignalName(sig) + " " + from + " to the job (pid " +
-               std::to_string(pid) + ")");
-    }
-  };
-  auto start_stop = [&](const std::string& by, const std::string& reason, bool send_term) {
-    std::lock_guard lock(im.stop_mu);
-    if (!im.stop_requested) {
-      im.stop_requested = true;
-      im.stopped_by = by;
-      im.stop_reason = reason;
-    }
-    im.stop_acted = true;
-    if (send_term && !job_reaped && ::kill(pid, SIGTERM) == 0) {
-      im.Event("stop (" + im.stopped_by + ": " + im.stop_reason +
-               "): sent SIGTERM to the job (pid " + std::to_string(pid) +
-               "), descendants get TERM/KILL in " +
-               std::to_string(options_.kill_grace.count() / 1000.0).substr(0, 5) + " s");
-    }
-    im.grace_deadline = Clock::now() + options_.kill_grace;
-  };
-
+void Supervisor::Impl::Reap() {
+  std::lock_guard lock(reap_mu);
   while (true) {
-    auto now = Clock::now();
-    // ---- wait for a signal, a stop request or the tick ----
-    auto timeout = options_.tick;
-    for (auto d : {im.grace_deadline, im.kill_deadline, sweep_kill_at}) {
-      if (d) {
-        timeout = std::min(
-            timeout, std::max(std::chrono::milliseconds(0),
-                              std::chrono::duration_cast<std::chrono::milliseconds>(*d - now)));
-      }
-    }
-    pollfd fds[2] = {{im.sig_fd, POLLIN, 0}, {im.wake_fd, POLLIN, 0}};
-    ::poll(fds, 2, static_cast<int>(timeout.count()));
-
-    signalfd_siginfo si;
-    while (::read(im.sig_fd, &si, sizeof si) == sizeof si) {
-      const int sig = static_cast<int>(si.ssi_signo);
-      if (sig == SIGCHLD || sig == SIGPIPE) continue;
-      std::string from = si.ssi_pid != 0 ? "from pid " + std::to_string(si.ssi_pid) + " (" +
-                                               ProcComm(static_cast<pid_t>(si.ssi_pid)) + ")"
-                                         : "from the terminal/kernel";
-      if (sig == SIGTERM || sig == SIGINT) {
-        ++im.stop_signals;
-        forward(sig, from);
-        if (im.stop_signals == 1) {
-          start_stop(SignalName(sig) + " " + from, "forwarded " + SignalName(sig) + " to the job",
-                     false);
-        } else if (!im.escalated) {
-          // A second SIGINT/SIGTERM: the user (or Slurm) is out of patience -- skip the grace.
-          im.Event("second " + SignalName(sig) + " " + from + ": skipping the rest of the grace");
-          im.grace_deadline = Clock::now();
-        }
-      } else {
-        forward(sig, from);
-      }
-    }
-    std::uint64_t wake;
-    while (::read(im.wake_fd, &wake, sizeof wake) == sizeof wake) {
-    }
-    {
-      bool act = false;
-      std::string by, reason;
-      {
-        std::lock_guard lock(im.stop_mu);
-        act = im.stop_requested && !im.stop_acted;
-        by = im.stopped_by;
-        reason = im.stop_reason;
-      }
-      if (act) start_stop(by, reason, true);
-    }
-
-    reap();
-    now = Clock::now();
-
-    if (!job_reaped) {
-      if (im.grace_deadline && !im.escalated && now >= *im.grace_deadline) {
-        im.escalated = true;
-        size_t n = kill_all(SIGTERM, &swept);
-        im.Event("grace ran out: sent SIGTERM to the job and " + std::to_string(n) +
-                 " descendant(s); SIGKILL follows in " +
-                 std::to_string(options_.sweep_grace.count()) + " ms");
-        im.kill_deadline = now + options_.sweep_grace;
-      }
-      if (im.kill_deadline && now >= *im.kill_deadline) {
-        size_t n = kill_all(SIGKILL, &swept);
-        if (n > 0) im.Event("sent SIGKILL to " + std::to_string(n) + " remaining process(es)");
-        im.kill_deadline = now + std::chrono::milliseconds(500);  // again if one survived
-      }
-      if (hooks_.on_tick) hooks_.on_tick(now);
-      continue;
-    }
-
-    // ---- the job is gone: sweep what it left behind ----
-    if (!sweeping) {
-      sweeping = true;
-      auto left = LiveDescendants(parent, im.HelperPids());
-      if (left.empty()) break;
-      std::string list;
-      for (pid_t d : left) list += " " + std::to_string(d) + "(" + ProcComm(d) + ")";
-      kill_all(SIGTERM, &swept);
-      im.Event("the job exited; sent SIGTERM to " + std::to_string(left.size()) +
-               " leftover process(es):" + list);
-      sweep_kill_at = now + options_.sweep_grace;
-      continue;
-    }
-    auto left = LiveDescendants(parent, im.HelperPids());
-    if (left.empty()) break;
-    if (sweep_kill_at && now >= *sweep_kill_at) {
-      kill_all(SIGKILL, &swept);
-      im.Event("sent SIGKILL to " + std::to_string(left.size()) + " leftover process(es)");
-      sweep_kill_at = now + std::chrono::milliseconds(500);
-      // Processes in uninterruptible sleep (D) cannot die; do not wait for them forever.
-      if (++kill_rounds > 10) {
-        log::Warn("{} process(es) survived SIGKILL (uninterruptible sleep?); giving up",
-                  left.size());
-        break;
-      }
+    int st = 0;
+    pid_t r = ::waitpid(-1, &st, WNOHANG);
+    if (r <= 0) break;
+    if (r == pid) {
+      job_reaped = true;
+      job_wait_status = st;
+      job_ended = Clock::now();
+    } else if (helpers.count(r)) {
+      helper_status[r] = st;
     }
   }
-  reap();
+}
 
-  // ---- drain the output: everything the job wrote reaches our stdout/stderr ----
+std::size_t Supervisor::Impl::KillAll(int sig) {
+  auto pids = LiveDescendants(parent, HelperPids());
+  for (pid_t d : pids) {
+    if (::kill(d, sig) == 0) swept.insert(d);
+  }
+  return pids.size();
+}
+
+void Supervisor::Impl::Apply(const std::vector<EscalationAction>& actions) {
+  using Kind = EscalationAction::Kind;
+  for (const auto& a : actions) {
+    switch (a.kind) {
+      case Kind::kTermJob:
+        if (!job_reaped && ::kill(pid, SIGTERM) == 0) Event(a.text + std::to_string(pid) + a.tail);
+        break;
+      case Kind::kTermAll:
+        Event(a.text + std::to_string(KillAll(SIGTERM)) + a.tail);
+        break;
+      case Kind::kKillAll:
+        if (std::size_t n = KillAll(SIGKILL); n > 0) Event(a.text + std::to_string(n) + a.tail);
+        break;
+      case Kind::kLog:
+        Event(a.text);
+        break;
+      case Kind::kFinish:
+        if (!a.text.empty()) log::Warn("{}", a.text);
+        break;
+    }
+  }
+}
+
+// Wait, forward, reap, escalate; then sweep what the job left behind, until nothing is left.
+void Supervisor::Impl::Loop() {
+  while (!esc->Finished()) {
+    WaitForWork();
+    TakeStopRequest();
+    ReadSignals();
+    Reap();
+    const auto now = Clock::now();
+    if (!job_reaped) {
+      Apply(esc->On({EscalationEvent::Kind::kTick}, now));
+      if (self->hooks_.on_tick) self->hooks_.on_tick(now);
+      continue;
+    }
+    auto left = LiveDescendants(parent, HelperPids());
+    EscalationEvent e{esc->JobExited() ? EscalationEvent::Kind::kTick
+                                       : EscalationEvent::Kind::kJobExited};
+    e.leftovers = left.size();
+    for (pid_t d : left) e.leftover_list += " " + std::to_string(d) + "(" + ProcComm(d) + ")";
+    Apply(esc->On(e, now));
+  }
+  Reap();
+}
+
+// Everything the job wrote reaches our stdout/stderr before we report.
+void Supervisor::Impl::Drain() {
   auto wait_pumps = [&](std::chrono::milliseconds d) {
     const auto until = Clock::now() + d;
     bool all = true;
-    for (auto& p : im.pumps) {
+    for (auto& p : pumps) {
       std::unique_lock lock(p.done_mu);
       if (!p.done_cv.wait_until(lock, until, [&] { return p.done; })) all = false;
     }
@@ -835,16 +773,16 @@ Result<JobExit> Supervisor::Run() {
   if (!wait_pumps(std::chrono::seconds(5))) {
     // Someone outside our tree still holds the pipes open (a process that passed the fd on).
     log::Warn("the job's output pipes are still open after every descendant exited; stopping");
-    im.pump_stop = true;
+    pump_stop = true;
     // Repeated: a signal that lands just before a pump enters read() is lost.
     for (int i = 0; i < 40 && !wait_pumps(std::chrono::milliseconds(50)); ++i) {
-      for (auto& p : im.pumps) {
+      for (auto& p : pumps) {
         std::lock_guard lock(p.done_mu);
         if (!p.done) pthread_kill(p.thread.native_handle(), PumpWakeSignal());
       }
     }
   }
-  for (auto& p : im.pumps) {
+  for (auto& p : pumps) {
     bool done;
     {
       std::lock_guard lock(p.done_mu);
@@ -857,12 +795,15 @@ Result<JobExit> Supervisor::Run() {
       p.thread.detach();  // blocked writing to our stdout; process exit ends it
     }
   }
+}
 
-  // ---- result ----
-  if (exec_errno != 0) {
+JobExit Supervisor::Impl::MakeExit() {
+  JobExit exit;
+  exit.started = start;
+  exit.ended = job_ended == Clock::time_point{} ? Clock::now() : job_ended;
+  if (child.exec_errno != 0) {
     exit.how = JobExit::How::kExecFailed;
-    exit.code =
-        (exec_errno == ENOENT || exec_errno == ENOTDIR || exec_errno == ENAMETOOLONG) ? 127 : 126;
+    exit.code = child.ExecExitCode();
     exit.exit_status = exit.code;
     exit.message = exec_message;
   } else if (WIFSIGNALED(job_wait_status)) {
@@ -874,76 +815,119 @@ Result<JobExit> Supervisor::Run() {
     exit.code = WEXITSTATUS(job_wait_status);
     exit.exit_status = exit.code;
   }
+  if (esc->Stopping()) {
+    exit.stopped_by = esc->StoppedBy();
+    exit.stop_reason = esc->StopReason();
+  }
+  {
+    std::lock_guard lock(stop_mu);
+    if (stop_requested && exit.stopped_by.empty()) {  // the job ended before the loop acted
+      exit.stopped_by = stopped_by;
+      exit.stop_reason = stop_reason;
+    }
+    if (status_override) exit.exit_status = *status_override;
+  }
+  exit.escalated = esc->Escalated();
+  exit.swept.assign(swept.begin(), swept.end());
+  return exit;
+}
+
+nlohmann::json Supervisor::Impl::StatusJson(const char* state) const {
+  const SupervisorOptions& o = self->options_;
+  nlohmann::json j = o.status_extra.is_object() ? o.status_extra : nlohmann::json::object();
+  j["schema"] = 1;
+  j["state"] = state;
+  j["command"] = o.argv;
+  j["host"] = log::HostName();
+  j["safe_launch_pid"] = static_cast<int>(parent);
+  j["job_pid"] = static_cast<int>(pid);
+  j["run_dir"] = o.run_dir;
+  j["started_at"] = IsoUtc(start_wall);
+  j["kill_grace_s"] = o.kill_grace.count() / 1000.0;
+  return j;
+}
+
+void Supervisor::Impl::WriteFinalStatus(const JobExit& exit) {
+  nlohmann::json j = StatusJson("finished");
+  const auto end_wall =
+      start_wall +
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(exit.ended - exit.started);
+  j["ended_at"] = IsoUtc(end_wall);
+  j["duration_s"] = std::chrono::duration<double>(exit.ended - exit.started).count();
+  const char* how = exit.how == JobExit::How::kExited       ? "exited"
+                    : exit.how == JobExit::How::kSignaled   ? "signaled"
+                    : exit.how == JobExit::How::kExecFailed ? "exec_failed"
+                                                            : "not_started";
+  j["job"] = {
+      {"how", how},
+      {"exit_code",
+       exit.how == JobExit::How::kSignaled ? nlohmann::json() : nlohmann::json(exit.code)},
+      {"signal", exit.signal ? nlohmann::json(exit.signal) : nlohmann::json()},
+      {"signal_name", exit.signal ? nlohmann::json(SignalName(exit.signal)) : nlohmann::json()},
+      {"message", exit.message}};
+  j["exit_status"] = exit.exit_status;
   std::optional<int> override_status;
   {
-    std::lock_guard lock(im.stop_mu);
-    if (im.stop_requested) {
-      exit.stopped_by = im.stopped_by;
-      exit.stop_reason = im.stop_reason;
-      if (im.status_override) exit.exit_status = *im.status_override;
-      override_status = im.status_override;
-    }
+    std::lock_guard lock(stop_mu);
+    override_status = status_override;
   }
-  exit.escalated = im.escalated;
-  exit.swept.assign(swept.begin(), swept.end());
-  if (exit.ended == Clock::time_point{}) exit.ended = Clock::now();
+  if (exit.stopped_by.empty()) {
+    j["stop"] = nullptr;
+  } else {
+    j["stop"] = {{"requested_by", exit.stopped_by},
+                 {"reason", exit.stop_reason},
+                 {"escalated", exit.escalated},
+                 {"exit_status_override",
+                  override_status ? nlohmann::json(*override_status) : nlohmann::json()}};
+  }
+  j["swept_pids"] = exit.swept;
+  j["output_bytes"] = {{"stdout", pumps[0].bytes}, {"stderr", pumps[1].bytes}};
+  // safe-launch's own cost (every thread, no children): what supervising this job took.
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+    auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+    j["supervisor_rusage"] = {{"user_s", secs(usage.ru_utime)},
+                              {"sys_s", secs(usage.ru_stime)},
+                              {"max_rss_kib", usage.ru_maxrss}};
+  }
+  {
+    std::lock_guard lock(events_mu);
+    j["events"] = events;
+  }
+  WriteRunDirFile(self->options_.run_dir + "/status.json", j.dump(2) + "\n");
+}
 
-  if (!options_.run_dir.empty()) {
-    for (auto& p : im.pumps) {
-      std::string text;
-      for (const auto& l : LastLines(p.ring.Contents(), p.ring.Truncated(), options_.tail_lines)) {
-        text += l + "\n";
-      }
-      WriteFileAtomic(options_.run_dir + (p.stream == kStdout ? "/stdout.tail" : "/stderr.tail"),
-                      text);
+Result<JobExit> Supervisor::Run() {
+  Impl& im = *impl_;
+  BlockSupervisorSignals();
+  im.start = Clock::now();
+  im.start_wall = std::chrono::system_clock::now();
+  im.last_output = im.start.time_since_epoch().count();
+  im.parent = ::getpid();
+  im.esc.emplace(EscalationTimes{options_.kill_grace, options_.sweep_grace});
+  hooks_ = GuardHooks(std::move(hooks_));
+  if (options_.argv.empty()) return MakeError("no command to run", "", "put the command after --");
+  if (auto not_started = im.NotStartedBySignal()) return *not_started;
+  if (auto s = im.OpenLoopFds(); !s.ok()) return s.error();
+  if (auto s = im.StartJob(); !s.ok()) return s.error();
+  const bool dir = !options_.run_dir.empty();
+  if (dir)
+    WriteRunDirFile(options_.run_dir + "/status.json", im.StatusJson("running").dump(2) + "\n");
+  if (im.child.exec_errno == 0 && hooks_.on_start) hooks_.on_start(im.pid);
+  im.Loop();
+  im.Drain();
+  JobExit exit = im.MakeExit();
+  for (auto& p : im.pumps) {
+    if (!dir) break;
+    std::string text;
+    for (const auto& l : LastLines(p.ring.Contents(), p.ring.Truncated(), options_.tail_lines)) {
+      text += l + "\n";
     }
+    WriteRunDirFile(options_.run_dir + (p.stream == kStdout ? "/stdout.tail" : "/stderr.tail"),
+                    text);
   }
   if (hooks_.on_exit) hooks_.on_exit(exit);
-
-  if (!options_.run_dir.empty()) {
-    nlohmann::json j = status_json("finished");
-    const auto end_wall =
-        im.start_wall +
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(exit.ended - exit.started);
-    j["ended_at"] = IsoUtc(end_wall);
-    j["duration_s"] = std::chrono::duration<double>(exit.ended - exit.started).count();
-    const char* how = exit.how == JobExit::How::kExited       ? "exited"
-                      : exit.how == JobExit::How::kSignaled   ? "signaled"
-                      : exit.how == JobExit::How::kExecFailed ? "exec_failed"
-                                                              : "not_started";
-    j["job"] = {
-        {"how", how},
-        {"exit_code",
-         exit.how == JobExit::How::kSignaled ? nlohmann::json() : nlohmann::json(exit.code)},
-        {"signal", exit.signal ? nlohmann::json(exit.signal) : nlohmann::json()},
-        {"signal_name", exit.signal ? nlohmann::json(SignalName(exit.signal)) : nlohmann::json()},
-        {"message", exit.message}};
-    j["exit_status"] = exit.exit_status;
-    if (exit.stopped_by.empty()) {
-      j["stop"] = nullptr;
-    } else {
-      j["stop"] = {{"requested_by", exit.stopped_by},
-                   {"reason", exit.stop_reason},
-                   {"escalated", exit.escalated},
-                   {"exit_status_override",
-                    override_status ? nlohmann::json(*override_status) : nlohmann::json()}};
-    }
-    j["swept_pids"] = exit.swept;
-    j["output_bytes"] = {{"stdout", im.pumps[0].bytes}, {"stderr", im.pumps[1].bytes}};
-    // safe-launch's own cost (every thread, no children): what supervising this job took.
-    rusage self{};
-    if (::getrusage(RUSAGE_SELF, &self) == 0) {
-      auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
-      j["supervisor_rusage"] = {{"user_s", secs(self.ru_utime)},
-                                {"sys_s", secs(self.ru_stime)},
-                                {"max_rss_kib", self.ru_maxrss}};
-    }
-    {
-      std::lock_guard lock(im.events_mu);
-      j["events"] = im.events;
-    }
-    WriteFileAtomic(options_.run_dir + "/status.json", j.dump(2) + "\n");
-  }
+  if (dir) im.WriteFinalStatus(exit);
   return exit;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The supervisor loop (as tini does it): starts the job as our child in its own process group,
+// The supervisor loop (as tini does it): starts the job through sl::Spawn in its own process group,
 // becomes a child subreaper, forwards signals, pumps the job's stdout/stderr through unchanged
 // while splitting them into lines for hooks, escalates stops to every descendant (torchrun
 // setsid's its workers, so a process group is not enough), reaps every child and reports the
@@ -137,14 +137,18 @@ class Supervisor {
   std::vector<pid_t> Descendants() const;
   /// Directory for status.json etc.; "" when none.
   const std::string& RunDir() const { return options_.run_dir; }
-  /// When the job last wrote output (any stream); the start time before its first byte.
+  /// When the job was last heard from: the last bytes read from its pipes (any stream), the
+  /// start time before its first byte; "now" while a pump is blocked writing to our own
+  /// stdout/stderr (a slow consumer is not the job's silence); re-armed when the loop finds it
+  /// did not run for a while (safe-launch stopped, VM paused). Thread-safe.
   Clock::time_point LastOutput() const;
   Clock::time_point StartTime() const;
   /// The last `n` lines of a stream (kStdout/kStderr), oldest first. Thread-safe.
   std::vector<std::string> TailLines(int stream, std::size_t n) const;
-  /// Runs a short program (argv[0] searched in PATH) as our child with stdin /dev/null, stdout and
-  /// stderr captured; killed at `deadline`. Safe from any thread, including hooks on the main
-  /// thread. Never touched by the sweep.
+  /// Runs a short program (argv[0] searched in PATH) as our child through sl::Spawn with stdin
+  /// /dev/null, stdout and stderr captured; killed at `deadline`. Safe from any thread, including
+  /// hooks on the main thread. Never touched by the sweep. An Error when it could not be forked
+  /// (ulimit -u, pids.max) or exec'd: the caller degrades, nothing else stops.
   Result<HelperResult> RunHelper(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds deadline,
                                  std::size_t max_output = 4u << 20);
@@ -159,8 +163,9 @@ class Supervisor {
 };
 
 /// Blocks the signals the supervisor handles (TERM, INT, HUP, QUIT, USR1, USR2, WINCH, ALRM, CHLD,
-/// PIPE) in the calling thread; threads created afterwards inherit the mask. Call it first thing
-/// in `run` so that a signal arriving during preflight is queued, not fatal. Idempotent.
+/// PIPE) in the calling thread (sl::BlockLoopSignals); threads created afterwards inherit the
+/// mask. Call it first thing in `run` so that a signal arriving during preflight is queued, not
+/// fatal; the phases' waits (common/spawn.h) take SIGTERM/SIGINT from the queue. Idempotent.
 void BlockSupervisorSignals();
 
 /// The signals forwarded to the job, in the order documented in the manual.

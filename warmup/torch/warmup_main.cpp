@@ -28,8 +28,8 @@
 #include "common/exit_codes.h"
 #include "common/finding.h"
 #include "warmup/compare.h"
-#include "warmup/torch/backend.h"
 #include "warmup/protocol.h"
+#include "warmup/torch/backend.h"
 
 namespace sl::warmup {
 namespace {
@@ -197,7 +197,7 @@ class Rank {
     } else {
       std::vector<warmup::NodeReport> list;
       for (auto& [n, r] : reports) list.push_back(r);
-      findings = warmup::CompareNodes(list);
+      findings = warmup::CompareNodes(list, plan_.waive);
     }
     bool run_collectives = all_here && Worst(findings) != Outcome::kFail;
     json verdict = {{"run_collectives", run_collectives}, {"findings", findings}};
@@ -241,8 +241,7 @@ class Rank {
                plan_, finished, node_names_, "finish the collectives", "warmup.collective", since))
         findings.push_back(std::move(f));
       if (plan_.nnodes > 1) {
-        for (auto& f :
-             warmup::CompareBandwidth(warmup::BandwidthPerNode(results, node_names_)))
+        for (auto& f : warmup::CompareBandwidth(warmup::BandwidthPerNode(results, node_names_)))
           findings.push_back(std::move(f));
       }
     }

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 #include <thread>
 
 #include "common/parse/kmsg.h"
@@ -559,37 +560,60 @@ constexpr Collector kCollectors[] = {
 
 std::span<const Collector> Collectors() { return kCollectors; }
 
+namespace {
+
+// One collector's result, filled by its thread.
+struct Slot {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  CollectorOutcome outcome;
+  double duration_s = 0;
+};
+
+// Throws std::system_error when no thread can be started.
+void StartCollectorThread(std::shared_ptr<Slot> slot, std::shared_ptr<const CaptureContext> ctx,
+                          std::shared_ptr<Bundle> bundle, CollectorFn fn,
+                          Clock::time_point start) {
+  std::thread([slot, ctx, bundle, fn, start] {
+    CollectorOutcome out;
+    try {
+      out = fn(*ctx, *bundle);
+    } catch (const std::exception& e) {
+      out.status = "error";
+      out.error = std::string("internal error: ") + e.what();
+    }
+    std::lock_guard lock(slot->mu);
+    slot->outcome = std::move(out);
+    slot->duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+    slot->done = true;
+    slot->cv.notify_all();
+  }).detach();
+}
+
+}  // namespace
+
 nlohmann::json RunCollectors(std::span<const Collector> collectors,
                              std::shared_ptr<const CaptureContext> ctx,
                              std::shared_ptr<Bundle> bundle) {
-  struct Slot {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    CollectorOutcome outcome;
-    double duration_s = 0;
-  };
   std::vector<std::shared_ptr<Slot>> slots;
   const auto start = Clock::now();
   for (const Collector& c : collectors) {
     auto slot = std::make_shared<Slot>();
     slots.push_back(slot);
     // Detached: a collector stuck past its deadline must not hold the capture; everything it uses
-    // is shared_ptr-owned, and the closed bundle refuses its late writes.
-    std::thread([slot, ctx, bundle, fn = c.fn, start] {
-      CollectorOutcome out;
-      try {
-        out = fn(*ctx, *bundle);
-      } catch (const std::exception& e) {
-        out.status = "error";
-        out.error = std::string("internal error: ") + e.what();
-      }
+    // is shared_ptr-owned, and the closed bundle refuses its late writes. A thread that cannot
+    // start (ulimit -u, the cgroup's pids.max: the job may have used them all) costs only this
+    // collector: the capture, the stop and the sweep go on.
+    try {
+      StartCollectorThread(slot, ctx, bundle, c.fn, start);
+    } catch (const std::system_error& e) {
       std::lock_guard lock(slot->mu);
-      slot->outcome = std::move(out);
-      slot->duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+      slot->outcome.status = "error";
+      slot->outcome.error = std::string("cannot start a thread for this collector (") + e.what() +
+                            "): the node is out of processes; check ulimit -u and pids.max";
       slot->done = true;
-      slot->cv.notify_all();
-    }).detach();
+    }
   }
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t i = 0; i < collectors.size(); ++i) {

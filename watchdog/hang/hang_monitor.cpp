@@ -38,6 +38,7 @@ class SupervisorControl final : public JobControl {
   void RequestStop(std::string reason, int exit_status) override {
     s_->RequestStop(std::move(reason), exit_status, "hang detector");
   }
+  watchdog::Clock::time_point LastOutput() const override { return s_->LastOutput(); }
   Result<HelperOutput> RunHelper(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds deadline) override {
     auto r = s_->RunHelper(argv, deadline);
@@ -83,32 +84,6 @@ std::int64_t Ns(Clock::time_point t) {
 
 std::unique_ptr<JobControl> MakeSupervisorControl(watchdog::Supervisor* supervisor) {
   return std::make_unique<SupervisorControl>(supervisor);
-}
-
-std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::string& run_dir,
-                                                                 const Environment& env) {
-  std::vector<std::pair<std::string, std::string>> out;
-  if (run_dir.empty()) return out;
-  auto set_default = [&](const char* name, std::string value) {
-    if (!Lookup(env, name)) out.emplace_back(name, std::move(value));
-  };
-  std::string fr = run_dir + "/fr";
-  mkdir(fr.c_str(), 0700);
-  set_default("SAFE_LAUNCH_HEARTBEAT", run_dir + "/heartbeat");
-  // Flight Recorder records nothing with a zero buffer (the default before torch 2.9); torch
-  // renamed the variables (TORCH_NCCL_TRACE_BUFFER_SIZE -> TORCH_FR_BUFFER_SIZE, ...; 2.9 warns
-  // about the old names), so both spellings are set unless the user or the env plan chose one.
-  if (!Lookup(env, "TORCH_FR_BUFFER_SIZE") && !Lookup(env, "TORCH_NCCL_TRACE_BUFFER_SIZE")) {
-    out.emplace_back("TORCH_FR_BUFFER_SIZE", "2000");
-    out.emplace_back("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
-  }
-  if (!Lookup(env, "TORCH_FR_DUMP_TEMP_FILE") && !Lookup(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
-    out.emplace_back("TORCH_FR_DUMP_TEMP_FILE", fr + "/fr_rank_");
-    out.emplace_back("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr + "/fr_rank_");
-  }
-  set_default("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", fr + "/pipe_");
-  set_default("TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
-  return out;
 }
 
 HangMonitor::HangMonitor(HangOptions options)
@@ -186,12 +161,16 @@ void HangMonitor::OnCandidateLine(int stream, std::string_view line, std::uint64
   }
 }
 
+double HangMonitor::SilentFor(Clock::time_point now) const {
+  auto last = Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load()));
+  if (control_) last = std::max(last, control_->LastOutput());
+  return std::max(0.0, std::chrono::duration<double>(now - last).count());
+}
+
 void HangMonitor::OnTick(Clock::time_point now) {
   if (captured_.load()) return;
   if (pending_.load() == 0 && options_.stall_timeout_s > 0) {
-    double since = std::chrono::duration<double>(
-                       now - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load())))
-                       .count();
+    double since = SilentFor(now);
     stall_source_ = "output";
     if (!options_.heartbeat_path.empty()) {
       if (now - last_heartbeat_check_ >= std::chrono::seconds(1)) {
@@ -215,8 +194,8 @@ void HangMonitor::OnTick(Clock::time_point now) {
       }
     }
     if (since >= options_.stall_timeout_s) {
-      pending_ =
-          static_cast<int>(stall_source_ == "heartbeat" ? diagnose::Trigger::kHeartbeat : diagnose::Trigger::kStall);
+      pending_ = static_cast<int>(stall_source_ == "heartbeat" ? diagnose::Trigger::kHeartbeat
+                                                               : diagnose::Trigger::kStall);
     }
   }
   int p = pending_.load();
@@ -285,16 +264,14 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
   ctx->ras = ras.ok() ? *ras : RasAddress{};
   ctx->evidence = evidence_;
   ctx->evidence_mu = evidence_mu_;
-  ctx->matcher = std::shared_ptr<const diagnose::LineMatcher>(&matcher_, [](const diagnose::LineMatcher*) {});
+  ctx->matcher =
+      std::shared_ptr<const diagnose::LineMatcher>(&matcher_, [](const diagnose::LineMatcher*) {});
 
   diagnose::JobTiming timing;
   timing.host = options_.host;
   const auto at = detected_at_ == Clock::time_point{} ? t0 : detected_at_;
   timing.since_start_s = std::chrono::duration<double>(at - start_).count();
-  timing.since_progress_s =
-      std::chrono::duration<double>(
-          at - Clock::time_point(std::chrono::nanoseconds(last_output_ns_.load())))
-          .count();
+  timing.since_progress_s = SilentFor(at);
   if (trigger == diagnose::Trigger::kHeartbeat && heartbeat_mtime_ns_) {
     auto wall_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
@@ -337,8 +314,8 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
       std::shared_ptr<Bundle> bundle(std::move(created).value().release(),
                                      [redactor](Bundle* b) { delete b; });
       info.path = bundle->partial_dir();
-      log::Warn("{} detected ({}); capturing diagnostics into {}", kind, diagnose::TriggerName(trigger),
-                bundle->final_dir());
+      log::Warn("{} detected ({}); capturing diagnostics into {}", kind,
+                diagnose::TriggerName(trigger), bundle->final_dir());
       auto collectors = RunCollectors(Collectors(), ctx, bundle);
       auto [v, j, md] = decide();
       info.verdict = v;

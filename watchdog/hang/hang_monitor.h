@@ -18,10 +18,10 @@
 
 #include "common/environment.h"
 #include "common/result.h"
-#include "watchdog/hang/collectors.h"
-#include "watchdog/hang/ras_client.h"
 #include "diagnose/signatures.h"
 #include "diagnose/verdict.h"
+#include "watchdog/hang/collectors.h"
+#include "watchdog/hang/ras_client.h"
 #include "watchdog/supervisor.h"
 
 namespace sl::hang {
@@ -54,6 +54,10 @@ class JobControl {
   virtual void RequestStop(std::string reason, int exit_status) = 0;
   virtual Result<HelperOutput> RunHelper(const std::vector<std::string>& argv,
                                          std::chrono::milliseconds deadline) = 0;
+  /// When the job was last heard from as the supervisor measures it (bytes read from its
+  /// pipes; "now" while safe-launch's own stdout is blocked; re-armed after safe-launch was
+  /// stopped). The epoch when unknown: then only the output the monitor saw counts.
+  virtual watchdog::Clock::time_point LastOutput() const { return {}; }
 };
 
 /// JobControl backed by the real Supervisor.
@@ -69,13 +73,6 @@ struct BundleInfo {
   diagnose::Verdict verdict;
   double capture_s = 0;  ///< detection to complete bundle
 };
-
-/// Environment additions safe-launch makes for the job so evidence exists when it hangs:
-/// SAFE_LAUNCH_HEARTBEAT, Flight Recorder buffer/dump/pipe paths in <run_dir>/fr/ (new and
-/// pre-2.5 names), TORCH_NCCL_DUMP_ON_TIMEOUT=1. Variables the user already set are left alone.
-/// Creates <run_dir>/fr (0700).
-std::vector<std::pair<std::string, std::string>> HangEnvironment(const std::string& run_dir,
-                                                                 const Environment& env);
 
 class HangMonitor {
  public:
@@ -101,6 +98,9 @@ class HangMonitor {
  private:
   void OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
                        watchdog::Clock::time_point t);
+  /// Seconds the job has been silent at `now`, never negative (a pump may stamp a read after
+  /// the tick took `now`).
+  double SilentFor(watchdog::Clock::time_point now) const;
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;

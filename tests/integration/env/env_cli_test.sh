@@ -208,6 +208,33 @@ lint)
   "$SL" preflight --only env.nccl --sysroot "$FIX/ib-healthy" >"$T/out" 2>&1
   check "the environment env exports passes env.nccl" test $? -eq 0
   ;;
+conf)
+  # An admin's /etc/nccl.conf (here in a copy of a fixture tree) is a source of the plan: its
+  # values are kept, shown with file:line, and not exported over (NCCL reads the file itself,
+  # under the environment, so an export would silently override it).
+  need_fixture ib-healthy
+  cp -a "$FIX/ib-healthy" "$T/node"
+  mkdir -p "$T/node/etc"
+  printf '# site settings\nNCCL_IB_HCA=mlx5_0:1\nNCCL_IB_TIMEOUT=22\n' >"$T/node/etc/nccl.conf"
+  out=$(eval_env NCCL_IB_HCA NCCL_IB_TIMEOUT -- --sysroot "$T/node" "${V[@]}")
+  echo "$out"
+  check "the recipe does not export NCCL_IB_HCA over /etc/nccl.conf" grep -qx 'NCCL_IB_HCA=<unset>' <<<"$out"
+  check "a conf-only variable is not exported either" grep -qx 'NCCL_IB_TIMEOUT=<unset>' <<<"$out"
+  "$SL" env --sysroot "$T/node" "${V[@]}" >"$T/sh" 2>&1
+  check "the sh output says where NCCL_IB_HCA comes from" grep -q '^# NCCL_IB_HCA from /etc/nccl.conf:2' "$T/sh"
+  "$SL" env --sysroot "$T/node" "${V[@]}" --explain >"$T/explain" 2>&1
+  check "--explain shows the conf source" grep -q 'nccl.conf *\/etc\/nccl.conf:2' "$T/explain"
+  "$SL" env --sysroot "$T/node" "${V[@]}" --format json >"$T/json" 2>&1
+  check "JSON source nccl.conf with the recipe's value beside it" python3 -c '
+import json, sys
+e = {x["name"]: x for x in json.load(open(sys.argv[1]))["entries"]}
+h = e["NCCL_IB_HCA"]
+assert h["source"] == "nccl.conf" and h["origin"] == "/etc/nccl.conf:2", h
+assert h["value"] == "mlx5_0:1" and h["recipe_value"].startswith("="), h
+assert e["NCCL_IB_TIMEOUT"]["source"] == "nccl.conf"' "$T/json"
+  out=$(NCCL_IB_HCA='=mlx5_1:1' eval_env NCCL_IB_HCA -- --sysroot "$T/node" "${V[@]}")
+  check "the environment still wins over the file" grep -qx 'NCCL_IB_HCA==mlx5_1:1' <<<"$out"
+  ;;
 *)
   echo "unknown case $CASE"
   exit 2

@@ -4,8 +4,10 @@ torchrun (Debian's torch 1.13, Gloo), the helper child replaying real torch 2.11
 usage: hang_test.py SAFE_LAUNCH SL_TEST_CHILD SOURCE_DIR [unittest args, e.g. -k stall]
 """
 import glob
+import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -195,7 +197,12 @@ class HangTest(unittest.TestCase):
                                                 "fake_fr_ranks.py"),
                fixture("watchdog_timeout.torchrun.txt"), self.mark]
         t0 = time.time()
-        r = self.sl(job, ["--kill-grace", "3"])
+        # The fake ranks play a torch >= 2.9 (new variable names, dump pipe); the plan follows the
+        # torch this machine has (1.13, which reads neither), so name them as a user of a modern
+        # torch would see them from the plan.
+        env = dict(os.environ, TORCH_FR_DUMP_TEMP_FILE=self.run_dir() + "/fr_rank_",
+                   TORCH_NCCL_DEBUG_INFO_PIPE_FILE=self.run_dir() + "/frpipe_")
+        r = self.sl(job, ["--kill-grace", "3"], env=env)
         self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
         self.assertTrue(wait_gone(self.mark))
         bundle, summary, manifest = self.one_bundle(r)
@@ -241,6 +248,92 @@ class HangTest(unittest.TestCase):
         _, summary, _ = self.one_bundle(r)
         self.assertEqual(summary["trigger"], "heartbeat")
         self.assertEqual(summary["stall_source"], "heartbeat")
+
+    # ---- silence is the job's, not ours ---------------------------------------------------------
+
+    def test_a_slow_consumer_of_our_stdout_is_not_taken_for_a_stalled_job(self):
+        # `safe-launch ... | (sleep 6; md5sum)`: the job writes 8 MiB at once; our stdout blocks
+        # for 6 s, so the pump cannot read and the job's writes block. Not a hang of the job.
+        n = 8 * 1024 * 1024
+        consumer = subprocess.Popen(["/bin/sh", "-c", "sleep 6; exec md5sum"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        r = subprocess.run([SL, "--no-preflight", "--no-warmup", "--run-dir", self.run_dir(),
+                            "--stall-timeout", "2", "--", CHILD, self.mark, "write", str(n)],
+                           stdout=consumer.stdin, stderr=subprocess.PIPE, timeout=120)
+        consumer.stdin.close()
+        digest = consumer.stdout.read().decode().split()[0]
+        consumer.wait(timeout=60)
+        expected = subprocess.run([CHILD, "write", str(n)], capture_output=True).stdout
+        self.assertEqual(r.returncode, 0, r.stderr.decode()[-3000:])
+        self.assertEqual(self.bundles(), [])
+        self.assertEqual(digest, hashlib.md5(expected).hexdigest())
+
+    def test_a_stopped_and_resumed_node_re_arms_the_stall_clock(self):
+        # A paused VM stops safe-launch and the job alike; after the resume the job goes on
+        # printing. The time nobody ran is nobody's silence.
+        lines = os.path.join(self.tmp, "lines.txt")
+        with open(lines, "w") as f:
+            f.write("".join(f"step {i}\n" for i in range(40)))
+        proc = subprocess.Popen([SL, "--no-preflight", "--no-warmup", "--run-dir", self.run_dir(),
+                                 "--stall-timeout", "2", "--", CHILD, self.mark, "replay", lines,
+                                 "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        end = time.time() + 10
+        while not pids_with(self.mark) and time.time() < end:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        job = [p for p in pids_with(self.mark) if p != proc.pid]
+        self.assertTrue(job)
+        for p in job:
+            os.kill(p, signal.SIGSTOP)
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(4.0)  # twice the stall timeout
+        os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.3)
+        for p in job:
+            os.kill(p, signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err.decode()[-3000:])
+        self.assertIn(b"step 39", out)
+        self.assertEqual(self.bundles(), [])
+        with open(os.path.join(self.run_dir(), "status.json")) as f:
+            self.assertIn("re-armed", json.dumps(json.load(f)["events"]))
+
+    # ---- capture when the node is out of processes -------------------------------------------
+
+    def test_process_exhaustion_during_capture_degrades_collectors_and_still_stops(self):
+        # RLIMIT_NPROC counts threads too, but not for root: run safe-launch as a uid of its own
+        # with room for itself, its two pumps and the job's two processes, plus one spare.
+        if os.geteuid() != 0:
+            self.skipTest("needs root to switch to a uid of its own")
+        uid = 40000 + os.getpid() % 20000
+        os.chmod(self.tmp, 0o755)
+        runs = os.path.join(self.tmp, "runs")
+        os.mkdir(runs)
+        os.chown(runs, uid, uid)
+        run_dir = os.path.join(runs, "run")
+
+        def limited():
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            resource.setrlimit(resource.RLIMIT_NPROC, (6, 6))
+        r = subprocess.run([SL, "--no-preflight", "--no-warmup", "--run-dir", run_dir,
+                            "--stall-timeout", "1", "--kill-grace", "1", "--", CHILD, self.mark,
+                            "setsid-grandchild"], preexec_fn=limited, capture_output=True,
+                           timeout=120, cwd=self.tmp)
+        self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
+        self.assertTrue(wait_gone(self.mark, 5.0), pids_with(self.mark))
+        bundles = self.bundles(run_dir=run_dir)
+        self.assertEqual(len(bundles), 1, r.stderr.decode()[-3000:])
+        with open(os.path.join(bundles[0], "manifest.json")) as f:
+            manifest = json.load(f)
+        degraded = [c["id"] for c in manifest["collectors"]
+                    if "cannot start a thread" in c.get("error", "")]
+        self.assertTrue(degraded, manifest["collectors"])
+        with open(os.path.join(run_dir, "status.json")) as f:
+            st = json.load(f)
+        self.assertEqual(st["stop"]["requested_by"], "hang detector")
+        self.assertEqual(len(st["swept_pids"]), 1)  # the setsid'd grandchild
 
     # ---- capture under a full / read-only run directory -----------------------------------------
 

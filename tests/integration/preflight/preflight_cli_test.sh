@@ -28,6 +28,17 @@ expect_rc "--list exits 0" 0 "$SL" preflight --list
 expect_grep "--list names every check" "^ib\.gid " /tmp/sl-pf-out.$$
 n=$(wc -l </tmp/sl-pf-out.$$)
 [ "$n" -ge 14 ] && ok "--list has 14+ checks" || bad "--list has $n checks"
+expect_grep "--list names the warm-up comparisons after the checks" "^warmup\.consistency\.mtu " /tmp/sl-pf-out.$$
+nw=$(grep -c '^warmup\.' /tmp/sl-pf-out.$$)
+[ "$nw" = 13 ] && ok "--list has the 13 warm-up comparisons" || bad "--list has $nw warm-up comparisons"
+[ "$(grep -n '^warmup\.' /tmp/sl-pf-out.$$ | head -1 | cut -d: -f1)" -gt "$(grep -n '^net\.ifname ' /tmp/sl-pf-out.$$ | cut -d: -f1)" ] &&
+  ok "--list shows the comparisons after the checks" || bad "--list order"
+expect_rc "run --list exits 0 without a job" 0 "$SL" run --list
+expect_grep "run --list names checks and comparisons" "^warmup\.consistency\.gid " /tmp/sl-pf-out.$$
+expect_rc "run --waive with an unknown id is a usage error" 2 "$SL" run --no-preflight --waive warmup.consistency.mut -- true
+expect_grep "the unknown --waive id is named with the nearest one" "unknown check id 'warmup.consistency.mut'.*did you mean 'warmup.consistency.mtu'" /tmp/sl-pf-err.$$
+expect_rc "preflight --waive of a warm-up comparison is a usage error" 2 "$SL" preflight --waive warmup.consistency.mtu
+expect_grep "it points at run --waive" "safe-launch run --waive" /tmp/sl-pf-err.$$
 
 expect_rc "unknown --only id is a usage error" 2 "$SL" preflight --only ib.gidd
 expect_grep "unknown id suggests the right one" "did you mean 'ib.gid'" /tmp/sl-pf-err.$$

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -273,6 +274,86 @@ class RunTest(unittest.TestCase):
         self.assertEqual(r.returncode, 128 + signal.SIGTERM, r.stderr)
         self.assertFalse(os.path.exists(flag))
         self.assertIn(b"job not started", r.stderr)
+
+    def assert_stopped_before_start(self, proc, sig, phase, t0, grace):
+        """safe-launch ends within 2 s + `grace` of `sig`, with 128+sig and a status.json saying
+        the job was not started because of it."""
+        try:
+            rc = proc.wait(timeout=2.0 + grace + 10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            self.fail(f"safe-launch still running {2.0 + grace + 10:.0f} s after {sig.name}")
+        took = time.time() - t0
+        self.assertEqual(rc, 128 + sig)
+        self.assertLess(took, 2.0 + grace)
+        st = self.status()
+        self.assertEqual(st["state"], "not_started")
+        self.assertEqual(st["exit_status"], 128 + sig)
+        self.assertEqual(st["stop"]["signal_name"], sig.name)
+        self.assertEqual(st["stop"]["phase"], phase)
+        self.assertIn(f"{sig.name} from pid {os.getpid()}", st["stop"]["requested_by"])
+
+    def test_sigterm_during_the_warm_up_ends_safe_launch_within_2_s_plus_grace(self):
+        # A warm-up rank that ignores SIGTERM and never finishes: safe-launch is copied next to
+        # a safe-launch-warmup script (it finds the rank binary next to /proc/self/exe).
+        mark = self.mark()
+        bindir = os.path.join(self.tmp.name, "bin")
+        os.mkdir(bindir)
+        sl_copy = os.path.join(bindir, "safe-launch")
+        shutil.copy(SL, sl_copy)
+        rank = os.path.join(bindir, "safe-launch-warmup")
+        with open(rank, "w") as f:
+            f.write(f"#!/bin/sh\nexec {CHILD} {mark} ignore-term\n")
+        os.chmod(rank, 0o755)
+        flag = os.path.join(self.tmp.name, "job-started")
+        proc = subprocess.Popen(
+            [sl_copy, "--no-preflight", "--run-dir", self.run_dir(), "--warmup", "--nnodes", "1",
+             "--node-rank", "0", "--nproc-per-node", "2", "--warmup-timeout", "100", "--",
+             "/bin/sh", "-c", f"touch {flag}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        end = time.time() + 20
+        while len(pids_with(mark)) < 2 and time.time() < end:
+            time.sleep(0.05)
+        self.assertEqual(len(pids_with(mark)), 2, "the warm-up ranks did not start")
+        time.sleep(0.3)  # let them install their SIG_IGN
+        t0 = time.time()
+        proc.send_signal(signal.SIGTERM)
+        # The ranks ignore TERM: they are killed after the 1 s stop grace.
+        self.assert_stopped_before_start(proc, signal.SIGTERM, "warm-up", t0, grace=1.0)
+        self.assertEqual(self.status()["warmup"]["verdict"], "interrupted")
+        self.assertIn(b"job not started", proc.stderr.read())
+        self.assertFalse(os.path.exists(flag))
+        self.assertTrue(wait_gone(mark, 2.0), pids_with(mark))
+
+    def test_sigint_during_the_version_probe_ends_safe_launch_within_2_s_plus_grace(self):
+        # The probe runs /usr/bin/python3 to read sys.path; a sitecustomize on PYTHONPATH makes
+        # it hang (as on a stuck file system). An empty cache dir forces the probe to run.
+        site = os.path.join(self.tmp.name, "site")
+        os.mkdir(site)
+        started = os.path.join(self.tmp.name, "probe-pid")
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write(f"import os, time\nopen({started!r} + '.tmp', 'w').write(str(os.getpid()))\n"
+                    f"os.rename({started!r} + '.tmp', {started!r})\ntime.sleep(100)\n")
+        env = dict(os.environ, PYTHONPATH=site,
+                   XDG_CACHE_HOME=os.path.join(self.tmp.name, "cache"))
+        flag = os.path.join(self.tmp.name, "job-started")
+        proc = subprocess.Popen([SL, "--no-preflight", "--no-warmup", "--run-dir", self.run_dir(),
+                                 "--", "/bin/sh", "-c", f"touch {flag}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        end = time.time() + 20
+        while not os.path.exists(started) and time.time() < end:
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(started), "the version probe did not start")
+        probe = int(open(started).read())
+        t0 = time.time()
+        proc.send_signal(signal.SIGINT)
+        self.assert_stopped_before_start(proc, signal.SIGINT, "environment plan", t0, grace=1.0)
+        self.assertFalse(os.path.exists(flag))
+        end = time.time() + 2
+        while os.path.exists(f"/proc/{probe}") and time.time() < end:
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists(f"/proc/{probe}"), "the probe's python is still running")
 
     # ---- output -------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 # Two "nodes" = two real safe-launch processes, each with its own --sysroot fixture and 2 local
 # warm-up ranks (real libtorch Gloo), on loopback or in two network namespaces joined by a veth
 # pair. Usage: warmup_pair.sh CASE SAFE_LAUNCH FIXTURES_DIR
-#   healthy | mtu | hca | missing | no-node0 | usage | no-binary | torchrun | netns-healthy |
+#   healthy | mtu | mtu-waived | mtu-waived-recipe | hca | missing | no-node0 | usage | no-binary | torchrun | netns-healthy |
 #   netns-mtu
 set -u
 CASE=$1
@@ -132,6 +132,28 @@ case "$CASE" in
     run_node 1 "$FX/roce-mtu1500" roce-b $(pair_args 1) -- true
     wait_all
     check_mtu_fail
+    ;;
+  mtu-waived)
+    # The same mismatch, waived on the command line: reported as waived, the job starts.
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) --waive warmup.consistency.mtu -- true
+    run_node 1 "$FX/roce-mtu1500" roce-b $(pair_args 1) --waive warmup.consistency.mtu -- true
+    wait_all
+    [ "${RCS[0]}" = 0 ] || fail "node 0 exited ${RCS[0]}, expected 0"
+    [ "${RCS[1]}" = 0 ] || fail "node 1 exited ${RCS[1]}, expected 0"
+    for n in 0 1; do expect_in "$WORK/n$n.out" "warm-up passed"; done
+    expect_in "$WORK/n0.out" "waived warmup.consistency.mtu"
+    [ "$(json "$WORK/n0/warmup.json" '[f["waived"] for f in d["findings"] if f["check"]=="warmup.consistency.mtu"][0]')" = True ] ||
+      fail "warmup.json does not mark the MTU finding waived"
+    ;;
+  mtu-waived-recipe)
+    # The waiver from a recipe file instead of the command line.
+    printf 'description = "waives the MTU comparison"\nwaive = ["warmup.consistency.mtu"]\n' > "$WORK/waive.toml"
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) --recipe "$WORK/waive.toml" -- true
+    run_node 1 "$FX/roce-mtu1500" roce-b $(pair_args 1) --recipe "$WORK/waive.toml" -- true
+    wait_all
+    [ "${RCS[0]}" = 0 ] || fail "node 0 exited ${RCS[0]}, expected 0"
+    [ "${RCS[1]}" = 0 ] || fail "node 1 exited ${RCS[1]}, expected 0"
+    expect_in "$WORK/n0.out" "waived warmup.consistency.mtu"
     ;;
   hca)
     # Node 1 lost an HCA: a copy of the fixture without mlx5_1.

@@ -290,3 +290,68 @@ TEST_CASE("explain text lists each entry with source, origin and reason") {
   CHECK_THAT(t, Catch::Contains("    why       "));
   CHECK_THAT(t, Catch::Contains("FAIL NCCL_IB_DISABLE=1"));
 }
+
+TEST_CASE("a recipe without Flight Recorder settings still gets what the hang capture needs") {
+  // A site recipe that sets only NCCL_DEBUG: the plan adds the heartbeat and Flight Recorder
+  // variables itself (origin "safe-launch (hang capture)") and keeps a user's own pipe path.
+  auto r = ParseRecipe("[env]\nNCCL_DEBUG = \"WARN\"\n", "/site/mine.toml",
+                       [](std::string_view) -> Result<Recipe> { return MakeError("no parent"); });
+  REQUIRE(r.ok());
+  Environment env{{"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "/mine/pipe_"}};
+  auto p = Resolve(*r, env, testing::IbNode(), Modern(), "/runs/job1/gpu01");
+  REQUIRE(p.ok());
+  const PlanEntry* hb = p->Find("SAFE_LAUNCH_HEARTBEAT");
+  REQUIRE(hb != nullptr);
+  CHECK(hb->value == "/runs/job1/gpu01/heartbeat");
+  CHECK(hb->origin == "safe-launch (hang capture)");
+  REQUIRE(p->Find("TORCH_FR_DUMP_TEMP_FILE") != nullptr);
+  CHECK(p->Find("TORCH_FR_DUMP_TEMP_FILE")->value == "/runs/job1/gpu01/fr_rank_");
+  REQUIRE(p->Find("TORCH_FR_BUFFER_SIZE") != nullptr);
+  CHECK(p->Find("TORCH_NCCL_DUMP_ON_TIMEOUT")->value == "1");
+  const PlanEntry* pipe = p->Find("TORCH_NCCL_DEBUG_INFO_PIPE_FILE");
+  REQUIRE(pipe != nullptr);
+  CHECK(pipe->value == "/mine/pipe_");
+  CHECK(pipe->source == Source::kUser);
+  // Applied, the job environment has every one of them: nothing is added behind the plan's back.
+  Environment job = ApplyPlan(*p, env);
+  CHECK(job.at("SAFE_LAUNCH_HEARTBEAT") == "/runs/job1/gpu01/heartbeat");
+}
+
+TEST_CASE("the default recipe's Flight Recorder paths are the ones the hang capture uses") {
+  Plan p = MustResolve("default", {}, testing::IbNode());
+  CHECK(p.Find("TORCH_FR_DUMP_TEMP_FILE")->origin != "safe-launch (hang capture)");
+  CHECK(p.Find("TORCH_NCCL_DEBUG_INFO_PIPE_FILE")->value == "/runs/job1/gpu01/frpipe_");
+  REQUIRE(p.Find("SAFE_LAUNCH_HEARTBEAT") != nullptr);
+  // torch < 2.9 reads the old names: the capture rows follow NameFor like recipe rows.
+  Versions old = Modern();
+  old.torch = Version{2, 4, 0};
+  Plan q = MustResolve("default", {}, testing::IbNode(), old);
+  CHECK(q.Find("TORCH_NCCL_TRACE_BUFFER_SIZE") != nullptr);
+  CHECK(q.Find("TORCH_FR_BUFFER_SIZE") == nullptr);
+}
+
+TEST_CASE("an NCCL configuration file value is kept, not exported, and judged for conflicts") {
+  nccl::ConfFiles conf;
+  conf.values.push_back({"NCCL_IB_HCA", "=mlx5_42", "/etc/nccl.conf:2"});
+  auto r = LoadRecipe("infiniband");
+  REQUIRE(r.ok());
+  auto p = Resolve(*r, {}, testing::IbNode(), Modern(), "/runs/job1/gpu01", conf);
+  REQUIRE(p.ok());
+  const PlanEntry* hca = p->Find("NCCL_IB_HCA");
+  REQUIRE(hca != nullptr);
+  CHECK(hca->source == Source::kConfFile);
+  CHECK(hca->origin == "/etc/nccl.conf:2");
+  CHECK_FALSE(hca->recipe_value.empty());
+  Environment job = ApplyPlan(*p, {});
+  CHECK(job.count("NCCL_IB_HCA") == 0);
+  CHECK_THAT(PlanToShell(*p), !Catch::Contains("export NCCL_IB_HCA="));
+  // The admin's value names a port this node lacks: NCCL will use it, so it is a conflict.
+  bool conflict = false;
+  for (const auto& c : p->conflicts) conflict |= c.name == "NCCL_IB_HCA";
+  CHECK(conflict);
+  // The user's environment overrides the file (as in NCCL), and the plan says so.
+  auto q = Resolve(*r, {{"NCCL_IB_HCA", "=mlx5_0"}}, testing::IbNode(), Modern(), "/r", conf);
+  REQUIRE(q.ok());
+  CHECK(q->Find("NCCL_IB_HCA")->source == Source::kUser);
+  CHECK_THAT(q->Find("NCCL_IB_HCA")->reason, Catch::Contains("overrides /etc/nccl.conf:2"));
+}

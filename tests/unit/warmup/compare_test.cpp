@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
 using sl::Finding;
 using sl::Outcome;
@@ -238,4 +239,59 @@ TEST_CASE("similar bandwidth on all nodes passes") {
   auto fs = CompareBandwidth({{0, "node 0", 20.0}, {1, "node 1", 15.0}});
   REQUIRE(fs.size() == 1);
   CHECK(fs[0].outcome == Outcome::kPass);
+}
+
+TEST_CASE("the comparisons table has 13 rows with unique warmup ids and summaries") {
+  std::set<std::string> ids;
+  for (const auto& c : sl::warmup::Comparisons()) {
+    CHECK(std::string(c.id).rfind("warmup.", 0) == 0);
+    CHECK(std::string(c.summary).size() > 10);
+    CHECK(c.run != nullptr);
+    ids.insert(c.id);
+  }
+  CHECK(sl::warmup::Comparisons().size() == 13);
+  CHECK(ids.size() == 13);
+}
+
+TEST_CASE("every finding of a mismatch carries the id of a table row") {
+  auto b = Node(1, "b");
+  b.facts.ib_ports = {RocePort("mlx5_0", 1500, 200)};
+  b.facts.gpus.pop_back();
+  b.facts.nvidia_driver = "570.0";
+  b.facts.nofile_soft = 1024;
+  b.nccl_version = "2.21.5";
+  b.env["NCCL_ALGO"] = "Ring";
+  auto fs = CompareNodes({Node(0, "a"), b});
+  std::set<std::string> ids;
+  for (const auto& c : sl::warmup::Comparisons()) ids.insert(c.id);
+  REQUIRE(fs.size() >= 7);
+  for (const auto& f : fs) CHECK(ids.count(f.check_id) == 1);
+}
+
+TEST_CASE("a waived comparison's mismatch is marked waived and no longer fails") {
+  auto b = Node(1, "b");
+  b.facts.ib_ports = {RocePort("mlx5_0", 1500), RocePort("mlx5_1", 1500)};
+  auto plain = CompareNodes({Node(0, "a"), b});
+  CHECK(sl::Worst(plain) == Outcome::kFail);
+  auto fs = CompareNodes({Node(0, "a"), b}, {"warmup.consistency.mtu"});
+  auto mtu = Fails(fs, "warmup.consistency.mtu");
+  REQUIRE(mtu.size() == 2);
+  for (const auto& f : mtu) {
+    CHECK(f.waived);
+    CHECK(f.outcome == Outcome::kFail);  // the decision stays visible, it just does not count
+  }
+  CHECK(sl::Worst(fs) == Outcome::kPass);
+}
+
+TEST_CASE("a waiver names only its comparison; a group prefix waives them all") {
+  auto b = Node(1, "b");
+  b.facts.ib_ports = {RocePort("mlx5_0", 1500), RocePort("mlx5_1", 1500)};
+  b.nccl_version = "2.21.5";
+  auto fs = CompareNodes({Node(0, "a"), b}, {"warmup.consistency.mtu"});
+  auto nccl = Fails(fs, "warmup.consistency.nccl_version");
+  REQUIRE(nccl.size() == 1);
+  CHECK_FALSE(nccl[0].waived);
+  CHECK(sl::Worst(fs) == Outcome::kFail);
+  CHECK(sl::Worst(CompareNodes({Node(0, "a"), b}, {"warmup.consistency"})) == Outcome::kPass);
+  CHECK(sl::Worst(CompareNodes({Node(0, "a"), b}, {"warmup"})) == Outcome::kPass);
 }

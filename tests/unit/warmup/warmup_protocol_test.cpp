@@ -1,6 +1,6 @@
-#include "warmup/protocol.h"
-
 #include <catch2/catch.hpp>
+
+#include "warmup/protocol.h"
 
 using sl::Outcome;
 using sl::warmup::BandwidthPerNode;
@@ -87,4 +87,22 @@ TEST_CASE("a plan survives a JSON round trip") {
 TEST_CASE("the source address towards loopback is loopback; an unresolvable host gives none") {
   CHECK(sl::warmup::SourceAddressFor("127.0.0.1", 29500) == "127.0.0.1");
   CHECK(sl::warmup::SourceAddressFor("no-such-host.invalid", 29500).empty());
+}
+
+TEST_CASE("the plan carries the comparison waivers to the warm-up ranks") {
+  WarmupPlan plan;
+  plan.waive = {"warmup.consistency.mtu", "warmup.consistency.env"};
+  auto back = nlohmann::json(plan).get<WarmupPlan>();
+  CHECK(back.waive == plan.waive);
+  CHECK(nlohmann::json::object().get<WarmupPlan>().waive.empty());
+}
+
+TEST_CASE("node 0's details show a waived finding as waived, without its fix") {
+  sl::Finding f = sl::MakeFinding("warmup.consistency.mtu", "node 1", Outcome::kFail,
+                                  "the MTU of mlx5_0:1 is 1500 on node 1", "set the same MTU");
+  f.waived = true;
+  nlohmann::json report = {{"verdict", "pass"}, {"findings", {f}}};
+  std::string text = sl::warmup::RenderWarmupReport(report);
+  CHECK(text.find("waived warmup.consistency.mtu") != std::string::npos);
+  CHECK(text.find("fix:") == std::string::npos);
 }

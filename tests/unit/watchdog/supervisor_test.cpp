@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -209,6 +210,17 @@ TEST_CASE("RunHelper kills a helper at its deadline") {
   CHECK(Clock::now() - t0 < 5s);
 }
 
+TEST_CASE("RunHelper of a program that does not exist is an error naming it") {
+  Supervisor sup(Options({"true"}), {});
+  auto h = sup.RunHelper({"sl-no-such-helper-xyz"}, 5s);
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.error().where == "sl-no-such-helper-xyz");
+  CHECK(h.error().message.find("cannot run") != std::string::npos);
+  // The failed child was reaped by RunHelper itself.
+  int st = 0;
+  CHECK(::waitpid(-1, &st, WNOHANG) <= 0);
+}
+
 TEST_CASE("TailLines keeps the last lines of each stream") {
   char path[] = "/tmp/sl-tail-XXXXXX";
   int fd = mkstemp(path);
@@ -224,4 +236,28 @@ TEST_CASE("TailLines keeps the last lines of each stream") {
   CHECK(tail == std::vector<std::string>{"line 497", "line 498", "line 499"});
   CHECK(sup.TailLines(kStderr, 3).empty());
   unlink(path);
+}
+
+TEST_CASE("a hook that throws is logged and the job's own status still comes through") {
+  // nlohmann's dump() throws on invalid UTF-8, a bundle writer on a full disk: whatever a hook
+  // throws must neither end a pump thread (std::terminate, exit 134) nor lose the job's status.
+  std::atomic<int> outputs{0}, exits{0};
+  SupervisorHooks hooks;
+  hooks.on_output = [&](int, std::string_view, Clock::time_point) {
+    ++outputs;
+    throw std::runtime_error("[json.exception.type_error.316] invalid UTF-8 byte");
+  };
+  hooks.on_tick = [](Clock::time_point) { throw 42; };
+  hooks.on_exit = [&](const JobExit&) {
+    ++exits;
+    throw std::runtime_error("no space left");
+  };
+  Supervisor sup(Options({"/bin/sh", "-c", "printf 'NCCL WARN \\377\\n'; sleep 0.1; exit 3"}),
+                 hooks);
+  auto r = sup.Run();
+  REQUIRE(r.ok());
+  CHECK(r->how == JobExit::How::kExited);
+  CHECK(r->exit_status == 3);
+  CHECK(outputs >= 1);
+  CHECK(exits == 1);
 }

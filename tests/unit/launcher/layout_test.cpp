@@ -1,12 +1,33 @@
-#include "warmup/topology.h"
+// The job's layout as `run` builds it: BuildConfig over safe-launch's flags, the launched command
+// and the environment (the local GPU count resolved afterwards, as the warm-up phase does).
+#include "launcher/layout.h"
 
 #include <catch2/catch.hpp>
 
+#include "launcher/config.h"
+
 using sl::Environment;
-using sl::warmup::InferTopology;
-using sl::warmup::TopologyFlags;
-using sl::warmup::TorchrunArguments;
+using sl::launcher::TorchrunArguments;
+using sl::warmup::Topology;
 using Cmd = std::vector<std::string>;
+using Flags = std::vector<std::string>;
+
+namespace {
+
+sl::Result<Topology> InferTopology(const Flags& flags, const Cmd& command, const Environment& env,
+                                   int local_gpus = 0) {
+  Flags argv = flags;
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  auto config = sl::launcher::BuildConfig(argv, env);
+  if (!config.ok()) return config.error();
+  REQUIRE(config->topology);
+  Topology t = *config->topology;
+  if (auto s = sl::launcher::ResolveLocalGpus(&t, local_gpus); !s.ok()) return s.error();
+  return t;
+}
+
+}  // namespace
 
 TEST_CASE("torchrun dashed arguments give nodes, rank, ranks per node and the endpoint") {
   Cmd cmd = {"torchrun", "--nnodes=4",    "--nproc-per-node",
@@ -66,12 +87,9 @@ TEST_CASE("IPv6 endpoints in brackets keep the address whole") {
 }
 
 TEST_CASE("explicit safe-launch flags win over torchrun and Slurm") {
-  TopologyFlags f;
-  f.nnodes = 3;
-  f.node_rank = 2;
-  f.nproc_per_node = 2;
-  f.rendezvous = "10.1.1.1:4000";
-  f.warmup_port = 5000;
+  Flags f = {"--nnodes",         "3",   "--node-rank",  "2",
+             "--nproc-per-node", "2",   "--rendezvous", "10.1.1.1:4000",
+             "--warmup-port",    "5000"};
   Environment env = {
       {"SLURM_NNODES", "8"}, {"SLURM_NODEID", "5"}, {"SLURM_JOB_NODELIST", "n[1-8]"}};
   auto t = InferTopology(f, {"torchrun", "--nnodes=4", "--nproc-per-node=8", "x.py"}, env);
@@ -177,8 +195,7 @@ TEST_CASE("garbage values are errors naming where they came from") {
   auto s = InferTopology({}, {"x"}, {{"SLURM_NNODES", "two"}});
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().where == "SLURM_NNODES");
-  TopologyFlags f;
-  f.rendezvous = "host:99999";
+  Flags f = {"--rendezvous", "host:99999"};
   auto r = InferTopology(f, {"x"}, {});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().where == "--rendezvous");
@@ -191,8 +208,7 @@ TEST_CASE("nproc-per-node=gpu without GPUs asks for an explicit count") {
 }
 
 TEST_CASE("the warm-up port is the rendezvous port plus one and must stay in range") {
-  TopologyFlags f;
-  f.rendezvous = "h:65535";
+  Flags f = {"--rendezvous", "h:65535"};
   auto t = InferTopology(f, {"x"}, {});
   REQUIRE_FALSE(t.ok());
   CHECK(t.error().fix.find("--warmup-port") != std::string::npos);

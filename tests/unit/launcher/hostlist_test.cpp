@@ -1,8 +1,8 @@
+#include "launcher/hostlist.h"
+
 #include <catch2/catch.hpp>
 
-#include "warmup/topology.h"
-
-using sl::warmup::ExpandHostlist;
+using sl::launcher::ExpandHostlist;
 using V = std::vector<std::string>;
 
 TEST_CASE("a plain host list splits on commas") {

@@ -1,0 +1,9 @@
+#include "common/json_text.h"
+
+namespace sl {
+
+std::string JsonText(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace sl

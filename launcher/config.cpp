@@ -1,0 +1,176 @@
+#include "launcher/config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/strings.h"
+#include "launcher/run_phases.h"
+#include "preflight/check.h"
+#include "warmup/compare.h"
+
+namespace sl::launcher {
+namespace {
+
+// Each --waive id must name a preflight check or a warm-up comparison (or a group of them).
+CLI::Validator KnownIds() {
+  return CLI::Validator(
+      [](std::string& id) -> std::string {
+        if (IsKnownId(id)) return {};
+        Error e = UnknownIdError(id, "--waive", "safe-launch run --list");
+        return e.message + " (" + e.fix + ")";
+      },
+      "ID");
+}
+
+std::vector<std::string> AllIds() {
+  std::vector<std::string> ids;
+  for (const auto& c : preflight::Registry()) ids.emplace_back(c.id);
+  for (const auto& c : warmup::Comparisons()) ids.emplace_back(c.id);
+  return ids;
+}
+
+void AddWarmupOptions(CLI::App& app, RunFlags* f) {
+  LayoutFlags& l = f->layout;
+  WarmupConfig& w = f->config.warmup;
+  app.add_option("--nnodes", l.nnodes,
+                 "Nodes in the job (default: torchrun's --nnodes, else SLURM_NNODES)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--node-rank", l.node_rank,
+                 "This node's rank (default: torchrun's --node-rank, else SLURM_NODEID)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--nproc-per-node", l.nproc_per_node,
+                 "Ranks (GPUs) per node (default: torchrun's --nproc-per-node, else 1)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--rendezvous", l.rendezvous,
+                 "Node 0's HOST:PORT (default: torchrun's --rdzv-endpoint/--master-addr, else the "
+                 "first host of SLURM_JOB_NODELIST)");
+  app.add_option("--warmup-port", l.warmup_port,
+                 "Port of the warm-up store on node 0 (default: rendezvous port + 1)")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--warmup-timeout", w.timeout_s,
+                 "Seconds the whole warm-up may take on this node (default 120)")
+      ->check(SecondsValidator(0, 86400, /*lo_open=*/true));
+  app.add_flag("--no-warmup", w.skip, "Skip the cross-node warm-up");
+  app.add_flag("--warmup", w.force,
+               "Run the warm-up even for a single-node job (multi-node jobs always run it)");
+  app.add_option("--on-warmup-fail", w.on_fail,
+                 "abort (default: exit 69, job not started) or warn (start anyway)")
+      ->check(CLI::IsMember({"abort", "warn"}));
+  app.add_option("--node-name", w.node_name,
+                 "Name of this node in warm-up messages (default: its host name)");
+  app.add_option("--warmup-backend", w.backend, "auto (NCCL on GPUs, else Gloo), nccl or gloo")
+      ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
+}
+
+}  // namespace
+
+CLI::Validator SecondsValidator(double lo, double hi, bool lo_open) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        auto v = ParseDouble(text);
+        const bool above_lo = v.ok() && (lo_open ? *v > lo : *v >= lo);
+        if (above_lo && *v <= hi) return {};
+        return fmt::format("must be {} {:g} and at most {:g} seconds, got '{}'",
+                           lo_open ? "more than" : "at least", lo, hi, text);
+      },
+      "SECONDS");
+}
+
+bool IsComparisonId(const std::string& id) {
+  for (const auto& c : warmup::Comparisons())
+    if (warmup::IdSelects(id, c.id)) return true;
+  return false;
+}
+
+bool IsKnownId(const std::string& id) {
+  if (IsComparisonId(id)) return true;
+  for (const auto& c : preflight::Registry())
+    if (warmup::IdSelects(id, c.id)) return true;
+  return false;
+}
+
+Error UnknownIdError(const std::string& id, const std::string& flag, const std::string& list_cmd) {
+  std::string hint = ClosestMatch(id, AllIds());
+  return MakeError("unknown check id '" + id + "'", flag,
+                   hint.empty() ? "see `" + list_cmd + "`" : "did you mean '" + hint + "'?");
+}
+
+std::string ListText() {
+  std::size_t width = 15;
+  for (const auto& id : AllIds()) width = std::max(width, id.size());
+  std::string out;
+  for (const auto& c : preflight::Registry())
+    out += fmt::format("{:<{}} {}\n", c.id, width, c.summary);
+  for (const auto& c : warmup::Comparisons())
+    out += fmt::format("{:<{}} {}\n", c.id, width, c.summary);
+  return out;
+}
+
+void AddRunOptions(CLI::App& app, RunFlags* f) {
+  RunConfig& c = f->config;
+  app.add_flag("--no-preflight", c.no_preflight, "Do not run the local preflight");
+  app.add_option("--on-preflight-fail", c.on_preflight_fail,
+                 "abort (default: exit 78, job not started) or warn (start anyway)")
+      ->check(CLI::IsMember({"abort", "warn"}));
+  app.add_option("--waive", f->waive,
+                 "Do not count fail/warn of these preflight check or warm-up comparison ids "
+                 "(see --list)")
+      ->delimiter(',')
+      ->check(KnownIds());
+  app.add_flag("--list", c.list, "List the preflight checks and warm-up comparisons and exit");
+  app.add_option("--run-dir", c.run_dir,
+                 "Run directory (default $SLURM_SUBMIT_DIR or cwd + "
+                 "/safe-launch-runs/<jobid>/<host>)");
+  app.add_option("--kill-grace", c.kill_grace_s,
+                 "Seconds between the first SIGTERM to the job and killing every descendant "
+                 "(default 30)")
+      ->check(SecondsValidator(0, 86400, /*lo_open=*/false));
+  app.add_option("--recipe", c.recipe, "Recipe name or file for the environment plan");
+  app.add_option("--sysroot", c.sysroot,
+                 "Read /sys, /proc, /dev, /etc under DIR for preflight and facts (fixture tree)");
+  app.add_flag("-v,--verbose", c.verbose, "More log lines");
+  AddWarmupOptions(app, f);
+  c.hang = AddHangOptions(app);
+  app.add_option("command", c.command, "The job: everything after --");
+}
+
+Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env) {
+  RunConfig c = flags.config;
+  if (c.list) return c;
+  if (c.command.empty()) {
+    return MakeError(
+        "no command given: put the job after --, e.g. safe-launch -- torchrun "
+        "--nproc-per-node=8 train.py");
+  }
+  for (const auto& id : flags.waive) {
+    if (!IsKnownId(id)) return UnknownIdError(id, "--waive", "safe-launch run --list");
+    (IsComparisonId(id) ? c.warmup.waive : c.waive).push_back(id);
+  }
+  if (c.warmup.skip) return c;
+  auto topology = InferLayout(flags.layout, c.command, env);
+  if (!topology.ok()) {
+    Error e = topology.error();
+    e.message = "cannot tell the job's layout: " + e.message;
+    if (e.fix.find("--no-warmup") == std::string::npos)
+      e.fix += (e.fix.empty() ? "" : "; ") + std::string("or skip the warm-up with --no-warmup");
+    return e;
+  }
+  c.topology = *topology;
+  return c;
+}
+
+Result<RunConfig> BuildConfig(const std::vector<std::string>& argv, const Environment& env) {
+  CLI::App app{"safe-launch run", "run"};
+  RunFlags flags;
+  AddRunOptions(app, &flags);
+  try {
+    // CLI11 takes a vector in reverse order.
+    app.parse(std::vector<std::string>(argv.rbegin(), argv.rend()));
+  } catch (const CLI::ParseError& e) {
+    return MakeError(e.what(), "safe-launch run", "see `safe-launch run --help`");
+  }
+  return ConfigFromFlags(flags, env);
+}
+
+}  // namespace sl::launcher

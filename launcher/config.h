@@ -1,0 +1,81 @@
+#pragma once
+// `safe-launch run`'s configuration: its flags (parsed and validated by CLI11), the job command
+// and the job's layout, built once before any phase starts. Pure: BuildConfig reads only argv
+// and the environment it is given, so every flag and launcher combination is a unit test.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/environment.h"
+#include "common/result.h"
+#include "launcher/layout.h"
+#include "warmup/topology.h"
+
+namespace sl::launcher {
+
+struct HangArgs;  // launcher/run_hang.cpp
+
+/// The warm-up's settings (run_warmup.cpp).
+struct WarmupConfig {
+  bool skip = false;   ///< --no-warmup
+  bool force = false;  ///< --warmup: also for a single-node job
+  double timeout_s = 120;
+  std::string on_fail = "abort";   ///< abort | warn
+  std::string node_name;           ///< "" = the host name
+  std::string backend = "auto";    ///< auto | nccl | gloo
+  std::vector<std::string> waive;  ///< comparison ids (warmup.*) whose mismatches do not fail
+};
+
+/// What `run` needs, decided before anything starts.
+struct RunConfig {
+  std::vector<std::string> command;  ///< the job, everything after --
+  bool list = false;                 ///< --list: print the check and comparison ids, run nothing
+  bool no_preflight = false;
+  std::string on_preflight_fail = "abort";  ///< abort | warn
+  std::string run_dir;
+  double kill_grace_s = 30;
+  std::string recipe;
+  std::string sysroot;
+  bool verbose = false;
+  std::vector<std::string> waive;  ///< preflight check ids (the warm-up's are in warmup.waive)
+  WarmupConfig warmup;
+  /// The job's layout; absent with --no-warmup (nothing else needs it) and with --list.
+  std::optional<warmup::Topology> topology;
+  std::shared_ptr<HangArgs> hang;  ///< --stall-timeout, --on-hang (run_hang.cpp)
+};
+
+/// Where CLI11 stores `run`'s flags before ConfigFromFlags decides the rest.
+struct RunFlags {
+  RunConfig config;
+  LayoutFlags layout;
+  std::vector<std::string> waive;  ///< --waive as given: check and comparison ids mixed
+};
+
+/// Registers every `run` flag on `app`, with CLI11 validators for ranges and choices.
+void AddRunOptions(CLI::App& app, RunFlags* flags);
+
+/// The job command's presence, the --waive split (preflight checks / warm-up comparisons) and
+/// the layout (unless --no-warmup). Errors name the flag, argument or variable and the fix.
+Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env);
+
+/// Parses `argv` (the arguments after `run`) with AddRunOptions, then ConfigFromFlags.
+Result<RunConfig> BuildConfig(const std::vector<std::string>& argv, const Environment& env);
+
+/// Seconds in [lo, hi] (or (lo, hi] when `lo_open`), for --kill-grace, --warmup-timeout,
+/// --stall-timeout. A check lambda rather than CLI::Range, which lets "nan" through (every
+/// comparison with NaN is false).
+CLI::Validator SecondsValidator(double lo, double hi, bool lo_open);
+
+/// True when `id` selects a warm-up comparison (or a group of them).
+bool IsComparisonId(const std::string& id);
+/// True when `id` selects a preflight check or a warm-up comparison (as --waive does).
+bool IsKnownId(const std::string& id);
+/// "unknown check id 'x'" with "did you mean" over both tables; for --waive / --only errors.
+Error UnknownIdError(const std::string& id, const std::string& flag, const std::string& list_cmd);
+
+/// The --list text: every preflight check, then every warm-up comparison, "ID  SUMMARY" a line.
+std::string ListText();
+
+}  // namespace sl::launcher

@@ -1,0 +1,96 @@
+#pragma once
+// The job's layout (node count, node rank, ranks per node, node 0's address) from what each
+// launcher says. One function per launcher turns its arguments or variables into LayoutHints;
+// MergeLayout takes, field by field, the first hint in priority order: safe-launch's own flags,
+// the launched torchrun (and its PET_* defaults), torch.distributed's MASTER_ADDR/MASTER_PORT,
+// then Slurm. Adding a launcher (mpirun's OMPI_COMM_WORLD_*, srun's SLURM_STEP_*) is one more
+// hints function and one more entry in InferLayout's list. Pure: nothing here reads the machine.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/environment.h"
+#include "common/result.h"
+#include "warmup/topology.h"
+
+namespace sl::launcher {
+
+/// One launcher's value for one field of the layout. A value that does not parse is kept as its
+/// Error, which counts only when this hint is the one chosen (a lower-priority source's garbage
+/// does not fail a job whose flags already say everything).
+template <typename T>
+struct Hint {
+  Result<T> value;
+  std::string source;  ///< for messages: "torchrun --nnodes", "SLURM_NODEID", "--rendezvous"
+  std::string text;    ///< the raw value as written
+};
+
+/// Node 0's address; port -1 when the source names only the host.
+struct Endpoint {
+  std::string host;
+  int port = -1;
+};
+
+/// ranks per node = one per local GPU (torchrun --nproc-per-node=gpu|auto).
+inline constexpr int kRanksPerLocalGpu = 0;
+
+/// What one launcher says about the layout; absent fields fall through to the next launcher.
+struct LayoutHints {
+  std::optional<Hint<int>> nnodes;
+  std::optional<Hint<int>> node_rank;
+  std::optional<Hint<int>> nproc_per_node;  ///< kRanksPerLocalGpu: resolved by ResolveLocalGpus
+  std::optional<Hint<Endpoint>> rendezvous;
+  std::optional<Hint<int>> port;  ///< rendezvous port when the chosen endpoint has none
+  std::optional<Hint<std::vector<std::string>>> hosts;  ///< expected host per node rank
+  std::optional<Hint<int>> warmup_port;
+};
+
+/// safe-launch's own layout flags, as CLI11 stored them (0 / -1 / "" = not given; CLI11's
+/// validators have already checked their ranges).
+struct LayoutFlags {
+  int nnodes = 0;
+  int node_rank = -1;
+  int nproc_per_node = 0;
+  std::string rendezvous;  ///< "HOST:PORT", "[v6]:PORT" or "HOST"
+  int warmup_port = 0;
+};
+
+/// --nnodes, --node-rank, --nproc-per-node, --rendezvous, --warmup-port.
+LayoutHints FlagHints(const LayoutFlags& flags);
+/// torchrun / python -m torch.distributed.run|launch in `command`: its arguments, else its
+/// PET_<NAME> environment defaults; --standalone is one node on 127.0.0.1:29400. Empty when
+/// the command is not torchrun.
+LayoutHints TorchrunHints(const std::vector<std::string>& command, const Environment& env);
+/// torch.distributed's env:// rendezvous variables MASTER_ADDR and MASTER_PORT.
+LayoutHints TorchEnvHints(const Environment& env);
+/// Slurm: SLURM_NNODES / SLURM_JOB_NUM_NODES, SLURM_NODEID, SLURM_JOB_NODELIST (node 0 = its
+/// first host). A malformed node list is an error whatever else is given.
+LayoutHints SlurmHints(const Environment& env);
+
+/// The first hint per field, in `by_priority` order; defaults for the rest (1 node, rank 0,
+/// 1 rank per node, 127.0.0.1:29500, warm-up port = rendezvous port + 1); then the consistency
+/// checks. Errors name the source of the bad value and the fix.
+Result<warmup::Topology> MergeLayout(const std::vector<LayoutHints>& by_priority);
+
+/// MergeLayout over flags, torchrun, torch env and Slurm.
+Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
+                                     const std::vector<std::string>& command,
+                                     const Environment& env);
+
+/// Turns ranks-per-local-GPU into the count once the node's GPUs are known; an error naming the
+/// source and --nproc-per-node when there are none.
+Status ResolveLocalGpus(warmup::Topology* topology, int local_gpus);
+
+/// The torchrun arguments found in `command` (torchrun, python -m torch.distributed.run or
+/// torch.distributed.launch), keyed by canonical dashed name ("nnodes", "nproc-per-node", ...);
+/// both spellings ("--nproc_per_node", torch 1.13) and "--x=v" / "--x v" forms are accepted.
+/// Arguments after the training script belong to the script and are ignored.
+std::map<std::string, std::string> TorchrunArguments(const std::vector<std::string>& command);
+
+/// Splits "HOST:PORT" / "[v6addr]:PORT" / "HOST"; port -1 when absent.
+Result<std::pair<std::string, int>> SplitHostPort(std::string_view endpoint, std::string_view what);
+
+}  // namespace sl::launcher

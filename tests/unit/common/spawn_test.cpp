@@ -1,0 +1,193 @@
+// Spawn, RunChild and WaitChildren on real processes (/bin/sh, sleep): exec errors, deadlines
+// and a stop signal ending a wait within one tick.
+#include "common/spawn.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+namespace sl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+SpawnSpec Sh(const std::string& script) {
+  SpawnSpec s;
+  s.argv = {"/bin/sh", "-c", script};
+  s.env = {{"PATH", "/usr/bin:/bin"}};
+  return s;
+}
+
+int Reap(pid_t pid) {
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return st;
+}
+
+// Sends `sig` to this process after `delay` from another thread (the signal is blocked, so it
+// queues for the wait to take).
+std::thread SignalSelfLater(int sig, std::chrono::milliseconds delay) {
+  return std::thread([sig, delay] {
+    std::this_thread::sleep_for(delay);
+    ::kill(::getpid(), sig);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("ExecCandidates searches PATH in order and an empty element means the cwd") {
+  std::string searched;
+  auto c = ExecCandidates("tool", {{"PATH", "/a::/b"}}, &searched);
+  CHECK(searched == "/a::/b");
+  CHECK(c == std::vector<std::string>{"/a/tool", "tool", "/b/tool"});
+  CHECK(ExecCandidates("./x/tool", {{"PATH", "/a"}}, &searched) ==
+        std::vector<std::string>{"./x/tool"});
+  CHECK(searched.empty());
+}
+
+TEST_CASE("Spawn reports a missing command as 127 and a non-executable file as 126") {
+  SpawnSpec missing;
+  missing.argv = {"sl-no-such-command-xyz"};
+  missing.env = {{"PATH", "/nonexistent:/also-not"}};
+  auto a = Spawn(missing);
+  REQUIRE(a.ok());
+  CHECK(a->exec_errno == ENOENT);
+  CHECK(a->ExecExitCode() == 127);
+  CHECK(a->path_searched == "/nonexistent:/also-not");
+  int st = Reap(a->pid);
+  CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 127));
+
+  char tmpl[] = "/tmp/sl-spawn-test-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  ::chmod(tmpl, 0644);
+  SpawnSpec noexec;
+  noexec.argv = {tmpl};
+  auto b = Spawn(noexec);
+  ::unlink(tmpl);
+  REQUIRE(b.ok());
+  CHECK(b->exec_errno == EACCES);
+  CHECK(b->ExecExitCode() == 126);
+  Reap(b->pid);
+}
+
+TEST_CASE("Spawn gives the child exactly the environment asked for and its own process group") {
+  SpawnSpec s = Sh("echo \"$SL_SPAWN_X:$HOME\"; cut -d' ' -f5 /proc/$$/stat; echo $$");
+  s.env["SL_SPAWN_X"] = "42";
+  s.own_process_group = true;
+  auto r = RunChild(s, std::chrono::seconds(10));
+  REQUIRE(r.ok());
+  CHECK(r->exit_status == 0);
+  auto lines = r->output;
+  REQUIRE(lines.find('\n') != std::string::npos);
+  CHECK(lines.substr(0, lines.find('\n')) == "42:");
+  // The process group id equals the child's pid.
+  auto rest = lines.substr(lines.find('\n') + 1);
+  auto pgid = rest.substr(0, rest.find('\n'));
+  auto pid = rest.substr(rest.find('\n') + 1);
+  pid.erase(pid.find_last_not_of('\n') + 1);
+  CHECK(pgid == pid);
+}
+
+TEST_CASE("RunChild returns the exit status and the output, and kills at the deadline") {
+  auto ok = RunChild(Sh("echo hello; exit 3"), std::chrono::seconds(10));
+  REQUIRE(ok.ok());
+  CHECK(ok->output == "hello\n");
+  CHECK(ok->exit_status == 3);
+  CHECK_FALSE(ok->timed_out);
+
+  const auto start = Clock::now();
+  auto slow = RunChild(Sh("exec sleep 30"), std::chrono::milliseconds(300));
+  REQUIRE(slow.ok());
+  CHECK(slow->timed_out);
+  CHECK(slow->exit_status == -1);
+  CHECK(SecondsSince(start) < 2.0);
+}
+
+TEST_CASE("RunChild does not wait for a grandchild that keeps its stdout open") {
+  const auto start = Clock::now();
+  // The shell exits 4 at once; the background sleep holds the pipe open for 3 s more.
+  auto r = RunChild(Sh("sleep 3 & echo started; exit 4"), std::chrono::seconds(20));
+  REQUIRE(r.ok());
+  CHECK(r->output == "started\n");
+  CHECK(r->exit_status == 4);
+  CHECK_FALSE(r->timed_out);
+  CHECK(SecondsSince(start) < 2.0);
+}
+
+TEST_CASE("a SIGTERM during RunChild ends it within a tick and is latched with its sender") {
+  BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
+  ClearStopSignal();
+  const auto start = Clock::now();
+  auto sender = SignalSelfLater(SIGTERM, std::chrono::milliseconds(200));
+  auto r = RunChild(Sh("exec sleep 30"), std::chrono::seconds(60));
+  sender.join();
+  REQUIRE(r.ok());
+  REQUIRE(r->stopped);
+  CHECK(r->stopped->signal == SIGTERM);
+  CHECK(r->stopped->from_pid == ::getpid());
+  CHECK(SecondsSince(start) < 1.5);
+  REQUIRE(StopSignalSeen());
+  CHECK(StopSignalSeen()->signal == SIGTERM);
+  ClearStopSignal();
+}
+
+TEST_CASE("a SIGINT during WaitChildren stops every child: TERM first, KILL after the grace") {
+  BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
+  ClearStopSignal();
+  auto a = Spawn(Sh("exec sleep 30"));
+  auto b = Spawn(Sh("trap '' TERM; while :; do sleep 0.05; done"));
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the trap be set
+  const auto start = Clock::now();
+  auto sender = SignalSelfLater(SIGINT, std::chrono::milliseconds(100));
+  auto w = WaitChildren({a->pid, b->pid}, Clock::now() + std::chrono::seconds(60),
+                        std::chrono::milliseconds(100), std::chrono::milliseconds(500));
+  sender.join();
+  REQUIRE(w.stopped);
+  CHECK(w.stopped->signal == SIGINT);
+  CHECK_FALSE(w.deadline_passed);
+  REQUIRE(w.ends.size() == 2);
+  CHECK(WIFSIGNALED(w.ends[0].wait_status));
+  CHECK(WTERMSIG(w.ends[0].wait_status) == SIGTERM);
+  CHECK_FALSE(w.ends[0].killed);
+  CHECK(w.ends[1].killed);
+  CHECK(WTERMSIG(w.ends[1].wait_status) == SIGKILL);
+  CHECK(SecondsSince(start) < 2.0);
+  ClearStopSignal();
+}
+
+TEST_CASE("WaitChildren kills what is left at the deadline and wakes on SIGCHLD, not the tick") {
+  BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
+  ClearStopSignal();
+  auto quick = Spawn(Sh("exit 5"));
+  REQUIRE(quick.ok());
+  auto start = Clock::now();
+  auto w =
+      WaitChildren({quick->pid}, Clock::now() + std::chrono::seconds(10), std::chrono::seconds(5));
+  CHECK(WEXITSTATUS(w.ends[0].wait_status) == 5);
+  CHECK(SecondsSince(start) < 2.0);  // a 5 s tick: only SIGCHLD can have woken it
+
+  auto slow = Spawn(Sh("exec sleep 30"));
+  REQUIRE(slow.ok());
+  start = Clock::now();
+  w = WaitChildren({slow->pid}, Clock::now() + std::chrono::milliseconds(300));
+  CHECK(w.deadline_passed);
+  CHECK(w.ends[0].killed);
+  CHECK(SecondsSince(start) < 2.0);
+}
+
+}  // namespace sl
