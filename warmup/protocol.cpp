@@ -161,17 +161,14 @@ std::vector<Finding> LayoutFindings(const WarmupPlan& plan,
 std::vector<Finding> ClaimFindings(const WarmupPlan& plan,
                                    const std::map<int, RankClaims>& claims) {
   std::vector<Finding> out;
-  std::map<int, std::vector<std::string>> duplicated;  // node -> distinct claimants
+  // node -> the claims on its most-claimed rank: one entry per process claiming the node.
+  std::map<int, const std::vector<ArrivalRecord>*> duplicated;
   std::map<int, std::string> node_host;
   for (const auto& [rank, c] : claims) {
     int node = plan.NodeOfRank(rank);
     if (!c.valid.empty() && node_host[node].empty()) node_host[node] = c.valid.front().host;
-    if (c.valid.size() > 1) {
-      auto& names = duplicated[node];
-      for (const auto& a : c.valid)
-        if (std::find(names.begin(), names.end(), ClaimantText(a)) == names.end())
-          names.push_back(ClaimantText(a));
-    }
+    auto& most = duplicated[node];
+    if (c.valid.size() > 1 && (most == nullptr || c.valid.size() > most->size())) most = &c.valid;
     for (const auto& why : c.refused) {
       std::string label = NodeLabel(plan, node, node_host[node]);
       Finding f = FailFinding(
@@ -184,7 +181,10 @@ std::vector<Finding> ClaimFindings(const WarmupPlan& plan,
       out.push_back(std::move(f));
     }
   }
-  for (const auto& [node, names] : duplicated) {
+  for (const auto& [node, claimants] : duplicated) {
+    if (claimants == nullptr) continue;
+    std::vector<std::string> names;
+    for (const auto& a : *claimants) names.push_back(ClaimantText(a));
     std::string label = NodeLabel(plan, node, node_host[node]);
     std::string count = names.size() == 2 ? "two" : std::to_string(names.size());
     std::string who = names.size() == 2 ? names[0] + " and " + names[1] : Join(names, ", ");

@@ -97,16 +97,16 @@ Status AuthStore::Set(const std::string& key, std::string_view payload) {
   return inner_.Set(full, SignValue(auth_.key_hex, full, payload));
 }
 
-Result<std::optional<std::string>> AuthStore::Get(const std::string& key) {
+Result<AuthStore::Value> AuthStore::Get(const std::string& key) {
   std::string full = FullKey(key);
   auto has = inner_.Check({full});
   if (!has.ok()) return has.error();
-  if (!*has) return std::optional<std::string>{};
+  if (!*has) return Value{};
   auto v = inner_.Get(full);
   if (!v.ok()) return v.error();
   auto payload = VerifyValue(auth_.key_hex, full, *v);
-  if (!payload.ok()) return payload.error();
-  return std::optional<std::string>{std::move(*payload)};
+  if (!payload.ok()) return Value{Value::State::kRefused, payload.error().message};
+  return Value{Value::State::kValid, std::move(*payload)};
 }
 
 Result<bool> AuthStore::HasAll(const std::vector<std::string>& keys) {

@@ -7,7 +7,6 @@
 // Without a secret the key is derived from the job id alone: that still refuses another job's
 // writes and hand-set plain keys, but not a deliberate impostor, and the launcher warns.
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,9 +52,14 @@ class AuthStore {
   /// "sl-warmup/<job id>/<key>".
   std::string FullKey(const std::string& key) const;
   Status Set(const std::string& key, std::string_view payload);
-  /// nullopt when the key is absent; an Error when it is present without a valid tag (or the
-  /// store failed; both are refusals: the caller names them, it never trusts the value).
-  Result<std::optional<std::string>> Get(const std::string& key);
+  /// A key as read: absent, a payload with a valid tag, or refused (with the reason).
+  struct Value {
+    enum class State { kAbsent, kValid, kRefused } state = State::kAbsent;
+    std::string text;  ///< the payload (kValid) or why it was refused (kRefused)
+  };
+  /// An Error only when the store itself failed; a value without a valid tag is kRefused,
+  /// which the caller names and never trusts.
+  Result<Value> Get(const std::string& key);
   /// True when every key is present (tags are checked by Get, not here); never blocks.
   Result<bool> HasAll(const std::vector<std::string>& keys);
   /// Counters cannot carry a tag (TCPStore adds integers): used only as hints (wake-ups, a

@@ -99,16 +99,17 @@ class Rank {
     auto v = store_->Add(key, 0);
     return v.ok() ? *v : -1;
   }
-  // A tagged value: nullopt while absent or refused (the refusal is kept in `refused`).
+  // A tagged value: nullopt while absent, refused (the reason lands in `refused`) or when the
+  // store cannot be read (a store error is not a refusal: node 0 may simply have gone).
   std::optional<json> GetJson(const std::string& key, std::string* refused = nullptr) {
     auto v = store_->Get(key);
-    if (!v.ok()) {
-      if (refused) *refused = v.error().message;
+    if (!v.ok() || v->state == AuthStore::Value::State::kAbsent) return std::nullopt;
+    if (v->state == AuthStore::Value::State::kRefused) {
+      if (refused) *refused = v->text;
       return std::nullopt;
     }
-    if (!v->has_value()) return std::nullopt;
     try {
-      return json::parse(**v);
+      return json::parse(v->text);
     } catch (const std::exception& e) {
       if (refused) *refused = "'" + store_->FullKey(key) + "' is not JSON: " + e.what();
       return std::nullopt;
@@ -309,11 +310,27 @@ class Rank {
     result_.timings.end = NowMs();
     BuildReport(findings, results, arrivals);
     if (auto s = store_->Set("report", report_.dump()); !s.ok()) return Fail(s.error().Describe());
-    // Keep the store (hosted in this process) up until every other claimant has the report.
-    std::int64_t others = -1;
-    for (const auto& [r, c] : claims_) others += static_cast<std::int64_t>(c.valid.size());
-    PollUntil([&] { return Counter("done") >= others; }, 0);
+    // Keep the store (hosted in this process) up until every other process has the report.
+    PollUntil([&] { return Counter("done") >= ExpectedOthers(); }, 0);
     return 0;
+  }
+
+  // Processes other than this one that will come for the report: every rank of a node whose
+  // layout is known (as many as that node runs, even when it differs from ours, since a
+  // mismatch is named before the slower ones connected), the claimants of the other nodes, and
+  // any second claimant.
+  std::int64_t ExpectedOthers() {
+    ReadClaims();
+    std::map<int, std::int64_t> per_node;  // node -> processes seen or announced
+    for (const auto& [r, c] : claims_)
+      per_node[plan_.NodeOfRank(r)] += static_cast<std::int64_t>(c.valid.size());
+    per_node[plan_.node_rank] =
+        std::max<std::int64_t>(per_node[plan_.node_rank], plan_.nproc_per_node);
+    for (const auto& [n, l] : layouts_)
+      if (n != plan_.node_rank) per_node[n] = std::max<std::int64_t>(per_node[n], l.nproc_per_node);
+    std::int64_t total = 0;
+    for (const auto& [n, count] : per_node) total += count;
+    return total - 1;
   }
 
   // Waits for every rank's result, then believes only tagged results that fit the layout.
@@ -406,11 +423,13 @@ class Rank {
   int Follow() {
     std::string refused;
     auto verdict = AwaitTagged("verdict", &refused);
+    if (!verdict && !refused.empty())
+      return Fail("refused a verdict: " + refused + " -- node 0 runs with another " +
+                  std::string(kWarmupSecretVar) + ", or something else answers at " + Where());
     if (!verdict)
       return Fail(
           "no verdict from rank 0 (node 0) within the timeout: node 0 is still waiting for "
-          "ranks that never arrived, or its warm-up died -- see node 0's log" +
-          (refused.empty() ? std::string() : "; refused a verdict: " + refused));
+          "ranks that never arrived, or its warm-up died -- see node 0's log");
     result_.timings.arrived = result_.timings.verdict = NowMs();
     if (verdict->value("run_collectives", false)) {
       Collectives();
