@@ -179,17 +179,18 @@ class Rank {
     return 1;
   }
 
-  // Reads the claims on every rank that are new since the last call (claim n of rank r is
-  // "arrive/r/n"); a claim whose counter is up but whose record is not yet there is read later.
+  // Reads the claims on every rank not read yet (claim n of rank r is "arrive/r/n"). A claim
+  // whose counter is up but whose record is absent is retried next time without holding up the
+  // ones after it: a process that died between the two, or a bumped counter, hides no one.
   void ReadClaims() {
     for (int r = 0; r < plan_.World(); ++r) {
       std::int64_t count = Counter("claims/" + std::to_string(r));
-      int& next = next_claim_[r];
-      if (next == 0) next = 1;
+      std::set<std::int64_t>& done = claims_read_[r];
       RankClaims& c = claims_[r];
-      while (next <= count) {
+      for (std::int64_t n = 1; n <= count; ++n) {
+        if (done.count(n)) continue;
         std::string refused;
-        auto a = GetJson("arrive/" + std::to_string(r) + "/" + std::to_string(next), &refused);
+        auto a = GetJson("arrive/" + std::to_string(r) + "/" + std::to_string(n), &refused);
         if (a) {
           try {
             c.valid.push_back(a->get<ArrivalRecord>());
@@ -199,9 +200,9 @@ class Rank {
         } else if (!refused.empty()) {
           c.refused.push_back(refused);
         } else {
-          break;  // counted but not written yet
+          continue;  // counted but not written (yet)
         }
-        ++next;
+        done.insert(n);
       }
     }
   }
@@ -540,8 +541,8 @@ class Rank {
   BackendOptions options_;
   std::unique_ptr<KvStore> raw_store_;
   std::unique_ptr<AuthStore> store_;
-  std::map<int, RankClaims> claims_;  // rank -> every claim read so far (rank 0)
-  std::map<int, int> next_claim_;     // rank -> next claim number to read
+  std::map<int, RankClaims> claims_;                   // rank -> every claim read so far (rank 0)
+  std::map<int, std::set<std::int64_t>> claims_read_;  // rank -> claim numbers read
   std::map<int, NodeReport> reports_;
   std::map<int, NodeLayout> layouts_;
   std::map<int, std::string> facts_refused_;
