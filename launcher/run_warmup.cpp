@@ -116,6 +116,12 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.backend = args.backend;
   o.waive = args.waive;
   o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
+  o.auth = warmup::ResolveWarmupAuth(o.env, t.warmup_port);
+  if (!o.auth.Authenticated() && t.nnodes > 1)
+    log::Warn(
+        "warm-up store unauthenticated: any process that reaches {}:{} can answer for a node; "
+        "export the same {} (e.g. `openssl rand -hex 32`) on every node of the job",
+        t.rendezvous_host, t.warmup_port, warmup::kWarmupSecretVar);
   auto outcome = warmup::RunWarmup(o);
   if (StopSignalSeen()) {
     // A SIGTERM/SIGINT ended the warm-up: no verdict of its own to report; the stop check after

@@ -70,7 +70,7 @@ if [[ ! -x $WORK/build/bin/safe-launch-warmup ]]; then
     xargs -P "$(nproc)" -I{} sh -c 'c++ $flags -c "{}" -o "$WORK/obj/$(echo "{}" | tr / _).o"' &&
   c++ -o "$WORK/build/bin/safe-launch-warmup" "$WORK"/obj/*.o -L"$TD/lib" -Wl,-rpath,"$TD/lib" \
     -ltorch -ltorch_cpu -ltorch_cuda -lc10 -lc10_cuda -L/usr/local/cuda/lib64 -lcudart \
-    -ldl -lpthread
+    -L"$KIT/lib" -l:libcrypto.so.3 -Wl,-rpath,"$KIT/lib" -ldl -lpthread
 fi
 if [[ ! -x $WORK/build/bin/safe-launch-warmup ]]; then
   echo "BUILD FAILED (see above)"; exit 1

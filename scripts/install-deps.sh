@@ -8,6 +8,7 @@ PKGS=(
   libboost1.74-dev libboost-filesystem1.74-dev
   libtomlplusplus-dev catch2 libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   rdma-core libibverbs-dev ibverbs-utils libarchive-dev
+  libssl-dev  # libcrypto: HMAC-SHA256 of the warm-up store (warmup/store_auth.cpp)
   openmpi-bin slurm-wlm
   iproute2 procps clang libclang-rt-14-dev
   ccache

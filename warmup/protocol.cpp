@@ -9,21 +9,24 @@
 namespace sl::warmup {
 
 void to_json(nlohmann::json& j, const WarmupPlan& p) {
-  j = nlohmann::json{{"nnodes", p.nnodes},
-                     {"node_rank", p.node_rank},
-                     {"nproc_per_node", p.nproc_per_node},
-                     {"store_host", p.store_host},
-                     {"store_port", p.store_port},
-                     {"local_address", p.local_address},
-                     {"hosts", p.hosts},
-                     {"deadline_unix_ms", p.deadline_unix_ms},
-                     {"spawn_unix_ms", p.spawn_unix_ms},
-                     {"backend", p.backend},
-                     {"sweep_bytes", p.sweep_bytes},
-                     {"iterations", p.iterations},
-                     {"verify_count", p.verify_count},
-                     {"waive", p.waive},
-                     {"node", p.node}};
+  j = nlohmann::json{
+      {"nnodes", p.nnodes},
+      {"node_rank", p.node_rank},
+      {"nproc_per_node", p.nproc_per_node},
+      {"store_host", p.store_host},
+      {"store_port", p.store_port},
+      {"local_address", p.local_address},
+      {"hosts", p.hosts},
+      {"deadline_unix_ms", p.deadline_unix_ms},
+      {"spawn_unix_ms", p.spawn_unix_ms},
+      {"backend", p.backend},
+      {"sweep_bytes", p.sweep_bytes},
+      {"iterations", p.iterations},
+      {"verify_count", p.verify_count},
+      {"waive", p.waive},
+      {"node", p.node},
+      {"auth",
+       {{"job_id", p.auth.job_id}, {"key_hex", p.auth.key_hex}, {"source", p.auth.source}}}};
 }
 
 void from_json(const nlohmann::json& j, WarmupPlan& p) {
@@ -43,6 +46,12 @@ void from_json(const nlohmann::json& j, WarmupPlan& p) {
   p.verify_count = j.value("verify_count", d.verify_count);
   p.waive = j.value("waive", d.waive);
   if (j.contains("node")) p.node = j.at("node").get<NodeReport>();
+  if (j.contains("auth")) {
+    const auto& a = j.at("auth");
+    p.auth.job_id = a.value("job_id", "");
+    p.auth.key_hex = a.value("key_hex", "");
+    p.auth.source = a.value("source", "");
+  }
 }
 
 SweepPoint MakeSweepPoint(std::uint64_t bytes, double seconds, int world) {
@@ -95,6 +104,122 @@ std::vector<Finding> MissingRankFindings(const WarmupPlan& plan, const std::set<
     f.With("rendezvous", plan.store_host + ":" + std::to_string(plan.store_port));
     out.push_back(std::move(f));
   }
+  return out;
+}
+
+namespace {
+
+Finding FailFinding(std::string check_id, std::string entity, std::string message,
+                    std::string next_step) {
+  Finding f;
+  f.check_id = std::move(check_id);
+  f.entity = std::move(entity);
+  f.outcome = Outcome::kFail;
+  f.message = std::move(message);
+  f.next_step = std::move(next_step);
+  return f;
+}
+
+std::string NodeLabel(const WarmupPlan& plan, int node, const std::string& published) {
+  std::string host = published;
+  if (host.empty() && node >= 0 && static_cast<std::size_t>(node) < plan.hosts.size())
+    host = plan.hosts[static_cast<std::size_t>(node)];
+  return "node " + std::to_string(node) + (host.empty() ? "" : " (" + host + ")");
+}
+
+std::string ClaimantText(const ArrivalRecord& a) {
+  return fmt::format("{} ({}, pid {})", a.host.empty() ? "?" : a.host,
+                     a.address.empty() ? "address unknown" : a.address, a.pid);
+}
+
+}  // namespace
+
+std::vector<Finding> LayoutFindings(const WarmupPlan& plan,
+                                    const std::map<int, NodeLayout>& layouts) {
+  std::vector<Finding> out;
+  for (const auto& [node, l] : layouts) {
+    if (l.nnodes == plan.nnodes && l.nproc_per_node == plan.nproc_per_node) continue;
+    std::string label = NodeLabel(plan, node, l.host);
+    std::vector<std::string> diffs;
+    if (l.nproc_per_node != plan.nproc_per_node)
+      diffs.push_back(fmt::format("runs {} rank(s) per node (--nproc-per-node) but node 0 runs {}",
+                                  l.nproc_per_node, plan.nproc_per_node));
+    if (l.nnodes != plan.nnodes)
+      diffs.push_back(fmt::format("expects {} node(s) (--nnodes) but node 0 expects {}", l.nnodes,
+                                  plan.nnodes));
+    Finding f = FailFinding(
+        "warmup.layout", label, label + " " + Join(diffs, "; ") + ": the job's layout differs",
+        "start every node with the same --nnodes and --nproc-per-node (torchrun arguments or "
+        "Slurm's task layout); the job would hang in its first collective");
+    f.With("nproc_per_node", std::to_string(l.nproc_per_node));
+    f.With("nnodes", std::to_string(l.nnodes));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> ClaimFindings(const WarmupPlan& plan,
+                                   const std::map<int, RankClaims>& claims) {
+  std::vector<Finding> out;
+  // node -> the claims on its most-claimed rank: one entry per process claiming the node.
+  std::map<int, const std::vector<ArrivalRecord>*> duplicated;
+  std::map<int, std::string> node_host;
+  for (const auto& [rank, c] : claims) {
+    int node = plan.NodeOfRank(rank);
+    if (!c.valid.empty() && node_host[node].empty()) node_host[node] = c.valid.front().host;
+    auto& most = duplicated[node];
+    if (c.valid.size() > 1 && (most == nullptr || c.valid.size() > most->size())) most = &c.valid;
+    for (const auto& why : c.refused) {
+      std::string label = NodeLabel(plan, node, node_host[node]);
+      Finding f = FailFinding(
+          "warmup.auth", "rank " + std::to_string(rank) + " on " + label,
+          fmt::format("refused a claim on rank {} ({}): {}", rank, label, why),
+          fmt::format("set the same {} on every node of the job; if they agree, another process "
+                      "can reach the warm-up store at {}:{} -- find it before trusting the node",
+                      kWarmupSecretVar, plan.store_host, plan.store_port));
+      if (!c.valid.empty()) f.outcome = Outcome::kWarn;
+      out.push_back(std::move(f));
+    }
+  }
+  for (const auto& [node, claimants] : duplicated) {
+    if (claimants == nullptr) continue;
+    std::vector<std::string> names;
+    for (const auto& a : *claimants) names.push_back(ClaimantText(a));
+    std::string label = NodeLabel(plan, node, node_host[node]);
+    std::string count = names.size() == 2 ? "two" : std::to_string(names.size());
+    std::string who = names.size() == 2 ? names[0] + " and " + names[1] : Join(names, ", ");
+    out.push_back(FailFinding(
+        "warmup.duplicate", label,
+        fmt::format("{} processes claim node {}: hosts {}", count, node, who),
+        "give every node its own --node-rank (or SLURM_NODEID); stop the stray safe-launch"));
+  }
+  return out;
+}
+
+std::vector<Finding> ResultShapeFindings(const WarmupPlan& plan, int rank, const RankResult& r) {
+  std::vector<Finding> out;
+  std::string entity = "rank " + std::to_string(rank);
+  if (r.rank != rank || r.node_rank != plan.NodeOfRank(rank)) {
+    out.push_back(FailFinding(
+        "warmup.collective", entity,
+        fmt::format("the result published for rank {} (node {}) says rank {} on node {}", rank,
+                    plan.NodeOfRank(rank), r.rank, r.node_rank),
+        "check that every node runs the same --nnodes/--nproc-per-node and its own --node-rank"));
+    return out;
+  }
+  if (!r.ok) return out;
+  std::vector<std::string> missing;
+  for (auto bytes : plan.sweep_bytes) {
+    bool have = std::any_of(r.sweep.begin(), r.sweep.end(),
+                            [&](const SweepPoint& p) { return p.bytes == bytes && p.seconds > 0; });
+    if (!have) missing.push_back(std::to_string(bytes));
+  }
+  if (!missing.empty())
+    out.push_back(FailFinding(
+        "warmup.collective", entity,
+        fmt::format("rank {} reported success without the sweep size(s) {} B", rank,
+                    Join(missing, ", ")),
+        "look at that rank's warm-up log; a result without its measurements is not believed"));
   return out;
 }
 

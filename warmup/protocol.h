@@ -13,6 +13,7 @@
 
 #include "common/finding.h"
 #include "warmup/compare.h"
+#include "warmup/store_auth.h"
 #include "warmup/topology.h"
 
 namespace sl::warmup {
@@ -38,6 +39,7 @@ struct WarmupPlan {
   /// node 0's rank 0 applies them in CompareNodes.
   std::vector<std::string> waive;
   NodeReport node;  ///< this node's published facts (versions filled by rank)
+  WarmupAuth auth;  ///< namespace and HMAC key of every store key (plan.json is 0600)
 
   int World() const { return nnodes * nproc_per_node; }
   int NodeOfRank(int rank) const { return nproc_per_node > 0 ? rank / nproc_per_node : 0; }
@@ -76,6 +78,47 @@ struct RankResult {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankResult, rank, node_rank, local_rank, host, ok,
                                                 error, backend, sweep, timings)
+
+/// What each process writes on arriving, under "arrive/<rank>/<n>" where n is its claim number
+/// (counter "claims/<rank>"): a second process with the same rank gets n = 2 and is seen, instead
+/// of overwriting the first.
+struct ArrivalRecord {
+  int rank = 0, node_rank = 0, local_rank = 0, nnodes = 0, nproc_per_node = 0;
+  std::string host;     ///< published node name
+  std::string address;  ///< the address it reaches the store from
+  int pid = 0;
+  double t_ms = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ArrivalRecord, rank, node_rank, local_rank, nnodes,
+                                                nproc_per_node, host, address, pid, t_ms)
+
+/// Every claim on one rank: the valid ones, and why the others were refused.
+struct RankClaims {
+  std::vector<ArrivalRecord> valid;
+  std::vector<std::string> refused;  ///< VerifyValue's reasons
+};
+
+/// A node's own view of the job's layout (its plan), published with its facts.
+struct NodeLayout {
+  int node_rank = 0, nnodes = 0, nproc_per_node = 0;
+  std::string host;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeLayout, node_rank, nnodes, nproc_per_node, host)
+
+/// Nodes whose node count or ranks per node differ from node 0's plan: one fail per node,
+/// "warmup.layout", named before any collective (a mismatch would otherwise hang the group
+/// creation until the timeout).
+std::vector<Finding> LayoutFindings(const WarmupPlan& plan,
+                                    const std::map<int, NodeLayout>& layouts);
+
+/// Ranks claimed by two or more processes holding the job's key, one fail per node
+/// ("two processes claim node 1: hosts A and B"), "warmup.duplicate"; and claims refused for a
+/// bad tag, "warmup.auth" (fail when the rank has no valid claim, else warn).
+std::vector<Finding> ClaimFindings(const WarmupPlan& plan, const std::map<int, RankClaims>& claims);
+
+/// A rank's result that does not fit the layout: published under another rank or node, or an ok
+/// result missing a size of the sweep. Fail findings, "warmup.collective".
+std::vector<Finding> ResultShapeFindings(const WarmupPlan& plan, int rank, const RankResult& r);
 
 /// Names ranks that did not reach `stage` ("arrive at the rendezvous", "finish the
 /// collectives"), grouped per node with the host when known (published facts, else the Slurm

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file_writer.h"
 #include "common/finding.h"
 #include "common/spawn.h"
 #include "warmup/compare.h"
@@ -55,15 +56,9 @@ std::string LastLines(const std::string& text, int n) {
   return text.substr(pos == 0 ? 0 : pos + 1, end - (pos == 0 ? 0 : pos + 1));
 }
 
+// Plans hold the store's key and reports the job's facts: owner-only, through the one writer.
 bool WriteFile(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return false;
-    f << content;
-    if (!f) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  return WriteFileAtomic(path, content, kPrivateFile).ok();
 }
 
 // Everything but the report: a failure that happened before node 0 could say anything.
@@ -112,8 +107,13 @@ Result<std::vector<RankRun>> RunRanks(const WarmupOptions& o, const std::string&
     SpawnSpec spec;
     spec.argv = {binary, "--plan", plan_path, "--local-rank", std::to_string(l), "--out", c.out};
     spec.env = o.env;
+    // The ranks get the derived key in the plan; the secret itself stays out of their environ.
+    spec.env.erase(std::string(kWarmupSecretVar));
     spec.death_signal = SIGKILL;
-    const int log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A fresh 0600 file: never a planted symlink followed, never a previous run's log appended.
+    std::remove(c.log.c_str());
+    auto created = CreateNewFile(c.log, kPrivateFile);
+    const int log_fd = created.ok() ? *created : -1;
     spec.stdout_fd = spec.stderr_fd = log_fd >= 0 ? log_fd : kDevNullFd;
     auto spawned = Spawn(spec);
     if (log_fd >= 0) ::close(log_fd);
@@ -230,6 +230,7 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   plan.backend = o.backend;
   if (!o.sweep_bytes.empty()) plan.sweep_bytes = o.sweep_bytes;
   plan.waive = o.waive;
+  plan.auth = o.auth.job_id.empty() ? ResolveWarmupAuth(o.env, t.warmup_port) : o.auth;
   plan.node.node_rank = t.node_rank;
   plan.node.node_name = o.node_name.empty() ? o.facts.hostname : o.node_name;
   plan.node.facts = o.facts;

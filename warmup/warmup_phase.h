@@ -12,6 +12,7 @@
 
 #include "common/environment.h"
 #include "common/node_facts.h"
+#include "warmup/store_auth.h"
 #include "warmup/topology.h"
 
 namespace sl::warmup {
@@ -28,6 +29,8 @@ struct WarmupOptions {
   std::string backend = "auto";            ///< auto | gloo | nccl
   std::vector<std::uint64_t> sweep_bytes;  ///< empty = kDefaultSweepBytes
   std::vector<std::string> waive;          ///< comparison ids whose mismatches do not fail
+  /// The store's namespace and key; job_id "" = ResolveWarmupAuth(env, topology.warmup_port).
+  WarmupAuth auth;
 };
 
 struct WarmupOutcome {

@@ -11,20 +11,9 @@
 #include <vector>
 
 #include "common/result.h"
+#include "warmup/kv_store.h"
 
 namespace sl::warmup {
-
-/// Key-value store shared by all ranks (c10d::TCPStore hosted by global rank 0).
-class KvStore {
- public:
-  virtual ~KvStore() = default;
-  virtual Status Set(const std::string& key, const std::string& value) = 0;
-  /// Only called for keys Check() reported present, so it does not block.
-  virtual Result<std::string> Get(const std::string& key) = 0;
-  /// True when every key exists; never blocks.
-  virtual Result<bool> Check(const std::vector<std::string>& keys) = 0;
-  virtual Result<std::int64_t> Add(const std::string& key, std::int64_t delta) = 0;
-};
 
 /// A process group over all ranks (ProcessGroupNCCL on GPUs, else ProcessGroupGloo).
 class Communicator {

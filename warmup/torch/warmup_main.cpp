@@ -1,8 +1,11 @@
 // safe-launch-warmup: one process per local rank, started by `safe-launch run` (warmup_phase.h).
 //   safe-launch-warmup --plan PLAN.json --local-rank N --out RESULT.json
-// The protocol over the store (keys, in order):
-//   arrive/<rank>, counter "arrived"      every rank, on connecting
-//   facts/<node>,  counter "facts"        local rank 0 of each node: its NodeReport
+// The protocol over the store (keys under "sl-warmup/<job id>/", values HMAC-tagged with the
+// job's key, store_auth.h; a value without a valid tag is refused and named):
+//   counter "claims/<rank>", arrive/<rank>/<n>   every rank, on connecting (n = its claim number,
+//                                                so a second process with that rank is seen)
+//   facts/<node>,  counter "facts"        local rank 0 of each node: its NodeReport and layout
+//   counter "arrived"                     every rank (a wake-up hint for rank 0, never proof)
 //   verdict                               rank 0, after comparing the nodes (or naming the absent)
 //   result/<rank>, counter "results"      every rank, after the all_reduce and the sweep
 //   report                                rank 0: the job-wide report (warmup.json)
@@ -20,15 +23,18 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "common/exit_codes.h"
+#include "common/file_writer.h"
 #include "common/finding.h"
 #include "warmup/compare.h"
 #include "warmup/protocol.h"
+#include "warmup/store_auth.h"
 #include "warmup/torch/backend.h"
 
 namespace sl::warmup {
@@ -93,9 +99,21 @@ class Rank {
     auto v = store_->Add(key, 0);
     return v.ok() ? *v : -1;
   }
-  bool Has(const std::string& key) {
-    auto v = store_->Check({key});
-    return v.ok() && *v;
+  // A tagged value: nullopt while absent, refused (the reason lands in `refused`) or when the
+  // store cannot be read (a store error is not a refusal: node 0 may simply have gone).
+  std::optional<json> GetJson(const std::string& key, std::string* refused = nullptr) {
+    auto v = store_->Get(key);
+    if (!v.ok() || v->state == AuthStore::Value::State::kAbsent) return std::nullopt;
+    if (v->state == AuthStore::Value::State::kRefused) {
+      if (refused) *refused = v->text;
+      return std::nullopt;
+    }
+    try {
+      return json::parse(v->text);
+    } catch (const std::exception& e) {
+      if (refused) *refused = "'" + store_->FullKey(key) + "' is not JSON: " + e.what();
+      return std::nullopt;
+    }
   }
 
   int Protocol() {
@@ -125,19 +143,29 @@ class Rank {
                     " -- node 0 never started its warm-up, or this node cannot reach that address";
       return 1;
     }
-    store_ = std::move(*store);
+    raw_store_ = std::move(*store);
+    store_ = std::make_unique<AuthStore>(*raw_store_, plan_.auth);
     result_.timings.store = NowMs();
 
-    json arrive = {{"rank", rank_},
-                   {"node_rank", plan_.node_rank},
-                   {"local_rank", local_rank_},
-                   {"host", plan_.node.node_name},
-                   {"t_ms", result_.timings.store}};
-    if (auto s = store_->Set("arrive/" + std::to_string(rank_), arrive.dump()); !s.ok())
+    auto claim = store_->Add("claims/" + std::to_string(rank_), 1);
+    if (!claim.ok()) return Fail(claim.error().Describe());
+    ArrivalRecord arrive;
+    arrive.rank = rank_;
+    arrive.node_rank = plan_.node_rank;
+    arrive.local_rank = local_rank_;
+    arrive.nnodes = plan_.nnodes;
+    arrive.nproc_per_node = plan_.nproc_per_node;
+    arrive.host = plan_.node.node_name;
+    arrive.address = plan_.local_address;
+    arrive.pid = static_cast<int>(::getpid());
+    arrive.t_ms = result_.timings.store;
+    std::string arrive_key = "arrive/" + std::to_string(rank_) + "/" + std::to_string(*claim);
+    if (auto s = store_->Set(arrive_key, json(arrive).dump()); !s.ok())
       return Fail(s.error().Describe());
     if (local_rank_ == 0) {
-      if (auto s = store_->Set("facts/" + std::to_string(plan_.node_rank), json(plan_.node).dump());
-          !s.ok())
+      NodeLayout layout{plan_.node_rank, plan_.nnodes, plan_.nproc_per_node, plan_.node.node_name};
+      json facts = {{"report", plan_.node}, {"layout", layout}};
+      if (auto s = store_->Set("facts/" + std::to_string(plan_.node_rank), facts.dump()); !s.ok())
         return Fail(s.error().Describe());
       if (auto s = store_->Add("facts", 1); !s.ok()) return Fail(s.error().Describe());
     }
@@ -151,54 +179,121 @@ class Rank {
     return 1;
   }
 
-  // Gathers node reports published so far: node -> report.
-  std::map<int, warmup::NodeReport> NodeReports() {
-    std::map<int, warmup::NodeReport> reports;
-    for (int n = 0; n < plan_.nnodes; ++n) {
-      std::string key = "facts/" + std::to_string(n);
-      if (!Has(key)) continue;
-      auto v = store_->Get(key);
-      if (!v.ok()) continue;
-      try {
-        reports[n] = json::parse(*v).get<warmup::NodeReport>();
-      } catch (const std::exception&) {
+  // Reads the claims on every rank not read yet (claim n of rank r is "arrive/r/n"). A claim
+  // whose counter is up but whose record is absent is retried next time without holding up the
+  // ones after it: a process that died between the two, or a bumped counter, hides no one.
+  void ReadClaims() {
+    for (int r = 0; r < plan_.World(); ++r) {
+      std::int64_t count = Counter("claims/" + std::to_string(r));
+      std::set<std::int64_t>& done = claims_read_[r];
+      RankClaims& c = claims_[r];
+      for (std::int64_t n = 1; n <= count; ++n) {
+        if (done.count(n)) continue;
+        std::string refused;
+        auto a = GetJson("arrive/" + std::to_string(r) + "/" + std::to_string(n), &refused);
+        if (a) {
+          try {
+            c.valid.push_back(a->get<ArrivalRecord>());
+          } catch (const std::exception& e) {
+            c.refused.push_back(std::string("unreadable arrival record: ") + e.what());
+          }
+        } else if (!refused.empty()) {
+          c.refused.push_back(refused);
+        } else {
+          continue;  // counted but not written (yet)
+        }
+        done.insert(n);
       }
     }
-    return reports;
+  }
+
+  // Reads each node's published facts and layout not read yet; refusals are kept per node.
+  void ReadFacts() {
+    for (int n = 0; n < plan_.nnodes; ++n) {
+      if (reports_.count(n)) continue;
+      std::string refused;
+      auto v = GetJson("facts/" + std::to_string(n), &refused);
+      if (!v) {
+        if (!refused.empty()) facts_refused_[n] = refused;
+        continue;
+      }
+      try {
+        reports_[n] = v->at("report").get<NodeReport>();
+        layouts_[n] = v->at("layout").get<NodeLayout>();
+        facts_refused_.erase(n);
+      } catch (const std::exception& e) {
+        facts_refused_[n] = std::string("unreadable facts: ") + e.what();
+      }
+    }
+  }
+
+  bool EveryoneHere() const {
+    for (int r = 0; r < plan_.World(); ++r) {
+      auto it = claims_.find(r);
+      if (it == claims_.end() || it->second.valid.empty()) return false;
+    }
+    return static_cast<int>(reports_.size()) >= plan_.nnodes;
+  }
+
+  // Waits for every rank's claim and every node's facts; stops at once on a layout mismatch.
+  bool WaitForArrivals() {
+    std::int64_t seen = -1;
+    auto gather = [&] {
+      std::int64_t now = Counter("arrived");
+      if (now == seen) return;
+      seen = now;
+      ReadClaims();
+      ReadFacts();
+    };
+    bool done = PollUntil(
+        [&] {
+          gather();
+          return !LayoutFindings(plan_, layouts_).empty() || EveryoneHere();
+        },
+        reserve_ms_);
+    ReadClaims();  // a last look: a claim whose record was written after the counter moved
+    ReadFacts();
+    return done && LayoutFindings(plan_, layouts_).empty() && EveryoneHere();
+  }
+
+  std::vector<Finding> ArrivalVerdict(bool all_here) {
+    std::vector<Finding> findings = LayoutFindings(plan_, layouts_);
+    const bool layout_ok = findings.empty();
+    for (auto& f : ClaimFindings(plan_, claims_)) findings.push_back(std::move(f));
+    for (const auto& [n, why] : facts_refused_) {
+      Finding f;
+      f.check_id = "warmup.auth";
+      f.entity = "node " + std::to_string(n);
+      f.outcome = Outcome::kFail;
+      f.message = "refused node " + std::to_string(n) + "'s facts: " + why;
+      f.next_step = std::string("set the same ") + std::string(kWarmupSecretVar) +
+                    " on every node of the job";
+      findings.push_back(std::move(f));
+    }
+    if (!all_here && layout_ok) {
+      std::set<int> arrived;
+      for (const auto& [r, c] : claims_)
+        if (!c.valid.empty()) arrived.insert(r);
+      double waited_s = (result_.timings.arrived - result_.timings.start) / 1000.0;
+      for (auto& f : MissingRankFindings(plan_, arrived, node_names_, "arrive at the rendezvous",
+                                         "warmup.arrival", waited_s))
+        findings.push_back(std::move(f));
+    } else if (all_here && Worst(findings) != Outcome::kFail) {
+      std::vector<NodeReport> list;
+      for (auto& [n, r] : reports_) list.push_back(r);
+      for (auto& f : CompareNodes(list, plan_.waive)) findings.push_back(std::move(f));
+    }
+    return findings;
   }
 
   int Coordinate() {
-    const int world = plan_.World();
-    bool all_here =
-        PollUntil([&] { return Counter("arrived") >= world && Counter("facts") >= plan_.nnodes; },
-                  reserve_ms_);
+    bool all_here = WaitForArrivals();
     result_.timings.arrived = NowMs();
-    auto reports = NodeReports();
-    for (const auto& [n, r] : reports) node_names_[n] = r.node_name;
-
-    std::vector<Finding> findings;
-    std::set<int> arrived;
+    for (const auto& [n, r] : reports_) node_names_[n] = r.node_name;
     std::vector<json> arrivals;
-    for (int r = 0; r < world; ++r) {
-      std::string key = "arrive/" + std::to_string(r);
-      if (!Has(key)) continue;
-      arrived.insert(r);
-      if (auto v = store_->Get(key); v.ok()) {
-        try {
-          arrivals.push_back(json::parse(*v));
-        } catch (const std::exception&) {
-        }
-      }
-    }
-    double waited_s = (result_.timings.arrived - result_.timings.start) / 1000.0;
-    if (!all_here) {
-      findings = warmup::MissingRankFindings(
-          plan_, arrived, node_names_, "arrive at the rendezvous", "warmup.arrival", waited_s);
-    } else {
-      std::vector<warmup::NodeReport> list;
-      for (auto& [n, r] : reports) list.push_back(r);
-      findings = warmup::CompareNodes(list, plan_.waive);
-    }
+    for (const auto& [r, c] : claims_)
+      for (const auto& a : c.valid) arrivals.push_back(a);
+    std::vector<Finding> findings = ArrivalVerdict(all_here);
     bool run_collectives = all_here && Worst(findings) != Outcome::kFail;
     json verdict = {{"run_collectives", run_collectives}, {"findings", findings}};
     if (auto s = store_->Set("verdict", verdict.dump()); !s.ok()) return Fail(s.error().Describe());
@@ -210,77 +305,145 @@ class Rank {
       if (auto s = store_->Set("result/0", json(result_).dump()); !s.ok())
         return Fail(s.error().Describe());
       (void)store_->Add("results", 1);
-      PollUntil([&] { return Counter("results") >= world; }, reserve_ms_);
-      std::set<int> finished;
-      for (int r = 0; r < world; ++r) {
-        std::string key = "result/" + std::to_string(r);
-        if (!Has(key)) continue;
-        auto v = store_->Get(key);
-        if (!v.ok()) continue;
-        try {
-          RankResult rr = json::parse(*v).get<RankResult>();
-          finished.insert(r);
-          if (!rr.ok) {
-            Finding f;
-            f.check_id = "warmup.collective";
-            f.entity = "rank " + std::to_string(r) + " on node " + std::to_string(rr.node_rank) +
-                       (rr.host.empty() ? "" : " (" + rr.host + ")");
-            f.outcome = Outcome::kFail;
-            f.message = f.entity + ": " + rr.error;
-            f.next_step =
-                "run `safe-launch preflight` on that node; with NCCL, rerun with NCCL_DEBUG=INFO "
-                "and look at the rank's warm-up log in the run directory";
-            findings.push_back(std::move(f));
-          }
-          results.push_back(std::move(rr));
-        } catch (const std::exception&) {
-        }
-      }
-      double since = (NowMs() - result_.timings.verdict) / 1000.0;
-      for (auto& f : warmup::MissingRankFindings(
-               plan_, finished, node_names_, "finish the collectives", "warmup.collective", since))
-        findings.push_back(std::move(f));
-      if (plan_.nnodes > 1) {
-        for (auto& f : warmup::CompareBandwidth(warmup::BandwidthPerNode(results, node_names_)))
-          findings.push_back(std::move(f));
-      }
+      CollectResults(&findings, &results);
     }
+    LateClaims(&findings);
     result_.timings.end = NowMs();
     BuildReport(findings, results, arrivals);
     if (auto s = store_->Set("report", report_.dump()); !s.ok()) return Fail(s.error().Describe());
-    // Keep the store (hosted in this process) up until every other arrived rank has the report.
-    PollUntil([&] { return Counter("done") >= static_cast<std::int64_t>(arrived.size()) - 1; }, 0);
+    // Keep the store (hosted in this process) up until every other process has the report.
+    PollUntil([&] { return Counter("done") >= ExpectedOthers(); }, 0);
     return 0;
   }
 
+  // Processes other than this one that will come for the report: every rank of a node whose
+  // layout is known (as many as that node runs, even when it differs from ours, since a
+  // mismatch is named before the slower ones connected), the claimants of the other nodes, and
+  // any second claimant.
+  std::int64_t ExpectedOthers() {
+    ReadClaims();
+    std::map<int, std::int64_t> per_node;  // node -> processes seen or announced
+    for (const auto& [r, c] : claims_)
+      per_node[plan_.NodeOfRank(r)] += static_cast<std::int64_t>(c.valid.size());
+    per_node[plan_.node_rank] =
+        std::max<std::int64_t>(per_node[plan_.node_rank], plan_.nproc_per_node);
+    for (const auto& [n, l] : layouts_)
+      if (n != plan_.node_rank) per_node[n] = std::max<std::int64_t>(per_node[n], l.nproc_per_node);
+    std::int64_t total = 0;
+    for (const auto& [n, count] : per_node) total += count;
+    return total - 1;
+  }
+
+  // Waits for every rank's result, then believes only tagged results that fit the layout.
+  void CollectResults(std::vector<Finding>* findings, std::vector<RankResult>* results) {
+    const int world = plan_.World();
+    std::vector<std::string> keys;
+    for (int r = 0; r < world; ++r) keys.push_back("result/" + std::to_string(r));
+    PollUntil(
+        [&] {
+          auto all = store_->HasAll(keys);
+          return all.ok() && *all;
+        },
+        reserve_ms_);
+    std::set<int> finished;
+    for (int r = 0; r < world; ++r) {
+      std::string refused;
+      auto v = GetJson(keys[static_cast<std::size_t>(r)], &refused);
+      if (!v) {
+        if (!refused.empty())
+          findings->push_back(RankFinding(
+              r, "warmup.auth", "refused its result: " + refused,
+              std::string("set the same ") + std::string(kWarmupSecretVar) + " on every node"));
+        continue;
+      }
+      RankResult rr;
+      try {
+        rr = v->get<RankResult>();
+      } catch (const std::exception& e) {
+        findings->push_back(
+            RankFinding(r, "warmup.collective", std::string("unreadable result: ") + e.what(), ""));
+        continue;
+      }
+      auto shape = ResultShapeFindings(plan_, r, rr);
+      for (auto& f : shape) findings->push_back(std::move(f));
+      if (!shape.empty()) continue;
+      finished.insert(r);
+      if (!rr.ok)
+        findings->push_back(RankFinding(
+            r, "warmup.collective", rr.error,
+            "run `safe-launch preflight` on that node; with NCCL, rerun with NCCL_DEBUG=INFO "
+            "and look at the rank's warm-up log in the run directory"));
+      results->push_back(std::move(rr));
+    }
+    double since = (NowMs() - result_.timings.verdict) / 1000.0;
+    for (auto& f : MissingRankFindings(plan_, finished, node_names_, "finish the collectives",
+                                       "warmup.collective", since))
+      findings->push_back(std::move(f));
+    if (plan_.nnodes > 1)
+      for (auto& f : CompareBandwidth(BandwidthPerNode(*results, node_names_)))
+        findings->push_back(std::move(f));
+  }
+
+  // A second claimant that arrived after the verdict is still named in the report.
+  void LateClaims(std::vector<Finding>* findings) {
+    ReadClaims();
+    for (auto& f : ClaimFindings(plan_, claims_)) {
+      bool known = std::any_of(findings->begin(), findings->end(),
+                               [&](const Finding& g) { return g.message == f.message; });
+      if (!known) findings->push_back(std::move(f));
+    }
+  }
+
+  Finding RankFinding(int r, const std::string& check, const std::string& what,
+                      const std::string& fix) {
+    int node = plan_.NodeOfRank(r);
+    auto it = node_names_.find(node);
+    Finding f;
+    f.check_id = check;
+    f.entity = "rank " + std::to_string(r) + " on node " + std::to_string(node) +
+               (it == node_names_.end() || it->second.empty() ? "" : " (" + it->second + ")");
+    f.outcome = Outcome::kFail;
+    f.message = f.entity + ": " + what;
+    f.next_step = fix;
+    return f;
+  }
+
+  // Polls for a tagged value under `key` until the deadline; a refused value is remembered
+  // (and named in `refused`) while waiting for the real one.
+  std::optional<json> AwaitTagged(const std::string& key, std::string* refused) {
+    std::optional<json> got;
+    PollUntil(
+        [&] {
+          got = GetJson(key, refused);
+          return got.has_value();
+        },
+        0);
+    return got;
+  }
+
   int Follow() {
-    if (!PollUntil([&] { return Has("verdict"); }, 0))
+    std::string refused;
+    auto verdict = AwaitTagged("verdict", &refused);
+    if (!verdict && !refused.empty())
+      return Fail("refused a verdict: " + refused + " -- node 0 runs with another " +
+                  std::string(kWarmupSecretVar) + ", or something else answers at " + Where());
+    if (!verdict)
       return Fail(
           "no verdict from rank 0 (node 0) within the timeout: node 0 is still waiting for "
           "ranks that never arrived, or its warm-up died -- see node 0's log");
     result_.timings.arrived = result_.timings.verdict = NowMs();
-    json verdict;
-    if (auto v = store_->Get("verdict"); v.ok()) {
-      try {
-        verdict = json::parse(*v);
-      } catch (const std::exception&) {
-      }
-    }
-    if (verdict.value("run_collectives", false)) {
+    if (verdict->value("run_collectives", false)) {
       Collectives();
       if (auto s = store_->Set("result/" + std::to_string(rank_), json(result_).dump()); !s.ok())
         return Fail(s.error().Describe());
       (void)store_->Add("results", 1);
     }
-    if (PollUntil([&] { return Has("report"); }, 0)) {
-      if (auto v = store_->Get("report"); v.ok()) {
-        try {
-          report_ = json::parse(*v);
-        } catch (const std::exception&) {
-        }
-      }
+    refused.clear();
+    if (auto report = AwaitTagged("report", &refused); report && report->is_object()) {
+      report_ = *report;
     } else if (result_.error.empty()) {
-      result_.error = "no report from rank 0 (node 0) within the timeout";
+      result_.error = "no report from rank 0 (node 0) within the timeout" +
+                      (refused.empty() ? std::string() : "; refused a report: " + refused);
     }
     (void)store_->Add("done", 1);
     return report_.is_null() ? 1 : 0;
@@ -290,7 +453,9 @@ class Rank {
   void Collectives() {
     double reserve = reserve_ms_;
     options_.timeout = Timeout(reserve);
-    auto comm = CreateCommunicator(*store_, options_);
+    // The process group's own keys are c10d's (plain): the tagged verdict above decides who
+    // gets this far.
+    auto comm = CreateCommunicator(*raw_store_, options_);
     if (!comm.ok()) {
       result_.error = comm.error().Describe();
       return;
@@ -360,6 +525,10 @@ class Rank {
           {"collectives", t.swept > 0 ? span(t.verdict, t.swept) : 0.0},
           {"total", span(t.spawn, t.end)}}},
         {"ranks", results},
+        {"auth",
+         {{"job_id", plan_.auth.job_id},
+          {"authenticated", plan_.auth.Authenticated()},
+          {"secret_from", plan_.auth.source}}},
     };
     for (const auto& b : warmup::BandwidthPerNode(results, node_names_))
       report_["bandwidth_per_node"].push_back(
@@ -370,7 +539,13 @@ class Rank {
   int local_rank_ = 0, rank_ = 0;
   double reserve_ms_ = 0;
   BackendOptions options_;
-  std::unique_ptr<KvStore> store_;
+  std::unique_ptr<KvStore> raw_store_;
+  std::unique_ptr<AuthStore> store_;
+  std::map<int, RankClaims> claims_;                   // rank -> every claim read so far (rank 0)
+  std::map<int, std::set<std::int64_t>> claims_read_;  // rank -> claim numbers read
+  std::map<int, NodeReport> reports_;
+  std::map<int, NodeLayout> layouts_;
+  std::map<int, std::string> facts_refused_;
   std::unique_ptr<Communicator> comm_;
   RankResult result_;
   std::map<int, std::string> node_names_;
@@ -378,14 +553,7 @@ class Rank {
 };
 
 bool WriteJson(const std::string& path, const json& j) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) return false;
-    f << j.dump(2) << "\n";
-    if (!f) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  return WriteFileAtomic(path, j.dump(2) + "\n", kPrivateFile).ok();
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 # warm-up ranks (real libtorch Gloo), on loopback or in two network namespaces joined by a veth
 # pair. Usage: warmup_pair.sh CASE SAFE_LAUNCH FIXTURES_DIR
 #   healthy | mtu | mtu-waived | mtu-waived-recipe | hca | missing | no-node0 | usage | no-binary | torchrun | netns-healthy |
-#   netns-mtu
+#   netns-mtu | secret-healthy | impostor | duplicate | preset-verdict | nproc-mismatch
 set -u
 CASE=$1
 SL=$2
@@ -61,8 +61,8 @@ run_node() {
     --run-dir "$WORK/n$idx" "$@" > "$WORK/n$idx.out" 2>&1 &
   PIDS+=($!)
 }
-pair_args() {  # IDX
-  echo --nnodes 2 --node-rank "$1" --nproc-per-node 2 --rendezvous "$HOST:$PORT" --warmup-timeout 90
+pair_args() {  # IDX [TIMEOUT_S]
+  echo --nnodes 2 --node-rank "$1" --nproc-per-node 2 --rendezvous "$HOST:$PORT" --warmup-timeout "${2:-90}"
 }
 
 setup_netns() {
@@ -247,6 +247,111 @@ PYEOF
     check_pass_pair
     expect_in "$WORK/n0.out" "job all_reduce ok"
     expect_in "$WORK/n0.out" "store 127.0.0.1:$((PORT + 1))"
+    ;;
+  secret-healthy)
+    # The same secret on both nodes: the warm-up passes, says it was authenticated, warns about
+    # nothing, and every file it wrote is owner-only.
+    export SAFE_LAUNCH_WARMUP_SECRET=s3cret-of-this-job
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    wait_all
+    check_pass_pair
+    for n in 0 1; do
+      [ "$(json "$WORK/n$n/warmup.json" 'd["auth"]["authenticated"]')" = True ] ||
+        fail "node $n warmup.json does not say the store was authenticated"
+      grep -q "unauthenticated" "$WORK/n$n.out" && fail "node $n warned about an unauthenticated store"
+      for f in "$WORK/n$n/warmup.json" "$WORK/n$n/warmup/plan.json" "$WORK/n$n"/warmup/rank*.json \
+               "$WORK/n$n"/warmup/rank*.log; do
+        [ "$(stat -c %a "$f")" = 600 ] || fail "$f has mode $(stat -c %a "$f"), expected 600"
+      done
+      grep -q s3cret-of-this-job "$WORK/n$n/warmup/plan.json" && fail "the secret itself is in plan.json"
+    done
+    unset SAFE_LAUNCH_WARMUP_SECRET
+    # Without a secret, a multi-node warm-up says its store is unauthenticated.
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0 5) -- true
+    wait_all
+    expect_in "$WORK/n0.out" "warm-up store unauthenticated"
+    expect_in "$WORK/n0.out" "SAFE_LAUNCH_WARMUP_SECRET"
+    ;;
+  impostor)
+    # A process without the job's secret answers for node 1: node 0 refuses every claim it
+    # makes, names it, and does not start the job; the impostor refuses node 0's verdict.
+    start=$(date +%s)
+    SAFE_LAUNCH_WARMUP_SECRET=the-job run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0 30) -- true
+    SAFE_LAUNCH_WARMUP_SECRET=not-the-job run_node 1 "$FX/roce-jumbo" roce-x $(pair_args 1 30) -- true
+    wait_all
+    [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69 (it believed the impostor)"
+    [ "${RCS[1]}" = 69 ] || fail "impostor exited ${RCS[1]}, expected 69"
+    expect_in "$WORK/n0.out" "refused a claim on rank [23] (node 1)"
+    expect_in "$WORK/n0.out" "tag made with another key"
+    expect_in "$WORK/n0.out" "did not arrive at the rendezvous"
+    expect_in "$WORK/n1.out" "refused a verdict"
+    [ "$(json "$WORK/n0/warmup.json" 'sorted({f["check"] for f in d["findings"]})')" = "['warmup.arrival', 'warmup.auth']" ] ||
+      fail "node 0 warmup.json findings are not arrival + auth"
+    [ $(( $(date +%s) - start )) -le 60 ] || fail "took more than 60 s with a 30 s timeout"
+    ;;
+  duplicate)
+    # Two processes claim node 1 (the same --node-rank twice): named with both hosts before
+    # any collective; nobody starts the job.
+    export SAFE_LAUNCH_WARMUP_SECRET=s3cret-of-this-job
+    run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    run_node 2 "$FX/roce-jumbo" roce-c $(pair_args 1) -- true
+    sleep 2
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    wait_all
+    for i in 0 1 2; do [ "${RCS[$i]}" = 69 ] || fail "process $i exited ${RCS[$i]}, expected 69"; done
+    expect_in "$WORK/n0.out" "two processes claim node 1: hosts roce-[bc] (127.0.0.1, pid [0-9]*) and roce-[bc]"
+    expect_in "$WORK/n1.out" "two processes claim node 1"
+    expect_in "$WORK/n2.out" "two processes claim node 1"
+    [ "$(json "$WORK/n0/warmup.json" 'len(d["ranks"])')" = 0 ] || fail "collectives ran with two node 1s"
+    unset SAFE_LAUNCH_WARMUP_SECRET
+    ;;
+  preset-verdict)
+    # Something else hosts the store with a verdict and a report already set (plain keys, and the
+    # job's namespaced keys without a tag): node 1 must not pass on them.
+    cat > "$WORK/fake_store.py" <<'PYEOF'
+import json, sys, time
+from datetime import timedelta
+import torch.distributed as dist
+port = int(sys.argv[1])
+s = dist.TCPStore("127.0.0.1", port, 1, True, timedelta(seconds=30), wait_for_workers=False)
+fake = {"verdict": json.dumps({"run_collectives": False, "findings": []}),
+        "report": json.dumps({"verdict": "pass", "nnodes": 2, "nproc_per_node": 2})}
+for k, v in fake.items():
+    s.set(k, v)
+    s.set("sl-warmup/port-%d/%s" % (port, k), v)
+print("fake store up", flush=True)
+time.sleep(60)
+PYEOF
+    $PY "$WORK/fake_store.py" $((PORT + 1)) > "$WORK/fake.out" 2>&1 &
+    PIDS+=($!)
+    FAKE=$!
+    for _ in $(seq 100); do grep -q "fake store up" "$WORK/fake.out" && break; sleep 0.2; done
+    expect_in "$WORK/fake.out" "fake store up"
+    run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1 20) -- true
+    wait "${PIDS[1]}"
+    rc=$?
+    kill -KILL "$FAKE" 2>/dev/null
+    PIDS=()
+    [ "$rc" = 69 ] || fail "node 1 exited $rc, expected 69 (it believed a pre-set verdict)"
+    grep -q "warm-up passed" "$WORK/n1.out" && fail "node 1 passed on a pre-set verdict"
+    expect_in "$WORK/n1.out" "refused a verdict"
+    expect_in "$WORK/n1.out" "carries no tag"
+    ;;
+  nproc-mismatch)
+    # Node 1 runs 3 ranks where node 0 runs 2: named at once, not a Gloo timeout 90 s later.
+    start=$(date +%s)
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    run_node 1 "$FX/roce-jumbo" roce-b --nnodes 2 --node-rank 1 --nproc-per-node 3 \
+      --rendezvous "$HOST:$PORT" --warmup-timeout 90 -- true
+    wait_all
+    elapsed=$(( $(date +%s) - start ))
+    [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69"
+    [ "${RCS[1]}" = 69 ] || fail "node 1 exited ${RCS[1]}, expected 69"
+    [ "$elapsed" -le 45 ] || fail "took ${elapsed}s: the mismatch was not named at once"
+    for n in 0 1; do
+      expect_in "$WORK/n$n.out" "node 1 (roce-b) runs 3 rank(s) per node (--nproc-per-node) but node 0 runs 2"
+    done
     ;;
   netns-healthy)
     setup_netns

@@ -106,3 +106,111 @@ TEST_CASE("node 0's details show a waived finding as waived, without its fix") {
   CHECK(text.find("waived warmup.consistency.mtu") != std::string::npos);
   CHECK(text.find("fix:") == std::string::npos);
 }
+
+namespace {
+
+WarmupPlan TwoByTwo() {
+  WarmupPlan plan;
+  plan.nnodes = 2;
+  plan.nproc_per_node = 2;
+  plan.store_host = "gpu01";
+  plan.store_port = 29501;
+  plan.hosts = {"gpu01", "gpu02"};
+  return plan;
+}
+
+sl::warmup::ArrivalRecord Claim(int rank, const std::string& host, int pid) {
+  sl::warmup::ArrivalRecord a;
+  a.rank = rank;
+  a.node_rank = rank / 2;
+  a.host = host;
+  a.address = "10.0.0." + std::to_string(rank);
+  a.pid = pid;
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("a node whose ranks per node or node count differ is named as a layout failure") {
+  auto plan = TwoByTwo();
+  std::map<int, sl::warmup::NodeLayout> layouts = {{0, {0, 2, 2, "gpu01"}},
+                                                   {1, {1, 2, 3, "gpu02"}}};
+  auto fs = sl::warmup::LayoutFindings(plan, layouts);
+  REQUIRE(fs.size() == 1);
+  CHECK(fs[0].check_id == "warmup.layout");
+  CHECK(fs[0].outcome == Outcome::kFail);
+  CHECK(fs[0].entity == "node 1 (gpu02)");
+  CHECK(fs[0].message.find("runs 3 rank(s) per node (--nproc-per-node) but node 0 runs 2") !=
+        std::string::npos);
+  layouts[1] = {1, 3, 2, "gpu02"};
+  fs = sl::warmup::LayoutFindings(plan, layouts);
+  REQUIRE(fs.size() == 1);
+  CHECK(fs[0].message.find("expects 3 node(s) (--nnodes) but node 0 expects 2") !=
+        std::string::npos);
+  layouts[1] = {1, 2, 2, "gpu02"};
+  CHECK(sl::warmup::LayoutFindings(plan, layouts).empty());
+}
+
+TEST_CASE("two processes claiming one node are named with both hosts, once per node") {
+  auto plan = TwoByTwo();
+  std::map<int, sl::warmup::RankClaims> claims;
+  claims[0].valid = {Claim(0, "gpu01", 10)};
+  claims[1].valid = {Claim(1, "gpu01", 11)};
+  claims[2].valid = {Claim(2, "gpu02", 20), Claim(2, "gpu07", 70)};
+  claims[3].valid = {Claim(3, "gpu02", 21), Claim(3, "gpu07", 71)};
+  auto fs = sl::warmup::ClaimFindings(plan, claims);
+  REQUIRE(fs.size() == 1);
+  CHECK(fs[0].check_id == "warmup.duplicate");
+  CHECK(fs[0].outcome == Outcome::kFail);
+  CHECK(fs[0].message ==
+        "two processes claim node 1: hosts gpu02 (10.0.0.2, pid 20) and gpu07 (10.0.0.2, pid 70)");
+  claims[2].valid.pop_back();
+  claims[3].valid.pop_back();
+  CHECK(sl::warmup::ClaimFindings(plan, claims).empty());
+}
+
+TEST_CASE("a refused claim fails when the rank has no valid one, warns when it has") {
+  auto plan = TwoByTwo();
+  std::map<int, sl::warmup::RankClaims> claims;
+  claims[2].refused = {"'sl-warmup/j/arrive/2/1' has a tag made with another key"};
+  claims[3].valid = {Claim(3, "gpu02", 21)};
+  claims[3].refused = {"'sl-warmup/j/arrive/3/1' carries no tag"};
+  auto fs = sl::warmup::ClaimFindings(plan, claims);
+  REQUIRE(fs.size() == 2);
+  CHECK(fs[0].check_id == "warmup.auth");
+  CHECK(fs[0].outcome == Outcome::kFail);
+  CHECK(fs[0].message.find("refused a claim on rank 2 (node 1 (gpu02))") != std::string::npos);
+  CHECK(fs[0].next_step.find("SAFE_LAUNCH_WARMUP_SECRET") != std::string::npos);
+  CHECK(fs[1].outcome == Outcome::kWarn);
+}
+
+TEST_CASE("a result under another rank, or without every sweep size, is not believed") {
+  auto plan = TwoByTwo();
+  plan.sweep_bytes = {1024, 2048};
+  RankResult r;
+  r.rank = 3;
+  r.node_rank = 1;
+  r.ok = true;
+  r.sweep = {MakeSweepPoint(1024, 0.001, 4), MakeSweepPoint(2048, 0.001, 4)};
+  CHECK(sl::warmup::ResultShapeFindings(plan, 3, r).empty());
+  auto moved = sl::warmup::ResultShapeFindings(plan, 2, r);
+  REQUIRE(moved.size() == 1);
+  CHECK(moved[0].message.find("says rank 3") != std::string::npos);
+  r.sweep.pop_back();
+  auto partial = sl::warmup::ResultShapeFindings(plan, 3, r);
+  REQUIRE(partial.size() == 1);
+  CHECK(partial[0].check_id == "warmup.collective");
+  CHECK(partial[0].outcome == Outcome::kFail);
+  CHECK(partial[0].message.find("without the sweep size(s) 2048 B") != std::string::npos);
+  r.ok = false;  // a failed rank is named by its error, not for its missing sweep
+  CHECK(sl::warmup::ResultShapeFindings(plan, 3, r).empty());
+}
+
+TEST_CASE("the plan carries the store's namespace and key to the ranks") {
+  WarmupPlan plan = TwoByTwo();
+  plan.auth = sl::warmup::ResolveWarmupAuth({{"SAFE_LAUNCH_WARMUP_SECRET", "x"}}, 29502);
+  WarmupPlan back = nlohmann::json(plan).get<WarmupPlan>();
+  CHECK(back.auth.job_id == "port-29502");
+  CHECK(back.auth.key_hex == plan.auth.key_hex);
+  CHECK(back.auth.Authenticated());
+}
