@@ -573,8 +573,7 @@ struct Slot {
 
 // Throws std::system_error when no thread can be started.
 void StartCollectorThread(std::shared_ptr<Slot> slot, std::shared_ptr<const CaptureContext> ctx,
-                          std::shared_ptr<Bundle> bundle, CollectorFn fn,
-                          Clock::time_point start) {
+                          std::shared_ptr<Bundle> bundle, CollectorFn fn, Clock::time_point start) {
   std::thread([slot, ctx, bundle, fn, start] {
     CollectorOutcome out;
     try {

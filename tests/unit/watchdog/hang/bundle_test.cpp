@@ -178,3 +178,37 @@ TEST_CASE("rank processes are found by RANK in their environment, forked workers
   CHECK(ranks[0].rank == 3);
   CHECK(ranks[0].local_rank == 1);
 }
+
+TEST_CASE("a symlink planted at the archive's partial name is never written through") {
+  std::string run = TempDir();
+  const std::string victim = run + "-victim";
+  { std::ofstream(victim) << "precious"; }
+  REQUIRE(symlink(victim.c_str(), (run + "/.hang-t.tar.gz.partial").c_str()) == 0);
+  auto b = Bundle::Create(run, "hang-t", nullptr);
+  REQUIRE(b.ok());
+  REQUIRE((*b)->WriteFile("summary.md", "# ok\n").ok());
+  CHECK_FALSE((*b)->Finish().ok());
+  std::ifstream in(victim);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "precious");
+  CHECK_FALSE(fs::exists(run + "/hang-t.tar.gz"));
+  fs::remove_all(run);
+  fs::remove(victim);
+}
+
+TEST_CASE(
+    "a bundle file written twice is replaced, and a planted link at its name is not followed") {
+  std::string run = TempDir();
+  const std::string victim = run + "-victim";
+  { std::ofstream(victim) << "precious"; }
+  auto b = Bundle::Create(run, "hang-u", nullptr);
+  REQUIRE(b.ok());
+  REQUIRE(symlink(victim.c_str(), ((*b)->partial_dir() + "/summary.md").c_str()) == 0);
+  REQUIRE((*b)->WriteFile("summary.md", "# one\n").ok());
+  REQUIRE((*b)->WriteFile("summary.md", "# two\n").ok());
+  std::ifstream in(victim);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "precious");
+  std::ifstream out((*b)->partial_dir() + "/summary.md");
+  CHECK(std::string(std::istreambuf_iterator<char>(out), {}) == "# two\n");
+  fs::remove_all(run);
+  fs::remove(victim);
+}
