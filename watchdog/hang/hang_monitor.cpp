@@ -81,6 +81,13 @@ std::string WriteManifestSomewhere(const std::string& partial_dir, const std::st
   return written.ok() ? *written : std::string();
 }
 
+// The owner of /proc/<pid> (the job may have changed user); our euid when it is gone.
+uid_t JobUid(pid_t pid) {
+  struct stat st {};
+  if (pid > 0 && ::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0) return st.st_uid;
+  return ::geteuid();
+}
+
 std::int64_t Ns(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
@@ -237,12 +244,14 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
   ctx->job_alive = alive;
   ctx->start_monotonic_usec = start_monotonic_usec_;
   ctx->start_wall = start_wall_;
+  ctx->job_uid = ::geteuid();  // the supervisor starts the job as itself
   ctx->ib_start = ib_start_;
   ctx->fr_wait = options_.fr_wait;
   auto fs = std::make_shared<RootedFileReader>(options_.proc_root == "/" ? "" : options_.proc_root);
   ctx->fs = fs;
   if (control_) {
     ctx->job_pid = control_->JobPid();
+    ctx->job_uid = JobUid(ctx->job_pid);
     if (alive) ctx->descendants = control_->Descendants();
     ctx->stdout_tail = control_->TailLines(watchdog::kStdout, 200);
     ctx->stderr_tail = control_->TailLines(watchdog::kStderr, 200);

@@ -2,14 +2,18 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "common/file_reader.h"
 #include "watchdog/hang/collectors.h"
 
 using namespace sl::hang;
@@ -211,4 +215,76 @@ TEST_CASE(
   CHECK(std::string(std::istreambuf_iterator<char>(out), {}) == "# two\n");
   fs::remove_all(run);
   fs::remove(victim);
+}
+
+namespace {
+
+void WriteText(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+void MakeOld(const std::string& path) {
+  struct timespec old[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), old, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("NCCL_DEBUG_FILE is expanded as NCCL does: %h short host, %p pid, %% and others kept") {
+  CHECK(ExpandNcclDebugFile("/r/nccl.%h.%p.log", "gpu7.cluster.example", 812) ==
+        "/r/nccl.gpu7.812.log");
+  CHECK(ExpandNcclDebugFile("a%%b%xc%", "h", 1) == "a%b%xc%");
+}
+
+TEST_CASE("the nccl_debug collector takes only this job's fresh regular files, never others'") {
+  const std::string run = TempDir();     // the run directory
+  const std::string shared = TempDir();  // a /tmp-like place others write to
+  const pid_t rank_pid = ::getpid();     // a live process of our user, as a rank would be
+  const pid_t other_pid = 4000001;       // a pid of this job's launcher (descendant)
+  auto ctx = std::make_shared<CaptureContext>();
+  ctx->host = "gpu7.cluster";
+  ctx->run_dir = run;
+  ctx->start_wall = std::chrono::system_clock::now();
+  ctx->job_uid = ::geteuid();
+  ctx->fs = std::make_shared<sl::RootedFileReader>("");
+  const std::string pattern = shared + "/nccl.%h.%p.log";
+  ctx->job_env = {{"NCCL_DEBUG_FILE", pattern}};
+  ctx->descendants = {other_pid};
+  ctx->ranks.push_back({rank_pid, 0, 0, {{"NCCL_DEBUG_FILE", pattern}}});
+  ctx->ranks.push_back({rank_pid, 1, 1, {{"NCCL_DEBUG_FILE", "/etc/passwd"}}});
+  WriteText(shared + "/nccl.gpu7." + std::to_string(rank_pid) + ".log", "NCCL INFO ours\n");
+  WriteText(shared + "/nccl.gpu7." + std::to_string(other_pid) + ".log", "NCCL INFO launcher\n");
+  WriteText(shared + "/nccl.gpu7.999.log", "another job's log\n");  // not one of our pids
+  WriteText(shared + "/nccl.gpu7.4000002.log", "");
+  WriteText(run + "/nccl.extra.log", "NCCL INFO in the run dir\n");
+  WriteText(run + "/nccl.old.log", "from before the job\n");
+  MakeOld(run + "/nccl.old.log");
+  // A link at one of our names, pointing at a file of the system.
+  ctx->descendants.push_back(4000003);
+  REQUIRE(::symlink("/etc/hostname", (shared + "/nccl.gpu7.4000003.log").c_str()) == 0);
+  // A fresh file of ours, but given to another user (when we can: root).
+  ctx->descendants.push_back(4000004);
+  const std::string foreign = shared + "/nccl.gpu7.4000004.log";
+  WriteText(foreign, "someone else's\n");
+  const bool chowned = ::chown(foreign.c_str(), 65534, 65534) == 0;
+
+  const Collector* nccl = nullptr;
+  for (const auto& c : Collectors()) {
+    if (std::string(c.id) == "nccl_debug") nccl = &c;
+  }
+  REQUIRE(nccl != nullptr);
+  auto b = Bundle::Create(run, "hang-n", nullptr);
+  REQUIRE(b.ok());
+  CollectorOutcome o = nccl->fn(*ctx, **b);
+  std::set<std::string> files(o.files.begin(), o.files.end());
+  const std::string mine = "nccl/nccl.gpu7." + std::to_string(rank_pid) + ".log";
+  CHECK(files.count(mine) == 1);
+  CHECK(files.count("nccl/nccl.gpu7." + std::to_string(other_pid) + ".log") == 1);
+  CHECK(files.count("nccl/nccl.extra.log") == 1);
+  CHECK(files.count("nccl/nccl.gpu7.999.log") == 0);
+  CHECK(files.count("nccl/nccl.old.log") == 0);
+  CHECK(files.count("nccl/passwd") == 0);
+  CHECK(files.count("nccl/nccl.gpu7.4000003.log") == 0);
+  if (chowned) CHECK(files.count("nccl/nccl.gpu7.4000004.log") == 0);
+  CHECK(o.status == "ok");
+  fs::remove_all(run);
+  fs::remove_all(shared);
 }
