@@ -11,6 +11,20 @@ std::unique_ptr<hang::Redactor> MakeJobRedactor(const Environment& env,
   return r;
 }
 
+namespace {
+
+// Every string of the document redacted on its own (not the dumped text: a replacement there
+// could cut through JSON's escapes).
+void RedactStrings(nlohmann::json& j, const hang::Redactor& redactor) {
+  if (j.is_string()) {
+    j = redactor.Redact(j.get_ref<const std::string&>());
+  } else if (j.is_structured()) {
+    for (auto& v : j) RedactStrings(v, redactor);
+  }
+}
+
+}  // namespace
+
 Status WriteStatusFile(const std::string& run_dir, const nlohmann::json& status,
                        hang::Redactor& redactor) {
   nlohmann::json j = status;
@@ -19,12 +33,12 @@ Status WriteStatusFile(const std::string& run_dir, const nlohmann::json& status,
     for (const auto& a : *it) {
       if (a.is_string()) argv.push_back(a.get<std::string>());
     }
+    // Learns the values after secret flags, so that they go wherever else they appear too.
     *it = redactor.RedactArgv(argv);
   }
-  // The text as a whole too: the command is spread over lines (rule 3's "--flag VALUE" cannot
-  // see it) but its values are learned above; the rest (stop reason, events) is scanned here.
-  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  return WriteRunFile(run_dir, "status.json", redactor.Redact(text));
+  RedactStrings(j, redactor);
+  return WriteRunFile(run_dir, "status.json",
+                      j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Status WriteTailFile(const std::string& run_dir, const std::string& name,

@@ -19,7 +19,7 @@ std::unique_ptr<hang::Redactor> MakeJobRedactor(const Environment& env,
                                                 const std::vector<std::string>& argv);
 
 /// Writes <run_dir>/status.json (0600): `status` as indented JSON, its "command" replaced by the
-/// redacted argv and the whole text redacted (invalid UTF-8 replaced, never a throw).
+/// redacted argv and every string value redacted (invalid UTF-8 replaced, never a throw).
 Status WriteStatusFile(const std::string& run_dir, const nlohmann::json& status,
                        hang::Redactor& redactor);
 

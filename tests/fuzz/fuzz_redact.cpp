@@ -4,13 +4,17 @@
 //     outside the markers;
 //   * a well-known token shape appended after a space never survives, whatever came before
 //     (a rule-2 value that runs into it consumes it whole, never half of it);
-//   * argv redaction keeps the argument count.
+//   * argv redaction keeps the argument count;
+//   * a JSON document (the text as a string value, and under a secret-looking key) is still
+//     valid JSON after redaction (bundle manifests and summaries are redacted as text).
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "watchdog/hang/redact.h"
 
@@ -55,5 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     p = q + 1;
   }
   if (r.RedactArgv(argv).size() != argv.size()) std::abort();
+
+  nlohmann::json doc = {{"text", std::string(text)},
+                        {"API_TOKEN", std::string(text)},
+                        {"PASSWORD", static_cast<int>(size)}};
+  const std::string dumped = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!nlohmann::json::accept(r.Redact(dumped))) std::abort();
   return 0;
 }

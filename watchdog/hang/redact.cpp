@@ -1,5 +1,6 @@
 #include "watchdog/hang/redact.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -21,6 +22,21 @@ bool EndsWithWord(std::string_view part) {
     if (EndsWith(part, w)) return true;
   }
   return part == "AUTH" || part == "AUTHORIZATION" || part == "COOKIE" || part == "PASS";
+}
+
+// End of a value starting at out[p]. Quoted: at the closing quote (a backslash escapes the next
+// character, as in JSON and shell double quotes) or the end of the line. Unquoted: at
+// whitespace, a quote, ',', ';', a backslash (JSON's \" inside a string) or a closing brace.
+std::size_t ValueEnd(std::string_view out, std::size_t p, char quote) {
+  const std::size_t n = out.size();
+  if (quote) {
+    while (p < n && out[p] != quote && out[p] != '\n') p += (out[p] == '\\' && p + 1 < n) ? 2 : 1;
+    return std::min(p, n);
+  }
+  while (p < n && !std::isspace(static_cast<unsigned char>(out[p])) &&
+         !std::strchr("\"',;\\}]", out[p]) && out[p] != '\0')
+    ++p;
+  return p;
 }
 
 char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
@@ -110,7 +126,7 @@ std::size_t UserInfoPasswordAt(std::string_view text, std::size_t i) {
     char c = text[e];
     if (c == '@') return e - i;
     if (c == '/' || c == '?' || c == '#' || c == '"' || c == '\'' || c == '<' || c == '>' ||
-        std::isspace(static_cast<unsigned char>(c)) || c == '\0') {
+        c == '\\' || std::isspace(static_cast<unsigned char>(c)) || c == '\0') {
       return 0;
     }
     ++e;
@@ -248,16 +264,7 @@ std::string Redactor::Redact(std::string_view text) const {
   result.reserve(out.size());
   std::size_t i = 0;
   const std::size_t n = out.size();
-  auto value_end = [&out, n](std::size_t p, char quote) {
-    if (quote) {
-      while (p < n && out[p] != quote && out[p] != '\n') ++p;
-      return p;
-    }
-    while (p < n && !std::isspace(static_cast<unsigned char>(out[p])) && out[p] != '\0' &&
-           out[p] != '"' && out[p] != '\'' && out[p] != ',' && out[p] != ';')
-      ++p;
-    return p;
-  };
+  auto value_end = [&out](std::size_t p, char quote) { return ValueEnd(out, p, quote); };
   while (i < n) {
     if (!IsNameChar(out[i]) || (i > 0 && IsNameChar(out[i - 1]))) {
       result += out[i++];
@@ -269,6 +276,8 @@ std::string Redactor::Redact(std::string_view text) const {
     result.append(name);
     if (!IsSecretName(name) || i >= n) continue;
     std::size_t p = i;
+    // "NAME": VALUE in JSON text: the replacement must keep the document valid.
+    const bool json_key = start > 0 && out[start - 1] == '"' && p < n && out[p] == '"';
     // "NAME": "VALUE" (JSON) -- skip the closing quote, colon and spaces.
     if (p < n && (out[p] == '"' || out[p] == '\'')) ++p;
     bool json = p < n && out[p] == ':';
@@ -279,6 +288,24 @@ std::string Redactor::Redact(std::string_view text) const {
     while (json && p < n && out[p] == ' ') ++p;
     char quote = 0;
     if (p < n && (out[p] == '"' || out[p] == '\'')) quote = out[p++];
+    if (json && json_key && !quote) {
+      // A number becomes the string "<redacted>"; an object or array is left to its own keys.
+      if (p >= n || out[p] == '{' || out[p] == '[' || out.compare(p, 4, "true") == 0 ||
+          out.compare(p, 5, "false") == 0 || out.compare(p, 4, "null") == 0) {
+        continue;
+      }
+      std::size_t e = p;
+      while (e < n && (std::isalnum(static_cast<unsigned char>(out[e])) || out[e] == '-' ||
+                       out[e] == '+' || out[e] == '.'))
+        ++e;
+      if (e == p) continue;
+      result.append(out, i, p - i);
+      result += '"';
+      result.append(kRedacted);
+      result += '"';
+      i = e;
+      continue;
+    }
     std::size_t e = value_end(p, quote);
     if (e == p) continue;
     std::string_view value(out.data() + p, e - p);

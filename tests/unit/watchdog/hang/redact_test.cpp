@@ -104,3 +104,13 @@ TEST_CASE("well-known token shapes are redacted wherever they appear") {
   CHECK(r.Redact("pip install sk-learn; task-ghp_x") == "pip install sk-learn; task-ghp_x");
   CHECK(r.Redact("AKIAIOSFODNN7EXAMPLEX1") == "AKIAIOSFODNN7EXAMPLEX1");
 }
+
+TEST_CASE("redacting JSON text keeps it valid: escapes, numbers and braces are not eaten") {
+  Redactor r;
+  CHECK(r.Redact(R"({"cmd": "echo \"Authorization: Bearer abcdefgh12345678\" >&2"})") ==
+        R"({"cmd": "echo \"Authorization: Bearer <redacted>\" >&2"})");
+  CHECK(r.Redact(R"({"API_KEY": 12345678})") == R"({"API_KEY": "<redacted>"})");
+  CHECK(r.Redact(R"({"TOKEN": "a\"bcdef"})") == R"({"TOKEN": "<redacted>"})");
+  CHECK(r.Redact(R"({"auth": {"user": "u"}, "TOKEN": null})") ==
+        R"({"auth": {"user": "u"}, "TOKEN": null})");
+}
