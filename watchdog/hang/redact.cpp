@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 
 #include "common/strings.h"
 
@@ -187,6 +188,57 @@ bool IsTrivialValue(std::string_view v) {
   return v.size() < 4 || v == "true" || v == "false" || v == "none" || v == "None" || v == "null";
 }
 
+// The part of the text after a secret-looking name to replace: [begin, end).
+struct Span {
+  std::size_t begin = 0, end = 0;
+  bool as_json_string = false;  ///< a JSON number: the replacement gets quotes
+};
+
+// `p` is just past "NAME=", "NAME: " or "--flag " (and the opening `quote`, if any); `json` when
+// the separator was ':', `json_key` when NAME itself was in double quotes.
+std::optional<Span> ValueToRedact(std::string_view out, std::size_t p, bool json, bool json_key,
+                                  char quote) {
+  const std::size_t n = out.size();
+  if (json && json_key && !quote) {
+    // A number becomes the string "<redacted>"; an object or array is left to its own keys.
+    if (p >= n || out[p] == '{' || out[p] == '[' || out.compare(p, 4, "true") == 0 ||
+        out.compare(p, 5, "false") == 0 || out.compare(p, 4, "null") == 0) {
+      return std::nullopt;
+    }
+    std::size_t e = p;
+    while (e < n && (IsAlnum(out[e]) || out[e] == '-' || out[e] == '+' || out[e] == '.')) ++e;
+    if (e == p) return std::nullopt;
+    return Span{p, e, true};
+  }
+  std::size_t e = ValueEnd(out, p, quote);
+  if (e == p) return std::nullopt;
+  std::string_view value = out.substr(p, e - p);
+  if (!quote && IsAuthScheme(value)) {
+    // "Authorization: Bearer T": keep the scheme, the secret is the next word.
+    std::size_t q = e;
+    while (q < n && out[q] == ' ') ++q;
+    std::size_t qe = ValueEnd(out, q, 0);
+    if (qe == q || out.substr(q, qe - q) == kRedacted) return std::nullopt;
+    return Span{q, qe};
+  }
+  if (quote) {
+    // "Authorization": "Bearer T": the same inside quotes.
+    auto sp = value.find(' ');
+    if (sp != std::string_view::npos && IsAuthScheme(value.substr(0, sp))) {
+      std::size_t q = p + sp;
+      while (q < e && out[q] == ' ') ++q;
+      if (q == e) return std::nullopt;
+      p = q;
+      value = out.substr(p, e - p);
+    }
+  }
+  if (value == kRedacted ||
+      (json && !quote && (value == "true" || value == "false" || value == "null"))) {
+    return std::nullopt;
+  }
+  return Span{p, e};
+}
+
 }  // namespace
 
 bool IsSecretName(std::string_view name) {
@@ -264,7 +316,6 @@ std::string Redactor::Redact(std::string_view text) const {
   result.reserve(out.size());
   std::size_t i = 0;
   const std::size_t n = out.size();
-  auto value_end = [&out](std::size_t p, char quote) { return ValueEnd(out, p, quote); };
   while (i < n) {
     if (!IsNameChar(out[i]) || (i > 0 && IsNameChar(out[i - 1]))) {
       result += out[i++];
@@ -288,57 +339,13 @@ std::string Redactor::Redact(std::string_view text) const {
     while (json && p < n && out[p] == ' ') ++p;
     char quote = 0;
     if (p < n && (out[p] == '"' || out[p] == '\'')) quote = out[p++];
-    if (json && json_key && !quote) {
-      // A number becomes the string "<redacted>"; an object or array is left to its own keys.
-      if (p >= n || out[p] == '{' || out[p] == '[' || out.compare(p, 4, "true") == 0 ||
-          out.compare(p, 5, "false") == 0 || out.compare(p, 4, "null") == 0) {
-        continue;
-      }
-      std::size_t e = p;
-      while (e < n && (std::isalnum(static_cast<unsigned char>(out[e])) || out[e] == '-' ||
-                       out[e] == '+' || out[e] == '.'))
-        ++e;
-      if (e == p) continue;
-      result.append(out, i, p - i);
-      result += '"';
-      result.append(kRedacted);
-      result += '"';
-      i = e;
-      continue;
-    }
-    std::size_t e = value_end(p, quote);
-    if (e == p) continue;
-    std::string_view value(out.data() + p, e - p);
-    if (!quote && IsAuthScheme(value)) {
-      // "Authorization: Bearer T": keep the scheme, the secret is the next word.
-      std::size_t q = e;
-      while (q < n && out[q] == ' ') ++q;
-      std::size_t qe = value_end(q, 0);
-      if (qe > q && std::string_view(out.data() + q, qe - q) != kRedacted) {
-        result.append(out, i, q - i);
-        result.append(kRedacted);
-        i = qe;
-      }
-      continue;
-    }
-    if (quote) {
-      // "Authorization": "Bearer T": the same inside quotes.
-      auto sp = value.find(' ');
-      if (sp != std::string_view::npos && IsAuthScheme(value.substr(0, sp))) {
-        std::size_t q = p + sp;
-        while (q < e && out[q] == ' ') ++q;
-        p = q;
-        if (p == e) continue;
-        value = std::string_view(out.data() + p, e - p);
-      }
-    }
-    if (value == kRedacted ||
-        (json && !quote && (value == "true" || value == "false" || value == "null"))) {
-      continue;
-    }
-    result.append(out, i, p - i);
+    auto r = ValueToRedact(out, p, json, json_key, quote);
+    if (!r) continue;
+    result.append(out, i, r->begin - i);
+    if (r->as_json_string) result += '"';
     result.append(kRedacted);
-    i = e;
+    if (r->as_json_string) result += '"';
+    i = r->end;
   }
   return RedactShapes(result);
 }
