@@ -28,7 +28,6 @@
 #include <set>
 #include <thread>
 
-#include "common/file_writer.h"
 #include "common/log.h"
 #include "common/spawn.h"
 #include "common/strings.h"
