@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "common/file_writer.h"
 
@@ -87,15 +86,28 @@ Result<std::uint64_t> Bundle::WriteFile(std::string_view rel, std::string_view c
 
 Result<std::uint64_t> Bundle::CopyFile(std::string_view rel, const std::string& host_path,
                                        std::uint64_t max_bytes) {
-  std::ifstream in(host_path, std::ios::binary);
-  if (!in) return MakeError(Errno("cannot open", host_path));
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, in.tellg()));
-  std::uint64_t start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string data(size - start, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<std::size_t>(in.gcount()));
+  // Host paths come from the job's environment (TORCH_FR_DUMP_TEMP_FILE, ...) and often lie in
+  // shared directories: a link planted there must not bring /etc/shadow in, nor a FIFO block us.
+  int fd = open(host_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return MakeError(Errno("cannot open (links are not followed)", host_path));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return MakeError(fmt::format("not a regular file, not copied: {}", host_path));
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  off_t off = static_cast<off_t>(size > max_bytes ? size - max_bytes : 0);
+  std::string data;
+  std::vector<char> buf(1 << 16);
+  while (data.size() < max_bytes) {
+    ssize_t n = pread(fd, buf.data(), buf.size(), off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf.data(), static_cast<std::size_t>(n));
+    off += n;
+  }
+  close(fd);
+  if (data.size() > max_bytes) data.erase(0, data.size() - max_bytes);  // it grew meanwhile
   return WriteFile(rel, data);
 }
 

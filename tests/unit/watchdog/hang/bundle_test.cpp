@@ -288,3 +288,27 @@ TEST_CASE("the nccl_debug collector takes only this job's fresh regular files, n
   fs::remove_all(run);
   fs::remove_all(shared);
 }
+
+TEST_CASE("copying a host file follows no link and refuses a FIFO, a regular file's tail is kept") {
+  std::string run = TempDir();
+  auto b = Bundle::Create(run, "hang-c", nullptr);
+  REQUIRE(b.ok());
+  const std::string link = run + "-fr_rank_0";
+  REQUIRE(symlink("/etc/hostname", link.c_str()) == 0);
+  CHECK_FALSE((*b)->CopyFile("fr/fr_rank_0.pkl", link).ok());
+  CHECK_FALSE(fs::exists((*b)->partial_dir() + "/fr/fr_rank_0.pkl"));
+  const std::string fifo = run + "-fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_FALSE((*b)->CopyFile("fr/fifo", fifo).ok());  // returns at once, no reader needed
+  const std::string real = run + "-real";
+  WriteText(real, "0123456789");
+  auto r = (*b)->CopyFile("fr/real", real, 4);
+  REQUIRE(r.ok());
+  CHECK(*r == 4);
+  std::ifstream in((*b)->partial_dir() + "/fr/real");
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "6789");
+  fs::remove_all(run);
+  fs::remove(link);
+  fs::remove(fifo);
+  fs::remove(real);
+}
