@@ -23,9 +23,9 @@ std::optional<Finding> DebugFileFinding(const Environment& env) {
   auto file = Lookup(env, "NCCL_DEBUG_FILE");
   if (!file || file->empty()) return std::nullopt;
   const std::string& f = *file;
-  static constexpr std::string_view kSystem[] = {"/etc/",  "/usr/",     "/bin/",     "/sbin/",
-                                                 "/lib",   "/boot/",    "/proc/",    "/sys/",
-                                                 "/root/", "/var/lib/", "/var/log/", "/opt/"};
+  static constexpr std::string_view kSystem[] = {"/etc/",     "/usr/",     "/bin/",  "/sbin/",
+                                                 "/lib",      "/boot/",    "/proc/", "/sys/",
+                                                 "/var/lib/", "/var/log/", "/opt/"};
   static constexpr std::string_view kShared[] = {"/tmp/", "/var/tmp/", "/dev/shm/"};
   const std::string next =
       "unset it (safe-launch's plan then uses <run dir>/nccl.%h.%p.log) or point it into the run "
