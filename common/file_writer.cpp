@@ -39,6 +39,30 @@ bool WriteAll(int fd, std::string_view data) {
   return true;
 }
 
+// Opens `dir` for *at() calls without following a symlink at its last component.
+Result<int> OpenDirNoFollow(const std::string& dir) {
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd >= 0) return dfd;
+  int err = errno;
+  struct stat st {};
+  bool is_link = ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  return MakeError("cannot open the directory to write into: " + ErrnoText(err), dir,
+                   is_link ? "the directory is a symlink (not followed): use a real directory"
+                           : WriteFixForErrno(err));
+}
+
+// Writes and closes `fd`; on failure unlinks dfd/name. Returns 0 or the errno.
+int FillAndClose(int fd, std::string_view content, int dfd, const std::string& name) {
+  bool ok = WriteAll(fd, content);
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) ::unlinkat(dfd, name.c_str(), 0);
+  return err;
+}
+
 struct SplitPath {
   std::string dir, base;
 };
@@ -56,35 +80,24 @@ Status DiskFileWriter::WriteAtomic(const std::string& path, std::string_view con
   if (base.empty() || base == "." || base == "..") {
     return MakeError("not a file name", path, "name a file, not a directory");
   }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dfd < 0) {
-    int err = errno;
-    struct stat st {};
-    bool is_link = ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-    return MakeError(
-        "cannot open the directory to write into: " + ErrnoText(err), dir,
-        is_link ? "the directory is a symlink (not followed): use a real directory" : "");
-  }
+  auto opened = OpenDirNoFollow(dir);
+  if (!opened.ok()) return opened.error();
+  const int dfd = *opened;
   std::string tmp = "." + base + ".tmp." + RandomSuffix();
   int fd = ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
     int err = errno;
     ::close(dfd);
-    return MakeError("cannot create a file: " + ErrnoText(err), dir + "/" + tmp);
+    return MakeError("cannot create a file: " + ErrnoText(err), dir + "/" + tmp,
+                     WriteFixForErrno(err));
   }
-  bool ok = WriteAll(fd, content);
-  int err = errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
+  int err = FillAndClose(fd, content, dfd, tmp);
+  if (err == 0 && ::renameat(dfd, tmp.c_str(), dfd, base.c_str()) != 0) {
     err = errno;
+    ::unlinkat(dfd, tmp.c_str(), 0);
   }
-  if (ok && ::renameat(dfd, tmp.c_str(), dfd, base.c_str()) != 0) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) ::unlinkat(dfd, tmp.c_str(), 0);
   ::close(dfd);
-  if (!ok) return MakeError("cannot write: " + ErrnoText(err), path);
+  if (err != 0) return MakeError("cannot write: " + ErrnoText(err), path, WriteFixForErrno(err));
   return OkStatus();
 }
 
@@ -115,6 +128,54 @@ Status WriteFileAtomic(const std::string& path, std::string_view content, mode_t
   return DiskWriter().WriteAtomic(path, content, mode);
 }
 
+Result<std::string> WriteUniqueFile(const std::string& dir, const std::string& prefix,
+                                    const std::string& suffix, std::string_view content,
+                                    mode_t mode) {
+  if (prefix.find('/') != std::string::npos || suffix.find('/') != std::string::npos) {
+    return MakeError("a file name part holds '/'", prefix + "*" + suffix, "pass a plain name");
+  }
+  auto opened = OpenDirNoFollow(dir.empty() ? "." : dir);
+  if (!opened.ok()) return opened.error();
+  const int dfd = *opened;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const std::string name = prefix + RandomSuffix() + suffix;
+    int fd =
+        ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0 && errno == EEXIST) continue;  // someone holds that name: draw another
+    if (fd < 0) {
+      int err = errno;
+      ::close(dfd);
+      return MakeError("cannot create a file: " + ErrnoText(err), dir + "/" + name,
+                       WriteFixForErrno(err));
+    }
+    int err = FillAndClose(fd, content, dfd, name);
+    ::close(dfd);
+    if (err != 0) {
+      return MakeError("cannot write: " + ErrnoText(err), dir + "/" + name, WriteFixForErrno(err));
+    }
+    return dir + "/" + name;
+  }
+  ::close(dfd);
+  return MakeError("no free unique name after 16 tries", dir, "clean up the directory");
+}
+
+std::string WriteFixForErrno(int err) {
+  switch (err) {
+    case EACCES:
+    case EPERM:
+      return "make the directory writable for this user, or write elsewhere";
+    case EROFS:
+      return "the file system is read-only; write elsewhere";
+    case ENOSPC:
+    case EDQUOT:
+      return "the file system is full (or over quota); free space (df -h) or write elsewhere";
+    case ELOOP:
+      return "a symlink is in the way (never followed): remove it or use a fresh directory";
+    default:
+      return "";
+  }
+}
+
 Result<int> CreateNewFile(const std::string& path, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
@@ -122,7 +183,7 @@ Result<int> CreateNewFile(const std::string& path, mode_t mode) {
     return MakeError("cannot create a new file: " + ErrnoText(err), path,
                      err == EEXIST ? "it already exists (or is a symlink): remove it or use a "
                                      "fresh directory"
-                                   : "");
+                                   : WriteFixForErrno(err));
   }
   return fd;
 }

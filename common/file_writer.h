@@ -25,7 +25,8 @@ class FileWriter {
  public:
   virtual ~FileWriter() = default;
   /// Replaces `path` with `content` atomically (see the top of this file), with permissions
-  /// `mode` (umask applies on disk). Errors name the path and the errno text.
+  /// `mode` (umask applies on disk). Errors name the path and the errno text, and carry
+  /// WriteFixForErrno's next step as the fix.
   virtual Status WriteAtomic(const std::string& path, std::string_view content,
                              mode_t mode = kPrivateFile) const = 0;
 };
@@ -63,6 +64,19 @@ const FileWriter& DiskWriter();
 /// DiskWriter().WriteAtomic(path, content, mode).
 Status WriteFileAtomic(const std::string& path, std::string_view content,
                        mode_t mode = kPrivateFile);
+
+/// Writes `content` to a new file dir/<prefix><16 random hex digits><suffix>, created with
+/// O_CREAT|O_EXCL|O_NOFOLLOW relative to `dir` opened with O_DIRECTORY|O_NOFOLLOW (mkstemps'
+/// guarantee, and more: a planted symlink at any name is never followed). For fallbacks in shared
+/// places such as $TMPDIR, where a predictable name lets another user plant a link. Returns the
+/// path written.
+Result<std::string> WriteUniqueFile(const std::string& dir, const std::string& prefix,
+                                    const std::string& suffix, std::string_view content,
+                                    mode_t mode = kPrivateFile);
+
+/// A next step for a failed write by errno (EACCES/EPERM, EROFS, ENOSPC/EDQUOT, ELOOP); "" when
+/// none applies. The writer puts it in Error::fix; callers may add their own option after it.
+std::string WriteFixForErrno(int err);
 
 /// Creates a new file for streaming writes (a rank log, an archive being built): O_CREAT|O_EXCL|
 /// O_NOFOLLOW|O_CLOEXEC with `mode`, so an existing file or a planted symlink is an error, never

@@ -19,6 +19,7 @@
 #include "recipes/plan.h"
 #include "recipes/version_probe.h"
 #include "watchdog/run_dir.h"
+#include "watchdog/status.h"
 #include "watchdog/supervisor.h"
 
 namespace sl::launcher {
@@ -39,7 +40,12 @@ int WriteNotStarted(const RunContext& ctx, int rc, nlohmann::json stop = nullptr
   j["host"] = ctx.host;
   j["exit_status"] = rc;
   j["stop"] = std::move(stop);
-  (void)watchdog::WriteRunFile(ctx.run_dir, "status.json", j.dump(2) + "\n");
+  // The same writer as the supervisor's (0600, argv and env secrets redacted).
+  auto redactor =
+      watchdog::MakeJobRedactor(ctx.job_env.empty() ? ctx.base_env : ctx.job_env, ctx.command);
+  if (auto s = watchdog::WriteStatusFile(ctx.run_dir, j, *redactor); !s.ok()) {
+    log::Warn("{}", s.error().Describe());
+  }
   return rc;
 }
 

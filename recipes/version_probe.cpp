@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_writer.h"
 #include "common/spawn.h"
 #include "common/strings.h"
 
@@ -80,13 +81,10 @@ class Cache {
       partial += "/" + part;
       ::mkdir(partial.c_str(), 0700);
     }
-    std::string tmp = path_ + "." + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp);
-      if (!out) return;
-      out << data_.dump();
-    }
-    std::rename(tmp.c_str(), path_.c_str());
+    // The one writer: an O_EXCL|O_NOFOLLOW temp name (the old "<path>.<pid>" was predictable and
+    // followed a planted link), renamed relative to the directory's fd, 0600.
+    (void)WriteFileAtomic(
+        path_, data_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kPrivateFile);
   }
 
  private:

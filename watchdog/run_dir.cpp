@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/file_writer.h"
+
 namespace sl::watchdog {
 
 namespace {
@@ -58,19 +60,39 @@ Status MakeDirs(const std::string& dir) {
   return OkStatus();
 }
 
-bool IsEmptyDir(const std::string& dir) {
-  if (DIR* d = ::opendir(dir.c_str())) {
-    bool empty = true;
-    while (dirent* e = ::readdir(d)) {
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-        empty = false;
-        break;
-      }
-    }
-    ::closedir(d);
-    return empty;
+// True when the directory open at `fd` holds nothing but "." and "..".
+bool IsEmptyDirFd(int fd) {
+  int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return false;
+  DIR* d = ::fdopendir(dup);
+  if (!d) {
+    ::close(dup);
+    return false;
   }
-  return false;
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
+}
+
+// An existing `name` under `pfd` may be reused as the run directory only when it is a real
+// directory (not a symlink: opened with O_NOFOLLOW), owned by us, writable by nobody else and
+// empty. Otherwise another user could have prepared it (a planted link, a directory they can
+// still write to or swap files in) and root would write where they chose.
+bool ReusableRunDir(int pfd, const std::string& name) {
+  int fd = ::openat(pfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+            (st.st_mode & 022) == 0 && IsEmptyDirFd(fd);
+  if (ok) ok = ::fchmod(fd, kRunDirMode) == 0;  // an old 0750 one becomes owner-only too
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace
@@ -97,57 +119,54 @@ std::string DefaultRunDir(const std::string& explicit_dir, const Environment& en
 }
 
 Result<std::string> CreateRunDir(const std::string& dir) {
-  std::string parent =
-      dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
-  if (!parent.empty()) {
-    if (auto s = MakeDirs(parent); !s.ok()) return s.error();
+  const auto slash = dir.find_last_of('/');
+  const std::string parent = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : dir.substr(0, slash);
+  const std::string leaf = slash == std::string::npos ? dir : dir.substr(slash + 1);
+  if (leaf.empty() || leaf == "." || leaf == "..") {
+    return MakeError("the run directory must name a directory", dir, "pass --run-dir DIR");
+  }
+  if (auto s = MakeDirs(parent); !s.ok()) return s.error();
+  // Every candidate is made and checked relative to one parent fd, so a parent swapped for a
+  // link midway cannot send later candidates elsewhere.
+  int pfd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (pfd < 0) {
+    int err = errno;
+    return MakeError(std::string("cannot open the run directory's parent: ") + std::strerror(err),
+                     parent, FixForErrno(err));
   }
   for (int i = 0; i < 1000; ++i) {
-    std::string candidate = i == 0 ? dir : dir + "." + std::to_string(i);
-    if (::mkdir(candidate.c_str(), 0750) == 0) return candidate;
+    const std::string name = i == 0 ? leaf : leaf + "." + std::to_string(i);
+    const std::string candidate = parent == "/" ? "/" + name : parent + "/" + name;
+    // mkdirat fails with EEXIST on any existing name, a dangling symlink included.
+    if (::mkdirat(pfd, name.c_str(), kRunDirMode) == 0) {
+      ::close(pfd);
+      return slash == std::string::npos ? name : candidate;
+    }
     int err = errno;
     if (err == EEXIST) {
-      struct stat st;
-      if (::stat(candidate.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && IsEmptyDir(candidate) &&
-          ::access(candidate.c_str(), W_OK) == 0) {
-        return candidate;
+      if (ReusableRunDir(pfd, name)) {
+        ::close(pfd);
+        return slash == std::string::npos ? name : candidate;
       }
       continue;
     }
+    ::close(pfd);
     return MakeError(std::string("cannot create the run directory: ") + std::strerror(err),
                      candidate, FixForErrno(err));
   }
+  ::close(pfd);
   return MakeError("too many run directories with this name", dir, "use --run-dir DIR");
 }
 
 Status WriteRunFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int err = errno;
-    return MakeError(std::string("cannot write: ") + std::strerror(err), tmp, FixForErrno(err));
-  }
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return MakeError(std::string("cannot write: ") + std::strerror(err), tmp, FixForErrno(err));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return MakeError(std::string("cannot write: ") + std::strerror(err), path, FixForErrno(err));
-  }
-  return OkStatus();
+  auto s = sl::WriteFileAtomic(dir + "/" + name, content, kRunFileMode);
+  if (s.ok()) return s;
+  Error e = s.error();
+  // The writer's fix says what is wrong with the place; here there is always one more way out.
+  e.fix = e.fix.empty() ? FixForErrno(0) : e.fix + ", or choose another with --run-dir DIR";
+  return e;
 }
 
 }  // namespace sl::watchdog

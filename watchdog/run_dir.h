@@ -2,6 +2,8 @@
 // The run directory: one per job and host, holding status.json, preflight.json, env-plan.json,
 // the output tails and hang bundles. Default
 // ${SLURM_SUBMIT_DIR:-$PWD}/safe-launch-runs/<jobid[.stepid] | UTC timestamp-pid>/<host>.
+#include <sys/types.h>
+
 #include <chrono>
 #include <string>
 
@@ -16,13 +18,20 @@ std::string DefaultRunDir(const std::string& explicit_dir, const Environment& en
                           const std::string& cwd, const std::string& host,
                           std::chrono::system_clock::time_point now, int pid);
 
-/// Creates `dir` and its parents (0755; the leaf 0750). An existing leaf is reused only when
-/// empty, otherwise ".1", ".2", ... is appended (a second step on the same node must not
-/// overwrite the first one's status). Returns the directory actually created; the error names
-/// the path and the fix (permissions, read-only or full file system).
+/// Modes in the run directory: it holds the job's command line and output (item 7 of issue 12).
+inline constexpr mode_t kRunDirMode = 0700;
+inline constexpr mode_t kRunFileMode = 0600;
+
+/// Creates `dir` and its parents (0755; the leaf 0700, made with mkdirat relative to the parent's
+/// fd). An existing leaf is reused only when it is a real directory (not a symlink) owned by the
+/// effective user, not writable by group or others, and empty; otherwise ".1", ".2", ... is
+/// appended (a second step on the same node must not overwrite the first one's status, and a
+/// directory someone else prepared is never written into). Returns the directory actually
+/// created; the error names the path and the fix (permissions, read-only or full file system).
 Result<std::string> CreateRunDir(const std::string& dir);
 
-/// Writes `content` to dir/name through a temporary file and rename.
+/// Writes `content` to dir/name (0600) through sl::WriteFileAtomic: O_EXCL|O_NOFOLLOW temp name,
+/// rename relative to the directory's O_NOFOLLOW fd. The error's fix adds --run-dir.
 Status WriteRunFile(const std::string& dir, const std::string& name, const std::string& content);
 
 }  // namespace sl::watchdog

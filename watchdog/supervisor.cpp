@@ -28,12 +28,12 @@
 #include <set>
 #include <thread>
 
-#include "common/file_writer.h"
 #include "common/log.h"
 #include "common/spawn.h"
 #include "common/strings.h"
 #include "watchdog/escalation.h"
 #include "watchdog/process_tree.h"
+#include "watchdog/status.h"
 
 namespace sl::watchdog {
 
@@ -83,13 +83,10 @@ bool WriteAll(int fd, const char* data, std::size_t size) {
   return true;
 }
 
-// status.json and the tails are read by people and monitoring tools on the node.
-constexpr mode_t kStatusFileMode = 0644;
-
-void WriteRunDirFile(const std::string& path, const std::string& content) {
-  if (auto s = sl::WriteFileAtomic(path, content, kStatusFileMode); !s.ok()) {
-    log::Warn("{}", s.error().Describe());
-  }
+// status.json and the tails hold the command line and job output: 0600 and redacted
+// (watchdog/status.h); a write failure is logged, the job goes on.
+void WarnIfFailed(const Status& s) {
+  if (!s.ok()) log::Warn("{}", s.error().Describe());
 }
 
 // The last bytes of a stream. The pump reads straight into it (no copy at all): before a read
@@ -260,6 +257,8 @@ struct Supervisor::Impl {
 
   nlohmann::json events = nlohmann::json::array();
   std::mutex events_mu;
+  // Knows the job's secrets (env, argv) for status.json and the tails; made in Run().
+  std::unique_ptr<hang::Redactor> redactor;
 
   void Event(std::string what) {
     log::Info("{}", what);
@@ -894,7 +893,7 @@ void Supervisor::Impl::WriteFinalStatus(const JobExit& exit) {
     std::lock_guard lock(events_mu);
     j["events"] = events;
   }
-  WriteRunDirFile(self->options_.run_dir + "/status.json", j.dump(2) + "\n");
+  WarnIfFailed(WriteStatusFile(self->options_.run_dir, j, *redactor));
 }
 
 Result<JobExit> Supervisor::Run() {
@@ -911,20 +910,17 @@ Result<JobExit> Supervisor::Run() {
   if (auto s = im.OpenLoopFds(); !s.ok()) return s.error();
   if (auto s = im.StartJob(); !s.ok()) return s.error();
   const bool dir = !options_.run_dir.empty();
-  if (dir)
-    WriteRunDirFile(options_.run_dir + "/status.json", im.StatusJson("running").dump(2) + "\n");
+  im.redactor = MakeJobRedactor(options_.env, options_.argv);
+  if (dir) WarnIfFailed(WriteStatusFile(options_.run_dir, im.StatusJson("running"), *im.redactor));
   if (im.child.exec_errno == 0 && hooks_.on_start) hooks_.on_start(im.pid);
   im.Loop();
   im.Drain();
   JobExit exit = im.MakeExit();
   for (auto& p : im.pumps) {
     if (!dir) break;
-    std::string text;
-    for (const auto& l : LastLines(p.ring.Contents(), p.ring.Truncated(), options_.tail_lines)) {
-      text += l + "\n";
-    }
-    WriteRunDirFile(options_.run_dir + (p.stream == kStdout ? "/stdout.tail" : "/stderr.tail"),
-                    text);
+    WarnIfFailed(WriteTailFile(
+        options_.run_dir, p.stream == kStdout ? "stdout.tail" : "stderr.tail",
+        LastLines(p.ring.Contents(), p.ring.Truncated(), options_.tail_lines), *im.redactor));
   }
   if (hooks_.on_exit) hooks_.on_exit(exit);
   if (dir) im.WriteFinalStatus(exit);

@@ -1,6 +1,9 @@
 // env.nccl: lint of NCCL_*, TORCH_NCCL_*, TORCH_FR_* in the job's environment against the variable
 // registry (nccl/registry.h) and the node's facts. NCCL silently ignores unknown names and falls
 // back to defaults on unparsable values, so each of those is a finding here.
+#include <optional>
+#include <string_view>
+
 #include "nccl/conflicts.h"
 #include "nccl/registry.h"
 #include "preflight/check.h"
@@ -10,6 +13,49 @@ namespace {
 
 Finding Make(std::string entity, Outcome o, std::string message, std::string next = {}) {
   return MakeFinding("env.nccl", std::move(entity), o, std::move(message), std::move(next));
+}
+
+// NCCL_DEBUG_FILE is opened by every rank with fopen("w"): in a system path a job running as root
+// truncates a system file; in a shared temp directory other users can read the log, plant a
+// link at the name, or leave files the hang collector must tell apart. The run directory (known
+// here only through SAFE_LAUNCH_HEARTBEAT, a plan row) is the place for it.
+std::optional<Finding> DebugFileFinding(const Environment& env) {
+  auto file = Lookup(env, "NCCL_DEBUG_FILE");
+  if (!file || file->empty()) return std::nullopt;
+  const std::string& f = *file;
+  static constexpr std::string_view kSystem[] = {"/etc/",     "/usr/",     "/bin/",  "/sbin/",
+                                                 "/lib",      "/boot/",    "/proc/", "/sys/",
+                                                 "/var/lib/", "/var/log/", "/opt/"};
+  static constexpr std::string_view kShared[] = {"/tmp/", "/var/tmp/", "/dev/shm/"};
+  const std::string next =
+      "unset it (safe-launch's plan then uses <run dir>/nccl.%h.%p.log) or point it into the run "
+      "directory";
+  auto starts = [&f](std::string_view p) { return f.compare(0, p.size(), p) == 0; };
+  auto in_dev = starts("/dev/") && !starts("/dev/shm/");
+  for (auto p : kSystem) {
+    if (starts(p) || in_dev) {
+      return Make("NCCL_DEBUG_FILE", Outcome::kWarn,
+                  "the NCCL debug file is in a system path: every rank opens it for writing "
+                  "(truncating it), and the hang capture will not collect it",
+                  next)
+          .With("NCCL_DEBUG_FILE", f);
+    }
+  }
+  std::string where;
+  for (auto p : kShared) {
+    if (starts(p)) where = "in a directory other users share (" + std::string(p) + ")";
+  }
+  if (auto hb = Lookup(env, "SAFE_LAUNCH_HEARTBEAT"); where.empty() && hb && !hb->empty()) {
+    const std::string run_dir = hb->substr(0, hb->rfind('/') + 1);
+    if (!run_dir.empty() && !starts(run_dir)) where = "outside the run directory " + run_dir;
+  }
+  if (where.empty()) return std::nullopt;
+  return Make("NCCL_DEBUG_FILE", Outcome::kWarn,
+              "the NCCL debug file is " + where +
+                  ": others may read it or plant files there; the hang capture takes only this "
+                  "job's own files from it",
+              next)
+      .With("NCCL_DEBUG_FILE", f);
 }
 
 }  // namespace
@@ -54,6 +100,7 @@ std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
     }
     valid.push_back(name);
   }
+  if (auto f = DebugFileFinding(ctx.env)) out.push_back(std::move(*f));
   for (const auto& c : nccl::FactConflicts(ctx.env, ctx.facts)) {
     out.push_back(Coded(Make(c.name, c.warning_only ? Outcome::kWarn : Outcome::kFail,
                              c.name + "=" + c.value + ": " + c.message, c.fix),

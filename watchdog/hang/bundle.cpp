@@ -11,7 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+
+#include "common/file_writer.h"
 
 namespace sl::hang {
 
@@ -49,7 +50,7 @@ Status Bundle::MakeParents(const std::string& path) {
     dir = fs::path(dir).parent_path().string();
   }
   for (auto it = todo.rbegin(); it != todo.rend(); ++it) {
-    if (mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) {
+    if (mkdir(it->c_str(), kPrivateDir) != 0 && errno != EEXIST) {
       return MakeError(Errno("cannot create directory", *it));
     }
   }
@@ -69,20 +70,10 @@ Result<std::uint64_t> Bundle::WriteFile(std::string_view rel, std::string_view c
     return MakeError(std::move(msg));
   };
   if (auto s = MakeParents(path); !s.ok()) return fail(s.error().message);
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return fail(Errno("cannot create", path));
-  std::size_t off = 0;
-  while (off < redacted.size()) {
-    ssize_t n = write(fd, redacted.data() + off, redacted.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string msg = Errno("cannot write", path);
-      close(fd);
-      return fail(msg);
-    }
-    off += static_cast<std::size_t>(n);
+  // The one writer: O_EXCL|O_NOFOLLOW temp name, renamed relative to the directory's fd.
+  if (auto s = WriteFileAtomic(path, redacted, kPrivateFile); !s.ok()) {
+    return fail(s.error().Describe());
   }
-  if (close(fd) != 0) return fail(Errno("cannot close", path));
   {
     std::lock_guard lock(mu_);
     if (closed_) {
@@ -95,15 +86,28 @@ Result<std::uint64_t> Bundle::WriteFile(std::string_view rel, std::string_view c
 
 Result<std::uint64_t> Bundle::CopyFile(std::string_view rel, const std::string& host_path,
                                        std::uint64_t max_bytes) {
-  std::ifstream in(host_path, std::ios::binary);
-  if (!in) return MakeError(Errno("cannot open", host_path));
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, in.tellg()));
-  std::uint64_t start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string data(size - start, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<std::size_t>(in.gcount()));
+  // Host paths come from the job's environment (TORCH_FR_DUMP_TEMP_FILE, ...) and often lie in
+  // shared directories: a link planted there must not bring /etc/shadow in, nor a FIFO block us.
+  int fd = open(host_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return MakeError(Errno("cannot open (links are not followed)", host_path));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return MakeError(fmt::format("not a regular file, not copied: {}", host_path));
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  off_t off = static_cast<off_t>(size > max_bytes ? size - max_bytes : 0);
+  std::string data;
+  std::vector<char> buf(1 << 16);
+  while (data.size() < max_bytes) {
+    ssize_t n = pread(fd, buf.data(), buf.size(), off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf.data(), static_cast<std::size_t>(n));
+    off += n;
+  }
+  close(fd);
+  if (data.size() > max_bytes) data.erase(0, data.size() - max_bytes);  // it grew meanwhile
   return WriteFile(rel, data);
 }
 
@@ -118,8 +122,10 @@ std::vector<std::string> Bundle::WriteErrors() const {
 }
 
 Status WriteTarGz(const std::string& dir, const std::string& prefix, const std::string& out_path) {
-  int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return MakeError(Errno("cannot create", out_path));
+  // A new file only: an existing name or a planted symlink is an error, never truncated.
+  auto created = CreateNewFile(out_path, kPrivateFile);
+  if (!created.ok()) return created.error();
+  const int fd = *created;
   archive* a = archive_write_new();
   archive_write_add_filter_gzip(a);
   archive_write_set_format_pax_restricted(a);
@@ -150,7 +156,7 @@ Status WriteTarGz(const std::string& dir, const std::string& prefix, const std::
     archive_entry_set_mtime(e, st.st_mtime, 0);
     if (archive_write_header(a, e) != ARCHIVE_OK) err = archive_error_string(a);
     if (err.empty() && S_ISREG(st.st_mode)) {
-      int in = open(p.c_str(), O_RDONLY | O_CLOEXEC);
+      int in = open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
       if (in < 0) {
         err = Errno("cannot read", p.string());
       } else {

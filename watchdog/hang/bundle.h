@@ -25,7 +25,8 @@ class Bundle {
   /// Writes `content` (redacted) to <bundle>/<rel>, creating parent directories. Returns the
   /// number of bytes written.
   Result<std::uint64_t> WriteFile(std::string_view rel, std::string_view content);
-  /// Copies a host file (at most `max_bytes`, the tail when larger) into <bundle>/<rel>.
+  /// Copies a host file (at most `max_bytes`, the tail when larger) into <bundle>/<rel>. Only a
+  /// regular file: a symlink is not followed (O_NOFOLLOW) and a FIFO or device is refused.
   Result<std::uint64_t> CopyFile(std::string_view rel, const std::string& host_path,
                                  std::uint64_t max_bytes = 64u << 20);
   /// Refuses further writes.

@@ -421,30 +421,109 @@ CollectorOutcome CollectOutput(const CaptureContext& ctx, Bundle& bundle) {
   return o;
 }
 
+}  // namespace
+
+std::string ExpandNcclDebugFile(std::string_view pattern, std::string_view host, pid_t pid) {
+  const std::string_view short_host = host.substr(0, host.find('.'));
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char c = pattern[++i];
+    if (c == '%') {
+      out += '%';
+    } else if (c == 'h') {
+      out += short_host;
+    } else if (c == 'p') {
+      out += std::to_string(pid);
+    } else {
+      out += '%';
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// lstat-level checks on a candidate (the same again on the open fd, see ReadNcclDebugFile).
+bool AcceptableDebugFile(const struct stat& st, const std::set<uid_t>& uids,
+                         std::chrono::system_clock::time_point since) {
+  const auto since_s = std::chrono::system_clock::to_time_t(since) - 1;
+  return S_ISREG(st.st_mode) && uids.count(st.st_uid) && st.st_mtim.tv_sec >= since_s;
+}
+
+// Reads the last `max_bytes` of `path` without following a link, re-checking owner, type and
+// age on the open file (it may have been swapped since NcclDebugFiles looked).
+Result<std::string> ReadNcclDebugFile(const std::string& path, const std::set<uid_t>& uids,
+                                      std::chrono::system_clock::time_point since,
+                                      std::size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return MakeError(fmt::format("cannot open: {}", std::strerror(errno)), path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !AcceptableDebugFile(st, uids, since)) {
+    ::close(fd);
+    return MakeError("changed since it was listed (no longer this job's file)", path);
+  }
+  const off_t start = st.st_size > static_cast<off_t>(max_bytes) ? st.st_size - max_bytes : 0;
+  std::string data;
+  char buf[1 << 16];
+  for (off_t off = start;;) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || data.size() >= max_bytes) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    off += n;
+  }
+  ::close(fd);
+  if (data.size() > max_bytes) data.erase(0, data.size() - max_bytes);
+  return data;
+}
+
+}  // namespace
+
+std::vector<std::string> NcclDebugFiles(const CaptureContext& ctx, const std::set<uid_t>& uids) {
+  std::set<std::string> candidates;
+  // Each rank opened its own file: its pid, its value.
+  for (const auto& r : ctx.ranks) {
+    if (auto f = Lookup(r.env, "NCCL_DEBUG_FILE"); f && !f->empty())
+      candidates.insert(ExpandNcclDebugFile(*f, ctx.host, r.pid));
+  }
+  // The job's own value: whichever of our descendants ran NCCL.
+  if (auto f = Lookup(ctx.job_env, "NCCL_DEBUG_FILE"); f && !f->empty()) {
+    std::vector<pid_t> pids = ctx.descendants;
+    if (ctx.job_pid > 0) pids.push_back(ctx.job_pid);
+    for (pid_t pid : pids) candidates.insert(ExpandNcclDebugFile(*f, ctx.host, pid));
+  }
+  if (!ctx.run_dir.empty()) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(ctx.run_dir, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      if (StartsWith(it->path().filename().string(), "nccl"))
+        candidates.insert(it->path().string());
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& c : candidates) {
+    struct stat st {};
+    if (::lstat(c.c_str(), &st) == 0 && AcceptableDebugFile(st, uids, ctx.start_wall))
+      out.push_back(c);
+  }
+  return out;
+}
+
+namespace {
+
 CollectorOutcome CollectNcclDebug(const CaptureContext& ctx, Bundle& bundle) {
   CollectorOutcome o;
-  // NCCL_DEBUG_FILE may hold %h (host) and %p (pid); collect every file whose name matches the
-  // part before the first '%' in its directory, plus nccl*.log in the run directory.
-  std::set<std::string> files;
-  std::set<std::string> patterns;
+  std::set<uid_t> uids = {ctx.job_uid};
   for (const auto& r : ctx.ranks) {
-    if (auto f = Lookup(r.env, "NCCL_DEBUG_FILE")) patterns.insert(*f);
+    struct stat st {};
+    if (::stat(fmt::format("/proc/{}", r.pid).c_str(), &st) == 0) uids.insert(st.st_uid);
   }
-  if (auto f = Lookup(ctx.job_env, "NCCL_DEBUG_FILE")) patterns.insert(*f);
-  auto add_dir = [&files](const std::string& dir, const std::string& prefix) {
-    std::error_code ec;
-    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
-      std::string name = it->path().filename().string();
-      if (StartsWith(name, prefix) && it->is_regular_file(ec)) files.insert(it->path().string());
-    }
-  };
-  for (const auto& p : patterns) {
-    fs::path path(p);
-    std::string name = path.filename().string();
-    add_dir(path.parent_path().empty() ? "." : path.parent_path().string(),
-            name.substr(0, name.find('%')));
-  }
-  if (!ctx.run_dir.empty()) add_dir(ctx.run_dir, "nccl");
+  const auto files = NcclDebugFiles(ctx, uids);
   if (files.empty()) {
     o.status = "skipped";
     o.error = "no NCCL debug file (set NCCL_DEBUG=INFO NCCL_DEBUG_FILE=<run dir>/nccl.%h.%p.log)";
@@ -452,14 +531,16 @@ CollectorOutcome CollectNcclDebug(const CaptureContext& ctx, Bundle& bundle) {
   }
   for (const auto& f : files) {
     std::string rel = "nccl/" + fs::path(f).filename().string();
-    auto r = bundle.CopyFile(rel, f, 32u << 20);
+    auto text = ReadNcclDebugFile(f, uids, ctx.start_wall, 32u << 20);
+    if (!text.ok()) {
+      Account(&o, rel, Result<std::uint64_t>(text.error()));
+      continue;
+    }
+    auto r = bundle.WriteFile(rel, *text);
     Account(&o, rel, r);
     if (r.ok() && ctx.evidence && ctx.matcher) {
-      auto text = ctx.fs->ReadFile(f, 32u << 20);
-      if (text.ok()) {
-        std::lock_guard lock(*ctx.evidence_mu);
-        ctx.evidence->AddText(*ctx.matcher, *text, rel);
-      }
+      std::lock_guard lock(*ctx.evidence_mu);
+      ctx.evidence->AddText(*ctx.matcher, *text, rel);
     }
   }
   return o;
@@ -573,8 +654,7 @@ struct Slot {
 
 // Throws std::system_error when no thread can be started.
 void StartCollectorThread(std::shared_ptr<Slot> slot, std::shared_ptr<const CaptureContext> ctx,
-                          std::shared_ptr<Bundle> bundle, CollectorFn fn,
-                          Clock::time_point start) {
+                          std::shared_ptr<Bundle> bundle, CollectorFn fn, Clock::time_point start) {
   std::thread([slot, ctx, bundle, fn, start] {
     CollectorOutcome out;
     try {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,10 +20,10 @@
 #include "common/environment.h"
 #include "common/file_reader.h"
 #include "common/result.h"
+#include "diagnose/verdict.h"
 #include "watchdog/hang/bundle.h"
 #include "watchdog/hang/ras_client.h"
 #include "watchdog/hang/redact.h"
-#include "diagnose/verdict.h"
 
 namespace sl::hang {
 
@@ -79,6 +80,9 @@ struct CaptureContext {
   std::shared_ptr<const diagnose::LineMatcher> matcher;
   std::shared_ptr<std::mutex> evidence_mu;
   std::chrono::milliseconds fr_wait{6000};  ///< how long to wait for Flight Recorder dumps
+  /// The job's user (owner of /proc/<job_pid>; safe-launch's euid when unknown): only files it
+  /// owns are taken from shared places (NCCL debug files).
+  uid_t job_uid = 0;
 };
 
 struct CollectorOutcome {
@@ -109,6 +113,19 @@ nlohmann::json RunCollectors(std::span<const Collector> collectors,
 
 /// Finds the rank processes among `pids` by reading /proc/<pid>/environ through `fs`.
 std::vector<RankProc> FindRanks(const FileReader& fs, const std::vector<pid_t>& pids);
+
+/// The NCCL debug files this job wrote: NCCL_DEBUG_FILE of each rank expanded as NCCL does (%h =
+/// host name up to the first '.', %p = that rank's pid, %% = '%'), the job's own value expanded
+/// for the job and every descendant, plus nccl* in the run directory. A candidate is kept only
+/// when it is a regular file (lstat: a link is never followed), owned by `uids`, and modified
+/// since the job started (ctx.start_wall, 1 s slack for coarse timestamps): so
+/// NCCL_DEBUG_FILE=/etc/shadow or /tmp/nccl.%h.%p.log cannot pull in files of the system, of
+/// other users or of old jobs.
+std::vector<std::string> NcclDebugFiles(const CaptureContext& ctx, const std::set<uid_t>& uids);
+
+/// NCCL_DEBUG_FILE's pattern with %h, %p and %% expanded as NCCL's debug.cc does (%h is the host
+/// name up to its first '.'; any other %-sequence is kept as it is).
+std::string ExpandNcclDebugFile(std::string_view pattern, std::string_view host, pid_t pid);
 
 /// NUL-separated /proc/<pid>/environ or cmdline text into a map / argv.
 Environment ParseEnviron(std::string_view text);

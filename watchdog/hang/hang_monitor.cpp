@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
+#include "common/file_writer.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -66,14 +67,25 @@ std::string UtcStamp(std::chrono::system_clock::time_point t, const char* fmt_st
   return buf;
 }
 
-// Writes a small file (0600) and reports whether every byte reached the file system.
-bool WriteSmallFile(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = (close(fd) == 0) && ok;
-  if (!ok) unlink(path.c_str());
-  return ok;
+// Writes the manifest of an incomplete bundle into its partial directory, or -- the run
+// directory being full or read-only -- into $TMPDIR (a place other users can write) under an
+// unpredictable name, created O_EXCL|O_NOFOLLOW: a predictable one would let them plant a link
+// there and have root overwrite its target. Returns where it went, "" when nowhere.
+std::string WriteManifestSomewhere(const std::string& partial_dir, const std::string& name,
+                                   const std::string& text, const Environment& env) {
+  std::string where = partial_dir + "/manifest.json";
+  if (WriteFileAtomic(where, text, kPrivateFile).ok()) return where;
+  std::string tmp = Lookup(env, "TMPDIR").value_or("");
+  if (tmp.empty()) tmp = "/tmp";
+  auto written = WriteUniqueFile(tmp, name + ".manifest.", ".json", text, kPrivateFile);
+  return written.ok() ? *written : std::string();
+}
+
+// The owner of /proc/<pid> (the job may have changed user); our euid when it is gone.
+uid_t JobUid(pid_t pid) {
+  struct stat st {};
+  if (pid > 0 && ::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0) return st.st_uid;
+  return ::geteuid();
 }
 
 std::int64_t Ns(Clock::time_point t) {
@@ -232,12 +244,14 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
   ctx->job_alive = alive;
   ctx->start_monotonic_usec = start_monotonic_usec_;
   ctx->start_wall = start_wall_;
+  ctx->job_uid = ::geteuid();  // the supervisor starts the job as itself
   ctx->ib_start = ib_start_;
   ctx->fr_wait = options_.fr_wait;
   auto fs = std::make_shared<RootedFileReader>(options_.proc_root == "/" ? "" : options_.proc_root);
   ctx->fs = fs;
   if (control_) {
     ctx->job_pid = control_->JobPid();
+    ctx->job_uid = JobUid(ctx->job_pid);
     if (alive) ctx->descendants = control_->Descendants();
     ctx->stdout_tail = control_->TailLines(watchdog::kStdout, 200);
     ctx->stderr_tail = control_->TailLines(watchdog::kStderr, 200);
@@ -347,15 +361,7 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
         manifest["write_errors"] = bundle->WriteErrors();
         manifest["finish_error"] = info.error;
         std::string text = redactor->Redact(manifest.dump(2)) + "\n";
-        std::string where = bundle->partial_dir() + "/manifest.json";
-        if (!WriteSmallFile(where, text)) {
-          // The run directory is full or read-only: the manifest (what failed) goes next to
-          // safe-launch's temporary files instead, and the log names it.
-          std::string tmp = Lookup(options_.job_env, "TMPDIR").value_or("/tmp");
-          where = tmp + "/" + name + ".manifest.json";
-          if (!WriteSmallFile(where, text)) where.clear();
-        }
-        info.manifest = where;
+        info.manifest = WriteManifestSomewhere(bundle->partial_dir(), name, text, options_.job_env);
       }
       info.capture_s = std::chrono::duration<double>(Clock::now() - t0).count();
       log::Warn("verdict: {}", v.headline);

@@ -1,6 +1,9 @@
 #include "watchdog/hang/redact.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <optional>
 
 #include "common/strings.h"
 
@@ -19,12 +22,221 @@ bool EndsWithWord(std::string_view part) {
   for (auto w : kWords) {
     if (EndsWith(part, w)) return true;
   }
-  return part == "AUTH" || part == "AUTHORIZATION" || part == "COOKIE";
+  return part == "AUTH" || part == "AUTHORIZATION" || part == "COOKIE" || part == "PASS";
+}
+
+// End of a value starting at out[p]. Quoted: at the closing quote (a backslash escapes the next
+// character, as in JSON and shell double quotes) or the end of the line. Unquoted: at
+// whitespace, a quote, ',', ';', a backslash (JSON's \" inside a string) or a closing brace.
+std::size_t ValueEnd(std::string_view out, std::size_t p, char quote) {
+  const std::size_t n = out.size();
+  if (quote) {
+    while (p < n && out[p] != quote && out[p] != '\n') p += (out[p] == '\\' && p + 1 < n) ? 2 : 1;
+    return std::min(p, n);
+  }
+  while (p < n && !std::isspace(static_cast<unsigned char>(out[p])) &&
+         !std::strchr("\"',;\\}]", out[p]) && out[p] != '\0')
+    ++p;
+  return p;
+}
+
+char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (Lower(a[i]) != Lower(b[i])) return false;
+  }
+  return true;
+}
+
+// HTTP authentication schemes: after "Authorization: Bearer" the secret is the next word.
+bool IsAuthScheme(std::string_view word) {
+  for (std::string_view s : {"Bearer", "Basic", "Token", "Digest", "Bot", "ApiKey"}) {
+    if (IEquals(word, s)) return true;
+  }
+  return false;
+}
+
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// Characters of a bearer token or an API key: base64url, base64 and JWT's '.'.
+bool IsTokenChar(char c) {
+  return IsAlnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' ||
+         c == '=';
+}
+
+// Well-known credential shapes: a fixed prefix and a body of at least `min_body` characters
+// from `body`. The body minimum keeps identifiers (hf_hub_download, sk-learn) out.
+struct TokenShape {
+  std::string_view prefix;
+  std::size_t min_body;
+  bool (*body)(char);
+  std::size_t max_body = 0;  ///< 0: any length
+};
+bool AlnumBody(char c) { return IsAlnum(c); }
+bool UpperDigitBody(char c) {
+  return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c));
+}
+bool DashBody(char c) { return IsAlnum(c) || c == '-' || c == '_'; }
+constexpr TokenShape kTokenShapes[] = {
+    {"ghp_", 20, AlnumBody},
+    {"gho_", 20, AlnumBody},
+    {"ghu_", 20, AlnumBody},
+    {"ghs_", 20, AlnumBody},
+    {"ghr_", 20, AlnumBody},
+    {"github_pat_", 20, DashBody},
+    {"glpat-", 20, DashBody},
+    {"hf_", 20, AlnumBody},
+    {"sk-", 20, DashBody},
+    {"xoxa-", 10, DashBody},
+    {"xoxb-", 10, DashBody},
+    {"xoxp-", 10, DashBody},
+    {"xoxr-", 10, DashBody},
+    {"xoxs-", 10, DashBody},
+    {"xoxe-", 10, DashBody},
+    {"AKIA", 16, UpperDigitBody, 16},
+    {"ASIA", 16, UpperDigitBody, 16},
+};
+
+// Length of a token shape starting at text[i] (at a word boundary), 0 when none.
+std::size_t ShapeAt(std::string_view text, std::size_t i) {
+  for (const TokenShape& t : kTokenShapes) {
+    if (text.compare(i, t.prefix.size(), t.prefix) != 0) continue;
+    std::size_t e = i + t.prefix.size();
+    while (e < text.size() && t.body(text[e])) ++e;
+    // AWS key ids are exactly 16 after the prefix; others may be longer.
+    const std::size_t body = e - i - t.prefix.size();
+    if (body < t.min_body || (t.max_body && body > t.max_body)) continue;
+    if (e < text.size() && (IsAlnum(text[e]) || text[e] == '_')) continue;  // inside a word
+    return e - i;
+  }
+  return 0;
+}
+
+// RFC 3986 userinfo characters other than ':' (unreserved, pct-encoded, sub-delims).
+bool IsUserChar(char c) {
+  return IsAlnum(c) || (c != '\0' && std::strchr("-._~%!$&()*+,;=", c) != nullptr);
+}
+
+// scheme://user:password@host: the length of "password" at text[i] (just after "user:"), 0 when
+// text[i..] is not followed by '@' before the end of the authority.
+std::size_t UserInfoPasswordAt(std::string_view text, std::size_t i) {
+  std::size_t e = i;
+  while (e < text.size()) {
+    char c = text[e];
+    if (c == '@') return e - i;
+    if (c == '/' || c == '?' || c == '#' || c == '"' || c == '\'' || c == '<' || c == '>' ||
+        c == '\\' || std::isspace(static_cast<unsigned char>(c)) || c == '\0') {
+      return 0;
+    }
+    ++e;
+  }
+  return 0;
+}
+
+// Rule 4, on text the other rules have seen: token shapes (ghp_..., hf_..., sk-..., xoxb-...,
+// AKIA...), "Bearer TOKEN" anywhere, and the password in URL user-info.
+std::string RedactShapes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const bool boundary = i == 0 || !(IsAlnum(text[i - 1]) || text[i - 1] == '_' ||
+                                      text[i - 1] == '-' || text[i - 1] == '.');
+    if (boundary) {
+      if (std::size_t len = ShapeAt(text, i)) {
+        out.append(kRedacted);
+        i += len;
+        continue;
+      }
+      // "Bearer TOKEN" (any case), also without a secret-named header before it.
+      if (n - i > 7 && IEquals(text.substr(i, 6), "bearer") && text[i + 6] == ' ') {
+        std::size_t p = i + 6;
+        while (p < n && text[p] == ' ') ++p;
+        std::size_t e = p;
+        while (e < n && IsTokenChar(text[e])) ++e;
+        if (e - p >= 8 && text.compare(p, kRedacted.size(), kRedacted) != 0) {
+          out.append(text, i, p - i);
+          out.append(kRedacted);
+          i = e;
+          continue;
+        }
+      }
+    }
+    if (text.compare(i, 3, "://") == 0) {
+      // user:password@ right after the scheme: keep the user, drop the password.
+      std::size_t colon = i + 3;
+      while (colon < n && IsUserChar(text[colon])) ++colon;
+      if (colon < n && text[colon] == ':') {
+        if (std::size_t len = UserInfoPasswordAt(text, colon + 1); len > 0) {
+          out.append(text, i, colon + 1 - i);
+          out.append(kRedacted);
+          i = colon + 1 + len;
+          continue;
+        }
+      }
+    }
+    out += text[i++];
+  }
+  return out;
 }
 
 // Trivial values that secret-named variables often hold and that are not secrets themselves.
 bool IsTrivialValue(std::string_view v) {
   return v.size() < 4 || v == "true" || v == "false" || v == "none" || v == "None" || v == "null";
+}
+
+// The part of the text after a secret-looking name to replace: [begin, end).
+struct Span {
+  std::size_t begin = 0, end = 0;
+  bool as_json_string = false;  ///< a JSON number: the replacement gets quotes
+};
+
+// `p` is just past "NAME=", "NAME: " or "--flag " (and the opening `quote`, if any); `json` when
+// the separator was ':', `json_key` when NAME itself was in double quotes.
+std::optional<Span> ValueToRedact(std::string_view out, std::size_t p, bool json, bool json_key,
+                                  char quote) {
+  const std::size_t n = out.size();
+  if (json && json_key && !quote) {
+    // A number becomes the string "<redacted>"; an object or array is left to its own keys.
+    if (p >= n || out[p] == '{' || out[p] == '[' || out.compare(p, 4, "true") == 0 ||
+        out.compare(p, 5, "false") == 0 || out.compare(p, 4, "null") == 0) {
+      return std::nullopt;
+    }
+    std::size_t e = p;
+    while (e < n && (IsAlnum(out[e]) || out[e] == '-' || out[e] == '+' || out[e] == '.')) ++e;
+    if (e == p) return std::nullopt;
+    return Span{p, e, true};
+  }
+  std::size_t e = ValueEnd(out, p, quote);
+  if (e == p) return std::nullopt;
+  std::string_view value = out.substr(p, e - p);
+  if (!quote && IsAuthScheme(value)) {
+    // "Authorization: Bearer T": keep the scheme, the secret is the next word.
+    std::size_t q = e;
+    while (q < n && out[q] == ' ') ++q;
+    std::size_t qe = ValueEnd(out, q, 0);
+    if (qe == q || out.substr(q, qe - q) == kRedacted) return std::nullopt;
+    return Span{q, qe};
+  }
+  if (quote) {
+    // "Authorization": "Bearer T": the same inside quotes.
+    auto sp = value.find(' ');
+    if (sp != std::string_view::npos && IsAuthScheme(value.substr(0, sp))) {
+      std::size_t q = p + sp;
+      while (q < e && out[q] == ' ') ++q;
+      if (q == e) return std::nullopt;
+      p = q;
+      value = out.substr(p, e - p);
+    }
+  }
+  if (value == kRedacted ||
+      (json && !quote && (value == "true" || value == "false" || value == "null"))) {
+    return std::nullopt;
+  }
+  return Span{p, e};
 }
 
 }  // namespace
@@ -37,10 +249,12 @@ bool IsSecretName(std::string_view name) {
   for (char& c : upper) {
     if (c == '-' || c == '.') c = '_';
   }
-  for (const std::string& part : Split(upper, '_')) {
+  const std::vector<std::string> parts = Split(upper, '_');
+  for (const std::string& part : parts) {
     if (EndsWithWord(part)) return true;
   }
-  return false;
+  // DB_PWD, MYSQL_PWD; but PWD alone is the working directory.
+  return parts.size() > 1 && parts.back() == "PWD";
 }
 
 Redactor::Redactor(const Environment& env) {
@@ -102,16 +316,6 @@ std::string Redactor::Redact(std::string_view text) const {
   result.reserve(out.size());
   std::size_t i = 0;
   const std::size_t n = out.size();
-  auto value_end = [&out, n](std::size_t p, char quote) {
-    if (quote) {
-      while (p < n && out[p] != quote && out[p] != '\n') ++p;
-      return p;
-    }
-    while (p < n && !std::isspace(static_cast<unsigned char>(out[p])) && out[p] != '\0' &&
-           out[p] != '"' && out[p] != '\'' && out[p] != ',' && out[p] != ';')
-      ++p;
-    return p;
-  };
   while (i < n) {
     if (!IsNameChar(out[i]) || (i > 0 && IsNameChar(out[i - 1]))) {
       result += out[i++];
@@ -123,6 +327,8 @@ std::string Redactor::Redact(std::string_view text) const {
     result.append(name);
     if (!IsSecretName(name) || i >= n) continue;
     std::size_t p = i;
+    // "NAME": VALUE in JSON text: the replacement must keep the document valid.
+    const bool json_key = start > 0 && out[start - 1] == '"' && p < n && out[p] == '"';
     // "NAME": "VALUE" (JSON) -- skip the closing quote, colon and spaces.
     if (p < n && (out[p] == '"' || out[p] == '\'')) ++p;
     bool json = p < n && out[p] == ':';
@@ -133,18 +339,15 @@ std::string Redactor::Redact(std::string_view text) const {
     while (json && p < n && out[p] == ' ') ++p;
     char quote = 0;
     if (p < n && (out[p] == '"' || out[p] == '\'')) quote = out[p++];
-    std::size_t e = value_end(p, quote);
-    if (e == p) continue;
-    std::string_view value(out.data() + p, e - p);
-    if (value == kRedacted ||
-        (json && !quote && (value == "true" || value == "false" || value == "null"))) {
-      continue;
-    }
-    result.append(out, i, p - i);
+    auto r = ValueToRedact(out, p, json, json_key, quote);
+    if (!r) continue;
+    result.append(out, i, r->begin - i);
+    if (r->as_json_string) result += '"';
     result.append(kRedacted);
-    i = e;
+    if (r->as_json_string) result += '"';
+    i = r->end;
   }
-  return result;
+  return RedactShapes(result);
 }
 
 }  // namespace sl::hang

@@ -1,9 +1,14 @@
 #pragma once
-// Secrets never leave the node: every byte written into a bundle passes through a Redactor.
-// Three rules, applied in order: (1) every known secret value (values of secret-named variables in
-// the job's environment, values given after secret-named flags) is replaced wherever it occurs;
-// (2) NAME=VALUE and "NAME": "VALUE" with a secret-looking NAME; (3) --secret-flag VALUE and
-// --secret-flag=VALUE. The replacement is "<redacted>".
+// Secrets never leave the node: every byte safe-launch writes about the job (bundle, status.json,
+// output tails, manifests) passes through a Redactor. Four rules, applied in order: (1) every
+// known secret value (values of secret-named variables in the job's environment, values given
+// after secret-named flags) is replaced wherever it occurs; (2) NAME=VALUE, NAME: VALUE and
+// "NAME": "VALUE" with a secret-looking NAME, where an HTTP auth scheme as VALUE ("Authorization:
+// Bearer T") keeps the scheme and loses the next word; (3) --secret-flag VALUE and
+// --secret-flag=VALUE; (4) shapes that are secrets without a name: well-known token prefixes
+// (ghp_/gho_/ghu_/ghs_/ghr_/github_pat_, glpat-, hf_, sk-, xox[abprse]-, AKIA/ASIA key ids), a
+// word after "Bearer ", and the password of URL user-info (scheme://user:PASSWORD@host).
+// The replacement is "<redacted>".
 #include <mutex>
 #include <set>
 #include <string>
@@ -17,8 +22,9 @@ namespace sl::hang {
 inline constexpr std::string_view kRedacted = "<redacted>";
 
 /// True for names that look like they hold a secret: a '_'/'-'-separated part ends with TOKEN,
-/// SECRET, PASSWORD, PASSWD, KEY, CREDENTIAL(S) or is AUTH/AUTHORIZATION (HF_TOKEN,
-/// WANDB_API_KEY, AWS_SECRET_ACCESS_KEY, --api-key, --token). Parts rather than raw substrings so
+/// SECRET, PASSWORD, PASSWD, KEY, CREDENTIAL(S) or is AUTH/AUTHORIZATION/COOKIE/PASS, or the last
+/// of several parts is PWD (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY, --api-key, --token,
+/// DB_PASS, MYSQL_PWD; not PWD itself, the working directory). Parts rather than raw substrings so
 /// that --max-tokens or TOKENIZERS_PARALLELISM are not taken for secrets.
 bool IsSecretName(std::string_view name);
 

@@ -374,6 +374,43 @@ class HangTest(unittest.TestCase):
         self.assertIn("No space left on device", manifest["write_errors"][0])
         self.assertTrue(manifest["collectors"])
 
+    def test_incomplete_manifest_fallback_in_tmpdir_has_an_unpredictable_name_and_follows_no_link(
+            self):
+        mnt = self.mount_tmpfs("256k")
+        run = os.path.join(mnt, "run")
+        tmpdir = os.path.join(self.tmp, "shared-tmp")
+        os.makedirs(tmpdir)
+        victim = os.path.join(self.tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("precious")
+        # Another user plants links at every name the old fallback could pick in the next minute.
+        import socket
+        now = time.time()
+        hosts = {socket.gethostname(), socket.gethostname().split(".")[0]}
+        for dt in range(-2, 60):
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now + dt))
+            for h in hosts:
+                os.symlink(victim, os.path.join(tmpdir, f"hang-{h}-{stamp}.manifest.json"))
+        script = (f'head -c 1M /dev/zero > "{run}/filler" 2>/dev/null; '
+                  f'cat "{fixture("watchdog_timeout.torchrun.txt")}"; exec sleep 300')
+        r = self.sl(["/bin/sh", "-c", script, self.mark], ["--kill-grace", "2"], run_dir=run,
+                    env=dict(os.environ, TMPDIR=tmpdir))
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, HANG_EXIT, err[-3000:])
+        self.assertTrue(wait_gone(self.mark))
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious")
+        import re
+        m = re.search(r"manifest: (\S+\.json)", err)
+        self.assertIsNotNone(m, err[-3000:])
+        path = m.group(1)
+        self.assertEqual(os.path.dirname(path), tmpdir)
+        self.assertFalse(os.path.islink(path))
+        self.assertRegex(os.path.basename(path), r"^hang-.*\.manifest\.[0-9a-f]{16}\.json$")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        with open(path) as f:
+            self.assertFalse(json.load(f)["complete"])
+
     def test_read_only_run_dir_during_capture_still_stops_the_job(self):
         mnt = self.mount_tmpfs("4m")
         run = os.path.join(mnt, "run")

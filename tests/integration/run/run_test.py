@@ -431,6 +431,69 @@ class RunTest(unittest.TestCase):
         self.assertEqual(len(glob.glob(os.path.join(self.tmp.name, "safe-launch-runs", "4242.0",
                                                     "*"))), 2)
 
+    def test_run_dir_is_private_and_holds_no_secret_from_argv_env_or_output(self):
+        key = "K-" + uuid.uuid4().hex
+        pw = "pw-" + uuid.uuid4().hex
+        bearer = "tok" + uuid.uuid4().hex
+        env_secret = "hf_" + uuid.uuid4().hex + "abcdef"
+        script = ('echo "args: $1 $2 $3"; echo "env: $HF_TOKEN"; '
+                  f'echo "Authorization: Bearer {bearer}" >&2')
+        r = self.run_sl(["/bin/sh", "-c", script, "sh", "--api-key", key, f"--password={pw}"],
+                        env=dict(os.environ, HF_TOKEN=env_secret))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(key.encode(), r.stdout)  # the job's own output passes through unchanged
+        d = self.run_dir()
+        self.assertEqual(os.stat(d).st_mode & 0o777, 0o700)
+        names = sorted(os.listdir(d))
+        for n in ("status.json", "stdout.tail", "stderr.tail", "env-plan.json"):
+            self.assertIn(n, names)
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.isfile(p):
+                self.assertEqual(os.stat(p).st_mode & 0o777, 0o600, n)
+            with open(p, "rb") as f:
+                data = f.read()
+            for s in (key, pw, bearer, env_secret):
+                self.assertNotIn(s.encode(), data, n)
+        st = self.status()
+        self.assertEqual(st["command"][-3:], ["--api-key", "<redacted>", "--password=<redacted>"])
+        with open(os.path.join(d, "stderr.tail")) as f:
+            self.assertIn("Authorization: Bearer <redacted>", f.read())
+        # A job that never starts (failed preflight) leaves the same private, redacted status.
+        fixture = os.path.join(SRC, "tests", "fixtures", "ib-port-down")
+        d2 = self.run_dir("not-started")
+        # --recipe default: the infiniband recipe would leave the dead port out of NCCL_IB_HCA
+        # and the preflight (judging the job's environment) would pass.
+        r = subprocess.run([SL, "--sysroot", fixture, "--recipe", "default", "--run-dir", d2, "--",
+                            "/bin/true", "--token", key], capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 78, r.stderr.decode()[-2000:])
+        self.assertEqual(os.stat(os.path.join(d2, "status.json")).st_mode & 0o777, 0o600)
+        st = self.status(d2)
+        self.assertEqual(st["state"], "not_started")
+        self.assertEqual(st["command"], ["/bin/true", "--token", "<redacted>"])
+
+    def test_a_run_dir_prepared_by_another_user_or_as_a_link_is_not_used(self):
+        victim = os.path.join(self.tmp.name, "victim-dir")
+        os.mkdir(victim, 0o700)
+        linked = self.run_dir("linked")
+        os.symlink(victim, linked)
+        r = self.run_sl(["/bin/true"], extra=())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([SL, "--no-preflight", "--run-dir", linked, "--", "/bin/true"],
+                           capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.listdir(victim), [])
+        self.assertTrue(os.path.isfile(os.path.join(linked + ".1", "status.json")))
+        if os.geteuid() == 0:
+            foreign = self.run_dir("foreign")
+            os.mkdir(foreign, 0o700)
+            os.chown(foreign, 65534, 65534)
+            r = subprocess.run([SL, "--no-preflight", "--run-dir", foreign, "--", "/bin/true"],
+                               capture_output=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(os.listdir(foreign), [])
+            self.assertTrue(os.path.isfile(os.path.join(foreign + ".1", "status.json")))
+
     def test_unwritable_run_dir_is_a_usage_error_and_the_job_does_not_start(self):
         flag = os.path.join(self.tmp.name, "started")
         r = subprocess.run([SL, "--no-preflight", "--run-dir", "/proc/sl-cannot-be-here", "--",

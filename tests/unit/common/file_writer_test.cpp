@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -103,4 +105,42 @@ TEST_CASE("the in-memory writer keeps content and mode, and can fail like a full
   CHECK(files["/run/a"].mode == 0640);
   w.SetFailing(true);
   CHECK_FALSE(w.WriteAtomic("/run/b", "2").ok());
+}
+
+TEST_CASE("a unique file gets a fresh unpredictable name each time, the caller's mode, no link") {
+  const std::string dir = TempDir();
+  auto a = sl::WriteUniqueFile(dir, "hang-x.manifest.", ".json", "one");
+  auto b = sl::WriteUniqueFile(dir, "hang-x.manifest.", ".json", "two");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(*a != *b);
+  CHECK(a->rfind(dir + "/hang-x.manifest.", 0) == 0);
+  CHECK(a->size() == dir.size() + 1 + std::string("hang-x.manifest.").size() + 16 + 5);
+  CHECK(Slurp(*a) == "one");
+  CHECK(Slurp(*b) == "two");
+  CHECK(ModeOf(*a) == 0600);
+  // A directory that is a symlink is refused, as for atomic writes.
+  REQUIRE(::symlink(dir.c_str(), (dir + "-link").c_str()) == 0);
+  auto c = sl::WriteUniqueFile(dir + "-link", "m.", ".json", "x");
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().fix.find("symlink") != std::string::npos);
+  CHECK_FALSE(sl::WriteUniqueFile(dir, "a/b", ".json", "x").ok());
+  ::unlink((dir + "-link").c_str());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("write errors carry a next step chosen by errno") {
+  CHECK(sl::WriteFixForErrno(EROFS).find("read-only") != std::string::npos);
+  CHECK(sl::WriteFixForErrno(ENOSPC).find("full") != std::string::npos);
+  CHECK(sl::WriteFixForErrno(EDQUOT).find("quota") != std::string::npos);
+  CHECK(sl::WriteFixForErrno(EACCES).find("writable") != std::string::npos);
+  CHECK(sl::WriteFixForErrno(ENOENT).empty());
+  // A real one: a planted directory where the temp file would go cannot be the case, but a
+  // file where the directory should be is ENOTDIR, and the message keeps the errno text.
+  const std::string dir = TempDir();
+  REQUIRE(sl::WriteFileAtomic(dir + "/f", "x").ok());
+  auto r = sl::WriteFileAtomic(dir + "/f/g", "y");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find(std::strerror(ENOTDIR)) != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

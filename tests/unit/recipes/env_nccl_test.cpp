@@ -89,3 +89,26 @@ TEST_CASE("env.nccl accepts NCCL_VERSION as set by NGC container images") {
   auto f = Lint({{"NCCL_VERSION", "2.21.5"}, {"NCCL_HOME", "/opt/nccl"}}, testing::IbNode());
   CHECK(Worst(f) == Outcome::kPass);
 }
+
+TEST_CASE("env.nccl warns on an NCCL debug file in a system path or a shared directory") {
+  for (const char* path : {"/etc/shadow", "/usr/lib/x.%h.log", "/dev/sda"}) {
+    auto f = Lint({{"NCCL_DEBUG_FILE", path}}, testing::IbNode());
+    const Finding* d = For(f, "NCCL_DEBUG_FILE");
+    REQUIRE(d != nullptr);
+    CHECK(d->outcome == Outcome::kWarn);
+    CHECK(d->message.find("system path") != std::string::npos);
+  }
+  auto f = Lint({{"NCCL_DEBUG_FILE", "/tmp/nccl.%h.%p.log"}}, testing::IbNode());
+  REQUIRE(For(f, "NCCL_DEBUG_FILE") != nullptr);
+  CHECK(For(f, "NCCL_DEBUG_FILE")->message.find("share") != std::string::npos);
+  // With the plan applied the run directory is known: outside it warns, inside it passes.
+  f = Lint({{"NCCL_DEBUG_FILE", "/home/u/logs/nccl.%h.%p.log"},
+            {"SAFE_LAUNCH_HEARTBEAT", "/home/u/safe-launch-runs/1/gpu01/heartbeat"}},
+           testing::IbNode());
+  REQUIRE(For(f, "NCCL_DEBUG_FILE") != nullptr);
+  CHECK(For(f, "NCCL_DEBUG_FILE")->message.find("outside the run directory") != std::string::npos);
+  f = Lint({{"NCCL_DEBUG_FILE", "/home/u/safe-launch-runs/1/gpu01/nccl.%h.%p.log"},
+            {"SAFE_LAUNCH_HEARTBEAT", "/home/u/safe-launch-runs/1/gpu01/heartbeat"}},
+           testing::IbNode());
+  CHECK(Worst(f) == Outcome::kPass);
+}

@@ -58,3 +58,106 @@ TEST_CASE("a run directory that cannot be created is an error naming the path an
   CHECK(r.error().where.find("/proc/sl-no") == 0);
   CHECK(r.error().fix.find("--run-dir") != std::string::npos);
 }
+
+namespace {
+
+std::string TempRoot() {
+  char tmpl[] = "/tmp/sl-rundir-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+TEST_CASE("a new run directory is 0700 and its files 0600") {
+  const std::string root = TempRoot();
+  auto dir = CreateRunDir(root + "/runs/host");
+  REQUIRE(dir.ok());
+  CHECK(ModeOf(*dir) == 0700);
+  REQUIRE(WriteRunFile(*dir, "status.json", "{}\n").ok());
+  CHECK(ModeOf(*dir + "/status.json") == 0600);
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("an empty directory owned by another user is never reused as the run directory") {
+  const std::string root = TempRoot();
+  const std::string dir = root + "/host";
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  if (::chown(dir.c_str(), 65534, 65534) != 0) {
+    WARN("not root: cannot give the directory to another user, nothing to check");
+    std::filesystem::remove_all(root);
+    return;
+  }
+  auto r = CreateRunDir(dir);
+  REQUIRE(r.ok());
+  CHECK(*r == dir + ".1");
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("a symlink or a group/other-writable directory is never reused as the run directory") {
+  const std::string root = TempRoot();
+  // A link to an empty directory of ours: following it would write wherever it points.
+  const std::string target = root + "/elsewhere";
+  REQUIRE(::mkdir(target.c_str(), 0700) == 0);
+  REQUIRE(::symlink(target.c_str(), (root + "/linked").c_str()) == 0);
+  auto r = CreateRunDir(root + "/linked");
+  REQUIRE(r.ok());
+  CHECK(*r == root + "/linked.1");
+  // A dangling link is not made into a directory at its target either.
+  REQUIRE(::symlink((root + "/nowhere").c_str(), (root + "/dangling").c_str()) == 0);
+  r = CreateRunDir(root + "/dangling");
+  REQUIRE(r.ok());
+  CHECK(*r == root + "/dangling.1");
+  CHECK_FALSE(std::filesystem::exists(root + "/nowhere"));
+  // Ours but writable by others: they could swap files in it.
+  const std::string open_dir = root + "/open";
+  REQUIRE(::mkdir(open_dir.c_str(), 0700) == 0);
+  REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);
+  r = CreateRunDir(open_dir);
+  REQUIRE(r.ok());
+  CHECK(*r == open_dir + ".1");
+  // Ours, 0750 (made by an older safe-launch), empty: reused and tightened to 0700.
+  const std::string old_dir = root + "/old";
+  REQUIRE(::mkdir(old_dir.c_str(), 0750) == 0);
+  REQUIRE(::chmod(old_dir.c_str(), 0750) == 0);
+  r = CreateRunDir(old_dir);
+  REQUIRE(r.ok());
+  CHECK(*r == old_dir);
+  CHECK(ModeOf(old_dir) == 0700);
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("a run file write never follows a symlink planted at the old temp name or the target") {
+  const std::string root = TempRoot();
+  auto dir = CreateRunDir(root + "/host");
+  REQUIRE(dir.ok());
+  const std::string victim = root + "/victim";
+  { std::ofstream(victim) << "precious"; }
+  REQUIRE(::symlink(victim.c_str(), (*dir + "/status.json.tmp").c_str()) == 0);
+  REQUIRE(::symlink(victim.c_str(), (*dir + "/stdout.tail").c_str()) == 0);
+  REQUIRE(WriteRunFile(*dir, "status.json", "{\"a\":1}\n").ok());
+  REQUIRE(WriteRunFile(*dir, "stdout.tail", "line\n").ok());
+  CHECK(Slurp(victim) == "precious");
+  CHECK(Slurp(*dir + "/status.json") == "{\"a\":1}\n");
+  CHECK(ModeOf(*dir + "/stdout.tail") == 0600);  // the link was replaced, not written through
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("a failed run file write names the path, keeps the errno text and offers --run-dir") {
+  auto s = WriteRunFile("/proc/sl-no-such-dir", "status.json", "{}");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("No such file") != std::string::npos);
+  CHECK(s.error().where.find("/proc/sl-no-such-dir") == 0);
+  CHECK(s.error().fix.find("--run-dir") != std::string::npos);
+}

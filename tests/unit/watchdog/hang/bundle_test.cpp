@@ -2,14 +2,18 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "common/file_reader.h"
 #include "watchdog/hang/collectors.h"
 
 using namespace sl::hang;
@@ -190,4 +194,134 @@ TEST_CASE("kernel log filter reads records with the kmsg parser: escapes decoded
   CHECK(out.find("DEVICE=") == std::string::npos);
   CHECK(out.find("Session") == std::string::npos);
   CHECK(out.find("[    3.000000]") != std::string::npos);
+}
+
+TEST_CASE("a symlink planted at the archive's partial name is never written through") {
+  std::string run = TempDir();
+  const std::string victim = run + "-victim";
+  { std::ofstream(victim) << "precious"; }
+  REQUIRE(symlink(victim.c_str(), (run + "/.hang-t.tar.gz.partial").c_str()) == 0);
+  auto b = Bundle::Create(run, "hang-t", nullptr);
+  REQUIRE(b.ok());
+  REQUIRE((*b)->WriteFile("summary.md", "# ok\n").ok());
+  CHECK_FALSE((*b)->Finish().ok());
+  std::ifstream in(victim);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "precious");
+  CHECK_FALSE(fs::exists(run + "/hang-t.tar.gz"));
+  fs::remove_all(run);
+  fs::remove(victim);
+}
+
+TEST_CASE(
+    "a bundle file written twice is replaced, and a planted link at its name is not followed") {
+  std::string run = TempDir();
+  const std::string victim = run + "-victim";
+  { std::ofstream(victim) << "precious"; }
+  auto b = Bundle::Create(run, "hang-u", nullptr);
+  REQUIRE(b.ok());
+  REQUIRE(symlink(victim.c_str(), ((*b)->partial_dir() + "/summary.md").c_str()) == 0);
+  REQUIRE((*b)->WriteFile("summary.md", "# one\n").ok());
+  REQUIRE((*b)->WriteFile("summary.md", "# two\n").ok());
+  std::ifstream in(victim);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "precious");
+  std::ifstream out((*b)->partial_dir() + "/summary.md");
+  CHECK(std::string(std::istreambuf_iterator<char>(out), {}) == "# two\n");
+  fs::remove_all(run);
+  fs::remove(victim);
+}
+
+namespace {
+
+void WriteText(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+void MakeOld(const std::string& path) {
+  struct timespec old[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), old, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("NCCL_DEBUG_FILE is expanded as NCCL does: %h short host, %p pid, %% and others kept") {
+  CHECK(ExpandNcclDebugFile("/r/nccl.%h.%p.log", "gpu7.cluster.example", 812) ==
+        "/r/nccl.gpu7.812.log");
+  CHECK(ExpandNcclDebugFile("a%%b%xc%", "h", 1) == "a%b%xc%");
+}
+
+TEST_CASE("the nccl_debug collector takes only this job's fresh regular files, never others'") {
+  const std::string run = TempDir();     // the run directory
+  const std::string shared = TempDir();  // a /tmp-like place others write to
+  const pid_t rank_pid = ::getpid();     // a live process of our user, as a rank would be
+  const pid_t other_pid = 4000001;       // a pid of this job's launcher (descendant)
+  auto ctx = std::make_shared<CaptureContext>();
+  ctx->host = "gpu7.cluster";
+  ctx->run_dir = run;
+  ctx->start_wall = std::chrono::system_clock::now();
+  ctx->job_uid = ::geteuid();
+  ctx->fs = std::make_shared<sl::RootedFileReader>("");
+  const std::string pattern = shared + "/nccl.%h.%p.log";
+  ctx->job_env = {{"NCCL_DEBUG_FILE", pattern}};
+  ctx->descendants = {other_pid};
+  ctx->ranks.push_back({rank_pid, 0, 0, {{"NCCL_DEBUG_FILE", pattern}}});
+  ctx->ranks.push_back({rank_pid, 1, 1, {{"NCCL_DEBUG_FILE", "/etc/passwd"}}});
+  WriteText(shared + "/nccl.gpu7." + std::to_string(rank_pid) + ".log", "NCCL INFO ours\n");
+  WriteText(shared + "/nccl.gpu7." + std::to_string(other_pid) + ".log", "NCCL INFO launcher\n");
+  WriteText(shared + "/nccl.gpu7.999.log", "another job's log\n");  // not one of our pids
+  WriteText(shared + "/nccl.gpu7.4000002.log", "");
+  WriteText(run + "/nccl.extra.log", "NCCL INFO in the run dir\n");
+  WriteText(run + "/nccl.old.log", "from before the job\n");
+  MakeOld(run + "/nccl.old.log");
+  // A link at one of our names, pointing at a file of the system.
+  ctx->descendants.push_back(4000003);
+  REQUIRE(::symlink("/etc/hostname", (shared + "/nccl.gpu7.4000003.log").c_str()) == 0);
+  // A fresh file of ours, but given to another user (when we can: root).
+  ctx->descendants.push_back(4000004);
+  const std::string foreign = shared + "/nccl.gpu7.4000004.log";
+  WriteText(foreign, "someone else's\n");
+  const bool chowned = ::chown(foreign.c_str(), 65534, 65534) == 0;
+
+  const Collector* nccl = nullptr;
+  for (const auto& c : Collectors()) {
+    if (std::string(c.id) == "nccl_debug") nccl = &c;
+  }
+  REQUIRE(nccl != nullptr);
+  auto b = Bundle::Create(run, "hang-n", nullptr);
+  REQUIRE(b.ok());
+  CollectorOutcome o = nccl->fn(*ctx, **b);
+  std::set<std::string> files(o.files.begin(), o.files.end());
+  const std::string mine = "nccl/nccl.gpu7." + std::to_string(rank_pid) + ".log";
+  CHECK(files.count(mine) == 1);
+  CHECK(files.count("nccl/nccl.gpu7." + std::to_string(other_pid) + ".log") == 1);
+  CHECK(files.count("nccl/nccl.extra.log") == 1);
+  CHECK(files.count("nccl/nccl.gpu7.999.log") == 0);
+  CHECK(files.count("nccl/nccl.old.log") == 0);
+  CHECK(files.count("nccl/passwd") == 0);
+  CHECK(files.count("nccl/nccl.gpu7.4000003.log") == 0);
+  if (chowned) CHECK(files.count("nccl/nccl.gpu7.4000004.log") == 0);
+  CHECK(o.status == "ok");
+  fs::remove_all(run);
+  fs::remove_all(shared);
+}
+
+TEST_CASE("copying a host file follows no link and refuses a FIFO, a regular file's tail is kept") {
+  std::string run = TempDir();
+  auto b = Bundle::Create(run, "hang-c", nullptr);
+  REQUIRE(b.ok());
+  const std::string link = run + "-fr_rank_0";
+  REQUIRE(symlink("/etc/hostname", link.c_str()) == 0);
+  CHECK_FALSE((*b)->CopyFile("fr/fr_rank_0.pkl", link).ok());
+  CHECK_FALSE(fs::exists((*b)->partial_dir() + "/fr/fr_rank_0.pkl"));
+  const std::string fifo = run + "-fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_FALSE((*b)->CopyFile("fr/fifo", fifo).ok());  // returns at once, no reader needed
+  const std::string real = run + "-real";
+  WriteText(real, "0123456789");
+  auto r = (*b)->CopyFile("fr/real", real, 4);
+  REQUIRE(r.ok());
+  CHECK(*r == 4);
+  std::ifstream in((*b)->partial_dir() + "/fr/real");
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "6789");
+  fs::remove_all(run);
+  fs::remove(link);
+  fs::remove(fifo);
+  fs::remove(real);
 }
