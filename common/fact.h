@@ -21,6 +21,9 @@ struct Fact {
   std::string raw;         ///< the line/value as read (printable); may be set with an error
   Error error = MakeError("not gathered");  ///< why `value` is absent (where = host path)
   bool unreadable = true;  ///< the error is a failed read (vs. content that did not parse)
+  /// Nothing at all is at `path` (PathAbsent): the source does not exist on this node, which a
+  /// check may read as "none". Any other failed read is an error, never "empty".
+  bool absent = false;
 
   bool ok() const { return value.has_value(); }
   const T& operator*() const { return *value; }
@@ -40,6 +43,11 @@ struct Fact {
     f.path = std::move(path);
     f.error = std::move(e);
     f.unreadable = true;
+    return f;
+  }
+  static Fact Absent(std::string path, Error e) {
+    Fact f = Unreadable(std::move(path), std::move(e));
+    f.absent = true;
     return f;
   }
   static Fact Malformed(std::string path, std::string raw, Error e) {

@@ -96,6 +96,8 @@ std::vector<GpuInfo> ScanNvidiaGpus(const FileReader& fs, std::vector<Error>* pr
   auto devices = fs.ListDir("/sys/bus/pci/devices");
   if (!devices.ok()) {
     // No PCI bus in sysfs (some containers): nothing to scan, and not a problem of the node.
+    // There but unreadable: the GPU list is unknown, not empty.
+    if (!PathAbsent(fs, "/sys/bus/pci/devices")) problems->push_back(devices.error());
     return gpus;
   }
   for (const auto& bdf : *devices) {
@@ -178,13 +180,19 @@ void GatherNvidia(const FileReader& fs, NodeFacts* facts) {
     }
   }
   // A missing version file just means no NVIDIA driver: gpu.inventory decides what that means.
+  // One that is there but unreadable (a directory, a dangling link) is an error, not a driver.
+  if (!version.ok() && !PathAbsent(fs, "/proc/driver/nvidia/version")) {
+    facts->problems.push_back(version.error());
+  }
   auto modules = fs.ReadFile("/proc/modules");
   if (modules.ok()) {
     facts->host.modules = Fact<std::vector<std::string>>::Of(
         SplitLines(*modules), "/proc/modules", std::to_string(modules->size()) + " bytes");
   } else {
     facts->host.modules =
-        Fact<std::vector<std::string>>::Unreadable("/proc/modules", modules.error());
+        PathAbsent(fs, "/proc/modules")
+            ? Fact<std::vector<std::string>>::Absent("/proc/modules", modules.error())
+            : Fact<std::vector<std::string>>::Unreadable("/proc/modules", modules.error());
   }
   if (modules.ok()) {
     for (const char* m : {"nvidia_peermem", "nv_peer_mem"}) {

@@ -42,7 +42,9 @@ class IbGatherer {
   IbGatherer(const FileReader& fs, NodeFacts* facts) : fs_(fs), facts_(facts) {}
 
   void Run() {
-    if (!fs_.Exists(kIbClass)) return;  // no RDMA devices at all: a socket-only node
+    // No RDMA devices at all: a socket-only node. A dangling link or a file there is not "none":
+    // it is a fabric we could not read, and the plan must not guess socket-only from it.
+    if (PathAbsent(fs_, kIbClass)) return;
     auto devices = fs_.ListDir(kIbClass);
     if (!devices.ok()) {
       Problem("", 0, "devices", kIbClass, devices.error());
@@ -267,6 +269,20 @@ int GidEntry::RoceVersion() const { return RoceVersionFromType(type); }
 std::string GidEntry::VersionShort() const {
   int v = RoceVersion();
   return v == 0 ? std::string() : "v" + std::to_string(v);
+}
+
+bool PathAbsent(const FileReader& fs, std::string_view path) {
+  std::string p(path);
+  bool self = true;
+  while (true) {
+    if (fs.Exists(p)) return !self && fs.IsDir(p);  // an ancestor that is a file: wrong type
+    if (fs.ReadLink(p).ok()) return false;          // a dangling link is there, not nothing
+    if (p.empty() || p == "/") return true;
+    const std::size_t slash = p.rfind('/');
+    if (slash == std::string::npos) return true;
+    p = slash == 0 ? std::string("/") : p.substr(0, slash);
+    self = false;
+  }
 }
 
 NodeFacts GatherNodeFacts(const FileReader& fs) {

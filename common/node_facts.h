@@ -150,6 +150,12 @@ struct NodeFacts {
   bool IsSysroot() const { return !root.empty(); }
 };
 
+/// True when nothing at all is at `path`: no entry, no link, and the nearest existing ancestor
+/// is a directory. A source that is absent may mean "no such hardware"; anything else that cannot
+/// be read (a dangling link, a file where a directory should be, a directory where a file should
+/// be, a FIFO) is unreadable and must become an error, never "empty".
+bool PathAbsent(const FileReader& fs, std::string_view path);
+
 /// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
 /// IB/RoCE ports come from node_facts.cpp; everything else from GatherHostFacts.
 NodeFacts GatherNodeFacts(const FileReader& fs);

@@ -58,13 +58,19 @@ void GatherSysctls(const FileReader& fs, HostEvidence* h) {
   }
 }
 
-void GatherNvidiaProc(const FileReader& fs, HostEvidence* h) {
+void GatherNvidiaProc(const FileReader& fs, HostEvidence* h, std::vector<Error>* problems) {
   constexpr const char* kGpus = "/proc/driver/nvidia/gpus";
   constexpr const char* kVersion = "/proc/driver/nvidia/version";
   if (auto l = fs.ListDir(kGpus); l.ok()) {
     h->nvidia_gpu_dirs = Fact<std::vector<std::string>>::Of(*l, kGpus, std::to_string(l->size()));
+  } else if (PathAbsent(fs, kGpus)) {
+    // Nothing there: the driver lists no GPU (or is not loaded). gpu.inventory compares that.
+    h->nvidia_gpu_dirs = Fact<std::vector<std::string>>::Of({}, kGpus, "absent");
   } else {
+    // There but unreadable (a file, a dangling link): not "the driver lists no GPU", which would
+    // turn every GPU on PCI into a false "fell off the bus".
     h->nvidia_gpu_dirs = Fact<std::vector<std::string>>::Unreadable(kGpus, l.error());
+    problems->push_back(l.error());
   }
   h->nvidia_version_present = fs.Exists(kVersion);
   auto v = fs.ReadFile(kVersion, 4096);
@@ -137,7 +143,9 @@ void GatherPci(const FileReader& fs, HostEvidence* h) {
   constexpr const char* kDevices = "/sys/bus/pci/devices";
   auto devices = fs.ListDir(kDevices);
   if (!devices.ok()) {
-    h->pci = Fact<std::vector<PciFunctionFact>>::Unreadable(kDevices, devices.error());
+    h->pci = PathAbsent(fs, kDevices)
+                 ? Fact<std::vector<PciFunctionFact>>::Absent(kDevices, devices.error())
+                 : Fact<std::vector<PciFunctionFact>>::Unreadable(kDevices, devices.error());
   } else {
     std::vector<PciFunctionFact> fns;
     for (const auto& bdf : *devices) fns.push_back(ReadPciFunction(fs, bdf));
@@ -156,7 +164,14 @@ void GatherIbCounters(const FileReader& fs, NodeFacts* facts) {
       const std::string base =
           "/sys/class/infiniband/" + p.device + "/ports/" + std::to_string(p.port) + "/" + dir;
       auto names = fs.ListDir(base);
-      if (!names.ok()) continue;  // the provider exposes no such directory (rxe, older kernels)
+      if (!names.ok()) {
+        if (PathAbsent(fs, base))
+          continue;  // the provider has no such directory (rxe, old kernels)
+        // There but not listable: the counters are unknown, not zero. "." stands for the
+        // directory itself so ib.port.errors reports it as an error instead of passing.
+        facts->ib_counters[base]["."] = Fact<std::uint64_t>::Unreadable(base, names.error());
+        continue;
+      }
       auto& files = facts->ib_counters[base];
       for (const auto& name : *names) {
         const std::string path = base + "/" + name;
@@ -182,7 +197,7 @@ void GatherIbCounters(const FileReader& fs, NodeFacts* facts) {
 void GatherHostEvidence(const FileReader& fs, NodeFacts* facts) {
   HostEvidence* h = &facts->host;
   GatherSysctls(fs, h);
-  GatherNvidiaProc(fs, h);
+  GatherNvidiaProc(fs, h, &facts->problems);
   GatherKmsg(fs, h);
   GatherPci(fs, h);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -487,6 +488,29 @@ bool MatchesFacts(const Match& m, const NodeFacts& facts) {
   return true;
 }
 
+namespace {
+
+// The [match] tables choose on the RDMA devices and their link layers. When those could not be
+// read, "no port" is not known to be true: choosing socket-only would export NCCL_IB_DISABLE=1 and
+// silently run the job over TCP. The plan refuses and names the flag that decides instead.
+std::optional<Error> UnreadFabric(const NodeFacts& facts, const std::set<std::string>& names) {
+  for (const IbProblem& p : facts.ib_problems) {
+    if (p.attribute != "devices" && p.attribute != "ports" && p.attribute != "link_layer") {
+      continue;
+    }
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return MakeError(
+        "cannot choose a recipe: the RDMA fabric could not be read (" + p.message +
+            "); the plan does not guess from facts it could not read",
+        facts.HostPath(p.path),
+        "make " + p.path + " readable, or name the recipe with --recipe NAME (" + list + ")");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<Recipe> ChooseRecipe(const NodeFacts& facts, const Environment& env, std::string* why) {
   std::set<std::string> names;
   for (const auto& n : BuiltinRecipeNames()) names.insert(n);
@@ -497,6 +521,7 @@ Result<Recipe> ChooseRecipe(const NodeFacts& facts, const Environment& env, std:
       if (EndsWith(file, ".toml")) names.insert(StemOf(file));
     }
   }
+  if (auto refused = UnreadFabric(facts, names)) return *refused;
   std::optional<Recipe> best;
   for (const auto& n : names) {
     auto r = LoadRecipe(n, env);

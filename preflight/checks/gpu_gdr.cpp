@@ -33,6 +33,16 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
     f.message = facts.peermem_module + " is loaded: GPUDirect RDMA available";
     return {f};
   }
+  if (const auto& m = facts.host.modules; !m.ok() && !m.absent) {
+    // Not read is not "not loaded": a warning about a missing module would be a guess.
+    f.outcome = Outcome::kError;
+    f.code = "gpu.gdr/modules_unreadable";
+    f.message = "cannot tell whether nvidia_peermem is loaded: " + m.error.Describe();
+    f.With(m.path, "unreadable: " + m.error.message);
+    f.next_step =
+        "check that /proc is mounted and /proc/modules is the kernel's (`lsmod` reads it)";
+    return {f};
+  }
   f.With("/proc/modules", "no nvidia_peermem or nv_peer_mem line");
   int major = 0;
   if (auto v = ParseInt(facts.nvidia_driver.substr(0, facts.nvidia_driver.find('.'))); v.ok()) {

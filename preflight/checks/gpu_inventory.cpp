@@ -120,8 +120,11 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
       Lookup(ctx.env, "NVIDIA_VISIBLE_DEVICES").has_value() && !driver_gpus.empty();
   std::set<std::string> seen(driver_gpus.begin(), driver_gpus.end());
   int index = 0;
+  // The driver's list could not be read (the error is reported above): comparing against it
+  // would call every GPU "fell off the bus".
+  const bool driver_list_read = ctx.facts.host.nvidia_gpu_dirs.ok();
   for (const auto& g : gpus) {
-    if (version_file && !container_subset && !seen.count(g.pci_address)) {
+    if (version_file && driver_list_read && !container_subset && !seen.count(g.pci_address)) {
       Finding f =
           Coded(Make("gpu" + std::to_string(index), Outcome::kFail,
                      "GPU at " + g.pci_address + " (" + g.device_id +

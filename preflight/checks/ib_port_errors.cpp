@@ -69,6 +69,12 @@ void ReadCounters(const NodeFacts& facts, const IbPort& p, std::string_view dir,
                   const Counter* list, std::size_t n, PortCounts* out) {
   auto files = facts.ib_counters.find(IbPortPath(p, dir));
   if (files == facts.ib_counters.end()) return;  // no such directory (rxe, older kernels)
+  // "." is the directory itself, there but not listable: every counter in it is unknown.
+  if (auto dir_fact = files->second.find("."); dir_fact != files->second.end()) {
+    out->errors.push_back(dir_fact->second.error.where + ": " + dir_fact->second.error.message);
+    out->error_paths.push_back(dir_fact->second.path);
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const Counter& c = list[i];
     auto file = files->second.find(std::string(c.name));

@@ -220,6 +220,17 @@ void Summarise(const AcsTally& t, std::vector<Finding>* out) {
 std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
   std::vector<Finding> out;
   const auto& pci = ctx.facts.host.pci;
+  if (!pci.ok() && !pci.absent) {
+    // There but not listable (a file, a dangling link): ACS is unknown, not "no PCI here".
+    Finding f =
+        Coded(Make("node", Outcome::kError, "cannot list the PCI devices: " + pci.error.Describe()),
+              "pci.acs/devices_unreadable");
+    f.With(pci.path, "unreadable: " + pci.error.message);
+    f.next_step = "check that sysfs is mounted on /sys (or regenerate the --sysroot tree)";
+    out.push_back(std::move(f));
+    out.push_back(IommuFinding(ctx));
+    return out;
+  }
   if (!pci.ok()) {
     out.push_back(
         Coded(Make("node", Outcome::kSkip,
