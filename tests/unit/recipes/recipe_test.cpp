@@ -228,3 +228,25 @@ TEST_CASE("garbage and truncated recipes give errors, never crashes") {
   }
   CHECK(ok < inputs.size());
 }
+
+TEST_CASE("no recipe is chosen from a fabric that could not be read") {
+  // A file where /sys/class/infiniband should be: "no RDMA device" is not known, so neither
+  // socket-only (NCCL_IB_DISABLE=1) nor any other recipe is picked; the error names the path and
+  // the flag that decides instead.
+  MemFileReader fs;
+  fs.AddFile("/sys/class/infiniband", "");
+  NodeFacts facts = GatherNodeFacts(fs);
+  std::string why;
+  auto r = ChooseRecipe(facts, {}, &why);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where == "/sys/class/infiniband");
+  CHECK_THAT(r.error().message, Catch::Contains("could not be read"));
+  CHECK_THAT(r.error().fix, Catch::Contains("--recipe NAME"));
+  CHECK_THAT(r.error().fix, Catch::Contains("socket-only"));
+
+  // A port whose link layer is unreadable: InfiniBand or RoCE is not known either.
+  MemFileReader port;
+  port.AddFile("/sys/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+  port.AddDir("/sys/class/infiniband/mlx5_0/ports/1/link_layer");
+  REQUIRE_FALSE(ChooseRecipe(GatherNodeFacts(port), {}, &why).ok());
+}
