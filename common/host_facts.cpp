@@ -268,7 +268,15 @@ void GatherInterfaces(const FileReader& fs, NodeFacts* facts) {
   }
   for (const auto& name : *names) {
     const std::string base = JoinPath("/sys/class/net", name);
-    if (!fs.IsDir(base)) continue;  // bonding_masters and other plain files
+    if (!fs.IsDir(base)) {
+      // bonding_masters and other plain files are not interfaces; an entry that leads nowhere
+      // (a dangling or refused link) is an interface we could not read, not one that is absent.
+      if (!fs.Exists(base)) {
+        facts->problems.push_back(
+            MakeError("cannot read the interface: its entry leads nowhere", fs.HostPath(base)));
+      }
+      continue;
+    }
     NetInterface nif;
     nif.name = name;
     if (auto s = fs.ReadFile(JoinPath(base, "operstate"), 64); s.ok()) {

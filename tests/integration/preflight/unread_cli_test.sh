@@ -66,6 +66,7 @@ rm -rf "$C"
 mkfifo "$C"  # a FIFO where a directory should be
 rm -f "$H/proc/modules"
 ln -s /nonexistent-safe-launch-modules "$H/proc/modules"  # a dangling symlink
+ln -s ../../devices/virtual/net/nowhere0 "$H/sys/class/net/nowhere0"  # leads nowhere
 timeout 60 "$SL" preflight --json --sysroot "$H" >"$T/host.json" 2>/dev/null
 check "preflight on wrong-type paths: errors, no false fail, no pass" /usr/bin/python3 -c '
 import json, sys
@@ -84,6 +85,9 @@ assert [f["code"] for f in ctr] == ["ib.port.errors/counter_unreadable"], ctr
 assert ctr[0]["outcome"] == "error", ctr
 gdr = of("gpu.gdr")
 assert [(f["code"], f["outcome"]) for f in gdr] == [("gpu.gdr/modules_unreadable", "error")], gdr
+net = of("net.ifname")
+assert any(f["code"] == "net.ifname/file_unreadable" and "nowhere0" in f["message"]
+           for f in net), net
 assert d["verdict"] == "error", d["verdict"]' "$T/host.json"
 
 echo "passed: $pass, failed: $fail"
