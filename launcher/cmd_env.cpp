@@ -11,6 +11,7 @@
 
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
+#include "common/json_text.h"
 #include "common/log.h"
 #include "common/node_facts.h"
 #include "launcher/commands.h"
@@ -74,7 +75,7 @@ int Run(const EnvArgs& args) {
   if (args.explain) {
     std::cout << recipes::PlanToText(*plan);
   } else if (args.format == "json") {
-    std::cout << recipes::PlanToJson(*plan).dump(2) << "\n";
+    std::cout << JsonText(recipes::PlanToJson(*plan)) << "\n";
   } else {
     // The exports point NCCL and torch at files in the run directory: it must exist before the
     // job starts or the logs and Flight Recorder dumps are silently lost.

@@ -8,6 +8,7 @@
 
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "launcher/commands.h"
 #include "launcher/config.h"
@@ -86,7 +87,7 @@ int Run(const PreflightArgs& args) {
     return exit_code::kUsage;
   }
   if (args.json) {
-    std::cout << preflight::ReportToJson(*report).dump(2) << "\n";
+    std::cout << JsonText(preflight::ReportToJson(*report)) << "\n";
   } else {
     const bool color = ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
     std::fputs(preflight::RenderText(*report, args.verbose, color).c_str(), stdout);

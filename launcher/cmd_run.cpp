@@ -10,6 +10,7 @@
 
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
+#include "common/json_text.h"
 #include "common/log.h"
 #include "common/spawn.h"
 #include "launcher/commands.h"
@@ -102,7 +103,7 @@ int PreflightPhase(const RunConfig& args, RunContext& ctx,
   ctx.have_facts = true;
   ctx.preflight_verdict = std::string(OutcomeName(rep.verdict));
   if (auto s = watchdog::WriteRunFile(ctx.run_dir, "preflight.json",
-                                      preflight::ReportToJson(rep).dump(2) + "\n");
+                                      JsonText(preflight::ReportToJson(rep)) + "\n");
       !s.ok()) {
     log::Warn("{}", s.error().Describe());
   }
@@ -174,7 +175,7 @@ int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
   ctx.status_extra["env_plan"] = {{"recipe", plan->recipe},
                                   {"entries", plan->entries.size()},
                                   {"file", ctx.run_dir + "/env-plan.json"}};
-  if (auto s = watchdog::WriteRunFile(ctx.run_dir, "env-plan.json", ctx.plan_json.dump(2) + "\n");
+  if (auto s = watchdog::WriteRunFile(ctx.run_dir, "env-plan.json", JsonText(ctx.plan_json) + "\n");
       !s.ok()) {
     log::Warn("{}", s.error().Describe());
   }

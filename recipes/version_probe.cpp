@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/file_writer.h"
+#include "common/json_text.h"
 #include "common/spawn.h"
 #include "common/strings.h"
 
@@ -83,8 +84,7 @@ class Cache {
     }
     // The one writer: an O_EXCL|O_NOFOLLOW temp name (the old "<path>.<pid>" was predictable and
     // followed a planted link), renamed relative to the directory's fd, 0600.
-    (void)WriteFileAtomic(
-        path_, data_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kPrivateFile);
+    (void)WriteFileAtomic(path_, JsonText(data_, -1), kPrivateFile);
   }
 
  private:

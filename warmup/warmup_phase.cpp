@@ -18,6 +18,7 @@
 
 #include "common/file_writer.h"
 #include "common/finding.h"
+#include "common/json_text.h"
 #include "common/spawn.h"
 #include "warmup/compare.h"
 #include "warmup/protocol.h"
@@ -236,7 +237,7 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   plan.node.facts = o.facts;
   plan.node.env = ComparableEnvironment(o.env);
   const std::string plan_path = dir + "/plan.json";
-  if (!WriteFile(plan_path, nlohmann::json(plan).dump(2) + "\n"))
+  if (!WriteFile(plan_path, JsonText(nlohmann::json(plan)) + "\n"))
     return fail_now("warmup.setup", "cannot write " + plan_path + ": " + std::strerror(errno),
                     "make the run directory writable (--run-dir)");
 
@@ -322,10 +323,10 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   if (t.node_rank == 0) outcome.details = RenderWarmupReport(report);
   if (!o.run_dir.empty()) {
     std::string path = (fs::path(o.run_dir) / "warmup.json").string();
-    if (WriteFile(path, report.dump(2) + "\n")) outcome.json_path = path;
+    if (WriteFile(path, JsonText(report) + "\n")) outcome.json_path = path;
   } else {
     std::string path = dir + "/warmup.json";
-    if (WriteFile(path, report.dump(2) + "\n")) outcome.json_path = path;
+    if (WriteFile(path, JsonText(report) + "\n")) outcome.json_path = path;
   }
   return outcome;
 }

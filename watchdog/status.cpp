@@ -1,5 +1,6 @@
 #include "watchdog/status.h"
 
+#include "common/json_text.h"
 #include "watchdog/run_dir.h"
 
 namespace sl::watchdog {
@@ -37,8 +38,7 @@ Status WriteStatusFile(const std::string& run_dir, const nlohmann::json& status,
     *it = redactor.RedactArgv(argv);
   }
   RedactStrings(j, redactor);
-  return WriteRunFile(run_dir, "status.json",
-                      j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  return WriteRunFile(run_dir, "status.json", JsonText(j) + "\n");
 }
 
 Status WriteTailFile(const std::string& run_dir, const std::string& name,

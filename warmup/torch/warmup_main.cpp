@@ -32,6 +32,7 @@
 #include "common/exit_codes.h"
 #include "common/file_writer.h"
 #include "common/finding.h"
+#include "common/json_text.h"
 #include "warmup/compare.h"
 #include "warmup/protocol.h"
 #include "warmup/store_auth.h"
@@ -160,12 +161,13 @@ class Rank {
     arrive.pid = static_cast<int>(::getpid());
     arrive.t_ms = result_.timings.store;
     std::string arrive_key = "arrive/" + std::to_string(rank_) + "/" + std::to_string(*claim);
-    if (auto s = store_->Set(arrive_key, json(arrive).dump()); !s.ok())
+    if (auto s = store_->Set(arrive_key, JsonText(json(arrive), -1)); !s.ok())
       return Fail(s.error().Describe());
     if (local_rank_ == 0) {
       NodeLayout layout{plan_.node_rank, plan_.nnodes, plan_.nproc_per_node, plan_.node.node_name};
       json facts = {{"report", plan_.node}, {"layout", layout}};
-      if (auto s = store_->Set("facts/" + std::to_string(plan_.node_rank), facts.dump()); !s.ok())
+      if (auto s = store_->Set("facts/" + std::to_string(plan_.node_rank), JsonText(facts, -1));
+          !s.ok())
         return Fail(s.error().Describe());
       if (auto s = store_->Add("facts", 1); !s.ok()) return Fail(s.error().Describe());
     }
@@ -296,13 +298,14 @@ class Rank {
     std::vector<Finding> findings = ArrivalVerdict(all_here);
     bool run_collectives = all_here && Worst(findings) != Outcome::kFail;
     json verdict = {{"run_collectives", run_collectives}, {"findings", findings}};
-    if (auto s = store_->Set("verdict", verdict.dump()); !s.ok()) return Fail(s.error().Describe());
+    if (auto s = store_->Set("verdict", JsonText(verdict, -1)); !s.ok())
+      return Fail(s.error().Describe());
     result_.timings.verdict = NowMs();
 
     std::vector<RankResult> results;
     if (run_collectives) {
       Collectives();
-      if (auto s = store_->Set("result/0", json(result_).dump()); !s.ok())
+      if (auto s = store_->Set("result/0", JsonText(json(result_), -1)); !s.ok())
         return Fail(s.error().Describe());
       (void)store_->Add("results", 1);
       CollectResults(&findings, &results);
@@ -310,7 +313,8 @@ class Rank {
     LateClaims(&findings);
     result_.timings.end = NowMs();
     BuildReport(findings, results, arrivals);
-    if (auto s = store_->Set("report", report_.dump()); !s.ok()) return Fail(s.error().Describe());
+    if (auto s = store_->Set("report", JsonText(report_, -1)); !s.ok())
+      return Fail(s.error().Describe());
     // Keep the store (hosted in this process) up until every other process has the report.
     PollUntil([&] { return Counter("done") >= ExpectedOthers(); }, 0);
     return 0;
@@ -434,7 +438,8 @@ class Rank {
     result_.timings.arrived = result_.timings.verdict = NowMs();
     if (verdict->value("run_collectives", false)) {
       Collectives();
-      if (auto s = store_->Set("result/" + std::to_string(rank_), json(result_).dump()); !s.ok())
+      if (auto s = store_->Set("result/" + std::to_string(rank_), JsonText(json(result_), -1));
+          !s.ok())
         return Fail(s.error().Describe());
       (void)store_->Add("results", 1);
     }
@@ -553,7 +558,7 @@ class Rank {
 };
 
 bool WriteJson(const std::string& path, const json& j) {
-  return WriteFileAtomic(path, j.dump(2) + "\n", kPrivateFile).ok();
+  return WriteFileAtomic(path, JsonText(j) + "\n", kPrivateFile).ok();
 }
 
 }  // namespace

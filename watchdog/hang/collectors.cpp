@@ -14,6 +14,7 @@
 #include <system_error>
 #include <thread>
 
+#include "common/json_text.h"
 #include "common/parse/kmsg.h"
 #include "common/strings.h"
 #include "watchdog/process_tree.h"
@@ -347,7 +348,7 @@ CollectorOutcome CollectIbCounters(const CaptureContext& ctx, Bundle& bundle) {
   }
   auto j = IbCounterDeltas(ctx.ib_start, now);
   o.details["error_deltas"] = j["error_deltas"];
-  Account(&o, "node/ib_counters.json", bundle.WriteFile("node/ib_counters.json", j.dump(2)));
+  Account(&o, "node/ib_counters.json", bundle.WriteFile("node/ib_counters.json", JsonText(j)));
   return o;
 }
 
@@ -598,7 +599,7 @@ CollectorOutcome CollectHost(const CaptureContext& ctx, Bundle& bundle) {
     procs.push_back(std::move(p));
   }
   j["processes"] = procs;
-  Account(&o, "node/host.json", bundle.WriteFile("node/host.json", j.dump(2)));
+  Account(&o, "node/host.json", bundle.WriteFile("node/host.json", JsonText(j)));
   if (!ctx.ranks.empty()) {
     pid_t pid = ctx.ranks.front().pid;
     if (auto l = ctx.fs->ReadFile(fmt::format("/proc/{}/limits", pid), 65536); l.ok()) {

@@ -12,6 +12,7 @@
 
 #include "common/exit_codes.h"
 #include "common/file_writer.h"
+#include "common/json_text.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -333,7 +334,7 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
       auto collectors = RunCollectors(Collectors(), ctx, bundle);
       auto [v, j, md] = decide();
       info.verdict = v;
-      auto r1 = bundle->WriteFile("summary.json", j.dump(2));
+      auto r1 = bundle->WriteFile("summary.json", JsonText(j));
       auto r2 = bundle->WriteFile("summary.md", md);
       nlohmann::json manifest;
       manifest["schema"] = "safe-launch.bundle-manifest/1";
@@ -348,7 +349,7 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
       auto errors = bundle->WriteErrors();
       manifest["write_errors"] = errors;
       manifest["complete"] = errors.empty();
-      auto r3 = bundle->WriteFile("manifest.json", manifest.dump(2));
+      auto r3 = bundle->WriteFile("manifest.json", JsonText(manifest));
       auto finished = bundle->Finish();
       if (finished.ok()) {
         info.complete = true;
@@ -360,7 +361,7 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
         manifest["complete"] = false;
         manifest["write_errors"] = bundle->WriteErrors();
         manifest["finish_error"] = info.error;
-        std::string text = redactor->Redact(manifest.dump(2)) + "\n";
+        std::string text = redactor->Redact(JsonText(manifest)) + "\n";
         info.manifest = WriteManifestSomewhere(bundle->partial_dir(), name, text, options_.job_env);
       }
       info.capture_s = std::chrono::duration<double>(Clock::now() - t0).count();

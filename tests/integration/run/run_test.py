@@ -472,6 +472,37 @@ class RunTest(unittest.TestCase):
         self.assertEqual(st["state"], "not_started")
         self.assertEqual(st["command"], ["/bin/true", "--token", "<redacted>"])
 
+    def test_non_utf8_bytes_never_abort_and_the_job_status_passes_through(self):
+        # Latin-1 in argv, in a recognised output line (failure bundle), in an environment value
+        # and in the run directory's path: every JSON file is written (bytes replaced by U+FFFD),
+        # nothing aborts (134), and the job's own status 3 comes back.
+        env = dict(os.environ, NCCL_SOCKET_IFNAME=b"\xff".decode("latin-1"))
+        env_b = {k.encode(): v.encode("latin-1") if k == "NCCL_SOCKET_IFNAME" else v.encode()
+                 for k, v in env.items()}
+        run_dir = os.path.join(self.tmp.name.encode(), b"run-\xe9")
+        script = b"echo caf\xe9; printf 'NCCL WARN Call to ibv_reg_mr failed \\377\\n' >&2; exit 3"
+        r = subprocess.run([SL.encode(), b"--no-preflight", b"--no-warmup", b"--run-dir", run_dir,
+                            b"--", b"/bin/sh", b"-c", script, b"caf\xe9"],
+                           capture_output=True, timeout=60, env=env_b)
+        self.assertEqual(r.returncode, 3, r.stderr.decode("utf-8", "replace")[-2000:])
+        self.assertIn(b"caf\xe9", r.stdout)  # the job's own bytes pass through untouched
+        with open(os.path.join(run_dir, b"status.json"), "rb") as f:
+            st = json.loads(f.read().decode("utf-8"))
+        self.assertEqual(st["state"], "finished")
+        self.assertEqual(st["exit_status"], 3)
+        self.assertEqual(st["command"][-1], "caf\ufffd")
+        bundles = [b for b in os.listdir(run_dir) if b.startswith(b"failure-") and
+                   os.path.isdir(os.path.join(run_dir, b))]
+        self.assertEqual(len(bundles), 1, os.listdir(run_dir))
+        for name in (b"summary.json", b"manifest.json"):
+            with open(os.path.join(run_dir, bundles[0], name), "rb") as f:
+                json.loads(f.read().decode("utf-8"))
+        # preflight --json with an invalid byte in an NCCL variable: valid JSON, no abort.
+        r = subprocess.run([SL.encode(), b"preflight", b"--json", b"--only", b"env.nccl"],
+                           capture_output=True, timeout=60, env=env_b)
+        self.assertIn(r.returncode, (0, 1), r.stderr.decode("utf-8", "replace")[-2000:])
+        json.loads(r.stdout.decode("utf-8"))
+
     def test_a_run_dir_prepared_by_another_user_or_as_a_link_is_not_used(self):
         victim = os.path.join(self.tmp.name, "victim-dir")
         os.mkdir(victim, 0o700)
