@@ -49,7 +49,9 @@ expect_rc "unknown flag is a usage error" 2 "$SL" preflight --frobnicate
 
 if [ -d "$FIX/ib-healthy" ]; then
   expect_rc "healthy IB fixture passes" 0 "$SL" preflight --sysroot "$FIX/ib-healthy"
+  expect_grep "a healthy node with skipped checks has the verdict PASS" "^preflight .*: PASS — .* [1-9][0-9]* skip in" /tmp/sl-pf-out.$$
   expect_rc "healthy IB fixture JSON" 0 "$SL" preflight --json --sysroot "$FIX/ib-healthy"
+  expect_grep "a healthy node's JSON verdict is pass" "\"verdict\": *\"pass\"" /tmp/sl-pf-out.$$
   if /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]=="safe-launch.preflight/1"; assert d["verdict"] in ("pass","warn","skip"), d["verdict"]; assert any(f["check"]=="ib.port.state" for f in d["findings"])' /tmp/sl-pf-out.$$; then
     ok "JSON report parses with schema, verdict and findings"
   else bad "JSON report malformed"; fi
