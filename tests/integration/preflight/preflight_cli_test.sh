@@ -79,5 +79,19 @@ for broken in ib-broken host-broken; do
 done
 
 rm -f /tmp/sl-pf-out.$$ /tmp/sl-pf-err.$$
+# A sysroot's symlinks resolve inside it (as openat2 RESOLVE_IN_ROOT): an absolute target or one
+# with more ../ than the tree is deep must not read the host's files.
+if [ -d "$FIX/socket-only" ]; then
+  E=$(mktemp -d /tmp/sl-pf-escape.XXXXXX)
+  cp -a "$FIX/socket-only" "$E/root"
+  host_name=$(cat /proc/sys/kernel/hostname)
+  for target in /proc/sys/kernel/hostname ../../../../../../../../../../../proc/sys/kernel/hostname; do
+    ln -sfn "$target" "$E/root/proc/sys/kernel/hostname"
+    "$SL" preflight --sysroot "$E/root" >"$E/out" 2>&1
+    expect_grep "sysroot link to $target stays in the tree" "^preflight sysroot \\(sysroot " "$E/out"
+    if grep -q "^preflight $host_name " "$E/out"; then bad "the host's hostname was read through $target"; fi
+  done
+  rm -rf "$E"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
