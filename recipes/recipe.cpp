@@ -114,7 +114,9 @@ bool IsStringList(const toml::node& n) {
 }
 
 Status ParseThresholds(const toml::table& t, std::string_view path, Recipe* r) {
-  for (auto&& [key, node] : t) {
+  for (auto&& [key, value] : t) {
+    // A plain reference: lambdas cannot capture structured bindings before clang 16 (fuzz build).
+    const toml::node& node = value;
     const std::string k(key.str());
     const std::string where = At(path, key.source());
     if (std::find(kThresholdKeys.begin(), kThresholdKeys.end(), k) == kThresholdKeys.end()) {
