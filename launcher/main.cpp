@@ -1,5 +1,6 @@
 // safe-launch entry point: picks a subcommand from the table and returns its exit status.
 // `safe-launch [OPTIONS] -- CMD ARGS...` is shorthand for `safe-launch run [OPTIONS] -- CMD`.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,15 @@ bool IsCommandName(const std::string& arg) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && !IsCommandName(args[0]) && args[0] != "-h" && args[0] != "--help") {
+    // `safe-launch prefligth` would otherwise start a job named prefligth on every node.
+    if (std::string near = sl::launcher::MisspeltCommand(args[0], sl::ProcessEnvironment());
+        !near.empty()) {
+      std::fprintf(stderr,
+                   "safe-launch: '%s' is not a subcommand; did you mean '%s'? (to run a program "
+                   "of that name as the job: safe-launch -- %s ...)\n",
+                   args[0].c_str(), near.c_str(), args[0].c_str());
+      return sl::exit_code::kUsage;
+    }
     args.insert(args.begin(), "run");
   }
   if (args.empty()) args.push_back("--help");

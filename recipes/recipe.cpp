@@ -2,13 +2,17 @@
 // nothing leaves this module but Result values.
 #include "recipes/recipe.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/strings.h"
 #include "nccl/registry.h"
@@ -77,7 +81,14 @@ Result<std::uint64_t> ParseSize(std::string_view text, const std::string& where)
   else {
     return MakeError("unknown size unit '" + unit + "'", where, "use B, KiB, MiB, GiB or TiB");
   }
-  return static_cast<std::uint64_t>(*num * mult);
+  // Converting a double at or above 2^64 to an integer is undefined (x86 gives 0, which would
+  // make any min_* threshold pass): refuse it instead.
+  const double bytes = *num * mult;
+  if (!std::isfinite(bytes) || bytes >= 18446744073709551616.0) {
+    return MakeError("'" + std::string(text) + "' is too large", where,
+                     "a size must be below 16 EiB (2^64 bytes)");
+  }
+  return static_cast<std::uint64_t>(bytes);
 }
 
 std::vector<std::string> StringList(const toml::node& n) {
@@ -103,7 +114,9 @@ bool IsStringList(const toml::node& n) {
 }
 
 Status ParseThresholds(const toml::table& t, std::string_view path, Recipe* r) {
-  for (auto&& [key, node] : t) {
+  for (auto&& [key, value] : t) {
+    // A plain reference: lambdas cannot capture structured bindings before clang 16 (fuzz build).
+    const toml::node& node = value;
     const std::string k(key.str());
     const std::string where = At(path, key.source());
     if (std::find(kThresholdKeys.begin(), kThresholdKeys.end(), k) == kThresholdKeys.end()) {
@@ -254,12 +267,52 @@ Status ParseEnv(const toml::table& t, std::string_view path, Recipe* r) {
   return OkStatus();
 }
 
-std::optional<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A recipe is a small text file; anything else named as one is refused before it is read: a FIFO
+// would block the open (and every node's launch with it), a directory reads as an empty recipe,
+// and /dev/zero or a huge log would be read to the end.
+constexpr std::size_t kMaxRecipeBytes = 1u << 20;
+
+// The text of a recipe file, or nullopt when `path` does not exist (the caller may look
+// elsewhere); an error when it exists but is not a regular file of at most kMaxRecipeBytes.
+Result<std::optional<std::string>> ReadRecipeFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return std::optional<std::string>();
+    return MakeError(std::string("cannot open recipe file: ") + std::strerror(err), path,
+                     "check the path and its permissions");
+  }
+  struct stat st {};
+  std::string text;
+  std::optional<Error> problem;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    problem = MakeError(
+        S_ISDIR(st.st_mode) ? "recipe path is a directory" : "recipe path is not a regular file",
+        path, "give the path of a .toml file");
+  } else if (static_cast<std::uint64_t>(st.st_size) > kMaxRecipeBytes) {
+    problem = MakeError("recipe file is larger than 1 MiB", path, "a recipe is a small TOML file");
+  } else {
+    char buf[16384];
+    while (text.size() <= kMaxRecipeBytes) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = MakeError(std::string("cannot read recipe file: ") + std::strerror(errno), path);
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+    // The file grew between fstat and read (a log being written): still bounded.
+    if (!problem && text.size() > kMaxRecipeBytes) {
+      problem =
+          MakeError("recipe file is larger than 1 MiB", path, "a recipe is a small TOML file");
+    }
+  }
+  ::close(fd);
+  if (problem) return *problem;
+  return std::optional<std::string>(std::move(text));
 }
 
 bool LooksLikePath(std::string_view s) {
@@ -281,9 +334,23 @@ std::vector<std::string> SearchDirs(const Environment& env) {
 Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
                          std::vector<std::string>* stack);
 
+// `extends = "base.toml"` in a recipe file names a file beside it, as an include does: relative
+// to the recipe's folder, never to the directory safe-launch happens to be started from.
+std::string ParentPath(std::string_view parent, const std::string& recipe_file) {
+  if (!LooksLikePath(parent) || StartsWith(parent, "/") || recipe_file.empty()) {
+    return std::string(parent);
+  }
+  std::filesystem::path dir = std::filesystem::path(recipe_file).parent_path();
+  return (dir / std::string(parent)).lexically_normal().string();
+}
+
+// `recipe_file` is the file the text came from ("" for a built-in recipe).
 Result<Recipe> LoadText(const std::string& text, const std::string& shown_path,
-                        const Environment& env, std::vector<std::string>* stack) {
-  ParentLoader loader = [&](std::string_view parent) { return LoadChain(parent, env, stack); };
+                        const std::string& recipe_file, const Environment& env,
+                        std::vector<std::string>* stack) {
+  ParentLoader loader = [&](std::string_view parent) {
+    return LoadChain(ParentPath(parent, recipe_file), env, stack);
+  };
   return ParseRecipe(text, shown_path, loader);
 }
 
@@ -300,25 +367,29 @@ Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
   stack->push_back(key);
   Result<Recipe> out = MakeError("unreached", key);
   if (LooksLikePath(name_or_path)) {
-    auto text = ReadWholeFile(key);
-    if (!text) {
-      out = MakeError("cannot read recipe file", key, "check the path and its permissions");
+    auto text = ReadRecipeFile(key);
+    if (!text.ok()) {
+      out = text.error();
+    } else if (!*text) {
+      out = MakeError("cannot read recipe file: No such file or directory", key,
+                      "check the path and its permissions");
     } else {
-      out = LoadText(*text, key, env, stack);
+      out = LoadText(**text, key, key, env, stack);
     }
   } else {
     bool found = false;
     for (const auto& dir : SearchDirs(env)) {
       std::string p = dir + "/" + key + ".toml";
-      if (auto text = ReadWholeFile(p)) {
-        out = LoadText(*text, p, env, stack);
+      auto text = ReadRecipeFile(p);
+      if (!text.ok() || *text) {
+        out = text.ok() ? LoadText(**text, p, p, env, stack) : Result<Recipe>(text.error());
         found = true;
         break;
       }
     }
     if (!found) {
       if (const std::string* text = BuiltinRecipeText(key)) {
-        out = LoadText(*text, "recipes/" + key + ".toml", env, stack);
+        out = LoadText(*text, "recipes/" + key + ".toml", "", env, stack);
       } else {
         out =
             MakeError("no recipe named '" + key + "'", key,

@@ -145,28 +145,73 @@ void HangMonitor::OnStart(pid_t) {
   ib_start_ = ReadIbCounters(fs);  // a few hundred small sysfs reads, once
 }
 
+// Bytes kept on each side of a cut inside a long line: every catalog signature's match is a few
+// hundred bytes, so one that straddles a cut lies within this much of it.
+constexpr std::size_t kSeamBytes = 4096;
+
 void HangMonitor::OnOutput(int stream, std::string_view lines, Clock::time_point t) {
   last_output_ns_.store(Ns(t), std::memory_order_relaxed);
   // on_output is ordered per stream, so a plain load/store of the counter is enough.
-  auto& counter = lines_[stream == watchdog::kStderr ? 2 : 1];
-  const std::uint64_t base = counter.load(std::memory_order_relaxed);
+  const int s = stream == watchdog::kStderr ? 2 : 1;
+  auto& counter = lines_[s];
+  std::string& seam = seam_tail_[s];
+  std::uint64_t base = counter.load(std::memory_order_relaxed);
+  if (!seam.empty()) {
+    // This block's first line is the one the last piece ended inside: same line number.
+    std::string_view head = lines.substr(0, std::min(lines.size(), kSeamBytes));
+    head = head.substr(0, std::min(head.size(), head.find('\n')));
+    ScanSeam(stream, seam, head, base, t);
+    --base;
+  }
   const std::size_t n = matcher_.ScanBlock(lines, [&](std::string_view line, std::size_t index) {
     OnCandidateLine(stream, line, base + index + 1, t);
   });
   counter.store(base + n, std::memory_order_relaxed);
+  if (lines.empty() || lines.back() == '\n') {
+    seam.clear();
+    return;
+  }
+  // The block ends inside a line (a piece): keep that line's last bytes for the next block. A
+  // block without '\n' continues the line the seam already holds.
+  const std::size_t nl = lines.rfind('\n');
+  if (nl != std::string_view::npos) seam.clear();
+  std::string_view open_line = nl == std::string_view::npos ? lines : lines.substr(nl + 1);
+  if (open_line.size() > kSeamBytes) open_line.remove_prefix(open_line.size() - kSeamBytes);
+  seam.append(open_line);
+  if (seam.size() > kSeamBytes) seam.erase(0, seam.size() - kSeamBytes);
+}
+
+void HangMonitor::ScanSeam(int stream, std::string_view tail, std::string_view head,
+                           std::uint64_t line_no, Clock::time_point t) {
+  std::string window;
+  window.reserve(tail.size() + head.size());
+  window.append(tail).append(head);
+  auto m = matcher_.MatchLine(window);
+  if (!m) return;
+  // A match wholly on one side was (or is about to be) found in its own block.
+  for (std::string_view side : {tail, head}) {
+    auto alone = matcher_.MatchLine(side);
+    if (alone && alone->signature == m->signature) return;
+  }
+  Record(stream, std::move(*m), line_no, t);
 }
 
 void HangMonitor::OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
                                   Clock::time_point t) {
   auto m = matcher_.MatchLine(line);
   if (!m) return;
-  m->source = stream == watchdog::kStderr ? "stderr" : "stdout";
-  m->at_s = std::chrono::duration<double>(t - start_).count();
-  bool hang = m->signature->severity == diagnose::Severity::kHang;
+  Record(stream, std::move(*m), line_no, t);
+}
+
+void HangMonitor::Record(int stream, diagnose::Match m, std::uint64_t line_no,
+                         Clock::time_point t) {
+  m.source = stream == watchdog::kStderr ? "stderr" : "stdout";
+  m.at_s = std::chrono::duration<double>(t - start_).count();
+  bool hang = m.signature->severity == diagnose::Severity::kHang;
   {
     std::lock_guard lock(*evidence_mu_);
-    m->line_number = line_no;
-    evidence_->Add(std::move(*m));
+    m.line_number = line_no;
+    evidence_->Add(std::move(m));
   }
   if (hang && !captured_.load()) {
     int none = 0;
