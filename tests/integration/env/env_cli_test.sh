@@ -245,6 +245,10 @@ typo)
   done
   grep -q "did you mean 'preflight'" < <("$SL" prefligth 2>&1)
   check "prefligth -> preflight" test $? -eq 0
+  # safe-launch's own --version is not taken for a job's flag (it was: "run --version").
+  v=$("$SL" --version 2>&1)
+  check "--version exits 0" test $? -eq 0
+  check "--version prints the version" grep -qx 'safe-launch [0-9][0-9.]*' <<<"$v"
   # A program of that name on the PATH is the job (it runs after preflight, whatever its verdict).
   mkdir -p "$T/bin"
   printf '#!/bin/sh\nexit 0\n' >"$T/bin/envx"
