@@ -107,6 +107,11 @@ class HangMonitor {
   /// Seconds the job has been silent at `now`, never negative (a pump may stamp a read after
   /// the tick took `now`).
   double SilentFor(watchdog::Clock::time_point now) const;
+  /// What the collectors see of this job at a capture (`alive`: the job has not exited).
+  std::shared_ptr<CaptureContext> MakeCaptureContext(bool alive);
+  /// The verdict's timing, measured at the tick that detected the hang (`t0` when none did).
+  diagnose::JobTiming CaptureTiming(diagnose::Trigger trigger, std::optional<int> exit_status,
+                                    watchdog::Clock::time_point t0) const;
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;
