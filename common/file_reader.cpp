@@ -2,13 +2,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+
+#include "common/strings.h"
 
 namespace sl {
 namespace {
@@ -31,7 +36,8 @@ std::string JoinPath(std::string_view a, std::string_view b) {
   return out;
 }
 
-RootedFileReader::RootedFileReader(std::string root) : root_(std::move(root)) {
+RootedFileReader::RootedFileReader(std::string root, ResolveMode mode)
+    : root_(std::move(root)), mode_(mode) {
   while (!root_.empty() && root_.back() == '/') root_.pop_back();
 }
 
@@ -40,11 +46,111 @@ std::string RootedFileReader::HostPath(std::string_view path) const {
   return JoinPath(root_, path);
 }
 
+namespace {
+
+// Closes an fd on every return path.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+// openat2(2) with RESOLVE_IN_ROOT: the kernel resolves `rel` as if `root_fd` were "/". -1 with
+// errno ENOSYS where the kernel (< 5.6) or a seccomp filter does not offer it.
+int OpenAt2InRoot(int root_fd, const std::string& rel, int flags) {
+#ifdef SYS_openat2
+  struct open_how how {};
+  how.flags = static_cast<std::uint64_t>(flags);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  for (;;) {
+    long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+    // EAGAIN: a concurrent rename under the root made the kernel give up; try again.
+    if (fd < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    // Containers' seccomp filters often answer EPERM for syscalls they do not know.
+    if (fd < 0 && errno == EPERM) errno = ENOSYS;
+    return static_cast<int>(fd);
+  }
+#else
+  (void)root_fd, (void)rel, (void)flags;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+// The user-space form of RESOLVE_IN_ROOT: walks `path` component by component from `root_fd`,
+// expanding symlinks (an absolute target restarts at the root, ".." never climbs above it) and
+// returns the path relative to the root that holds no symlink (the last component excepted when
+// `follow_last` is false) and no "..". A missing component is kept: the open reports it.
+Result<std::string> WalkInRoot(int root_fd, std::string_view path, bool follow_last) {
+  constexpr int kMaxLinks = 40;  // as the kernel's MAXSYMLINKS
+  std::vector<std::string> done;
+  std::deque<std::string> todo;
+  for (const auto& c : Split(path, '/')) todo.push_back(c);
+  int links = 0;
+  while (!todo.empty()) {
+    std::string comp = std::move(todo.front());
+    todo.pop_front();
+    if (comp.empty() || comp == ".") continue;
+    if (comp == "..") {
+      if (!done.empty()) done.pop_back();
+      continue;
+    }
+    std::string candidate;
+    for (const auto& d : done) candidate += d + "/";
+    candidate += comp;
+    struct stat st {};
+    const bool last = todo.empty();
+    if (::fstatat(root_fd, candidate.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISLNK(st.st_mode) || (last && !follow_last)) {
+      done.push_back(std::move(comp));
+      continue;
+    }
+    if (++links > kMaxLinks) return MakeError(ErrnoText(ELOOP));
+    char buf[4096];
+    ssize_t n = ::readlinkat(root_fd, candidate.c_str(), buf, sizeof buf);
+    if (n < 0) return MakeError(ErrnoText(errno));
+    std::string_view target(buf, static_cast<std::size_t>(n));
+    if (!target.empty() && target.front() == '/') done.clear();
+    auto parts = Split(target, '/');
+    todo.insert(todo.begin(), parts.begin(), parts.end());
+  }
+  std::string rel;
+  for (const auto& d : done) rel += (rel.empty() ? "" : "/") + d;
+  return rel.empty() ? std::string(".") : rel;
+}
+
+}  // namespace
+
+int RootedFileReader::Open(std::string_view path, int flags, bool follow_last) const {
+  flags |= O_CLOEXEC | (follow_last ? 0 : O_NOFOLLOW);
+  if (root_.empty()) return ::open(std::string(path).c_str(), flags);
+  Fd root(::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root.fd < 0) return -1;
+  std::string rel(path);
+  while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+  if (rel.empty()) rel = ".";
+  if (mode_ == ResolveMode::kAuto) {
+    int fd = OpenAt2InRoot(root.fd, rel, flags);
+    if (fd >= 0 || errno != ENOSYS) return fd;
+  }
+  auto walked = WalkInRoot(root.fd, rel, follow_last);
+  if (!walked.ok()) {
+    errno = ELOOP;
+    return -1;
+  }
+  // The walk left no symlink to follow: O_NOFOLLOW turns one swapped in meanwhile into ELOOP.
+  return ::openat(root.fd, walked->c_str(), flags | (follow_last ? O_NOFOLLOW : 0));
+}
+
 Result<std::string> RootedFileReader::ReadFile(std::string_view path, std::size_t max_bytes) const {
   const std::string host = HostPath(path);
   // O_NONBLOCK: /dev/kmsg returns one record per read() and EAGAIN at the end of its ring
   // instead of blocking; for regular and sysfs files it changes nothing.
-  int fd = ::open(host.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = Open(path, O_RDONLY | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     return MakeError("cannot open: " + ErrnoText(err), host, FixFor(err));
@@ -72,9 +178,11 @@ Result<std::string> RootedFileReader::ReadFile(std::string_view path, std::size_
 
 Result<std::vector<std::string>> RootedFileReader::ListDir(std::string_view path) const {
   const std::string host = HostPath(path);
-  DIR* dir = ::opendir(host.c_str());
+  int fd = Open(path, O_RDONLY | O_DIRECTORY);
+  DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
   if (dir == nullptr) {
     int err = errno;
+    if (fd >= 0) ::close(fd);
     return MakeError("cannot list directory: " + ErrnoText(err), host, FixFor(err));
   }
   std::vector<std::string> names;
@@ -89,8 +197,19 @@ Result<std::vector<std::string>> RootedFileReader::ListDir(std::string_view path
 
 Result<std::string> RootedFileReader::ReadLink(std::string_view path) const {
   const std::string host = HostPath(path);
+  // The link itself (O_PATH|O_NOFOLLOW), found through its resolved parent; readlinkat(fd, "")
+  // reads it.
+  Fd fd(Open(path, O_PATH, /*follow_last=*/false));
   char buf[4096];
-  ssize_t n = ::readlink(host.c_str(), buf, sizeof buf - 1);
+  ssize_t n = -1;
+  struct stat st {};
+  if (fd.fd >= 0 && ::fstat(fd.fd, &st) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      n = ::readlinkat(fd.fd, "", buf, sizeof buf - 1);
+    } else {
+      errno = EINVAL;  // as readlink(2) says for a path that is not a symlink
+    }
+  }
   if (n < 0) {
     int err = errno;
     return MakeError("cannot read link: " + ErrnoText(err), host, FixFor(err));
@@ -99,13 +218,14 @@ Result<std::string> RootedFileReader::ReadLink(std::string_view path) const {
 }
 
 bool RootedFileReader::Exists(std::string_view path) const {
-  struct stat st;
-  return ::stat(HostPath(path).c_str(), &st) == 0;
+  Fd fd(Open(path, O_PATH));
+  return fd.fd >= 0;
 }
 
 bool RootedFileReader::IsDir(std::string_view path) const {
-  struct stat st;
-  return ::stat(HostPath(path).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  Fd fd(Open(path, O_PATH));
+  struct stat st {};
+  return fd.fd >= 0 && ::fstat(fd.fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 Result<std::uint64_t> RootedFileReader::FsSizeBytes(std::string_view path) const {
@@ -186,6 +306,17 @@ bool MemFileReader::Exists(std::string_view path) const {
 }
 
 bool MemFileReader::IsDir(std::string_view path) const { return dirs_.count(path) > 0; }
+
+Result<BoundedText> ReadFileBounded(const FileReader& fs, std::string_view path,
+                                    std::size_t max_bytes) {
+  auto text = fs.ReadFile(path, max_bytes + 1);
+  if (!text.ok()) return text.error();
+  BoundedText out;
+  out.truncated = text->size() > max_bytes;
+  if (out.truncated) text->resize(max_bytes);
+  out.text = std::move(*text);
+  return out;
+}
 
 Result<std::uint64_t> MemFileReader::FsSizeBytes(std::string_view path) const {
   return MakeError("filesystem size is not available in an in-memory tree", std::string(path));

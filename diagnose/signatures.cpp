@@ -307,6 +307,52 @@ std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line
   return rows;
 }
 
+namespace {
+
+constexpr int kLanes = 4;
+
+/// Lane k scans [pos[k] - kAnchor + 1, end[k]): the block cut at line ends into kLanes ranges of
+/// about equal size. A lane's position is the last byte of the window under test.
+struct Lanes {
+  std::size_t pos[kLanes], end[kLanes];
+};
+Lanes CutLanes(const char* d, std::size_t n) {
+  Lanes l;
+  std::size_t cut = 0;
+  for (int k = 0; k < kLanes; ++k) {
+    std::size_t stop = n;
+    if (k + 1 < kLanes) {
+      stop = std::max(cut, n * (k + 1) / kLanes);
+      const void* nl = stop < n ? std::memchr(d + stop, '\n', n - stop) : nullptr;
+      stop = nl ? static_cast<const char*>(nl) - d + 1 : n;
+    }
+    l.pos[k] = cut + LineMatcher::kAnchor - 1;
+    l.end[k] = stop;
+    cut = stop;
+  }
+  return l;
+}
+
+/// Hands every hit line to `on_candidate` in block order, with its 0-based line index.
+void HandOver(std::string_view block, const std::vector<std::size_t> (&hits)[kLanes],
+              const std::function<void(std::string_view line, std::size_t index)>& on_candidate) {
+  const char* d = block.data();
+  const std::size_t n = block.size();
+  std::size_t counted = 0;  // newlines before `counted` are already in `index`
+  std::size_t index = 0;
+  for (const auto& lane_hits : hits) {
+    for (std::size_t start : lane_hits) {
+      const void* next = std::memchr(d + start, '\n', n - start);
+      const std::size_t end = next ? static_cast<const char*>(next) - d : n;
+      index += CountByte(block.substr(counted, start - counted), '\n');
+      counted = start;
+      on_candidate(block.substr(start, end - start), index);
+    }
+  }
+}
+
+}  // namespace
+
 std::size_t LineMatcher::ScanBlock(
     std::string_view block,
     const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const {
@@ -325,24 +371,10 @@ std::size_t LineMatcher::ScanBlock(
   const char* d = block.data();
   const std::size_t n = block.size();
   const std::uint8_t* shift = shift_.data();
-  constexpr int kLanes = 4;
-  // A lane's position is the last byte of the kAnchor-byte window under test; a shift never
-  // jumps over the end of an anchor occurrence, because every block inside an anchor has a shift
-  // no larger than its distance to the anchor's end.
-  std::size_t lane_pos[kLanes], lane_end[kLanes];
+  // A shift never jumps over the end of an anchor occurrence, because every block inside an
+  // anchor has a shift no larger than its distance to the anchor's end.
+  const Lanes lanes = CutLanes(d, n);
   std::vector<std::size_t> hits[kLanes];  // line starts, ascending per lane
-  std::size_t cut = 0;
-  for (int k = 0; k < kLanes; ++k) {
-    std::size_t stop = n;
-    if (k + 1 < kLanes) {
-      stop = std::max(cut, n * (k + 1) / kLanes);
-      const void* nl = stop < n ? std::memchr(d + stop, '\n', n - stop) : nullptr;
-      stop = nl ? static_cast<const char*>(nl) - d + 1 : n;
-    }
-    lane_pos[k] = cut + kAnchor - 1;
-    lane_end[k] = stop;
-    cut = stop;
-  }
   // The rare path, out of line so that the lanes' positions stay in registers: a zero shift.
   // Returns where the lane goes on.
   auto zero_shift = [&](std::size_t pos, std::vector<std::size_t> & lane_hits)
@@ -363,8 +395,8 @@ std::size_t LineMatcher::ScanBlock(
     const void* next = std::memchr(d + pos, '\n', n - pos);
     return (next ? static_cast<const char*>(next) - d : n) + kAnchor;
   };
-  std::size_t p0 = lane_pos[0], p1 = lane_pos[1], p2 = lane_pos[2], p3 = lane_pos[3];
-  const std::size_t e0 = lane_end[0], e1 = lane_end[1], e2 = lane_end[2], e3 = lane_end[3];
+  std::size_t p0 = lanes.pos[0], p1 = lanes.pos[1], p2 = lanes.pos[2], p3 = lanes.pos[3];
+  const std::size_t e0 = lanes.end[0], e1 = lanes.end[1], e2 = lanes.end[2], e3 = lanes.end[3];
 #define SL_STEP(p, k)                                  \
   do {                                                 \
     const std::uint8_t s = shift[Block(d + (p)-1)];    \
@@ -381,17 +413,7 @@ std::size_t LineMatcher::ScanBlock(
   while (p2 < e2) SL_STEP(p2, 2);
   while (p3 < e3) SL_STEP(p3, 3);
 #undef SL_STEP
-  std::size_t counted = 0;  // newlines before `counted` are already in `index`
-  std::size_t index = 0;
-  for (const auto& lane_hits : hits) {
-    for (std::size_t start : lane_hits) {
-      const void* next = std::memchr(d + start, '\n', n - start);
-      const std::size_t end = next ? static_cast<const char*>(next) - d : n;
-      index += CountByte(block.substr(counted, start - counted), '\n');
-      counted = start;
-      on_candidate(block.substr(start, end - start), index);
-    }
-  }
+  HandOver(block, hits, on_candidate);
   return lines;
 }
 

@@ -79,10 +79,12 @@ int Run(const EnvArgs& args) {
   } else {
     // The exports point NCCL and torch at files in the run directory: it must exist before the
     // job starts or the logs and Flight Recorder dumps are silently lost.
+    // So without it nothing is printed and the exit status says so (as `run` does): an
+    // `eval "$(safe-launch env)"` in a job script with `set -e` stops there.
     std::filesystem::create_directories(plan->run_dir, ec);
     if (ec) {
-      std::fprintf(stderr, "safe-launch env: cannot create run directory %s: %s\n",
-                   plan->run_dir.c_str(), ec.message().c_str());
+      return Fail(MakeError("cannot create the run directory the exports point at: " + ec.message(),
+                            plan->run_dir, "give a writable --run-dir DIR"));
     }
     std::cout << recipes::PlanToShell(*plan);
   }

@@ -1,5 +1,10 @@
 #include "launcher/commands.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/strings.h"
+
 namespace sl::launcher {
 
 namespace {
@@ -11,8 +16,39 @@ constexpr Command kCommands[] = {
      SetupRun},
     {"version", "Print safe-launch's version", SetupVersion},
 };
+
+// An executable regular file named `word` in one of PATH's directories, as execvp would find it.
+bool OnPath(std::string_view word, const Environment& env) {
+  auto path = Lookup(env, "PATH");
+  if (!path) return false;
+  for (const auto& dir : Split(*path, ':')) {
+    const std::string file = (dir.empty() ? std::string(".") : dir) + "/" + std::string(word);
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(file.c_str(), X_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::span<const Command> Commands() { return kCommands; }
+
+std::string MisspeltCommand(std::string_view word, const Environment& env) {
+  if (word.empty() || word.front() == '-' || word.find('/') != std::string_view::npos) return "";
+  std::string best;
+  std::size_t best_d = 3;  // edit distance 2 at most
+  for (const auto& c : kCommands) {
+    const std::size_t d = EditDistance(ToLower(word), c.name);
+    if (d < best_d) {
+      best_d = d;
+      best = c.name;
+    }
+  }
+  if (best.empty() || best == word || OnPath(word, env)) return "";
+  return best;
+}
 
 }  // namespace sl::launcher

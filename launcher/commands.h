@@ -4,6 +4,10 @@
 // runs the command and stores the process exit status in *exit_code.
 #include <CLI/CLI.hpp>
 #include <span>
+#include <string>
+#include <string_view>
+
+#include "common/environment.h"
 
 namespace sl::launcher {
 
@@ -21,5 +25,10 @@ void SetupRun(CLI::App& sub, int* exit_code);
 void SetupVersion(CLI::App& sub, int* exit_code);
 
 std::span<const Command> Commands();
+
+/// The subcommand a first word that is not one probably misspells (`prefligth` -> "preflight"):
+/// within edit distance 2 of a subcommand, not an option, not a path and not a program on the
+/// PATH in `env` (`ruby` stays a job). "" when the word is to be run as the job.
+std::string MisspeltCommand(std::string_view word, const Environment& env);
 
 }  // namespace sl::launcher

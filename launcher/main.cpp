@@ -1,5 +1,7 @@
 // safe-launch entry point: picks a subcommand from the table and returns its exit status.
 // `safe-launch [OPTIONS] -- CMD ARGS...` is shorthand for `safe-launch run [OPTIONS] -- CMD`.
+#include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -19,7 +21,19 @@ bool IsCommandName(const std::string& arg) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && !IsCommandName(args[0]) && args[0] != "-h" && args[0] != "--help") {
+  // Top-level flags of safe-launch itself stay with it; anything else first is a job's `run`.
+  const bool top_flag =
+      !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version");
+  if (!args.empty() && !IsCommandName(args[0]) && !top_flag) {
+    // `safe-launch prefligth` would otherwise start a job named prefligth on every node.
+    if (std::string near = sl::launcher::MisspeltCommand(args[0], sl::ProcessEnvironment());
+        !near.empty()) {
+      std::fprintf(stderr,
+                   "safe-launch: '%s' is not a subcommand; did you mean '%s'? (to run a program "
+                   "of that name as the job: safe-launch -- %s ...)\n",
+                   args[0].c_str(), near.c_str(), args[0].c_str());
+      return sl::exit_code::kUsage;
+    }
     args.insert(args.begin(), "run");
   }
   if (args.empty()) args.push_back("--help");
@@ -39,6 +53,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? sl::exit_code::kOk : sl::exit_code::kUsage;
+  } catch (const std::exception& e) {
+    // Library code returns errors as values; what still escapes is a bug of ours. Say so and exit
+    // with EX_SOFTWARE instead of abort()'s 134 (a job's own status comes back through the
+    // supervisor, whose hooks are guarded).
+    std::fprintf(stderr, "safe-launch: internal error: %s (please report it)\n", e.what());
+    return sl::exit_code::kInternal;
   }
   return exit_code;
 }

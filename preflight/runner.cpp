@@ -114,6 +114,9 @@ Result<PreflightReport> RunPreflightOnFacts(const PreflightOptions& options, con
     }
   }
   report.verdict = Worst(report.findings);
+  // A skip found nothing wrong (no RDMA port to check, no GPUs): a node whose worst finding is a
+  // skip is healthy, so its verdict is pass, not SKIP.
+  if (report.verdict == Outcome::kSkip) report.verdict = Outcome::kPass;
   report.elapsed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return report;

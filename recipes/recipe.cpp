@@ -2,14 +2,18 @@
 // nothing leaves this module but Result values.
 #include "recipes/recipe.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "common/strings.h"
 #include "nccl/registry.h"
@@ -78,7 +82,14 @@ Result<std::uint64_t> ParseSize(std::string_view text, const std::string& where)
   else {
     return MakeError("unknown size unit '" + unit + "'", where, "use B, KiB, MiB, GiB or TiB");
   }
-  return static_cast<std::uint64_t>(*num * mult);
+  // Converting a double at or above 2^64 to an integer is undefined (x86 gives 0, which would
+  // make any min_* threshold pass): refuse it instead.
+  const double bytes = *num * mult;
+  if (!std::isfinite(bytes) || bytes >= 18446744073709551616.0) {
+    return MakeError("'" + std::string(text) + "' is too large", where,
+                     "a size must be below 16 EiB (2^64 bytes)");
+  }
+  return static_cast<std::uint64_t>(bytes);
 }
 
 std::vector<std::string> StringList(const toml::node& n) {
@@ -104,7 +115,9 @@ bool IsStringList(const toml::node& n) {
 }
 
 Status ParseThresholds(const toml::table& t, std::string_view path, Recipe* r) {
-  for (auto&& [key, node] : t) {
+  for (auto&& [key, value] : t) {
+    // A plain reference: lambdas cannot capture structured bindings before clang 16 (fuzz build).
+    const toml::node& node = value;
     const std::string k(key.str());
     const std::string where = At(path, key.source());
     if (std::find(kThresholdKeys.begin(), kThresholdKeys.end(), k) == kThresholdKeys.end()) {
@@ -168,69 +181,81 @@ Status ParseThresholds(const toml::table& t, std::string_view path, Recipe* r) {
   return OkStatus();
 }
 
+/// A TOML scalar as the text it is exported as: strings as is, integers in decimal, booleans
+/// as NCCL's 1/0; nullopt for anything else.
+std::optional<std::string> ScalarText(const toml::node_view<const toml::node>& n) {
+  if (auto str = n.value<std::string>(); str && n.is_string()) return *str;
+  if (auto i = n.value<std::int64_t>(); i && n.is_integer()) return std::to_string(*i);
+  if (auto b = n.value<bool>(); b && n.is_boolean()) return std::string(*b ? "1" : "0");
+  return std::nullopt;
+}
+
+/// `NAME = { value = ... | compute = "...", why, required, link_layer }` into `s`.
+Status ParseEnvTable(const toml::table& tbl, std::string_view path, const std::string& where,
+                     EnvSetting* s) {
+  const std::string& name = s->name;
+  for (auto&& [k2, n2] : tbl) {
+    std::string kk(k2.str());
+    if (std::find(kComputeKeys.begin(), kComputeKeys.end(), kk) == kComputeKeys.end()) {
+      return MakeError("unknown key '" + kk + "' in the value of " + name, At(path, k2.source()),
+                       DidYouMean(kk, kComputeKeys));
+    }
+  }
+  s->why = tbl["why"].value_or(std::string());
+  auto compute = tbl["compute"].value<std::string>();
+  if (auto lit = tbl["value"]; lit && !compute) {
+    auto text = ScalarText(lit);
+    if (!text) return MakeError(name + ": value must be a string, an integer or a boolean", where);
+    s->literal = *text;
+  } else if (!compute) {
+    return MakeError(name + " = { ... } needs value = ... or compute = \"<name>\"", where,
+                     DidYouMean("", kComputeNames));
+  }
+  if (compute) {
+    if (std::find(kComputeNames.begin(), kComputeNames.end(), *compute) == kComputeNames.end()) {
+      return MakeError("unknown compute '" + *compute + "' for " + name, where,
+                       DidYouMean(*compute, kComputeNames));
+    }
+    s->compute = *compute;
+  }
+  s->required = tbl["required"].value_or(false);
+  s->link_layer = tbl["link_layer"].value_or(std::string());
+  if (!s->link_layer.empty() && s->link_layer != "InfiniBand" && s->link_layer != "Ethernet") {
+    return MakeError("link_layer '" + s->link_layer + "' is not InfiniBand or Ethernet", where,
+                     DidYouMean(s->link_layer, {"InfiniBand", "Ethernet"}));
+  }
+  return OkStatus();
+}
+
+/// The name must be registered (NCCL_*/TORCH_* names) and not an old alias.
+Status CheckEnvName(const std::string& name, const VarSpec* spec, const std::string& where) {
+  if (spec == nullptr && IsLintedName(name)) {
+    std::string near = SuggestVariable(name);
+    return MakeError("unknown variable '" + name + "'", where,
+                     near.empty() ? "check the spelling against doc/manual.md (registry)"
+                                  : "did you mean '" + near + "'?");
+  }
+  if (spec != nullptr && !spec->replaced_by.empty()) {
+    return MakeError("'" + name + "' is the old name of " + std::string(spec->replaced_by), where,
+                     "write " + std::string(spec->replaced_by) +
+                         "; safe-launch exports whichever name the detected version reads");
+  }
+  return OkStatus();
+}
+
 Status ParseEnv(const toml::table& t, std::string_view path, Recipe* r) {
   for (auto&& [key, node] : t) {
     const std::string name(key.str());
     const std::string where = At(path, key.source());
     const VarSpec* spec = FindVariable(name);
-    if (spec == nullptr && IsLintedName(name)) {
-      std::string near = SuggestVariable(name);
-      return MakeError("unknown variable '" + name + "'", where,
-                       near.empty() ? "check the spelling against doc/manual.md (registry)"
-                                    : "did you mean '" + near + "'?");
-    }
-    if (spec != nullptr && !spec->replaced_by.empty()) {
-      return MakeError("'" + name + "' is the old name of " + std::string(spec->replaced_by), where,
-                       "write " + std::string(spec->replaced_by) +
-                           "; safe-launch exports whichever name the detected version reads");
-    }
+    if (auto st = CheckEnvName(name, spec, where); !st.ok()) return st;
     EnvSetting s;
     s.name = name;
     s.origin = where;
     if (auto* tbl = node.as_table()) {
-      for (auto&& [k2, n2] : *tbl) {
-        std::string kk(k2.str());
-        if (std::find(kComputeKeys.begin(), kComputeKeys.end(), kk) == kComputeKeys.end()) {
-          return MakeError("unknown key '" + kk + "' in the value of " + name,
-                           At(path, k2.source()), DidYouMean(kk, kComputeKeys));
-        }
-      }
-      s.why = (*tbl)["why"].value_or(std::string());
-      auto compute = (*tbl)["compute"].value<std::string>();
-      if (auto lit = (*tbl)["value"]; lit && !compute) {
-        if (auto str = lit.value<std::string>(); str && lit.is_string()) {
-          s.literal = *str;
-        } else if (auto i = lit.value<std::int64_t>(); i && lit.is_integer()) {
-          s.literal = std::to_string(*i);
-        } else if (auto b = lit.value<bool>(); b && lit.is_boolean()) {
-          s.literal = *b ? "1" : "0";
-        } else {
-          return MakeError(name + ": value must be a string, an integer or a boolean", where);
-        }
-      } else if (!compute) {
-        return MakeError(name + " = { ... } needs value = ... or compute = \"<name>\"", where,
-                         DidYouMean("", kComputeNames));
-      }
-      if (compute) {
-        if (std::find(kComputeNames.begin(), kComputeNames.end(), *compute) ==
-            kComputeNames.end()) {
-          return MakeError("unknown compute '" + *compute + "' for " + name, where,
-                           DidYouMean(*compute, kComputeNames));
-        }
-        s.compute = *compute;
-      }
-      s.required = (*tbl)["required"].value_or(false);
-      s.link_layer = (*tbl)["link_layer"].value_or(std::string());
-      if (!s.link_layer.empty() && s.link_layer != "InfiniBand" && s.link_layer != "Ethernet") {
-        return MakeError("link_layer '" + s.link_layer + "' is not InfiniBand or Ethernet", where,
-                         DidYouMean(s.link_layer, {"InfiniBand", "Ethernet"}));
-      }
-    } else if (auto str = node.value<std::string>()) {
-      s.literal = *str;
-    } else if (auto i = node.value<std::int64_t>(); i && node.is_integer()) {
-      s.literal = std::to_string(*i);
-    } else if (auto b = node.value<bool>(); b && node.is_boolean()) {
-      s.literal = *b ? "1" : "0";
+      if (auto st = ParseEnvTable(*tbl, path, where, &s); !st.ok()) return st;
+    } else if (auto text = ScalarText(toml::node_view<const toml::node>(node))) {
+      s.literal = *text;
     } else {
       return MakeError(name + " must be a string, an integer, a boolean or { compute = ... }",
                        where);
@@ -255,12 +280,52 @@ Status ParseEnv(const toml::table& t, std::string_view path, Recipe* r) {
   return OkStatus();
 }
 
-std::optional<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A recipe is a small text file; anything else named as one is refused before it is read: a FIFO
+// would block the open (and every node's launch with it), a directory reads as an empty recipe,
+// and /dev/zero or a huge log would be read to the end.
+constexpr std::size_t kMaxRecipeBytes = 1u << 20;
+
+// The text of a recipe file, or nullopt when `path` does not exist (the caller may look
+// elsewhere); an error when it exists but is not a regular file of at most kMaxRecipeBytes.
+Result<std::optional<std::string>> ReadRecipeFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return std::optional<std::string>();
+    return MakeError(std::string("cannot open recipe file: ") + std::strerror(err), path,
+                     "check the path and its permissions");
+  }
+  struct stat st {};
+  std::string text;
+  std::optional<Error> problem;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    problem = MakeError(
+        S_ISDIR(st.st_mode) ? "recipe path is a directory" : "recipe path is not a regular file",
+        path, "give the path of a .toml file");
+  } else if (static_cast<std::uint64_t>(st.st_size) > kMaxRecipeBytes) {
+    problem = MakeError("recipe file is larger than 1 MiB", path, "a recipe is a small TOML file");
+  } else {
+    char buf[16384];
+    while (text.size() <= kMaxRecipeBytes) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = MakeError(std::string("cannot read recipe file: ") + std::strerror(errno), path);
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+    // The file grew between fstat and read (a log being written): still bounded.
+    if (!problem && text.size() > kMaxRecipeBytes) {
+      problem =
+          MakeError("recipe file is larger than 1 MiB", path, "a recipe is a small TOML file");
+    }
+  }
+  ::close(fd);
+  if (problem) return *problem;
+  return std::optional<std::string>(std::move(text));
 }
 
 bool LooksLikePath(std::string_view s) {
@@ -282,9 +347,23 @@ std::vector<std::string> SearchDirs(const Environment& env) {
 Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
                          std::vector<std::string>* stack);
 
+// `extends = "base.toml"` in a recipe file names a file beside it, as an include does: relative
+// to the recipe's folder, never to the directory safe-launch happens to be started from.
+std::string ParentPath(std::string_view parent, const std::string& recipe_file) {
+  if (!LooksLikePath(parent) || StartsWith(parent, "/") || recipe_file.empty()) {
+    return std::string(parent);
+  }
+  std::filesystem::path dir = std::filesystem::path(recipe_file).parent_path();
+  return (dir / std::string(parent)).lexically_normal().string();
+}
+
+// `recipe_file` is the file the text came from ("" for a built-in recipe).
 Result<Recipe> LoadText(const std::string& text, const std::string& shown_path,
-                        const Environment& env, std::vector<std::string>* stack) {
-  ParentLoader loader = [&](std::string_view parent) { return LoadChain(parent, env, stack); };
+                        const std::string& recipe_file, const Environment& env,
+                        std::vector<std::string>* stack) {
+  ParentLoader loader = [&](std::string_view parent) {
+    return LoadChain(ParentPath(parent, recipe_file), env, stack);
+  };
   return ParseRecipe(text, shown_path, loader);
 }
 
@@ -301,25 +380,29 @@ Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
   stack->push_back(key);
   Result<Recipe> out = MakeError("unreached", key);
   if (LooksLikePath(name_or_path)) {
-    auto text = ReadWholeFile(key);
-    if (!text) {
-      out = MakeError("cannot read recipe file", key, "check the path and its permissions");
+    auto text = ReadRecipeFile(key);
+    if (!text.ok()) {
+      out = text.error();
+    } else if (!*text) {
+      out = MakeError("cannot read recipe file: No such file or directory", key,
+                      "check the path and its permissions");
     } else {
-      out = LoadText(*text, key, env, stack);
+      out = LoadText(**text, key, key, env, stack);
     }
   } else {
     bool found = false;
     for (const auto& dir : SearchDirs(env)) {
       std::string p = dir + "/" + key + ".toml";
-      if (auto text = ReadWholeFile(p)) {
-        out = LoadText(*text, p, env, stack);
+      auto text = ReadRecipeFile(p);
+      if (!text.ok() || *text) {
+        out = text.ok() ? LoadText(**text, p, p, env, stack) : Result<Recipe>(text.error());
         found = true;
         break;
       }
     }
     if (!found) {
       if (const std::string* text = BuiltinRecipeText(key)) {
-        out = LoadText(*text, "recipes/" + key + ".toml", env, stack);
+        out = LoadText(*text, "recipes/" + key + ".toml", "", env, stack);
       } else {
         out =
             MakeError("no recipe named '" + key + "'", key,
@@ -347,6 +430,96 @@ const std::string* BuiltinRecipeText(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+/// `[match]`: where the recipe applies when none is named.
+Status ParseMatch(const toml::table& t, std::string_view path, Recipe* r) {
+  for (auto&& [key, node] : t) {
+    std::string k(key.str());
+    std::string where = At(path, key.source());
+    if (std::find(kMatchKeys.begin(), kMatchKeys.end(), k) == kMatchKeys.end()) {
+      return MakeError("unknown match key '" + k + "'", where, DidYouMean(k, kMatchKeys));
+    }
+    if (k == "priority") {
+      auto p = node.value<std::int64_t>();
+      if (!p) return MakeError("[match] priority must be an integer", where);
+      r->match.priority = static_cast<int>(*p);
+      continue;
+    }
+    if (!IsStringList(node)) {
+      return MakeError("[match] " + k + " must be a string or a list of strings", where);
+    }
+    auto values = StringList(node);
+    if (k == "link_layer") {
+      for (const auto& v : values) {
+        if (v != "InfiniBand" && v != "Ethernet" && v != "none") {
+          return MakeError("[match] link_layer '" + v + "' is not InfiniBand, Ethernet or none",
+                           where, DidYouMean(v, {"InfiniBand", "Ethernet", "none"}));
+        }
+      }
+      r->match.link_layer = values;
+    }
+    if (k == "device") r->match.device = values;
+    if (k == "gpu_model") r->match.gpu_model = values;
+  }
+  return OkStatus();
+}
+
+/// `waive = ["pci.acs", ...]`: ids only (checked against the registries by the launcher).
+Status ParseWaive(const toml::node_view<toml::node>& w, std::string_view path, Recipe* r) {
+  if (!w.is_array() || !IsStringList(*w.node())) {
+    return MakeError("waive must be a list of check ids, e.g. [\"pci.acs\"]",
+                     At(path, w.node()->source()));
+  }
+  for (const auto& id : StringList(*w.node())) {
+    bool ok = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+      return std::islower(static_cast<unsigned char>(c)) ||
+             std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '_';
+    });
+    if (!ok) {
+      return MakeError("waive: '" + id + "' is not a check id", At(path, w.node()->source()),
+                       "use ids from `safe-launch preflight --list`, e.g. \"pci.acs\"");
+    }
+    if (std::find(r->waive.begin(), r->waive.end(), id) == r->waive.end()) r->waive.push_back(id);
+  }
+  return OkStatus();
+}
+
+/// The recipe `extends` names, loaded (with its own parents), [match] cleared.
+Result<Recipe> ParentOf(const toml::table& root, std::string_view path,
+                        const ParentLoader& load_parent) {
+  auto ext = root["extends"];
+  auto parent_name = ext.value<std::string>();
+  if (!parent_name) {
+    return MakeError("extends must be a recipe name or path (a string)",
+                     At(path, ext.node()->source()));
+  }
+  if (!load_parent) return MakeError("extends is not supported here", std::string(path));
+  auto parent = load_parent(*parent_name);
+  if (!parent.ok()) {
+    Error e = parent.error();
+    e.message = "in recipe extended by " + std::string(path) + ": " + e.message;
+    return e;
+  }
+  Recipe r = std::move(parent).value();
+  r.match = Match{};  // [match] is never inherited: a child says where it applies
+  return r;
+}
+
+/// `[name]` must be a table when present; nullptr when absent.
+Result<const toml::table*> SectionTable(const toml::table& root, const char* name,
+                                        std::string_view path) {
+  auto n = root[name];
+  if (!n) return static_cast<const toml::table*>(nullptr);
+  const toml::table* t = n.as_table();
+  if (t == nullptr) {
+    return MakeError("[" + std::string(name) + "] must be a table", At(path, n.node()->source()));
+  }
+  return t;
+}
+
+}  // namespace
+
 Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
                            const ParentLoader& load_parent) {
   toml::table root;
@@ -361,95 +534,32 @@ Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
   } catch (const std::exception& e) {
     return MakeError(std::string("cannot parse: ") + e.what(), std::string(path));
   }
-
   for (auto&& [key, node] : root) {
     std::string k(key.str());
     if (std::find(kTopKeys.begin(), kTopKeys.end(), k) == kTopKeys.end()) {
       return MakeError("unknown key '" + k + "'", At(path, key.source()), DidYouMean(k, kTopKeys));
     }
   }
-
   Recipe r;
-  if (auto ext = root["extends"]) {
-    auto parent_name = ext.value<std::string>();
-    if (!parent_name) {
-      return MakeError("extends must be a recipe name or path (a string)",
-                       At(path, ext.node()->source()));
-    }
-    if (!load_parent) return MakeError("extends is not supported here", std::string(path));
-    auto parent = load_parent(*parent_name);
-    if (!parent.ok()) {
-      Error e = parent.error();
-      e.message = "in recipe extended by " + std::string(path) + ": " + e.message;
-      return e;
-    }
+  if (root["extends"]) {
+    auto parent = ParentOf(root, path, load_parent);
+    if (!parent.ok()) return parent.error();
     r = std::move(parent).value();
-    r.match = Match{};  // [match] is never inherited: a child says where it applies
   }
   r.path = std::string(path);
   r.chain.insert(r.chain.begin(), StemOf(path));
   if (auto d = root["description"].value<std::string>()) r.description = *d;
-
-  if (auto m = root["match"]) {
-    auto* t = m.as_table();
-    if (t == nullptr) return MakeError("[match] must be a table", At(path, m.node()->source()));
-    for (auto&& [key, node] : *t) {
-      std::string k(key.str());
-      std::string where = At(path, key.source());
-      if (std::find(kMatchKeys.begin(), kMatchKeys.end(), k) == kMatchKeys.end()) {
-        return MakeError("unknown match key '" + k + "'", where, DidYouMean(k, kMatchKeys));
-      }
-      if (k == "priority") {
-        auto p = node.value<std::int64_t>();
-        if (!p) return MakeError("[match] priority must be an integer", where);
-        r.match.priority = static_cast<int>(*p);
-        continue;
-      }
-      if (!IsStringList(node)) {
-        return MakeError("[match] " + k + " must be a string or a list of strings", where);
-      }
-      auto values = StringList(node);
-      if (k == "link_layer") {
-        for (const auto& v : values) {
-          if (v != "InfiniBand" && v != "Ethernet" && v != "none") {
-            return MakeError("[match] link_layer '" + v + "' is not InfiniBand, Ethernet or none",
-                             where, DidYouMean(v, {"InfiniBand", "Ethernet", "none"}));
-          }
-        }
-        r.match.link_layer = values;
-      }
-      if (k == "device") r.match.device = values;
-      if (k == "gpu_model") r.match.gpu_model = values;
-    }
-  }
-  if (auto e = root["env"]) {
-    auto* t = e.as_table();
-    if (t == nullptr) return MakeError("[env] must be a table", At(path, e.node()->source()));
-    if (auto st = ParseEnv(*t, path, &r); !st.ok()) return st.error();
-  }
-  if (auto th = root["thresholds"]) {
-    auto* t = th.as_table();
-    if (t == nullptr) {
-      return MakeError("[thresholds] must be a table", At(path, th.node()->source()));
-    }
-    if (auto st = ParseThresholds(*t, path, &r); !st.ok()) return st.error();
+  using Section = Status (*)(const toml::table&, std::string_view, Recipe*);
+  const std::pair<const char*, Section> sections[] = {
+      {"match", ParseMatch}, {"env", ParseEnv}, {"thresholds", ParseThresholds}};
+  for (const auto& [name, parse] : sections) {
+    auto t = SectionTable(root, name, path);
+    if (!t.ok()) return t.error();
+    if (*t == nullptr) continue;
+    if (auto st = parse(**t, path, &r); !st.ok()) return st.error();
   }
   if (auto w = root["waive"]) {
-    if (!w.is_array() || !IsStringList(*w.node())) {
-      return MakeError("waive must be a list of check ids, e.g. [\"pci.acs\"]",
-                       At(path, w.node()->source()));
-    }
-    for (const auto& id : StringList(*w.node())) {
-      bool ok = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
-        return std::islower(static_cast<unsigned char>(c)) ||
-               std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '_';
-      });
-      if (!ok) {
-        return MakeError("waive: '" + id + "' is not a check id", At(path, w.node()->source()),
-                         "use ids from `safe-launch preflight --list`, e.g. \"pci.acs\"");
-      }
-      if (std::find(r.waive.begin(), r.waive.end(), id) == r.waive.end()) r.waive.push_back(id);
-    }
+    if (auto st = ParseWaive(w, path, &r); !st.ok()) return st.error();
   }
   return r;
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -55,19 +56,32 @@ class Cache {
   explicit Cache(std::string dir) : dir_(std::move(dir)) {
     if (dir_.empty()) return;
     path_ = dir_ + "/versions.json";
+    // The cache is ours but anything may have been left there (an old format, a hand edit, a
+    // directory): what does not have the expected shape is ignored and rewritten, never fatal.
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::rmdir(path_.c_str()) != 0) {
+      path_.clear();  // a non-empty directory in the way: run without a cache
+      return;
+    }
     std::ifstream in(path_);
     if (in) {
       data_ = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
       if (!data_.is_object()) data_ = nlohmann::json::object();
     }
   }
+  /// The cached value for `key` when it was stored for `stamp`; nullopt for a miss or an entry of
+  /// any other shape (the caller checks the value's own shape).
   std::optional<nlohmann::json> Get(const std::string& key, const std::string& stamp) const {
-    if (path_.empty() || !data_.contains(key)) return std::nullopt;
-    const auto& e = data_[key];
-    if (!e.is_object() || e.value("stamp", "") != stamp || !e.contains("value")) {
+    if (path_.empty()) return std::nullopt;
+    auto e = data_.find(key);
+    if (e == data_.end() || !e->is_object()) return std::nullopt;
+    auto s = e->find("stamp");
+    auto v = e->find("value");
+    if (s == e->end() || !s->is_string() || s->get_ref<const std::string&>() != stamp ||
+        v == e->end()) {
       return std::nullopt;
     }
-    return e["value"];
+    return *v;
   }
   void Put(const std::string& key, const std::string& stamp, nlohmann::json value) {
     if (path_.empty()) return;
@@ -124,7 +138,12 @@ std::vector<std::string> PythonPaths(const std::string& python, Cache& cache,
   }
   std::string key = "syspath:" + python;
   if (auto v = cache.Get(key, st.Key()); v && v->is_array()) {
-    return v->get<std::vector<std::string>>();
+    std::vector<std::string> cached;
+    for (const auto& p : *v) {
+      if (!p.is_string()) break;
+      cached.push_back(p.get<std::string>());
+    }
+    if (cached.size() == v->size()) return cached;  // else: not ours, probe again
   }
   auto out = RunPython(python, "import sys, json; print(json.dumps(sys.path))");
   if (!out) {
@@ -164,7 +183,8 @@ std::optional<Version> NcclLibVersion(const std::string& path, Cache& cache) {
   FileStamp st = Stamp(path);
   if (!st.exists) return std::nullopt;
   std::string key = "nccl:" + path;
-  if (auto v = cache.Get(key, st.Key()); v && v->is_number_integer()) {
+  if (auto v = cache.Get(key, st.Key());
+      v && v->is_number_integer() && *v > 0 && *v <= std::numeric_limits<int>::max()) {
     return NcclVersionFromCode(v->get<int>());
   }
   // ncclGetVersion only reports the compiled-in NCCL_VERSION_CODE: no GPU or driver needed.

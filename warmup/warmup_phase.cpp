@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/file_writer.h"
@@ -176,27 +177,34 @@ std::string SourceAddressFor(const std::string& host, int port) {
   return out;
 }
 
-WarmupOutcome RunWarmup(const WarmupOptions& o) {
-  WarmupOutcome outcome;
-  const Topology& t = o.topology;
-  const std::string node_label = "node " + std::to_string(t.node_rank) + " (" +
-                                 (o.node_name.empty() ? o.facts.hostname : o.node_name) + ")";
-  const double spawn_ms = NowMs();
-  auto fail_now = [&](const std::string& check, const std::string& msg, const std::string& fix) {
-    Finding f;
-    f.check_id = check;
-    f.entity = node_label;
-    f.outcome = Outcome::kFail;
-    f.message = msg;
-    f.next_step = fix;
-    outcome.report = LocalFailureReport(o, {f}, spawn_ms);
-    outcome.verdict_line = VerdictLine(outcome.report);
-    return outcome;
-  };
+namespace {
 
-  // Where the rank plans, logs and results go.
+// "node 2 (gpu-17)": the entity of this node's findings.
+std::string NodeLabel(const WarmupOptions& o) {
+  return "node " + std::to_string(o.topology.node_rank) + " (" +
+         (o.node_name.empty() ? o.facts.hostname : o.node_name) + ")";
+}
+
+// The outcome of a warm-up that failed on this node before any rank could report.
+WarmupOutcome SetupFailure(const WarmupOptions& o, const std::string& node_label, double spawn_ms,
+                           const std::string& check, const std::string& msg,
+                           const std::string& fix) {
+  Finding f;
+  f.check_id = check;
+  f.entity = node_label;
+  f.outcome = Outcome::kFail;
+  f.message = msg;
+  f.next_step = fix;
+  WarmupOutcome outcome;
+  outcome.report = LocalFailureReport(o, {f}, spawn_ms);
+  outcome.verdict_line = VerdictLine(outcome.report);
+  return outcome;
+}
+
+// Where the rank plans, logs and results go: run_dir/warmup, or a fresh directory under $TMPDIR.
+// "" (or `ec` set) when it could not be made.
+std::string MakeWarmupDir(const WarmupOptions& o, std::error_code& ec) {
   std::string dir;
-  std::error_code ec;
   if (!o.run_dir.empty()) {
     dir = (fs::path(o.run_dir) / "warmup").string();
     fs::create_directories(dir, ec);
@@ -204,20 +212,12 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
     std::string tmpl = (fs::temp_directory_path(ec) / "safe-launch-warmup.XXXXXX").string();
     if (::mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
   }
-  if (dir.empty() || ec || !fs::is_directory(dir))
-    return fail_now("warmup.setup",
-                    "cannot create the warm-up directory " + dir + ": " + ec.message(),
-                    "make the run directory writable (--run-dir)");
+  return dir;
+}
 
-  std::string binary = o.warmup_binary.empty() ? FindWarmupBinary() : o.warmup_binary;
-  if (binary.empty() || ::access(binary.c_str(), X_OK) != 0)
-    return fail_now("warmup.setup",
-                    "safe-launch-warmup was not found" +
-                        (binary.empty() ? std::string(" next to safe-launch") : " at " + binary) +
-                        ": this safe-launch was built without libtorch",
-                    "build it with libtorch (cmake -DCMAKE_PREFIX_PATH=<torch cmake prefix>, see "
-                    "doc/manual.md 'Warm-up'), or pass --no-warmup");
-
+// What every local rank reads: the topology, the deadline, the store's auth and this node's facts.
+WarmupPlan MakePlan(const WarmupOptions& o, double spawn_ms) {
+  const Topology& t = o.topology;
   WarmupPlan plan;
   plan.nnodes = t.nnodes;
   plan.node_rank = t.node_rank;
@@ -236,6 +236,153 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   plan.node.node_name = o.node_name.empty() ? o.facts.hostname : o.node_name;
   plan.node.facts = o.facts;
   plan.node.env = ComparableEnvironment(o.env);
+  return plan;
+}
+
+// A rank's RESULT.json; null when it is missing or not JSON.
+nlohmann::json ReadRankOutput(const std::string& path) {
+  std::string text = ReadText(path);
+  if (text.empty()) return nullptr;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+// The rank's entry in this_node.ranks: how it ended and its result.
+nlohmann::json RankEntry(const Topology& t, const RankRun& c, const nlohmann::json& out) {
+  nlohmann::json entry = {{"local_rank", c.local_rank},
+                          {"rank", t.GlobalRank(c.local_rank)},
+                          {"log", c.log},
+                          {"killed_at_deadline", c.killed}};
+  if (WIFEXITED(c.status)) entry["exit_status"] = WEXITSTATUS(c.status);
+  if (WIFSIGNALED(c.status)) entry["signal"] = WTERMSIG(c.status);
+  if (out.contains("result")) entry["result"] = out["result"];
+  return entry;
+}
+
+// The rank's own failure (killed at the backstop, an error in its result, no result at all);
+// nothing when it ended with a clean result.
+std::optional<Finding> RankFailure(const RankRun& c, const nlohmann::json& out,
+                                   const std::string& rank_text, double backstop_s) {
+  Finding f;
+  f.check_id = "warmup.rank";
+  f.entity = rank_text;
+  f.outcome = Outcome::kFail;
+  if (c.killed) {
+    f.message = fmt::format("{} was still running {:.0f} s after the deadline and was killed",
+                            rank_text, backstop_s);
+  } else if (out.contains("result") && !out["result"].value("error", "").empty()) {
+    f.message = rank_text + ": " + out["result"].value("error", "");
+  } else if (!out.contains("result")) {
+    std::string tail = LastLines(ReadText(c.log), 3);
+    f.message = rank_text + " ended without a result (" +
+                (WIFSIGNALED(c.status) ? "killed by signal " + std::to_string(WTERMSIG(c.status))
+                                       : "exit status " + std::to_string(WEXITSTATUS(c.status))) +
+                ")" + (tail.empty() ? "" : ": " + tail);
+  } else {
+    return std::nullopt;
+  }
+  f.next_step = "look at " + c.log;
+  return f;
+}
+
+// What this node's ranks left: the job-wide report (if one received it), their entries, their
+// failures.
+struct Collected {
+  nlohmann::json report;
+  nlohmann::json local = nlohmann::json::array();
+  std::vector<Finding> local_findings;
+};
+
+// The job-wide report from whichever local rank received it (rank 0 on node 0), and every rank's
+// entry and failure.
+Collected CollectRanks(const Topology& t, const std::vector<RankRun>& children,
+                       const std::string& node_label, double backstop_s) {
+  Collected got;
+  for (const auto& c : children) {
+    nlohmann::json out = ReadRankOutput(c.out);
+    got.local.push_back(RankEntry(t, c, out));
+    if (got.report.is_null() && out.contains("report") && out["report"].is_object())
+      got.report = out["report"];
+    std::string rank_text =
+        "rank " + std::to_string(t.GlobalRank(c.local_rank)) + " on " + node_label;
+    if (auto f = RankFailure(c, out, rank_text, backstop_s))
+      got.local_findings.push_back(std::move(*f));
+  }
+  return got;
+}
+
+// The report this node keeps: node 0's (plus this node's own rank errors), or, when none came,
+// one built from what the local ranks saw; with this node's section added.
+nlohmann::json ThisNodeReport(const WarmupOptions& o, Collected got, const WarmupPlan& plan,
+                              const std::string& node_label, const std::string& dir,
+                              double spawn_ms) {
+  const Topology& t = o.topology;
+  nlohmann::json report = std::move(got.report);
+  if (report.is_null()) {
+    if (got.local_findings.empty()) {
+      Finding f;
+      f.check_id = "warmup.rank";
+      f.entity = node_label;
+      f.outcome = Outcome::kFail;
+      f.message = "no warm-up report from node 0 and no error from this node's ranks";
+      f.next_step = "look at the rank logs in " + dir;
+      got.local_findings.push_back(std::move(f));
+    }
+    report = LocalFailureReport(o, got.local_findings, spawn_ms);
+  } else if (!got.local_findings.empty() && t.node_rank != 0) {
+    // The job-wide report is node 0's view; this node's own rank errors are added to the file.
+    report["local_findings"] = got.local_findings;
+  }
+  report["this_node"] = {{"node_rank", t.node_rank},
+                         {"name", plan.node.node_name},
+                         {"local_address", plan.local_address},
+                         {"warmup_dir", dir},
+                         {"ranks", std::move(got.local)}};
+  return report;
+}
+
+// The outcome from the report, written to run_dir/warmup.json (or the warm-up directory's).
+WarmupOutcome Finish(const WarmupOptions& o, nlohmann::json report, const std::string& dir) {
+  WarmupOutcome outcome;
+  outcome.passed = report.value("verdict", "fail") != "fail";
+  outcome.verdict_line = VerdictLine(report);
+  if (o.topology.node_rank == 0) outcome.details = RenderWarmupReport(report);
+  std::string path =
+      !o.run_dir.empty() ? (fs::path(o.run_dir) / "warmup.json").string() : dir + "/warmup.json";
+  if (WriteFile(path, JsonText(report) + "\n")) outcome.json_path = path;
+  outcome.report = std::move(report);
+  return outcome;
+}
+
+}  // namespace
+
+WarmupOutcome RunWarmup(const WarmupOptions& o) {
+  const std::string node_label = NodeLabel(o);
+  const double spawn_ms = NowMs();
+  auto fail_now = [&](const std::string& check, const std::string& msg, const std::string& fix) {
+    return SetupFailure(o, node_label, spawn_ms, check, msg, fix);
+  };
+
+  std::error_code ec;
+  const std::string dir = MakeWarmupDir(o, ec);
+  if (dir.empty() || ec || !fs::is_directory(dir))
+    return fail_now("warmup.setup",
+                    "cannot create the warm-up directory " + dir + ": " + ec.message(),
+                    "make the run directory writable (--run-dir)");
+
+  std::string binary = o.warmup_binary.empty() ? FindWarmupBinary() : o.warmup_binary;
+  if (binary.empty() || ::access(binary.c_str(), X_OK) != 0)
+    return fail_now("warmup.setup",
+                    "safe-launch-warmup was not found" +
+                        (binary.empty() ? std::string(" next to safe-launch") : " at " + binary) +
+                        ": this safe-launch was built without libtorch",
+                    "build it with libtorch (cmake -DCMAKE_PREFIX_PATH=<torch cmake prefix>, see "
+                    "doc/manual.md 'Warm-up'), or pass --no-warmup");
+
+  const WarmupPlan plan = MakePlan(o, spawn_ms);
   const std::string plan_path = dir + "/plan.json";
   if (!WriteFile(plan_path, JsonText(nlohmann::json(plan)) + "\n"))
     return fail_now("warmup.setup", "cannot write " + plan_path + ": " + std::strerror(errno),
@@ -247,88 +394,9 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
   if (!started.ok()) {
     return fail_now("warmup.setup", started.error().message, started.error().fix);
   }
-  const std::vector<RankRun>& children = *started;
-
-  // Collect: the job-wide report from whichever local rank received it (rank 0 on node 0).
-  nlohmann::json report;
-  nlohmann::json local = nlohmann::json::array();
-  std::vector<Finding> local_findings;
-  for (const auto& c : children) {
-    nlohmann::json out;
-    std::string text = ReadText(c.out);
-    if (!text.empty()) {
-      try {
-        out = nlohmann::json::parse(text);
-      } catch (const std::exception&) {
-      }
-    }
-    nlohmann::json entry = {{"local_rank", c.local_rank},
-                            {"rank", t.GlobalRank(c.local_rank)},
-                            {"log", c.log},
-                            {"killed_at_deadline", c.killed}};
-    if (WIFEXITED(c.status)) entry["exit_status"] = WEXITSTATUS(c.status);
-    if (WIFSIGNALED(c.status)) entry["signal"] = WTERMSIG(c.status);
-    if (out.contains("result")) entry["result"] = out["result"];
-    local.push_back(entry);
-    if (report.is_null() && out.contains("report") && out["report"].is_object())
-      report = out["report"];
-    std::string rank_text =
-        "rank " + std::to_string(t.GlobalRank(c.local_rank)) + " on " + node_label;
-    Finding f;
-    f.check_id = "warmup.rank";
-    f.entity = rank_text;
-    f.outcome = Outcome::kFail;
-    if (c.killed) {
-      f.message = fmt::format("{} was still running {:.0f} s after the deadline and was killed",
-                              rank_text, (hard_stop - plan.deadline_unix_ms) / 1000.0);
-      f.next_step = "look at " + c.log;
-    } else if (out.contains("result") && !out["result"].value("error", "").empty()) {
-      f.message = rank_text + ": " + out["result"].value("error", "");
-      f.next_step = "look at " + c.log;
-    } else if (!out.contains("result")) {
-      std::string tail = LastLines(ReadText(c.log), 3);
-      f.message = rank_text + " ended without a result (" +
-                  (WIFSIGNALED(c.status) ? "killed by signal " + std::to_string(WTERMSIG(c.status))
-                                         : "exit status " + std::to_string(WEXITSTATUS(c.status))) +
-                  ")" + (tail.empty() ? "" : ": " + tail);
-      f.next_step = "look at " + c.log;
-    } else {
-      continue;
-    }
-    local_findings.push_back(std::move(f));
-  }
-  if (report.is_null()) {
-    if (local_findings.empty()) {
-      Finding f;
-      f.check_id = "warmup.rank";
-      f.entity = node_label;
-      f.outcome = Outcome::kFail;
-      f.message = "no warm-up report from node 0 and no error from this node's ranks";
-      f.next_step = "look at the rank logs in " + dir;
-      local_findings.push_back(std::move(f));
-    }
-    report = LocalFailureReport(o, local_findings, spawn_ms);
-  } else if (!local_findings.empty() && t.node_rank != 0) {
-    // The job-wide report is node 0's view; this node's own rank errors are added to the file.
-    report["local_findings"] = local_findings;
-  }
-  report["this_node"] = {{"node_rank", t.node_rank},
-                         {"name", plan.node.node_name},
-                         {"local_address", plan.local_address},
-                         {"warmup_dir", dir},
-                         {"ranks", local}};
-  outcome.report = report;
-  outcome.passed = report.value("verdict", "fail") != "fail";
-  outcome.verdict_line = VerdictLine(report);
-  if (t.node_rank == 0) outcome.details = RenderWarmupReport(report);
-  if (!o.run_dir.empty()) {
-    std::string path = (fs::path(o.run_dir) / "warmup.json").string();
-    if (WriteFile(path, JsonText(report) + "\n")) outcome.json_path = path;
-  } else {
-    std::string path = dir + "/warmup.json";
-    if (WriteFile(path, JsonText(report) + "\n")) outcome.json_path = path;
-  }
-  return outcome;
+  Collected got =
+      CollectRanks(o.topology, *started, node_label, (hard_stop - plan.deadline_unix_ms) / 1000.0);
+  return Finish(o, ThisNodeReport(o, std::move(got), plan, node_label, dir, spawn_ms), dir);
 }
 
 }  // namespace sl::warmup

@@ -162,22 +162,39 @@ std::string PathPrefix(const Environment& env, std::initializer_list<const char*
   return fallback;
 }
 
-// Flight Recorder: write to every rank's dump pipe (torch's DumpPipe reads it in the watchdog's
-// heartbeat loop and dumps at once), then pick up the dump files as they appear.
-CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle) {
-  CollectorOutcome o;
-  if (ctx.ranks.empty()) {
-    o.status = "skipped";
-    o.error = "no rank process (with RANK in its environment) found";
+// A rank's Flight Recorder dump: where it will appear and whether its pipe was written to.
+struct FrDump {
+  int rank;
+  std::string path;
+  bool triggered = false;
+};
+
+// Writes "1\n" to one rank's dump pipe; its entry in details.pipes. `triggered` when written.
+nlohmann::json TriggerDumpPipe(int rank, const std::string& pipe, bool& triggered) {
+  // O_NONBLOCK: opening a FIFO for writing without a reader fails with ENXIO instead of
+  // blocking forever (a rank whose watchdog is gone, or torch too old to create the pipe).
+  int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return {{"rank", rank},
+            {"pipe", pipe},
+            {"status", "error"},
+            {"error",
+             errno == ENXIO ? "no reader on the pipe (ENXIO)" : std::string(std::strerror(errno))}};
   }
+  ssize_t n = write(fd, "1\n", 2);
+  int err = errno;
+  close(fd);
+  triggered = n == 2;
+  return {{"rank", rank},
+          {"pipe", pipe},
+          {"status", n == 2 ? "triggered" : "error"},
+          {"error", n == 2 ? "" : std::string(std::strerror(err))}};
+}
+
+// Every rank's dump path (its TORCH_FR_DUMP_TEMP_FILE prefix), and -- the job alive and the rank
+// having a pipe -- its pipe triggered. Returns details.pipes.
+nlohmann::json TriggerDumps(const CaptureContext& ctx, std::vector<FrDump>& wanted) {
   nlohmann::json pipes = nlohmann::json::array();
-  struct Want {
-    int rank;
-    std::string path;
-    bool triggered = false;
-  };
-  std::vector<Want> wanted;
-  auto trigger_time = fs::file_time_type::clock::now();
   for (const RankProc& r : ctx.ranks) {
     std::string pipe_prefix = PathPrefix(r.env, {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE"}, "");
     std::string dump_prefix =
@@ -186,39 +203,23 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
     wanted.push_back({r.rank, dump_prefix + std::to_string(r.rank)});
     if (pipe_prefix.empty() || !ctx.job_alive) continue;
     std::string pipe = pipe_prefix + std::to_string(r.rank) + ".pipe";
-    // O_NONBLOCK: opening a FIFO for writing without a reader fails with ENXIO instead of
-    // blocking forever (a rank whose watchdog is gone, or torch too old to create the pipe).
-    int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-      pipes.push_back({{"rank", r.rank},
-                       {"pipe", pipe},
-                       {"status", "error"},
-                       {"error", errno == ENXIO ? "no reader on the pipe (ENXIO)"
-                                                : std::string(std::strerror(errno))}});
-      continue;
-    }
-    ssize_t n = write(fd, "1\n", 2);
-    int err = errno;
-    close(fd);
-    wanted.back().triggered = n == 2;
-    pipes.push_back({{"rank", r.rank},
-                     {"pipe", pipe},
-                     {"status", n == 2 ? "triggered" : "error"},
-                     {"error", n == 2 ? "" : std::string(std::strerror(err))}});
+    pipes.push_back(TriggerDumpPipe(r.rank, pipe, wanted.back().triggered));
   }
-  o.details["pipes"] = pipes;
-  // Wait for the dumps: a file counts when written after the job started and its size has been
-  // stable for two polls (torch writes it in one go, but not atomically).
+  return pipes;
+}
+
+// Waits up to `wait` for the dumps: a file counts when written after the job started and its
+// size has been stable for two polls (torch writes it in one go, but not atomically). Only
+// triggered ranks are waited for: a rank without a pipe reader will not dump for us. Returns
+// which ranks' dumps are complete.
+std::map<int, bool> WaitForDumps(const std::vector<FrDump>& wanted, bool any_triggered,
+                                 std::chrono::milliseconds wait, fs::file_time_type start_wall_ft,
+                                 fs::file_time_type trigger_time) {
   auto start = Clock::now();
   std::map<int, std::uintmax_t> last_size;
   std::map<int, bool> done;
-  bool any_triggered = false;
-  for (auto& p : pipes) any_triggered = any_triggered || p["status"] == "triggered";
-  auto wait = any_triggered ? ctx.fr_wait : std::chrono::milliseconds(0);
-  auto start_wall_ft =
-      fs::file_time_type::clock::now() - (std::chrono::system_clock::now() - ctx.start_wall);
   for (;;) {
-    for (const Want& w : wanted) {
+    for (const FrDump& w : wanted) {
       if (done[w.rank]) continue;
       std::error_code ec;
       auto size = fs::file_size(w.path, ec);
@@ -230,14 +231,19 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
       if (size > 0 && fresh_enough && last_size[w.rank] == size) done[w.rank] = true;
       last_size[w.rank] = size;
     }
-    // Only triggered ranks are waited for: a rank without a pipe reader will not dump for us.
     bool all = std::all_of(wanted.begin(), wanted.end(),
-                           [&](const Want& w) { return done[w.rank] || !w.triggered; });
+                           [&](const FrDump& w) { return done[w.rank] || !w.triggered; });
     if (all || Clock::now() - start >= wait) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }
+  return done;
+}
+
+// Copies each dump that exists into fr/fr_rank_<rank>.pkl; returns details.dumps.
+nlohmann::json CopyDumps(const std::vector<FrDump>& wanted, std::map<int, bool>& done,
+                         Bundle& bundle, CollectorOutcome& o) {
   nlohmann::json dumps = nlohmann::json::array();
-  for (const Want& w : wanted) {
+  for (const FrDump& w : wanted) {
     std::error_code ec;
     if (!fs::exists(w.path, ec)) {
       dumps.push_back({{"rank", w.rank}, {"path", w.path}, {"status", "missing"}});
@@ -251,7 +257,28 @@ CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle
                      {"status", r.ok() ? "collected" : "error"},
                      {"complete", done[w.rank]}});
   }
-  o.details["dumps"] = dumps;
+  return dumps;
+}
+
+// Flight Recorder: write to every rank's dump pipe (torch's DumpPipe reads it in the watchdog's
+// heartbeat loop and dumps at once), then pick up the dump files as they appear.
+CollectorOutcome CollectFlightRecorder(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  if (ctx.ranks.empty()) {
+    o.status = "skipped";
+    o.error = "no rank process (with RANK in its environment) found";
+  }
+  std::vector<FrDump> wanted;
+  auto trigger_time = fs::file_time_type::clock::now();
+  nlohmann::json pipes = TriggerDumps(ctx, wanted);
+  o.details["pipes"] = pipes;
+  bool any_triggered = false;
+  for (auto& p : pipes) any_triggered = any_triggered || p["status"] == "triggered";
+  auto wait = any_triggered ? ctx.fr_wait : std::chrono::milliseconds(0);
+  auto start_wall_ft =
+      fs::file_time_type::clock::now() - (std::chrono::system_clock::now() - ctx.start_wall);
+  std::map<int, bool> done = WaitForDumps(wanted, any_triggered, wait, start_wall_ft, trigger_time);
+  o.details["dumps"] = CopyDumps(wanted, done, bundle, o);
   if (o.status == "ok" && !ctx.ranks.empty() && o.files.empty()) {
     o.status = "error";
     o.error = any_triggered

@@ -93,6 +93,132 @@ std::int64_t Ns(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
+// Every secret the bundle must not show: the job's environment and argv, each rank's secret-named
+// variables, and every descendant's command line.
+std::shared_ptr<Redactor> MakeRedactor(const HangOptions& options, const CaptureContext& ctx,
+                                       const FileReader& fs) {
+  auto redactor = std::make_shared<Redactor>(options.job_env);
+  redactor->LearnArgv(options.job_argv);
+  for (const auto& r : ctx.ranks) {
+    for (const auto& [k, v] : r.env) {
+      if (IsSecretName(k)) redactor->AddSecret(v);
+    }
+  }
+  for (pid_t pid : ctx.descendants) {
+    if (auto c = fs.ReadFile(fmt::format("/proc/{}/cmdline", pid), 1 << 20); c.ok()) {
+      redactor->LearnArgv(ParseCmdline(*c));
+    }
+  }
+  return redactor;
+}
+
+// The verdict and its rendered summaries (summary.json, summary.md).
+struct Decided {
+  diagnose::Verdict verdict;  ///< without evidence pointers
+  nlohmann::json json;
+  std::string markdown;
+};
+
+// Decides on a snapshot of the evidence taken under its lock. The verdict points into the
+// snapshot: it is rendered before the snapshot goes away, and kept as a copy without pointers.
+Decided DecideOnSnapshot(std::mutex& evidence_mu, const diagnose::Evidence& evidence,
+                         diagnose::Trigger trigger, const diagnose::JobTiming& timing) {
+  std::lock_guard lock(evidence_mu);
+  diagnose::Evidence snapshot = evidence;
+  diagnose::Verdict v = diagnose::Decide(snapshot, trigger, timing);
+  Decided d{{}, diagnose::SummaryJson(v, timing), diagnose::SummaryMarkdown(v, timing)};
+  v.evidence.clear();
+  d.verdict = std::move(v);
+  return d;
+}
+
+// What one capture is: its bundle name, the trigger, whether the job was alive, when it began.
+struct CaptureRun {
+  std::string name;  ///< "<hang|failure>-<host>-<UTC stamp>"
+  const char* kind;  ///< "hang" or "failure"
+  diagnose::Trigger trigger;
+  bool alive;
+  Clock::time_point t0;
+};
+
+// manifest.json: what was captured, by which collectors, how long it took, and what failed to
+// be written.
+nlohmann::json BundleManifest(const CaptureRun& run, const std::string& host,
+                              std::chrono::system_clock::time_point job_start_wall,
+                              nlohmann::json collectors, const Bundle& bundle) {
+  nlohmann::json manifest;
+  manifest["schema"] = "safe-launch.bundle-manifest/1";
+  manifest["name"] = run.name;
+  manifest["host"] = host;
+  manifest["trigger"] = diagnose::TriggerName(run.trigger);
+  manifest["created_utc"] = UtcStamp(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ");
+  manifest["job_start_utc"] = UtcStamp(job_start_wall, "%Y-%m-%dT%H:%M:%SZ");
+  manifest["job_alive_at_capture"] = run.alive;
+  manifest["collectors"] = std::move(collectors);
+  manifest["capture_s"] = std::chrono::duration<double>(Clock::now() - run.t0).count();
+  auto errors = bundle.WriteErrors();
+  manifest["write_errors"] = errors;
+  manifest["complete"] = errors.empty();
+  return manifest;
+}
+
+// Renames the bundle into place and packs it; when that fails, records why in a manifest in the
+// partial directory (or $TMPDIR, WriteManifestSomewhere).
+void FinishBundle(Bundle& bundle, nlohmann::json manifest, const std::string& name,
+                  const Redactor& redactor, const Environment& job_env, BundleInfo& info) {
+  auto finished = bundle.Finish();
+  if (finished.ok()) {
+    info.complete = true;
+    info.path = bundle.final_dir();
+    info.tar = bundle.final_tar();
+    return;
+  }
+  info.error = finished.error().Describe();
+  // Record why in the partial directory when at all possible (a second, tiny write).
+  manifest["complete"] = false;
+  manifest["write_errors"] = bundle.WriteErrors();
+  manifest["finish_error"] = info.error;
+  std::string text = redactor.Redact(JsonText(manifest)) + "\n";
+  info.manifest = WriteManifestSomewhere(bundle.partial_dir(), name, text, job_env);
+}
+
+// The verdict, the next step and where the bundle is (or why it is incomplete), on stderr.
+void LogCaptured(const BundleInfo& info) {
+  log::Warn("verdict: {}", info.verdict.headline);
+  if (!info.verdict.fix.empty()) log::Warn("next step: {}", info.verdict.fix);
+  if (info.complete) {
+    log::Warn("bundle complete in {:.2f} s: {} (and .tar.gz)", info.capture_s, info.path);
+  } else {
+    log::Error("bundle INCOMPLETE ({}); what was captured is in {}; manifest: {}", info.error,
+               info.path,
+               info.manifest.empty() ? "(could not be written anywhere)" : info.manifest);
+  }
+}
+
+// Runs the collectors into the bundle, then writes the summaries and the manifest and finishes it.
+// Everything it needs of the monitor is in `ctx` (host, start, evidence, environment).
+void CaptureIntoBundle(std::unique_ptr<Bundle> created, const CaptureRun& run,
+                       const std::shared_ptr<const CaptureContext>& ctx,
+                       const diagnose::JobTiming& timing, BundleInfo& info) {
+  std::shared_ptr<const Redactor> redactor = ctx->redactor;
+  // The bundle keeps the redactor it was created with alive as long as it lives.
+  std::shared_ptr<Bundle> bundle(created.release(), [redactor](Bundle* b) { delete b; });
+  info.path = bundle->partial_dir();
+  log::Warn("{} detected ({}); capturing diagnostics into {}", run.kind,
+            diagnose::TriggerName(run.trigger), bundle->final_dir());
+  auto collectors = RunCollectors(Collectors(), ctx, bundle);
+  Decided d = DecideOnSnapshot(*ctx->evidence_mu, *ctx->evidence, run.trigger, timing);
+  info.verdict = d.verdict;
+  auto r1 = bundle->WriteFile("summary.json", JsonText(d.json));
+  auto r2 = bundle->WriteFile("summary.md", d.markdown);
+  nlohmann::json manifest =
+      BundleManifest(run, ctx->host, ctx->start_wall, std::move(collectors), *bundle);
+  auto r3 = bundle->WriteFile("manifest.json", JsonText(manifest));
+  FinishBundle(*bundle, std::move(manifest), run.name, *redactor, ctx->job_env, info);
+  info.capture_s = std::chrono::duration<double>(Clock::now() - run.t0).count();
+  LogCaptured(info);
+}
+
 }  // namespace
 
 std::unique_ptr<JobControl> MakeSupervisorControl(watchdog::Supervisor* supervisor) {
@@ -145,28 +271,73 @@ void HangMonitor::OnStart(pid_t) {
   ib_start_ = ReadIbCounters(fs);  // a few hundred small sysfs reads, once
 }
 
+// Bytes kept on each side of a cut inside a long line: every catalog signature's match is a few
+// hundred bytes, so one that straddles a cut lies within this much of it.
+constexpr std::size_t kSeamBytes = 4096;
+
 void HangMonitor::OnOutput(int stream, std::string_view lines, Clock::time_point t) {
   last_output_ns_.store(Ns(t), std::memory_order_relaxed);
   // on_output is ordered per stream, so a plain load/store of the counter is enough.
-  auto& counter = lines_[stream == watchdog::kStderr ? 2 : 1];
-  const std::uint64_t base = counter.load(std::memory_order_relaxed);
+  const int s = stream == watchdog::kStderr ? 2 : 1;
+  auto& counter = lines_[s];
+  std::string& seam = seam_tail_[s];
+  std::uint64_t base = counter.load(std::memory_order_relaxed);
+  if (!seam.empty()) {
+    // This block's first line is the one the last piece ended inside: same line number.
+    std::string_view head = lines.substr(0, std::min(lines.size(), kSeamBytes));
+    head = head.substr(0, std::min(head.size(), head.find('\n')));
+    ScanSeam(stream, seam, head, base, t);
+    --base;
+  }
   const std::size_t n = matcher_.ScanBlock(lines, [&](std::string_view line, std::size_t index) {
     OnCandidateLine(stream, line, base + index + 1, t);
   });
   counter.store(base + n, std::memory_order_relaxed);
+  if (lines.empty() || lines.back() == '\n') {
+    seam.clear();
+    return;
+  }
+  // The block ends inside a line (a piece): keep that line's last bytes for the next block. A
+  // block without '\n' continues the line the seam already holds.
+  const std::size_t nl = lines.rfind('\n');
+  if (nl != std::string_view::npos) seam.clear();
+  std::string_view open_line = nl == std::string_view::npos ? lines : lines.substr(nl + 1);
+  if (open_line.size() > kSeamBytes) open_line.remove_prefix(open_line.size() - kSeamBytes);
+  seam.append(open_line);
+  if (seam.size() > kSeamBytes) seam.erase(0, seam.size() - kSeamBytes);
+}
+
+void HangMonitor::ScanSeam(int stream, std::string_view tail, std::string_view head,
+                           std::uint64_t line_no, Clock::time_point t) {
+  std::string window;
+  window.reserve(tail.size() + head.size());
+  window.append(tail).append(head);
+  auto m = matcher_.MatchLine(window);
+  if (!m) return;
+  // A match wholly on one side was (or is about to be) found in its own block.
+  for (std::string_view side : {tail, head}) {
+    auto alone = matcher_.MatchLine(side);
+    if (alone && alone->signature == m->signature) return;
+  }
+  Record(stream, std::move(*m), line_no, t);
 }
 
 void HangMonitor::OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
                                   Clock::time_point t) {
   auto m = matcher_.MatchLine(line);
   if (!m) return;
-  m->source = stream == watchdog::kStderr ? "stderr" : "stdout";
-  m->at_s = std::chrono::duration<double>(t - start_).count();
-  bool hang = m->signature->severity == diagnose::Severity::kHang;
+  Record(stream, std::move(*m), line_no, t);
+}
+
+void HangMonitor::Record(int stream, diagnose::Match m, std::uint64_t line_no,
+                         Clock::time_point t) {
+  m.source = stream == watchdog::kStderr ? "stderr" : "stdout";
+  m.at_s = std::chrono::duration<double>(t - start_).count();
+  bool hang = m.signature->severity == diagnose::Severity::kHang;
   {
     std::lock_guard lock(*evidence_mu_);
-    m->line_number = line_no;
-    evidence_->Add(std::move(*m));
+    m.line_number = line_no;
+    evidence_->Add(std::move(m));
   }
   if (hang && !captured_.load()) {
     int none = 0;
@@ -231,12 +402,7 @@ void HangMonitor::OnExit(const watchdog::JobExit& exit) {
   Capture(diagnose::Trigger::kJobFailed, exit.exit_status);
 }
 
-BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> exit_status) {
-  captured_ = true;
-  const auto t0 = Clock::now();
-  BundleInfo info;
-  bool alive = !exit_status.has_value();
-
+std::shared_ptr<CaptureContext> HangMonitor::MakeCaptureContext(bool alive) {
   auto ctx = std::make_shared<CaptureContext>();
   ctx->host = options_.host;
   ctx->run_dir = options_.run_dir;
@@ -262,26 +428,19 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
     };
   }
   ctx->ranks = FindRanks(*fs, ctx->descendants);
-  auto redactor = std::make_shared<Redactor>(options_.job_env);
-  redactor->LearnArgv(options_.job_argv);
-  for (const auto& r : ctx->ranks) {
-    for (const auto& [k, v] : r.env) {
-      if (IsSecretName(k)) redactor->AddSecret(v);
-    }
-  }
-  for (pid_t pid : ctx->descendants) {
-    if (auto c = fs->ReadFile(fmt::format("/proc/{}/cmdline", pid), 1 << 20); c.ok()) {
-      redactor->LearnArgv(ParseCmdline(*c));
-    }
-  }
-  ctx->redactor = redactor;
+  ctx->redactor = MakeRedactor(options_, *ctx, *fs);
   auto ras = ParseRasAddress(Lookup(options_.job_env, "NCCL_RAS_ADDR").value_or(""));
   ctx->ras = ras.ok() ? *ras : RasAddress{};
   ctx->evidence = evidence_;
   ctx->evidence_mu = evidence_mu_;
   ctx->matcher =
       std::shared_ptr<const diagnose::LineMatcher>(&matcher_, [](const diagnose::LineMatcher*) {});
+  return ctx;
+}
 
+diagnose::JobTiming HangMonitor::CaptureTiming(diagnose::Trigger trigger,
+                                               std::optional<int> exit_status,
+                                               Clock::time_point t0) const {
   diagnose::JobTiming timing;
   timing.host = options_.host;
   const auto at = detected_at_ == Clock::time_point{} ? t0 : detected_at_;
@@ -297,84 +456,33 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
   timing.stall_timeout_s = options_.stall_timeout_s;
   if (trigger == diagnose::Trigger::kStall || trigger == diagnose::Trigger::kHeartbeat)
     timing.stall_source = stall_source_;
+  return timing;
+}
 
+BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> exit_status) {
+  captured_ = true;
+  const auto t0 = Clock::now();
+  BundleInfo info;
+  const bool alive = !exit_status.has_value();
+  std::shared_ptr<CaptureContext> ctx = MakeCaptureContext(alive);
+  const diagnose::JobTiming timing = CaptureTiming(trigger, exit_status, t0);
   const char* kind = trigger == diagnose::Trigger::kJobFailed ? "failure" : "hang";
-  std::string name = fmt::format("{}-{}-{}", kind, options_.host,
-                                 UtcStamp(std::chrono::system_clock::now(), "%Y%m%dT%H%M%SZ"));
-  auto decide = [&]() {
-    std::lock_guard lock(*evidence_mu_);
-    diagnose::Evidence snapshot = *evidence_;
-    diagnose::Verdict v = diagnose::Decide(snapshot, trigger, timing);
-    // Verdict points into `snapshot`: render before it goes away, keep a copy without pointers.
-    auto j = diagnose::SummaryJson(v, timing);
-    auto md = diagnose::SummaryMarkdown(v, timing);
-    v.evidence.clear();
-    return std::make_tuple(v, j, md);
-  };
+  CaptureRun run{fmt::format("{}-{}-{}", kind, options_.host,
+                             UtcStamp(std::chrono::system_clock::now(), "%Y%m%dT%H%M%SZ")),
+                 kind, trigger, alive, t0};
 
   if (options_.run_dir.empty()) {
-    auto [v, j, md] = decide();
-    info.verdict = v;
+    info.verdict = DecideOnSnapshot(*evidence_mu_, *evidence_, trigger, timing).verdict;
     info.error = "no run directory; bundle not written";
-    log::Error("hang detector: {} (no run directory, nothing captured)", v.headline);
+    log::Error("hang detector: {} (no run directory, nothing captured)", info.verdict.headline);
+  } else if (auto created = Bundle::Create(options_.run_dir, run.name, ctx->redactor.get());
+             !created.ok()) {
+    info.verdict = DecideOnSnapshot(*evidence_mu_, *evidence_, trigger, timing).verdict;
+    info.error = created.error().Describe();
+    log::Error("hang detector: {}", info.verdict.headline);
+    log::Error("bundle not written: {}", info.error);
   } else {
-    auto created = Bundle::Create(options_.run_dir, name, redactor.get());
-    if (!created.ok()) {
-      auto [v, j, md] = decide();
-      info.verdict = v;
-      info.error = created.error().Describe();
-      log::Error("hang detector: {}", v.headline);
-      log::Error("bundle not written: {}", info.error);
-    } else {
-      std::shared_ptr<Bundle> bundle(std::move(created).value().release(),
-                                     [redactor](Bundle* b) { delete b; });
-      info.path = bundle->partial_dir();
-      log::Warn("{} detected ({}); capturing diagnostics into {}", kind,
-                diagnose::TriggerName(trigger), bundle->final_dir());
-      auto collectors = RunCollectors(Collectors(), ctx, bundle);
-      auto [v, j, md] = decide();
-      info.verdict = v;
-      auto r1 = bundle->WriteFile("summary.json", JsonText(j));
-      auto r2 = bundle->WriteFile("summary.md", md);
-      nlohmann::json manifest;
-      manifest["schema"] = "safe-launch.bundle-manifest/1";
-      manifest["name"] = name;
-      manifest["host"] = options_.host;
-      manifest["trigger"] = diagnose::TriggerName(trigger);
-      manifest["created_utc"] = UtcStamp(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ");
-      manifest["job_start_utc"] = UtcStamp(start_wall_, "%Y-%m-%dT%H:%M:%SZ");
-      manifest["job_alive_at_capture"] = alive;
-      manifest["collectors"] = collectors;
-      manifest["capture_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
-      auto errors = bundle->WriteErrors();
-      manifest["write_errors"] = errors;
-      manifest["complete"] = errors.empty();
-      auto r3 = bundle->WriteFile("manifest.json", JsonText(manifest));
-      auto finished = bundle->Finish();
-      if (finished.ok()) {
-        info.complete = true;
-        info.path = bundle->final_dir();
-        info.tar = bundle->final_tar();
-      } else {
-        info.error = finished.error().Describe();
-        // Record why in the partial directory when at all possible (a second, tiny write).
-        manifest["complete"] = false;
-        manifest["write_errors"] = bundle->WriteErrors();
-        manifest["finish_error"] = info.error;
-        std::string text = redactor->Redact(JsonText(manifest)) + "\n";
-        info.manifest = WriteManifestSomewhere(bundle->partial_dir(), name, text, options_.job_env);
-      }
-      info.capture_s = std::chrono::duration<double>(Clock::now() - t0).count();
-      log::Warn("verdict: {}", v.headline);
-      if (!v.fix.empty()) log::Warn("next step: {}", v.fix);
-      if (info.complete) {
-        log::Warn("bundle complete in {:.2f} s: {} (and .tar.gz)", info.capture_s, info.path);
-      } else {
-        log::Error("bundle INCOMPLETE ({}); what was captured is in {}; manifest: {}", info.error,
-                   info.path,
-                   info.manifest.empty() ? "(could not be written anywhere)" : info.manifest);
-      }
-    }
+    CaptureIntoBundle(std::move(created).value(), run, ctx, timing, info);
   }
   info.capture_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::lock_guard lock(bundle_mu_);

@@ -98,9 +98,20 @@ class HangMonitor {
  private:
   void OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
                        watchdog::Clock::time_point t);
+  void Record(int stream, diagnose::Match m, std::uint64_t line_no, watchdog::Clock::time_point t);
+  /// A line longer than kMaxHookLine comes in pieces: matches the bytes around the cut between
+  /// the last piece (`tail`) and the block that continues it (`head`), for a signature that
+  /// straddles it and so lies wholly in neither.
+  void ScanSeam(int stream, std::string_view tail, std::string_view head, std::uint64_t line_no,
+                watchdog::Clock::time_point t);
   /// Seconds the job has been silent at `now`, never negative (a pump may stamp a read after
   /// the tick took `now`).
   double SilentFor(watchdog::Clock::time_point now) const;
+  /// What the collectors see of this job at a capture (`alive`: the job has not exited).
+  std::shared_ptr<CaptureContext> MakeCaptureContext(bool alive);
+  /// The verdict's timing, measured at the tick that detected the hang (`t0` when none did).
+  diagnose::JobTiming CaptureTiming(diagnose::Trigger trigger, std::optional<int> exit_status,
+                                    watchdog::Clock::time_point t0) const;
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;
@@ -109,7 +120,10 @@ class HangMonitor {
   std::shared_ptr<std::mutex> evidence_mu_;
   std::atomic<std::int64_t> last_output_ns_{0};      // steady clock
   std::atomic<std::uint64_t> lines_[3] = {0, 0, 0};  // per stream; on_output is ordered per stream
-  std::atomic<int> pending_{0};                      // diagnose::Trigger value, 0 = none
+  // Per stream, touched only by its pump: the last bytes of a block that ended inside a line
+  // (a piece of a long line), kept to scan across the cut; empty when the block ended in '\n'.
+  std::string seam_tail_[3];
+  std::atomic<int> pending_{0};  // diagnose::Trigger value, 0 = none
   std::atomic<bool> hang_detected_{false};
   std::atomic<bool> captured_{false};
   watchdog::Clock::time_point start_;

@@ -235,6 +235,40 @@ assert e["NCCL_IB_TIMEOUT"]["source"] == "nccl.conf"' "$T/json"
   out=$(NCCL_IB_HCA='=mlx5_1:1' eval_env NCCL_IB_HCA -- --sysroot "$T/node" "${V[@]}")
   check "the environment still wins over the file" grep -qx 'NCCL_IB_HCA==mlx5_1:1' <<<"$out"
   ;;
+typo)
+  # A misspelt subcommand is refused, not started as a job named after the typo.
+  for w in prefligth envv verison; do
+    "$SL" "$w" >"$T/out" 2>"$T/err"
+    check "$w: exit 2" test $? -eq 2
+    check "$w: did you mean" grep -q "is not a subcommand; did you mean '" "$T/err"
+    check "$w: nothing checked or run" test ! -s "$T/out"
+  done
+  grep -q "did you mean 'preflight'" < <("$SL" prefligth 2>&1)
+  check "prefligth -> preflight" test $? -eq 0
+  # safe-launch's own --version is not taken for a job's flag (it was: "run --version").
+  v=$("$SL" --version 2>&1)
+  check "--version exits 0" test $? -eq 0
+  check "--version prints the version" grep -qx 'safe-launch [0-9][0-9.]*' <<<"$v"
+  # A program of that name on the PATH is the job (it runs after preflight, whatever its verdict).
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\nexit 0\n' >"$T/bin/envx"
+  chmod +x "$T/bin/envx"
+  PATH="$T/bin:$PATH" "$SL" envx >/dev/null 2>"$T/err"
+  check "a program on PATH is not taken for a typo" bash -c '! grep -q "not a subcommand" "$1"' _ "$T/err"
+  "$SL" -- prefligth >/dev/null 2>"$T/err"
+  check "after -- the word is the job" bash -c '! grep -q "not a subcommand" "$1"' _ "$T/err"
+  ;;
+rundir)
+  # The exports point at the run directory: when it cannot be created, env fails and prints none.
+  touch "$T/file"
+  "$SL" env --nccl-version 2.28.9 --torch-version 2.11.0 --run-dir "$T/file/run" >"$T/out" 2>"$T/err"
+  check "uncreatable run dir: exit 2" test $? -eq 2
+  check "uncreatable run dir: no exports" test ! -s "$T/out"
+  check "uncreatable run dir: named" grep -q "$T/file/run.*cannot create the run directory" "$T/err"
+  # --format json and --explain create nothing and still work.
+  "$SL" env --nccl-version 2.28.9 --torch-version 2.11.0 --run-dir "$T/file/run" --format json >"$T/out" 2>"$T/err"
+  check "json does not need the run dir" test $? -eq 0
+  ;;
 *)
   echo "unknown case $CASE"
   exit 2

@@ -49,7 +49,9 @@ expect_rc "unknown flag is a usage error" 2 "$SL" preflight --frobnicate
 
 if [ -d "$FIX/ib-healthy" ]; then
   expect_rc "healthy IB fixture passes" 0 "$SL" preflight --sysroot "$FIX/ib-healthy"
+  expect_grep "a healthy node with skipped checks has the verdict PASS" "^preflight .*: PASS — .* [1-9][0-9]* skip in" /tmp/sl-pf-out.$$
   expect_rc "healthy IB fixture JSON" 0 "$SL" preflight --json --sysroot "$FIX/ib-healthy"
+  expect_grep "a healthy node's JSON verdict is pass" "\"verdict\": *\"pass\"" /tmp/sl-pf-out.$$
   if /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]=="safe-launch.preflight/1"; assert d["verdict"] in ("pass","warn","skip"), d["verdict"]; assert any(f["check"]=="ib.port.state" for f in d["findings"])' /tmp/sl-pf-out.$$; then
     ok "JSON report parses with schema, verdict and findings"
   else bad "JSON report malformed"; fi
@@ -77,5 +79,19 @@ for broken in ib-broken host-broken; do
 done
 
 rm -f /tmp/sl-pf-out.$$ /tmp/sl-pf-err.$$
+# A sysroot's symlinks resolve inside it (as openat2 RESOLVE_IN_ROOT): an absolute target or one
+# with more ../ than the tree is deep must not read the host's files.
+if [ -d "$FIX/socket-only" ]; then
+  E=$(mktemp -d /tmp/sl-pf-escape.XXXXXX)
+  cp -a "$FIX/socket-only" "$E/root"
+  host_name=$(cat /proc/sys/kernel/hostname)
+  for target in /proc/sys/kernel/hostname ../../../../../../../../../../../proc/sys/kernel/hostname; do
+    ln -sfn "$target" "$E/root/proc/sys/kernel/hostname"
+    "$SL" preflight --sysroot "$E/root" >"$E/out" 2>&1
+    expect_grep "sysroot link to $target stays in the tree" "^preflight sysroot \\(sysroot " "$E/out"
+    if grep -q "^preflight $host_name " "$E/out"; then bad "the host's hostname was read through $target"; fi
+  done
+  rm -rf "$E"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

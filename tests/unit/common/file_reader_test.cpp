@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -97,4 +98,99 @@ TEST_CASE("the in-memory reader lists implied directories") {
   CHECK(*devs == std::vector<std::string>{"mlx5_0", "mlx5_1"});
   CHECK(fs.ReadFile("/sys/class/infiniband/mlx5_1/ports/1/state").value() == "1: DOWN");
   CHECK_FALSE(fs.ReadFile("/sys/class/infiniband").ok());
+}
+
+namespace {
+
+// host/outside.txt and host/outdir/ lie beside the root; root/ links out in every way a copied
+// /sys or a hostile fixture could.
+struct EscapeTree {
+  std::string host, root;
+  EscapeTree() {
+    char tmpl[] = "/tmp/sl-escape-XXXXXX";
+    host = ::mkdtemp(tmpl);
+    root = host + "/root";
+    ::mkdir(root.c_str(), 0755);
+    ::mkdir((host + "/outdir").c_str(), 0755);
+    std::ofstream(host + "/outside.txt") << "OUTSIDE";
+    std::ofstream(host + "/outdir/secret") << "OUTSIDE";
+    ::mkdir((root + "/etc").c_str(), 0755);
+    ::mkdir((root + "/sys").c_str(), 0755);
+    std::ofstream(root + "/outside.txt") << "CLAMPED";  // where ../ stops: the root
+    std::ofstream(root + "/etc/target") << "INSIDE";
+    // Absolute target: the root's /etc/target, never the host's.
+    ::symlink("/etc/target", (root + "/sys/abs").c_str());
+    // Absolute target naming the host path of a file outside: does not exist inside.
+    ::symlink((host + "/outside.txt").c_str(), (root + "/sys/hostabs").c_str());
+    // More ../ than the tree is deep: clamped at the root.
+    ::symlink("../../../../outside.txt", (root + "/sys/up").c_str());
+    // A directory link out, and a path through it.
+    ::symlink((host + "/outdir").c_str(), (root + "/sys/outdir").c_str());
+    ::symlink("../..", (root + "/sys/dotdot").c_str());
+    ::symlink("dotdot/outdir/secret", (root + "/sys/via").c_str());
+    ::symlink("loop", (root + "/sys/loop").c_str());
+  }
+  ~EscapeTree() { std::filesystem::remove_all(host); }
+};
+
+}  // namespace
+
+TEST_CASE("symlinks under a sysroot resolve inside it, never on the host") {
+  EscapeTree t;
+  for (auto mode : {sl::ResolveMode::kAuto, sl::ResolveMode::kWalk}) {
+    INFO((mode == sl::ResolveMode::kAuto ? "openat2" : "walk"));
+    sl::RootedFileReader fs(t.root, mode);
+    CHECK(fs.ReadFile("/sys/abs").value() == "INSIDE");
+    CHECK(fs.ReadFile("/sys/up").value() == "CLAMPED");
+    CHECK(fs.ReadFile("/../../outside.txt").value() == "CLAMPED");
+    auto hostabs = fs.ReadFile("/sys/hostabs");
+    REQUIRE_FALSE(hostabs.ok());
+    CHECK_THAT(hostabs.error().message, Catch::Contains("No such file"));
+    CHECK(hostabs.error().where == t.root + "/sys/hostabs");
+    CHECK_FALSE(fs.ReadFile("/sys/outdir/secret").ok());
+    CHECK_FALSE(fs.ReadFile("/sys/via").ok());
+    CHECK_FALSE(fs.ListDir("/sys/outdir").ok());
+    CHECK_FALSE(fs.Exists("/sys/hostabs"));
+    CHECK_FALSE(fs.Exists("/sys/outdir/secret"));
+    CHECK_FALSE(fs.IsDir("/sys/outdir"));
+    CHECK(fs.IsDir("/sys/dotdot"));  // the root itself
+    auto listed = fs.ListDir("/sys/dotdot");
+    REQUIRE(listed.ok());
+    CHECK(*listed == std::vector<std::string>{"etc", "outside.txt", "sys"});
+    // ReadLink reads the link itself, found inside the root; the link's own text is unchanged.
+    CHECK(fs.ReadLink("/sys/abs").value() == "/etc/target");
+    CHECK(fs.ReadLink("/sys/dotdot/sys/up").value() == "../../../../outside.txt");
+    CHECK_FALSE(fs.ReadLink("/sys/outdir/secret").ok());
+    auto not_link = fs.ReadLink("/etc/target");
+    REQUIRE_FALSE(not_link.ok());
+    CHECK_THAT(not_link.error().message, Catch::Contains("Invalid argument"));
+    auto loop = fs.ReadFile("/sys/loop");
+    REQUIRE_FALSE(loop.ok());
+    CHECK_THAT(loop.error().message, Catch::Contains("symbolic links"));
+  }
+}
+
+TEST_CASE("the live reader still follows absolute symlinks") {
+  EscapeTree t;
+  sl::RootedFileReader live("");
+  CHECK(live.ReadFile(t.root + "/sys/hostabs").value() == "OUTSIDE");
+  CHECK(live.IsDir(t.root + "/sys/outdir"));
+}
+
+TEST_CASE("a bounded read says when the file went on past the limit") {
+  std::string root = MakeTree();
+  sl::RootedFileReader fs(root);
+  auto cut = sl::ReadFileBounded(fs, "/sys/class/value", 4);
+  REQUIRE(cut.ok());
+  CHECK(cut->text == "4: A");
+  CHECK(cut->truncated);
+  auto whole = sl::ReadFileBounded(fs, "/sys/class/value", 10);  // exactly the file's size
+  REQUIRE(whole.ok());
+  CHECK(whole->text == "4: ACTIVE\n");
+  CHECK_FALSE(whole->truncated);
+  sl::MemFileReader mem;
+  mem.AddFile("/dev/kmsg", "6,1,0,-;a\n6,2,0,-;b\n");
+  CHECK(sl::ReadFileBounded(mem, "/dev/kmsg", 10)->truncated);
+  CHECK_FALSE(sl::ReadFileBounded(mem, "/dev/kmsg", 20)->truncated);
+  CHECK_FALSE(sl::ReadFileBounded(mem, "/nope", 20).ok());
 }
