@@ -285,13 +285,13 @@ bool PathAbsent(const FileReader& fs, std::string_view path) {
   }
 }
 
-NodeFacts GatherNodeFacts(const FileReader& fs) {
+NodeFacts GatherNodeFacts(const FileReader& fs, const GatherOptions& options) {
   NodeFacts facts;
   // HostPath("/x") is root + "/x" for every reader: keep the root so facts can name host paths.
   const std::string probe = fs.HostPath("/x");
   facts.root = probe.substr(0, probe.size() - 2);
   GatherHostFacts(fs, &facts);
-  GatherHostEvidence(fs, &facts);
+  GatherHostEvidence(fs, &facts, options.kernel_log);
   IbGatherer(fs, &facts).Run();
   GatherIbCounters(fs, &facts);
 #ifdef SAFE_LAUNCH_HAVE_IBVERBS

@@ -156,15 +156,21 @@ struct NodeFacts {
 /// be, a FIFO) is unreadable and must become an error, never "empty".
 bool PathAbsent(const FileReader& fs, std::string_view path);
 
+/// What to gather beyond the facts every caller needs.
+struct GatherOptions {
+  /// /dev/kmsg (hundreds of records, one read each): only the kernel.log check needs it, so
+  /// `env`, `run --no-preflight` and the warm-up leave it out (host.kmsg stays "not gathered").
+  bool kernel_log = true;
+};
 /// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
 /// IB/RoCE ports come from node_facts.cpp; everything else from GatherHostFacts.
-NodeFacts GatherNodeFacts(const FileReader& fs);
+NodeFacts GatherNodeFacts(const FileReader& fs, const GatherOptions& options = {});
 /// Host part (common/host_facts.cpp): hostname (/proc/sys/kernel/hostname under a sysroot,
 /// gethostname() live), GPUs, NVIDIA driver, limits, /dev/shm, peermem, interfaces.
 void GatherHostFacts(const FileReader& fs, NodeFacts* facts);
 /// The host checks' facts with evidence (common/os_facts.cpp): limits, /dev/shm, sysctls,
 /// modules, NVIDIA /proc files, /dev/kmsg, PCI bridges' ACS, IOMMU.
-void GatherHostEvidence(const FileReader& fs, NodeFacts* facts);
+void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, bool kernel_log = true);
 /// counters/ and hw_counters/ of every gathered IB port into facts->ib_counters (os_facts.cpp).
 void GatherIbCounters(const FileReader& fs, NodeFacts* facts);
 

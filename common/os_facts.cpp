@@ -194,11 +194,11 @@ void GatherIbCounters(const FileReader& fs, NodeFacts* facts) {
   }
 }
 
-void GatherHostEvidence(const FileReader& fs, NodeFacts* facts) {
+void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, bool kernel_log) {
   HostEvidence* h = &facts->host;
   GatherSysctls(fs, h);
   GatherNvidiaProc(fs, h, &facts->problems);
-  GatherKmsg(fs, h);
+  if (kernel_log) GatherKmsg(fs, h);
   GatherPci(fs, h);
 }
 

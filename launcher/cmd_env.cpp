@@ -48,7 +48,7 @@ int Run(const EnvArgs& args) {
     }
   }
   RootedFileReader fs(args.sysroot);
-  NodeFacts facts = GatherNodeFacts(fs);
+  NodeFacts facts = GatherNodeFacts(fs, {.kernel_log = false});  // no check reads the kernel log
 
   recipes::DetectOptions detect;
   detect.python = args.python;

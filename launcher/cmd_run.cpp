@@ -147,7 +147,8 @@ int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
   ctx.job_env = ctx.base_env;
   if (!ctx.have_facts) {
     RootedFileReader fs(args.sysroot);
-    ctx.facts = GatherNodeFacts(fs);
+    // The same facts serve the plan and the preflight; kmsg only when the preflight will run.
+    ctx.facts = GatherNodeFacts(fs, {.kernel_log = !args.no_preflight});
     ctx.have_facts = true;
   }
   recipes::ResolveOptions opts;

@@ -78,7 +78,7 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   }
   if (!ctx.have_facts) {
     RootedFileReader fs(ctx.sysroot);
-    ctx.facts = GatherNodeFacts(fs);
+    ctx.facts = GatherNodeFacts(fs, {.kernel_log = false});  // --no-preflight: no kernel.log
     ctx.have_facts = true;
   }
   warmup::Topology t = *config.topology;
