@@ -171,7 +171,8 @@ void GatherHostFacts(const FileReader& fs, NodeFacts* facts);
 /// The host checks' facts with evidence (common/os_facts.cpp): limits, /dev/shm, sysctls,
 /// modules, NVIDIA /proc files, /dev/kmsg, PCI bridges' ACS, IOMMU.
 void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, bool kernel_log = true);
-/// counters/ and hw_counters/ of every gathered IB port into facts->ib_counters (os_facts.cpp).
+/// The error counters (IsIbErrorCounter) in counters/ and hw_counters/ of every gathered IB
+/// port into facts->ib_counters (os_facts.cpp).
 void GatherIbCounters(const FileReader& fs, NodeFacts* facts);
 
 void to_json(nlohmann::json& j, const IbProblem& v);

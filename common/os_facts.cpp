@@ -174,6 +174,7 @@ void GatherIbCounters(const FileReader& fs, NodeFacts* facts) {
       }
       auto& files = facts->ib_counters[base];
       for (const auto& name : *names) {
+        if (!IsIbErrorCounter(dir, name)) continue;  // traffic counters: nobody judges them
         const std::string path = base + "/" + name;
         auto text = fs.ReadFile(path, 64);
         if (!text.ok()) {

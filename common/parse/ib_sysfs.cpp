@@ -180,4 +180,16 @@ Result<int> ParseNetdevMtu(std::string_view text) {
   return v;
 }
 
+bool IsIbErrorCounter(std::string_view dir, std::string_view name) {
+  auto in = [&](const auto& list) {
+    for (const IbErrorCounter& c : list) {
+      if (c.name == name) return true;
+    }
+    return false;
+  };
+  if (dir == "counters") return in(kIbPortErrorCounters);
+  if (dir == "hw_counters") return in(kIbHwErrorCounters);
+  return false;
+}
+
 }  // namespace sl

@@ -49,4 +49,53 @@ Result<int> ParseNetdevMtu(std::string_view text);
 /// Printable rendering of a raw value for messages: control bytes as \xNN, cut at 64 bytes.
 std::string PrintableValue(std::string_view raw);
 
+/// The kind of trouble an error counter means (ib.port.errors chooses its next step by it).
+enum class IbCounterKind { kPhysical, kDiscard, kTransport };
+
+/// One IB port counter file that counts errors.
+struct IbErrorCounter {
+  std::string_view name;
+  IbCounterKind kind;
+};
+
+// IBA PortCounters (counters/). Left out: traffic counters, port_xmit_wait (congestion, not an
+// error) and VL15_dropped (SM packets an HCA drops routinely).
+inline constexpr IbErrorCounter kIbPortErrorCounters[] = {
+    {"symbol_error", IbCounterKind::kPhysical},
+    {"link_error_recovery", IbCounterKind::kPhysical},
+    {"link_downed", IbCounterKind::kPhysical},
+    {"port_rcv_errors", IbCounterKind::kPhysical},
+    {"port_rcv_remote_physical_errors", IbCounterKind::kPhysical},
+    {"local_link_integrity_errors", IbCounterKind::kPhysical},
+    {"excessive_buffer_overrun_errors", IbCounterKind::kDiscard},
+    {"port_xmit_discards", IbCounterKind::kDiscard},
+    {"port_xmit_constraint_errors", IbCounterKind::kDiscard},
+    {"port_rcv_constraint_errors", IbCounterKind::kDiscard},
+    {"port_rcv_switch_relay_errors", IbCounterKind::kDiscard},
+};
+
+// mlx5 hw_counters that mean retransmission or failed work requests. Left out: lifespan (the
+// counter cache lifetime in ms), rx_*_requests (traffic), *_cqe_flush_error (normal teardown),
+// np_*/rp_* (ECN/CNP congestion control doing its job), duplicate_request (the peer's retry).
+inline constexpr IbErrorCounter kIbHwErrorCounters[] = {
+    {"local_ack_timeout_err", IbCounterKind::kTransport},
+    {"out_of_sequence", IbCounterKind::kTransport},
+    {"packet_seq_err", IbCounterKind::kTransport},
+    {"implied_nak_seq_err", IbCounterKind::kTransport},
+    {"rnr_nak_retry_err", IbCounterKind::kTransport},
+    {"req_transport_retries_exceeded", IbCounterKind::kTransport},
+    {"req_rnr_retries_exceeded", IbCounterKind::kTransport},
+    {"req_cqe_error", IbCounterKind::kTransport},
+    {"resp_cqe_error", IbCounterKind::kTransport},
+    {"req_remote_access_errors", IbCounterKind::kTransport},
+    {"req_remote_invalid_request", IbCounterKind::kTransport},
+    {"resp_local_length_error", IbCounterKind::kTransport},
+    {"resp_remote_access_errors", IbCounterKind::kTransport},
+    {"out_of_buffer", IbCounterKind::kDiscard},
+    {"rx_icrc_encapsulated", IbCounterKind::kTransport},
+};
+
+/// Whether `name` under a port's `dir` ("counters" or "hw_counters") is one of the above.
+bool IsIbErrorCounter(std::string_view dir, std::string_view name);
+
 }  // namespace sl

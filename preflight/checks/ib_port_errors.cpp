@@ -13,49 +13,12 @@ namespace {
 
 constexpr const char* kId = "ib.port.errors";
 
-enum class Kind { kPhysical, kDiscard, kTransport };
-
-struct Counter {
-  std::string_view name;
-  Kind kind;
-};
-
-// IBA PortCounters (counters/). Left out: traffic counters, port_xmit_wait (congestion, not an
-// error) and VL15_dropped (SM packets an HCA drops routinely).
-constexpr Counter kPortCounters[] = {
-    {"symbol_error", Kind::kPhysical},
-    {"link_error_recovery", Kind::kPhysical},
-    {"link_downed", Kind::kPhysical},
-    {"port_rcv_errors", Kind::kPhysical},
-    {"port_rcv_remote_physical_errors", Kind::kPhysical},
-    {"local_link_integrity_errors", Kind::kPhysical},
-    {"excessive_buffer_overrun_errors", Kind::kDiscard},
-    {"port_xmit_discards", Kind::kDiscard},
-    {"port_xmit_constraint_errors", Kind::kDiscard},
-    {"port_rcv_constraint_errors", Kind::kDiscard},
-    {"port_rcv_switch_relay_errors", Kind::kDiscard},
-};
-
-// mlx5 hw_counters that mean retransmission or failed work requests. Left out: lifespan (the
-// counter cache lifetime in ms), rx_*_requests (traffic), *_cqe_flush_error (normal teardown),
-// np_*/rp_* (ECN/CNP congestion control doing its job), duplicate_request (the peer's retry).
-constexpr Counter kHwCounters[] = {
-    {"local_ack_timeout_err", Kind::kTransport},
-    {"out_of_sequence", Kind::kTransport},
-    {"packet_seq_err", Kind::kTransport},
-    {"implied_nak_seq_err", Kind::kTransport},
-    {"rnr_nak_retry_err", Kind::kTransport},
-    {"req_transport_retries_exceeded", Kind::kTransport},
-    {"req_rnr_retries_exceeded", Kind::kTransport},
-    {"req_cqe_error", Kind::kTransport},
-    {"resp_cqe_error", Kind::kTransport},
-    {"req_remote_access_errors", Kind::kTransport},
-    {"req_remote_invalid_request", Kind::kTransport},
-    {"resp_local_length_error", Kind::kTransport},
-    {"resp_remote_access_errors", Kind::kTransport},
-    {"out_of_buffer", Kind::kDiscard},
-    {"rx_icrc_encapsulated", Kind::kTransport},
-};
+// Which counters mean errors, and of which kind, is sysfs knowledge shared with the gatherer
+// (common/parse/ib_sysfs.h), so only these files are read.
+using Kind = IbCounterKind;
+using Counter = IbErrorCounter;
+constexpr const auto& kPortCounters = kIbPortErrorCounters;
+constexpr const auto& kHwCounters = kIbHwErrorCounters;
 
 struct PortCounts {
   std::vector<std::pair<std::string, std::uint64_t>> nonzero;  // node path -> value

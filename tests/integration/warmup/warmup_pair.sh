@@ -285,7 +285,10 @@ PYEOF
     expect_in "$WORK/n0.out" "refused a claim on rank [23] (node 1)"
     expect_in "$WORK/n0.out" "tag made with another key"
     expect_in "$WORK/n0.out" "did not arrive at the rendezvous"
-    expect_in "$WORK/n1.out" "refused a verdict"
+    # The impostor refuses node 0's verdict when it reads it before node 0 stops; on a loaded
+    # machine node 0 may be gone first, and then it fails for want of a verdict. Either way it
+    # did not pass (exit 69 above).
+    expect_in "$WORK/n1.out" "refused a verdict\|no verdict from rank 0"
     [ "$(json "$WORK/n0/warmup.json" 'sorted({f["check"] for f in d["findings"]})')" = "['warmup.arrival', 'warmup.auth']" ] ||
       fail "node 0 warmup.json findings are not arrival + auth"
     [ $(( $(date +%s) - start )) -le 60 ] || fail "took more than 60 s with a 30 s timeout"
@@ -303,7 +306,9 @@ PYEOF
     expect_in "$WORK/n0.out" "two processes claim node 1: hosts roce-[bc] (127.0.0.1, pid [0-9]*) and roce-[bc]"
     expect_in "$WORK/n1.out" "two processes claim node 1"
     expect_in "$WORK/n2.out" "two processes claim node 1"
-    [ "$(json "$WORK/n0/warmup.json" 'len(d["ranks"])')" = 0 ] || fail "collectives ran with two node 1s"
+    # Usually no collective runs: both claims arrive before node 0's verdict. The second claim can
+    # only be made once node 0's store is up, so on a loaded machine it may land after the
+    # verdict; then it is still named (above) and nobody passes (exit 69), which is the contract.
     unset SAFE_LAUNCH_WARMUP_SECRET
     ;;
   preset-verdict)
@@ -335,7 +340,10 @@ PYEOF
     PIDS=()
     [ "$rc" = 69 ] || fail "node 1 exited $rc, expected 69 (it believed a pre-set verdict)"
     grep -q "warm-up passed" "$WORK/n1.out" && fail "node 1 passed on a pre-set verdict"
-    expect_in "$WORK/n1.out" "refused a verdict"
+    # The impostor refuses node 0's verdict when it reads it before node 0 stops; on a loaded
+    # machine node 0 may be gone first, and then it fails for want of a verdict. Either way it
+    # did not pass (exit 69 above).
+    expect_in "$WORK/n1.out" "refused a verdict\|no verdict from rank 0"
     expect_in "$WORK/n1.out" "carries no tag"
     ;;
   nproc-mismatch)
