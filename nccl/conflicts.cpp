@@ -172,11 +172,11 @@ void SocketIfnameConflicts(const Environment& env, const NodeView& n, std::vecto
     if (Usable(i)) up.push_back(i.name);
   }
   if (selected.empty()) {
-    out->push_back(
-        {"NCCL_SOCKET_IFNAME", *v,
-         "matches no interface of this node (" + Join(have, ", ") +
-             "): NCCL bootstrap fails with 'no socket interface found'",
-         "name an existing interface, e.g. NCCL_SOCKET_IFNAME='=" + SuggestedIfname(n.facts) + "'"});
+    out->push_back({"NCCL_SOCKET_IFNAME", *v,
+                    "matches no interface of this node (" + Join(have, ", ") +
+                        "): NCCL bootstrap fails with 'no socket interface found'",
+                    "name an existing interface, e.g. NCCL_SOCKET_IFNAME='=" +
+                        SuggestedIfname(n.facts) + "'"});
   } else if (up.empty()) {
     out->push_back(
         {"NCCL_SOCKET_IFNAME", *v,

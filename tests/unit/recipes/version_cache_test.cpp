@@ -1,6 +1,4 @@
 // The version cache: whatever is found at versions.json, DetectVersions returns and rewrites it.
-#include "recipes/version_probe.h"
-
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -8,6 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "recipes/version_probe.h"
 
 using namespace sl;
 using namespace sl::recipes;

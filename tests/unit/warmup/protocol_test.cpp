@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "warmup/protocol.h"
+
+#include <catch2/catch.hpp>
 
 using sl::Outcome;
 using sl::warmup::BandwidthPerNode;
