@@ -41,6 +41,8 @@ sed -n '/"exit_status"/p;/"state"/p' "$DEMO_JOB/status.json"
 
 step "warm-up: 2 nodes x 2 ranks on loopback (two safe-launch processes, RoCE fixtures, libtorch Gloo)"
 if [ -x build/bin/safe-launch-warmup ]; then
+  # Every node of a job shares one secret, so only the job's own nodes can answer in the store.
+  export SAFE_LAUNCH_WARMUP_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   WU=$(mktemp -d)
   WPORT=$(( 30000 + RANDOM % 20000 ))
   warm_pair() {  # FIXTURE_NODE1
