@@ -39,12 +39,6 @@ std::string BitsOn(std::uint16_t control) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-  return out;
-}
-
 Finding IommuFinding(const CheckContext& ctx) {
   const HostEvidence& h = ctx.facts.host;
   const std::vector<std::string>& units = h.iommu_units;
@@ -77,7 +71,7 @@ Finding IommuFinding(const CheckContext& ctx) {
   std::string args = iommu_args.empty() ? "no iommu arguments on the kernel command line"
                                         : "kernel command line: " + iommu_args;
   Finding f = Coded(Make("iommu", Outcome::kPass, ""), "pci.acs/iommu_off_or_passthrough");
-  f.With("/sys/class/iommu", units.empty() ? "(no units)" : Join(units));
+  f.With("/sys/class/iommu", units.empty() ? "(no units)" : Join(units, " "));
   if (!cmdline.empty()) f.With("/proc/cmdline", cmdline);
   if (units.empty() || off) {
     f.message =
