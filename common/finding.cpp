@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
+
 namespace sl {
 
 std::string_view OutcomeName(Outcome o) {
@@ -90,6 +92,13 @@ Outcome Worst(const std::vector<Finding>& findings) {
     if (!f.waived && Severity(f.outcome) > Severity(worst)) worst = f.outcome;
   }
   return worst;
+}
+
+bool IdSelects(std::string_view pattern, std::string_view id) {
+  if (pattern == id) return true;
+  std::string prefix(pattern);
+  if (!EndsWith(prefix, ".")) prefix += ".";
+  return StartsWith(id, prefix);
 }
 
 }  // namespace sl

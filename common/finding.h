@@ -59,4 +59,8 @@ void from_json(const nlohmann::json& j, Finding& f);
 /// Worst outcome over a set of findings, ignoring waived ones; kPass for an empty set.
 Outcome Worst(const std::vector<Finding>& findings);
 
+/// Whether a --only/--waive pattern selects a check or comparison id: the id itself, or a group
+/// prefix ("ib" or "ib." selects "ib.port.state").
+bool IdSelects(std::string_view pattern, std::string_view id);
+
 }  // namespace sl

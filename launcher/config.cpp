@@ -79,14 +79,14 @@ CLI::Validator SecondsValidator(double lo, double hi, bool lo_open) {
 
 bool IsComparisonId(const std::string& id) {
   for (const auto& c : warmup::Comparisons())
-    if (warmup::IdSelects(id, c.id)) return true;
+    if (IdSelects(id, c.id)) return true;
   return false;
 }
 
 bool IsKnownId(const std::string& id) {
   if (IsComparisonId(id)) return true;
   for (const auto& c : preflight::Registry())
-    if (warmup::IdSelects(id, c.id)) return true;
+    if (IdSelects(id, c.id)) return true;
   return false;
 }
 

@@ -20,16 +20,10 @@ std::vector<std::string> AllIds() {
 }
 
 /// An id selects a check when equal, or when it is a group prefix ("ib" or "ib." for ib.*).
-bool Selects(const std::string& pattern, std::string_view id) {
-  if (pattern == id) return true;
-  std::string prefix = EndsWith(pattern, ".") ? pattern : pattern + ".";
-  return StartsWith(id, prefix);
-}
-
 Status ValidateIds(const std::vector<std::string>& ids, const char* flag) {
   for (const auto& pattern : ids) {
     bool any = false;
-    for (const auto& c : Registry()) any = any || Selects(pattern, c.id);
+    for (const auto& c : Registry()) any = any || IdSelects(pattern, c.id);
     if (!any) {
       std::string hint = ClosestMatch(pattern, AllIds());
       return MakeError(
@@ -42,7 +36,7 @@ Status ValidateIds(const std::vector<std::string>& ids, const char* flag) {
 
 bool AnySelects(const std::vector<std::string>& patterns, std::string_view id) {
   for (const auto& p : patterns) {
-    if (Selects(p, id)) return true;
+    if (IdSelects(p, id)) return true;
   }
   return false;
 }

@@ -405,13 +405,6 @@ constexpr ComparisonInfo kComparisons[] = {
 
 std::span<const ComparisonInfo> Comparisons() { return kComparisons; }
 
-bool IdSelects(std::string_view pattern, std::string_view id) {
-  if (pattern == id) return true;
-  std::string prefix(pattern);
-  if (!EndsWith(prefix, ".")) prefix += ".";
-  return StartsWith(id, prefix);
-}
-
 std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes,
                                   const std::vector<std::string>& waive) {
   if (nodes.size() < 2) {

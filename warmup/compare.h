@@ -48,10 +48,6 @@ struct ComparisonInfo {
 /// The comparisons CompareNodes runs (kComparisons[]), in the order they run and print.
 std::span<const ComparisonInfo> Comparisons();
 
-/// The selection rule of --only/--waive: `pattern` equals `id`, or is a group prefix of it
-/// ("warmup.consistency" or "warmup.consistency." selects every comparison).
-bool IdSelects(std::string_view pattern, std::string_view id);
-
 /// Runs every comparison of Comparisons(): one finding per attribute on which the nodes disagree
 /// (check ids "warmup.consistency.*"), naming the minority node(s); a single pass finding when
 /// all agree. With one node: a skip. When two groups are the same size, the degraded side is
