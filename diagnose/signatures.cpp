@@ -24,6 +24,18 @@ std::string_view SeverityName(Severity s) {
   return "info";
 }
 
+std::string_view EvidenceKindName(EvidenceKind k) {
+  switch (k) {
+    case EvidenceKind::kSymptom:
+      return "symptom";
+    case EvidenceKind::kCause:
+      return "cause";
+    case EvidenceKind::kFact:
+      return "fact";
+  }
+  return "symptom";
+}
+
 namespace {
 
 using S = Severity;

@@ -20,6 +20,12 @@ namespace sl::diagnose {
 enum class Severity { kInfo, kWarning, kError, kHang };
 std::string_view SeverityName(Severity s);
 
+/// What a row's line tells: a cause a person can fix, a symptom the cause produced (a watchdog
+/// timeout, "NCCL error"), or a fact that is evidence in combination (a transport line without
+/// /GDRDMA, the NCCL version, the bootstrap interface).
+enum class EvidenceKind { kSymptom, kCause, kFact };
+std::string_view EvidenceKindName(EvidenceKind k);
+
 /// One row of the catalog.
 struct Signature {
   std::string_view id;         ///< stable id, "torch.watchdog_timeout"
@@ -32,6 +38,10 @@ struct Signature {
   int priority;          ///< verdict weight: a root cause (shm, IB status) outranks its consequence
                          ///< (a watchdog timeout), which outranks generic errors
   std::string_view fix;  ///< next step for the engineer
+  EvidenceKind kind = EvidenceKind::kSymptom;
+  /// Where the message format comes from and for which releases, e.g.
+  /// "nccl src/transport/net_ib.cc 2.12-2.28" or "torch ProcessGroupNCCL.cpp 2.4-2.11".
+  std::string_view provenance = "";
 };
 
 /// The whole catalog, most specific rows first (the first row that matches a line wins).
