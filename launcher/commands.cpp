@@ -15,6 +15,8 @@ constexpr Command kCommands[] = {
     {"run", "Preflight, warm up and supervise a job: safe-launch run [OPTIONS] -- CMD ARGS...",
      SetupRun},
     {"version", "Print safe-launch's version", SetupVersion},
+    {"diagnose", "Explain a hang from every rank's Flight Recorder dump: --flight-recorder DIR",
+     SetupDiagnoseFlightRecorder},
 };
 
 // An executable regular file named `word` in one of PATH's directories, as execvp would find it.

@@ -13,6 +13,7 @@ PKGS=(
   iproute2 procps clang libclang-rt-14-dev
   ccache
   patchelf  # scripts/device-kit.sh only
+  chromium  # headless DOM check of diagnosis.html (tests/integration/diagnose_fr)
 )
 missing=()
 for p in "${PKGS[@]}"; do

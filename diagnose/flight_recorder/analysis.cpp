@@ -1,0 +1,263 @@
+#include "diagnose/flight_recorder/analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "common/strings.h"
+#include "diagnose/flight_recorder/dump.h"
+
+namespace sl::diagnose::fr {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Candidate {
+  std::string path;
+  bool explicit_file = false;  // named on the command line: an error when not a dump
+  std::string host;
+};
+
+// Files in a bundle that are never dumps; a dump's name ends in its rank.
+bool LooksLikeDumpName(std::string_view name) {
+  for (std::string_view ext : {".txt", ".log", ".md", ".py", ".gz", ".tar", ".sh", ".html"}) {
+    if (EndsWith(name, ext)) return false;
+  }
+  return RankFromFileName(name) >= 0;
+}
+
+// The host of a bundle: its manifest.json ("host"), in the dump's directory or the one above
+// (a bundle keeps dumps in fr/).
+std::string BundleHost(const FileReader& reader, const std::string& dir,
+                       std::map<std::string, std::string>* cache) {
+  auto it = cache->find(dir);
+  if (it != cache->end()) return it->second;
+  std::string host;
+  for (const std::string& d : {dir, std::filesystem::path(dir).parent_path().string()}) {
+    auto text = reader.ReadFile(d + "/manifest.json", 1 << 20);
+    if (!text) continue;
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_object() && j.contains("host") && j["host"].is_string()) {
+      host = j["host"].get<std::string>();
+      break;
+    }
+  }
+  (*cache)[dir] = host;
+  return host;
+}
+
+void Walk(const FileReader& reader, const std::string& dir, int depth,
+          std::vector<Candidate>* out) {
+  auto names = reader.ListDir(dir);
+  if (!names) return;
+  for (const std::string& n : *names) {
+    std::string p = dir + "/" + n;
+    if (reader.IsDir(p)) {
+      if (depth < 4) Walk(reader, p, depth + 1, out);
+    } else if (LooksLikeDumpName(n)) {
+      out->push_back({p, false, ""});
+    }
+  }
+}
+
+struct ReadOutcome {
+  std::optional<RankDump> dump;
+  std::optional<DumpError> error;
+  bool skipped = false;
+};
+
+ReadOutcome ReadOne(const FileReader& reader, DumpReader& dr, const Candidate& c) {
+  ReadOutcome out;
+  auto bytes = reader.ReadFile(c.path, std::size_t(4) << 30);
+  if (!bytes) {
+    out.error = DumpError{c.path, -1, bytes.error().message};
+    return out;
+  }
+  int rank = RankFromFileName(c.path);
+  if (!c.explicit_file && !bytes->empty() && std::uint8_t((*bytes)[0]) != 0x80 &&
+      (*bytes)[0] != '{') {
+    out.skipped = true;  // some other file of a bundle
+    return out;
+  }
+  if (rank < 0) {
+    out.error =
+        DumpError{c.path, -1, "no rank in the file name (torch names dumps <prefix><rank>)"};
+    return out;
+  }
+  auto d = dr.Read(*bytes);
+  if (!d) {
+    std::int64_t off = -1;
+    if (StartsWith(d.error().where, "byte ")) off = std::stoll(d.error().where.substr(5));
+    out.error = DumpError{c.path, off, d.error().message};
+    return out;
+  }
+  d->rank = rank;
+  d->file = c.path;
+  d->host = c.host;
+  out.dump = std::move(d).value();
+  return out;
+}
+
+std::vector<ReadOutcome> ReadAll(const FileReader& reader, const std::vector<Candidate>& cands,
+                                 FrAnalysis* a, PgRegistry* pgs, int threads) {
+  std::vector<ReadOutcome> outcomes(cands.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    DumpReader dr(a->strings.get(), a->stacks.get(), pgs);
+    for (std::size_t i = next++; i < cands.size(); i = next++) {
+      outcomes[i] = ReadOne(reader, dr, cands[i]);
+    }
+  };
+  int n = threads > 0 ? threads : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+  n = std::min<int>(n, std::max<std::size_t>(cands.size(), 1));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return outcomes;
+}
+
+}  // namespace
+
+std::string_view PgVerdictName(PgVerdict v) {
+  switch (v) {
+    case PgVerdict::kHealthy:
+      return "healthy";
+    case PgVerdict::kDesync:
+      return "desync";
+    case PgVerdict::kLaggard:
+      return "laggard";
+    case PgVerdict::kMissingDump:
+      return "missing_dump";
+    case PgVerdict::kStuckAll:
+      return "stuck_all";
+    case PgVerdict::kPartial:
+      return "partial";
+  }
+  return "?";
+}
+
+std::string RankRanges(const std::vector<int>& ranks) {
+  std::vector<int> r(ranks);
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  std::string out;
+  for (std::size_t i = 0; i < r.size();) {
+    std::size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? std::to_string(r[i]) : fmt::format("{}-{}", r[i], r[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+const RankDump* FrAnalysis::DumpOf(int rank) const {
+  auto it = by_rank.find(rank);
+  return it == by_rank.end() ? nullptr : &dumps[it->second];
+}
+
+std::string FrAnalysis::HostOf(int rank) const {
+  auto e = extra_hosts.find(rank);
+  if (e != extra_hosts.end()) return e->second;
+  const RankDump* d = DumpOf(rank);
+  return d ? d->host : "";
+}
+
+std::string FrAnalysis::DescribeRanks(const std::vector<int>& ranks) const {
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r : ranks) by_host[HostOf(r)].push_back(r);
+  if (by_host.size() == 1 && by_host.begin()->first.empty()) {
+    return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", RankRanges(ranks));
+  }
+  // How many ranks each host has in all, to say "node X" when all of them are in the set.
+  std::map<std::string, int> host_size;
+  for (const RankDump& d : dumps) {
+    if (!HostOf(d.rank).empty()) ++host_size[HostOf(d.rank)];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [host, rs] : by_host) {
+    std::string set = fmt::format("{} {}", rs.size() == 1 ? "rank" : "ranks", RankRanges(rs));
+    if (host.empty()) {
+      parts.push_back(set);
+    } else if (host_size[host] == int(rs.size())) {
+      parts.push_back(fmt::format("node {} ({})", host, set));
+    } else {
+      parts.push_back(fmt::format("{} on {}", set, host));
+    }
+  }
+  return Join(parts, "; ");
+}
+
+const PgFinding* FrAnalysis::Top() const {
+  for (const PgFinding& f : findings) {
+    if (f.verdict != PgVerdict::kHealthy) return &f;
+  }
+  return nullptr;
+}
+
+Result<FrAnalysis> AnalyzeFlightRecorder(const std::vector<std::string>& paths,
+                                         const FrOptions& options) {
+  RootedFileReader live("/");
+  const FileReader& reader = options.reader ? *options.reader : live;
+  auto t0 = Clock::now();
+  std::vector<Candidate> cands;
+  for (const std::string& p : paths) {
+    std::string abs = options.reader ? p : std::filesystem::absolute(p).lexically_normal().string();
+    if (reader.IsDir(abs)) {
+      Walk(reader, abs, 0, &cands);
+    } else {
+      cands.push_back({abs, true, ""});
+    }
+  }
+  if (cands.empty()) {
+    return MakeError("no Flight Recorder dump found", Join(paths, " "),
+                     "name the dump files or their directory (torch writes "
+                     "$TORCH_FR_DUMP_TEMP_FILE<rank>; a hang bundle keeps them in fr/)");
+  }
+  std::map<std::string, std::string> host_cache;
+  for (Candidate& c : cands) {
+    c.host = BundleHost(reader, std::filesystem::path(c.path).parent_path().string(), &host_cache);
+  }
+  FrAnalysis a;
+  a.extra_hosts = options.hosts;
+  PgRegistry pgs;
+  std::vector<ReadOutcome> outcomes = ReadAll(reader, cands, &a, &pgs, options.threads);
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    ReadOutcome& o = outcomes[i];
+    if (o.error) a.errors.push_back(*o.error);
+    if (o.skipped) a.notes.push_back(cands[i].path + ": not a pickle or JSON file, skipped");
+    if (!o.dump) continue;
+    auto dup = a.by_rank.find(o.dump->rank);
+    if (dup != a.by_rank.end()) {
+      // The same rank twice (fr_rank_0.pkl and fr_rank_0.json): keep the pickle torch wrote.
+      RankDump& kept = a.dumps[dup->second];
+      bool replace = EndsWith(kept.file, ".json") && !EndsWith(o.dump->file, ".json");
+      a.notes.push_back(fmt::format("rank {}: two dumps ({}, {}); using {}", o.dump->rank,
+                                    kept.file, o.dump->file, replace ? o.dump->file : kept.file));
+      if (replace) kept = std::move(*o.dump);
+      continue;
+    }
+    a.by_rank[o.dump->rank] = a.dumps.size();
+    a.dumps.push_back(std::move(*o.dump));
+  }
+  std::sort(a.dumps.begin(), a.dumps.end(),
+            [](const RankDump& x, const RankDump& y) { return x.rank < y.rank; });
+  a.by_rank.clear();
+  for (std::size_t i = 0; i < a.dumps.size(); ++i) a.by_rank[a.dumps[i].rank] = i;
+  a.pgs = std::move(pgs.all());
+  auto t1 = Clock::now();
+  AnalyseDumps(&a);
+  a.read_s = std::chrono::duration<double>(t1 - t0).count();
+  a.analyse_s = std::chrono::duration<double>(Clock::now() - t1).count();
+  return a;
+}
+
+}  // namespace sl::diagnose::fr

@@ -1,0 +1,481 @@
+#include "diagnose/flight_recorder/dump.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace sl::diagnose::fr {
+
+namespace {
+
+// The entry keys the analysis keeps; everything else (record_id, thread_name, ...) is skipped.
+enum Field : std::int8_t {
+  kUnset = -2,
+  kSkip = -1,
+  kFrames,
+  kProcessGroup,
+  kCollSeq,
+  kP2pSeq,
+  kProfilingName,
+  kCreated,
+  kInSizes,
+  kInDtypes,
+  kOutSizes,
+  kOutDtypes,
+  kState,
+  kStarted,
+  kCompleted,
+  kIsP2p,
+  kPgId,
+  kFieldCount
+};
+
+constexpr const char* kFieldNames[kFieldCount] = {"frames",
+                                                  "process_group",
+                                                  "collective_seq_id",
+                                                  "p2p_seq_id",
+                                                  "profiling_name",
+                                                  "time_created_ns",
+                                                  "input_sizes",
+                                                  "input_dtypes",
+                                                  "output_sizes",
+                                                  "output_dtypes",
+                                                  "state",
+                                                  "time_discovered_started_ns",
+                                                  "time_discovered_completed_ns",
+                                                  "is_p2p",
+                                                  "pg_id"};
+
+constexpr std::uint32_t kNoId = 0xffffffffu;
+
+// An int field: torch writes ints, its JSON form sometimes strings ("5"), null for "not yet".
+std::int64_t AsInt(const PickleDoc& d, std::uint32_t id, std::int64_t fallback) {
+  if (id == PickleDoc::kNotFound) return fallback;
+  const Node& n = d.at(id);
+  if (n.kind == Kind::kInt || n.kind == Kind::kBool) return n.i;
+  if (n.kind == Kind::kFloat) return static_cast<std::int64_t>(n.f);
+  if (n.kind == Kind::kStr) {
+    std::string_view t = d.Text(id);
+    if (t.empty()) return fallback;
+    std::int64_t v = 0;
+    bool neg = t.front() == '-';
+    for (std::size_t k = neg ? 1 : 0; k < t.size(); ++k) {
+      if (!std::isdigit(static_cast<unsigned char>(t[k]))) return fallback;
+      v = v * 10 + (t[k] - '0');
+    }
+    return neg ? -v : v;
+  }
+  return fallback;
+}
+
+State StateOf(std::string_view s) {
+  if (s == "completed") return State::kCompleted;
+  if (s == "started") return State::kStarted;
+  if (s == "scheduled") return State::kScheduled;
+  return State::kUnknown;
+}
+
+}  // namespace
+
+std::string_view StateName(State s) {
+  switch (s) {
+    case State::kScheduled:
+      return "scheduled";
+    case State::kStarted:
+      return "started";
+    case State::kCompleted:
+      return "completed";
+    default:
+      return "unknown";
+  }
+}
+
+Strings::Strings() { Intern(""); }
+
+std::uint32_t Strings::Intern(std::string_view s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ids_.find(s);
+  if (it != ids_.end()) return it->second;
+  all_.emplace_back(s);
+  auto id = static_cast<std::uint32_t>(all_.size() - 1);
+  ids_.emplace(all_.back(), id);
+  return id;
+}
+
+std::uint32_t LocalStrings::Get(std::string_view s) {
+  // Heterogeneous lookup needs C++20's transparent hashing; a short std::string is cheap enough.
+  auto it = cache_.find(std::string(s));
+  if (it != cache_.end()) return it->second;
+  std::uint32_t id = global_->Intern(s);
+  cache_.emplace(std::string(s), id);
+  return id;
+}
+
+Stacks::Stacks() { all_.emplace_back(); }
+
+std::uint32_t Stacks::Intern(const std::vector<Frame>& frames) {
+  if (frames.empty()) return 0;
+  std::string key(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(Frame));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  all_.push_back(frames);
+  auto id = static_cast<std::uint32_t>(all_.size() - 1);
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+bool PgRegistry::Has(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pgs_.count(name) > 0;
+}
+
+void PgRegistry::Add(const std::string& name, const std::string& desc, std::string_view ranks,
+                     const std::vector<int>& list) {
+  std::vector<int> members = ranks.empty() ? list : ParseRankList(ranks);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pgs_.count(name)) return;
+  pgs_[name] = PgInfo{name, desc, std::move(members)};
+}
+
+int RankFromFileName(std::string_view path) {
+  std::size_t slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  std::size_t end = base.size();
+  while (end > 0 && !std::isdigit(static_cast<unsigned char>(base[end - 1]))) --end;
+  if (end == 0) return -1;
+  std::size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(base[begin - 1]))) --begin;
+  if (end - begin > 9) return -1;
+  return std::stoi(std::string(base.substr(begin, end - begin)));
+}
+
+std::vector<int> ParseRankList(std::string_view text) {
+  std::vector<int> out;
+  long cur = -1;
+  for (char c : text) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      cur = (cur < 0 ? 0 : cur) * 10 + (c - '0');
+      if (cur > (1 << 24)) return {};
+    } else {
+      if (cur >= 0) out.push_back(static_cast<int>(cur));
+      cur = -1;
+      if (c != '[' && c != ']' && c != ',' && c != ' ') return {};
+    }
+  }
+  if (cur >= 0) out.push_back(static_cast<int>(cur));
+  return out;
+}
+
+Result<RankDump> DumpReader::Read(std::string_view bytes) {
+  if (bytes.empty()) return MakeError("empty file (the rank died while dumping?)", "byte 0");
+  if (static_cast<std::uint8_t>(bytes[0]) == 0x80) {
+    json_text_.clear();
+    auto st = unpickler_.Parse(bytes, &doc_);
+    if (!st) return st.error();
+  } else if (bytes[0] == '{') {
+    auto st = FromJson(bytes);
+    if (!st) return st.error();
+  } else {
+    return MakeError(
+        "neither a pickle (first byte 0x80) nor JSON ('{'): not a Flight Recorder dump", "byte 0");
+  }
+  return Extract();
+}
+
+// JSON dumps (_dump_fr_trace_json, or a pickle someone re-saved as JSON) become the same doc the
+// unpickler builds, so one extractor serves both; strings are copied into json_text_.
+Status DumpReader::FromJson(std::string_view bytes) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(bytes.begin(), bytes.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    return MakeError(fmt::format("not valid JSON: {}", e.what()), fmt::format("byte {}", e.byte));
+  }
+  doc_.nodes_.clear();
+  doc_.chunks_.clear();
+  doc_.items_.clear();
+  json_text_.clear();
+  std::vector<std::uint32_t> items;
+  // Iterative would be longer; JSON dumps nest 4 deep, and 64 is refused.
+  struct Builder {
+    DumpReader& r;
+    Result<std::uint32_t> Build(const nlohmann::json& v, int depth) {
+      if (depth > 64) return MakeError("JSON nested deeper than 64 levels");
+      PickleDoc& d = r.doc_;
+      auto node = [&](Kind k) {
+        d.nodes_.emplace_back();
+        d.nodes_.back().kind = k;
+        d.nodes_.back().c = {kNoChunk, kNoChunk};
+        return static_cast<std::uint32_t>(d.nodes_.size() - 1);
+      };
+      auto text = [&](const std::string& s) {
+        std::uint32_t id = node(Kind::kStr);
+        d.nodes_[id].s = {static_cast<std::uint32_t>(r.json_text_.size()),
+                          static_cast<std::uint32_t>(s.size())};
+        r.json_text_ += s;
+        return id;
+      };
+      if (v.is_null()) return node(Kind::kNone);
+      if (v.is_boolean()) {
+        auto id = node(Kind::kBool);
+        d.nodes_[id].i = v.get<bool>();
+        return id;
+      }
+      if (v.is_number_integer() || v.is_number_unsigned()) {
+        auto id = node(Kind::kInt);
+        d.nodes_[id].i = v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
+                                                : v.get<std::int64_t>();
+        return id;
+      }
+      if (v.is_number_float()) {
+        auto id = node(Kind::kFloat);
+        d.nodes_[id].f = v.get<double>();
+        return id;
+      }
+      if (v.is_string()) return text(v.get<std::string>());
+      std::vector<std::uint32_t> kids;
+      if (v.is_object()) {
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          kids.push_back(text(it.key()));
+          auto c = Build(it.value(), depth + 1);
+          if (!c) return c.error();
+          kids.push_back(*c);
+        }
+      } else {
+        for (const auto& e : v) {
+          auto c = Build(e, depth + 1);
+          if (!c) return c.error();
+          kids.push_back(*c);
+        }
+      }
+      std::uint32_t id = node(v.is_object() ? Kind::kDict : Kind::kList);
+      if (!kids.empty()) {
+        d.chunks_.push_back({static_cast<std::uint32_t>(d.items_.size()),
+                             static_cast<std::uint32_t>(kids.size()), kNoChunk});
+        d.items_.insert(d.items_.end(), kids.begin(), kids.end());
+        d.nodes_[id].c = {static_cast<std::uint32_t>(d.chunks_.size() - 1),
+                          static_cast<std::uint32_t>(d.chunks_.size() - 1)};
+        d.nodes_[id].count =
+            static_cast<std::uint32_t>(v.is_object() ? kids.size() / 2 : kids.size());
+      }
+      return id;
+    }
+  };
+  auto root = Builder{*this}.Build(j, 0);
+  if (!root) return root.error();
+  doc_.root_ = *root;
+  doc_.input_ = json_text_;
+  return OkStatus();
+}
+
+std::uint32_t DumpReader::StrId(std::uint32_t node) {
+  if (node == PickleDoc::kNotFound) return 0;
+  if (str_id_[node] != kNoId) return str_id_[node];
+  const Node& n = doc_.at(node);
+  std::uint32_t id = 0;
+  if (n.kind == Kind::kStr || n.kind == Kind::kBytes) {
+    id = local_.Get(doc_.Text(node));
+  } else if (n.kind == Kind::kInt) {
+    id = local_.Get(std::to_string(n.i));
+  }
+  str_id_[node] = id;
+  return id;
+}
+
+// "[[6553600]]", "[Float]": a shape or dtype list as Python prints it, 3 levels at most.
+void DumpReader::AppendRendered(std::uint32_t node, int depth, std::string* out) {
+  if (node == PickleDoc::kNotFound) return;
+  const Node& n = doc_.at(node);
+  switch (n.kind) {
+    case Kind::kInt:
+      fmt::format_to(std::back_inserter(*out), "{}", n.i);
+      return;
+    case Kind::kStr:
+      out->append(doc_.Text(node));
+      return;
+    case Kind::kList:
+    case Kind::kTuple: {
+      if (depth > 3) {
+        out->append("[...]");
+        return;
+      }
+      out->push_back('[');
+      bool first = true;
+      doc_.ForEachItem(node, [&](std::uint32_t c) {
+        if (!first) out->append(", ");
+        first = false;
+        AppendRendered(c, depth + 1, out);
+      });
+      out->push_back(']');
+      return;
+    }
+    default:
+      out->append("?");
+      return;
+  }
+}
+
+std::uint32_t DumpReader::StackId(std::uint32_t list) {
+  if (list == PickleDoc::kNotFound) return 0;
+  frames_.clear();
+  doc_.ForEachItem(list, [&](std::uint32_t f) {
+    if (doc_.at(f).kind != Kind::kDict || frames_.size() >= 64) return;
+    Frame fr;
+    doc_.ForEachPair(f, [&](std::uint32_t k, std::uint32_t v) {
+      std::string_view key = doc_.Text(k);
+      if (key == "name")
+        fr.name = StrId(v);
+      else if (key == "filename")
+        fr.file = StrId(v);
+      else if (key == "line")
+        fr.line = AsInt(doc_, v, 0);
+    });
+    frames_.push_back(fr);
+  });
+  if (frames_.empty()) return 0;
+  std::string key(reinterpret_cast<const char*>(frames_.data()), frames_.size() * sizeof(Frame));
+  auto it = stack_cache_.find(key);
+  if (it != stack_cache_.end()) return it->second;
+  std::uint32_t id = stacks_->Intern(frames_);
+  stack_cache_.emplace(std::move(key), id);
+  return id;
+}
+
+void DumpReader::ExtractEntry(std::uint32_t dict, Entry* e) {
+  std::uint32_t f[kFieldCount];
+  std::fill(std::begin(f), std::end(f), PickleDoc::kNotFound);
+  doc_.ForEachPair(dict, [&](std::uint32_t k, std::uint32_t v) {
+    std::int8_t& field = key_field_[k];
+    if (field == kUnset) {
+      field = kSkip;
+      std::string_view key = doc_.Text(k);
+      for (int i = 0; i < kFieldCount; ++i) {
+        if (key == kFieldNames[i]) field = static_cast<std::int8_t>(i);
+      }
+    }
+    if (field >= 0) f[field] = v;
+  });
+  e->is_p2p = f[kIsP2p] != PickleDoc::kNotFound && AsInt(doc_, f[kIsP2p], 0) != 0;
+  e->seq = AsInt(doc_, e->is_p2p ? f[kP2pSeq] : f[kCollSeq], -1);
+  e->t_created = AsInt(doc_, f[kCreated], 0);
+  e->t_started = AsInt(doc_, f[kStarted], 0);
+  e->t_completed = AsInt(doc_, f[kCompleted], 0);
+  e->op = StrId(f[kProfilingName]);
+  std::uint32_t state = f[kState];
+  e->state = state == PickleDoc::kNotFound ? State::kUnknown : StateOf(doc_.Text(state));
+  // process_group is (name, desc); older dumps have only pg_id.
+  std::uint32_t pg = f[kProcessGroup];
+  std::uint32_t name = PickleDoc::kNotFound, desc = PickleDoc::kNotFound;
+  int k = 0;
+  doc_.ForEachItem(pg, [&](std::uint32_t c) { (k++ == 0 ? name : desc) = c; });
+  std::uint32_t name_node = name != PickleDoc::kNotFound ? name : f[kPgId];
+  e->pg = StrId(name_node);
+  if (pg_seen_.count(e->pg) == 0) {
+    const Node& nn = doc_.at(name_node == PickleDoc::kNotFound ? 0 : name_node);
+    std::string text =
+        nn.kind == Kind::kInt ? std::to_string(nn.i) : std::string(doc_.Text(name_node));
+    pg_seen_[e->pg] = {text, desc == PickleDoc::kNotFound ? "" : std::string(doc_.Text(desc))};
+  }
+  gloo_ = gloo_ || doc_.Text(f[kProfilingName]).rfind("gloo:", 0) == 0;
+  scratch_.clear();
+  AppendRendered(f[kInSizes], 0, &scratch_);
+  scratch_.push_back('|');
+  AppendRendered(f[kInDtypes], 0, &scratch_);
+  scratch_.push_back('|');
+  AppendRendered(f[kOutSizes], 0, &scratch_);
+  scratch_.push_back('|');
+  AppendRendered(f[kOutDtypes], 0, &scratch_);
+  e->shape = local_.Get(scratch_);
+  e->frames = StackId(f[kFrames]);
+}
+
+Status DumpReader::ExtractEntries(std::uint32_t list, RankDump* out) {
+  const Node& n = doc_.at(list);
+  if (n.kind != Kind::kList) return MakeError("\"entries\" is not a list");
+  out->entries.reserve(n.count);
+  std::uint32_t index = 0;
+  Status bad = OkStatus();
+  doc_.ForEachItem(list, [&](std::uint32_t item) {
+    if (!bad) return;
+    if (doc_.at(item).kind != Kind::kDict) {
+      bad = MakeError(fmt::format("entries[{}] is not a dict", index));
+      return;
+    }
+    Entry e;
+    e.index = index++;
+    ExtractEntry(item, &e);
+    out->entries.push_back(e);
+  });
+  return bad;
+}
+
+void DumpReader::RegisterPgs(std::uint32_t config) {
+  for (const auto& [id, seen] : pg_seen_) {
+    const std::string& name = seen.first;
+    if (pgs_->Has(name)) continue;
+    std::uint32_t c = doc_.Find(config, name);
+    // A Gloo dump keys its only group by '' while the entries call it '0'.
+    if (c == PickleDoc::kNotFound && doc_.at(config).count == 1) c = doc_.Find(config, "");
+    if (c == PickleDoc::kNotFound || doc_.at(c).kind != Kind::kDict) continue;
+    std::uint32_t ranks = doc_.Find(c, "ranks");
+    std::vector<int> list;
+    std::string_view text;
+    if (ranks != PickleDoc::kNotFound && doc_.at(ranks).kind == Kind::kStr) {
+      text = doc_.Text(ranks);
+    } else if (ranks != PickleDoc::kNotFound) {
+      doc_.ForEachItem(
+          ranks, [&](std::uint32_t r) { list.push_back(static_cast<int>(AsInt(doc_, r, -1))); });
+    }
+    std::uint32_t d = doc_.Find(c, "desc");
+    std::string desc = d != PickleDoc::kNotFound && !doc_.Text(d).empty()
+                           ? std::string(doc_.Text(d))
+                           : seen.second;
+    pgs_->Add(name, desc, text, list);
+  }
+}
+
+Result<RankDump> DumpReader::Extract() {
+  key_field_.assign(doc_.size(), kUnset);
+  str_id_.assign(doc_.size(), kNoId);
+  stack_cache_.clear();  // frame name ids are global, but keep the cache per file: bounded
+  std::uint32_t root = doc_.root();
+  if (doc_.at(root).kind != Kind::kDict) return MakeError("the dump is not a dict");
+  // "{path: dump}", as the fixtures' decoded.json wraps it.
+  if (doc_.Find(root, "entries") == PickleDoc::kNotFound && doc_.at(root).count == 1) {
+    doc_.ForEachPair(root, [&](std::uint32_t, std::uint32_t v) {
+      if (doc_.at(v).kind == Kind::kDict) root = v;
+    });
+  }
+  RankDump out;
+  out.version = std::string(doc_.Text(doc_.Find(root, "version")));
+  out.comm_lib = std::string(doc_.Text(doc_.Find(root, "comm_lib_version")));
+  std::uint32_t entries = doc_.Find(root, "entries");
+  if (entries == PickleDoc::kNotFound) {
+    return MakeError(
+        fmt::format("no \"entries\" list: not a Flight Recorder dump, or a version "
+                    "this reader does not know (version \"{}\")",
+                    out.version));
+  }
+  pg_seen_.clear();
+  gloo_ = false;
+  auto st = ExtractEntries(entries, &out);
+  if (!st) return st.error();
+  out.gloo = gloo_;
+  std::uint32_t config = doc_.Find(root, "pg_config");
+  if (config != PickleDoc::kNotFound && doc_.at(config).kind == Kind::kDict) RegisterPgs(config);
+  std::uint32_t status = doc_.Find(root, "pg_status");
+  doc_.ForEachPair(status, [&](std::uint32_t k, std::uint32_t v) {
+    PgStatus s;
+    s.pg = StrId(k);
+    s.enqueued = AsInt(doc_, doc_.Find(v, "last_enqueued_collective"), -1);
+    s.started = AsInt(doc_, doc_.Find(v, "last_started_collective"), -1);
+    s.completed = AsInt(doc_, doc_.Find(v, "last_completed_collective"), -1);
+    out.status.push_back(s);
+  });
+  return out;
+}
+
+}  // namespace sl::diagnose::fr

@@ -1,0 +1,74 @@
+#pragma once
+// Reading one Flight Recorder dump (pickle or JSON, as torch writes it) into a compact RankDump.
+// Pure: takes the file's bytes; the caller reads the file and names it.
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "diagnose/flight_recorder/pickle.h"
+#include "diagnose/flight_recorder/records.h"
+
+namespace sl::diagnose::fr {
+
+/// Every process group the dumps describe, by name; shared by the reader threads.
+class PgRegistry {
+ public:
+  bool Has(const std::string& name);
+  /// Records `name` unless known. `ranks` is pg_config's text ("[0, 1, 2]") or "" (then `list`).
+  void Add(const std::string& name, const std::string& desc, std::string_view ranks,
+           const std::vector<int>& list);
+  /// The table, once the readers are done.
+  std::map<std::string, PgInfo>& all() { return pgs_; }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, PgInfo> pgs_;
+};
+
+/// The global rank a dump file is for: the last run of digits in its name
+/// ("fr_rank_12", "comm_lib_trace_rank_3.pkl", "flight_recorder_rank_0.decoded.json"); -1 if none.
+int RankFromFileName(std::string_view path);
+
+/// Parses "[0, 1, 2]" (pg_config's "ranks") into ranks; empty on anything else.
+std::vector<int> ParseRankList(std::string_view text);
+
+/// Reads dumps one after another (one reader per thread: it reuses its buffers).
+class DumpReader {
+ public:
+  DumpReader(Strings* strings, Stacks* stacks, PgRegistry* pgs)
+      : strings_(strings), stacks_(stacks), pgs_(pgs), local_(strings) {}
+  /// The dump in `bytes` (a pickle when it starts with the PROTO opcode 0x80, JSON when with
+  /// '{'). Errors carry "byte N" in Error::where when they are about a byte of the file.
+  Result<RankDump> Read(std::string_view bytes);
+
+ private:
+  struct Fields;
+  Status FromJson(std::string_view bytes);
+  Result<RankDump> Extract();
+  Status ExtractEntries(std::uint32_t list, RankDump* out);
+  void ExtractEntry(std::uint32_t dict, Entry* e);
+  std::uint32_t StrId(std::uint32_t node);
+  std::uint32_t StackId(std::uint32_t list);
+  void AppendRendered(std::uint32_t node, int depth, std::string* out);
+  void RegisterPgs(std::uint32_t config);
+
+  Strings* strings_;
+  Stacks* stacks_;
+  PgRegistry* pgs_;
+  LocalStrings local_;
+  Unpickler unpickler_;
+  PickleDoc doc_;
+  std::string json_text_;  // string storage when the dump was JSON
+  std::vector<std::int8_t> key_field_;
+  std::vector<std::uint32_t> str_id_;
+  std::unordered_map<std::string, std::uint32_t> stack_cache_;
+  std::string scratch_;
+  std::vector<Frame> frames_;
+  std::unordered_map<std::uint32_t, std::pair<std::string, std::string>> pg_seen_;  // name, desc
+  bool gloo_ = false;
+};
+
+}  // namespace sl::diagnose::fr

@@ -1,0 +1,590 @@
+#include "diagnose/flight_recorder/pickle.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace sl::diagnose::fr {
+
+namespace {
+
+struct OpInfo {
+  std::uint8_t code;
+  const char* name;
+};
+
+// The opcodes of CPython's Lib/pickletools.py, protocols 0-5.
+constexpr OpInfo kOps[] = {
+    {'(', "MARK"},
+    {'.', "STOP"},
+    {'0', "POP"},
+    {'1', "POP_MARK"},
+    {'2', "DUP"},
+    {'F', "FLOAT"},
+    {'I', "INT"},
+    {'J', "BININT"},
+    {'K', "BININT1"},
+    {'L', "LONG"},
+    {'M', "BININT2"},
+    {'N', "NONE"},
+    {'P', "PERSID"},
+    {'Q', "BINPERSID"},
+    {'R', "REDUCE"},
+    {'S', "STRING"},
+    {'T', "BINSTRING"},
+    {'U', "SHORT_BINSTRING"},
+    {'V', "UNICODE"},
+    {'X', "BINUNICODE"},
+    {'a', "APPEND"},
+    {'b', "BUILD"},
+    {'c', "GLOBAL"},
+    {'d', "DICT"},
+    {'}', "EMPTY_DICT"},
+    {'e', "APPENDS"},
+    {'g', "GET"},
+    {'h', "BINGET"},
+    {'i', "INST"},
+    {'j', "LONG_BINGET"},
+    {'l', "LIST"},
+    {']', "EMPTY_LIST"},
+    {'o', "OBJ"},
+    {'p', "PUT"},
+    {'q', "BINPUT"},
+    {'r', "LONG_BINPUT"},
+    {'s', "SETITEM"},
+    {'t', "TUPLE"},
+    {')', "EMPTY_TUPLE"},
+    {'u', "SETITEMS"},
+    {'G', "BINFLOAT"},
+    {0x80, "PROTO"},
+    {0x81, "NEWOBJ"},
+    {0x82, "EXT1"},
+    {0x83, "EXT2"},
+    {0x84, "EXT4"},
+    {0x85, "TUPLE1"},
+    {0x86, "TUPLE2"},
+    {0x87, "TUPLE3"},
+    {0x88, "NEWTRUE"},
+    {0x89, "NEWFALSE"},
+    {0x8a, "LONG1"},
+    {0x8b, "LONG4"},
+    {'B', "BINBYTES"},
+    {'C', "SHORT_BINBYTES"},
+    {0x8c, "SHORT_BINUNICODE"},
+    {0x8d, "BINUNICODE8"},
+    {0x8e, "BINBYTES8"},
+    {0x8f, "EMPTY_SET"},
+    {0x90, "ADDITEMS"},
+    {0x91, "FROZENSET"},
+    {0x92, "NEWOBJ_EX"},
+    {0x93, "STACK_GLOBAL"},
+    {0x94, "MEMOIZE"},
+    {0x95, "FRAME"},
+    {0x96, "BYTEARRAY8"},
+    {0x97, "NEXT_BUFFER"},
+    {0x98, "READONLY_BUFFER"},
+};
+
+// Opcodes that import, call or resolve objects outside the pickle: never executed.
+bool IsRefused(std::uint8_t op) {
+  switch (op) {
+    case 'c':
+    case 0x93:
+    case 'R':
+    case 'i':
+    case 'o':
+    case 0x81:
+    case 0x92:
+    case 'b':
+    case 0x82:
+    case 0x83:
+    case 0x84:
+    case 'P':
+    case 'Q':
+    case 0x97:
+    case 0x98:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::string_view OpcodeName(std::uint8_t op) {
+  for (const auto& o : kOps) {
+    if (o.code == op) return o.name;
+  }
+  return "?";
+}
+
+std::string_view PickleDoc::Text(std::uint32_t id) const {
+  if (id >= nodes_.size()) return {};
+  const Node& n = nodes_[id];
+  if (n.kind != Kind::kStr && n.kind != Kind::kBytes) return {};
+  return input_.substr(n.s.off, n.s.len);
+}
+
+std::uint32_t PickleDoc::Find(std::uint32_t dict, std::string_view key) const {
+  std::uint32_t found = kNotFound;
+  ForEachPair(dict, [&](std::uint32_t k, std::uint32_t v) {
+    if (nodes_[k].kind == Kind::kStr && Text(k) == key) found = v;
+  });
+  return found;
+}
+
+// The machine's registers for one Parse call; every opcode handler lives here.
+struct Unpickler::State {
+  Unpickler& u;
+  PickleDoc& doc;
+  std::string_view in;
+  std::size_t pos = 0;
+  std::size_t op_at = 0;
+  std::uint8_t op = 0;
+  std::uint32_t memo_count = 0;
+
+  Error Fail(const std::string& what) const {
+    return MakeError(fmt::format("{} (opcode {} 0x{:02x})", what, OpcodeName(op), op),
+                     fmt::format("byte {}", op_at));
+  }
+  Error Truncated(std::size_t need) const {
+    return MakeError(
+        fmt::format("truncated: opcode {} needs {} more bytes, the file ends at byte {}",
+                    OpcodeName(op), need - (in.size() - pos), in.size()),
+        fmt::format("byte {}", op_at));
+  }
+  bool Has(std::size_t n) const { return in.size() - pos >= n; }
+  std::uint64_t Le(std::size_t n) {
+    std::uint64_t v = 0;
+    for (std::size_t k = 0; k < n; ++k) v |= std::uint64_t(std::uint8_t(in[pos + k])) << (8 * k);
+    pos += n;
+    return v;
+  }
+  std::uint32_t NewNode(Kind kind) {
+    doc.nodes_.emplace_back();
+    doc.nodes_.back().kind = kind;
+    doc.nodes_.back().c = {kNoChunk, kNoChunk};
+    return static_cast<std::uint32_t>(doc.nodes_.size() - 1);
+  }
+  void PushInt(std::int64_t v, Kind kind = Kind::kInt) {
+    std::uint32_t id = NewNode(kind);
+    doc.nodes_[id].i = v;
+    u.stack_.push_back(id);
+  }
+  Status PushText(Kind kind, std::size_t len_bytes) {
+    if (!Has(len_bytes)) return Truncated(len_bytes);
+    std::uint64_t len = Le(len_bytes);
+    if (len_bytes == 4 && (op == 'T') && (len & 0x80000000u)) return Fail("negative length");
+    if (!Has(len)) return Truncated(len);
+    std::uint32_t id = NewNode(kind);
+    doc.nodes_[id].s = {static_cast<std::uint32_t>(pos), static_cast<std::uint32_t>(len)};
+    pos += len;
+    u.stack_.push_back(id);
+    return OkStatus();
+  }
+  Result<std::string_view> Line() {
+    std::size_t nl = in.find('\n', pos);
+    if (nl == std::string_view::npos) return Truncated(in.size() - pos + 1);
+    std::string_view line = in.substr(pos, nl - pos);
+    pos = nl + 1;
+    return line;
+  }
+  Result<std::uint32_t> Pop() {
+    if (u.stack_.empty() || (!u.marks_.empty() && u.marks_.back() == u.stack_.size())) {
+      return Fail("corrupted: stack underflow");
+    }
+    std::uint32_t v = u.stack_.back();
+    u.stack_.pop_back();
+    return v;
+  }
+  Result<std::size_t> PopMark() {
+    if (u.marks_.empty()) return Fail("corrupted: no MARK before this opcode");
+    std::size_t m = u.marks_.back();
+    u.marks_.pop_back();
+    return m;
+  }
+  // Appends stack_[from, end) to container `id` as one chunk and drops them from the stack.
+  void AddItems(std::uint32_t id, std::size_t from, std::uint32_t per_item) {
+    auto& st = u.stack_;
+    std::uint32_t len = static_cast<std::uint32_t>(st.size() - from);
+    if (len > 0) {
+      std::uint32_t chunk = static_cast<std::uint32_t>(doc.chunks_.size());
+      doc.chunks_.push_back({static_cast<std::uint32_t>(doc.items_.size()), len, kNoChunk});
+      doc.items_.insert(doc.items_.end(), st.begin() + from, st.end());
+      Node& n = doc.nodes_[id];
+      if (n.c.first == kNoChunk) {
+        n.c.first = chunk;
+      } else {
+        doc.chunks_[n.c.last].next = chunk;
+      }
+      n.c.last = chunk;
+      n.count += len / per_item;
+    }
+    st.resize(from);
+  }
+  Status Step(bool* stop);
+  Result<bool> Scalar();
+  Result<bool> TextScalar();
+  Result<bool> Container();
+  Result<bool> Memo();
+};
+
+Result<bool> Unpickler::State::Scalar() {
+  switch (op) {
+    case 'N':
+      PushInt(0, Kind::kNone);
+      return true;
+    case 0x88:
+      PushInt(1, Kind::kBool);
+      return true;
+    case 0x89:
+      PushInt(0, Kind::kBool);
+      return true;
+    case 'K':
+      if (!Has(1)) return Truncated(1);
+      PushInt(std::int64_t(Le(1)));
+      return true;
+    case 'M':
+      if (!Has(2)) return Truncated(2);
+      PushInt(std::int64_t(Le(2)));
+      return true;
+    case 'J':
+      if (!Has(4)) return Truncated(4);
+      PushInt(std::int32_t(std::uint32_t(Le(4))));
+      return true;
+    case 'G': {
+      if (!Has(8)) return Truncated(8);
+      std::uint64_t be = 0;
+      for (int k = 0; k < 8; ++k) be = (be << 8) | std::uint8_t(in[pos + k]);
+      pos += 8;
+      double d;
+      std::memcpy(&d, &be, 8);
+      std::uint32_t id = NewNode(Kind::kFloat);
+      doc.nodes_[id].f = d;
+      u.stack_.push_back(id);
+      return true;
+    }
+    case 0x8a:
+    case 0x8b: {
+      std::size_t w = op == 0x8a ? 1 : 4;
+      if (!Has(w)) return Truncated(w);
+      std::uint64_t n = Le(w);
+      if (w == 4 && (n & 0x80000000u)) return Fail("negative length");
+      if (!Has(n)) return Truncated(n);
+      if (n > 8) {
+        pos += n;
+        PushInt(0, Kind::kBigInt);
+        return true;
+      }
+      std::uint64_t v = n ? Le(n) : 0;
+      if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t(0) << (8 * n);  // sign
+      PushInt(static_cast<std::int64_t>(v));
+      return true;
+    }
+    case 'X': {
+      auto s = PushText(Kind::kStr, 4);
+      if (!s) return s.error();
+      return true;
+    }
+    case 0x8c: {
+      auto s = PushText(Kind::kStr, 1);
+      if (!s) return s.error();
+      return true;
+    }
+    case 0x8d: {
+      auto s = PushText(Kind::kStr, 8);
+      if (!s) return s.error();
+      return true;
+    }
+    case 'T': {
+      auto s = PushText(Kind::kStr, 4);
+      if (!s) return s.error();
+      return true;
+    }
+    case 'U': {
+      auto s = PushText(Kind::kStr, 1);
+      if (!s) return s.error();
+      return true;
+    }
+    case 'B': {
+      auto s = PushText(Kind::kBytes, 4);
+      if (!s) return s.error();
+      return true;
+    }
+    case 'C': {
+      auto s = PushText(Kind::kBytes, 1);
+      if (!s) return s.error();
+      return true;
+    }
+    case 0x8e:
+    case 0x96: {
+      auto s = PushText(Kind::kBytes, 8);
+      if (!s) return s.error();
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// Protocol 0's text forms (INT, LONG, FLOAT, STRING, UNICODE): plain values only; escapes,
+// which would need Python's codecs, are refused as unsupported rather than guessed.
+Result<bool> Unpickler::State::TextScalar() {
+  if (op != 'I' && op != 'L' && op != 'F' && op != 'S' && op != 'V') return false;
+  auto line = Line();
+  if (!line) return line.error();
+  std::string_view t = *line;
+  if (op == 'S' || op == 'V') {
+    if (t.find('\\') != std::string_view::npos) return Fail("escaped text is not supported");
+    if (op == 'S') {
+      if (t.size() < 2 || (t.front() != '\'' && t.front() != '"') || t.back() != t.front()) {
+        return Fail("corrupted: STRING argument is not quoted");
+      }
+      t = t.substr(1, t.size() - 2);
+    }
+    std::uint32_t id = NewNode(Kind::kStr);
+    doc.nodes_[id].s = {static_cast<std::uint32_t>(t.data() - in.data()),
+                        static_cast<std::uint32_t>(t.size())};
+    u.stack_.push_back(id);
+    return true;
+  }
+  if (op == 'I' && (t == "00" || t == "01")) {
+    PushInt(t == "01", Kind::kBool);
+    return true;
+  }
+  if (op == 'L' && !t.empty() && t.back() == 'L') t.remove_suffix(1);
+  std::string z(t);
+  char* end = nullptr;
+  errno = 0;
+  if (op == 'F') {
+    double d = std::strtod(z.c_str(), &end);
+    if (z.empty() || *end) return Fail("corrupted: FLOAT argument is not a number");
+    std::uint32_t id = NewNode(Kind::kFloat);
+    doc.nodes_[id].f = d;
+    u.stack_.push_back(id);
+    return true;
+  }
+  long long v = std::strtoll(z.c_str(), &end, 10);
+  if (z.empty() || *end) return Fail("corrupted: integer argument is not a number");
+  PushInt(v, errno == ERANGE ? Kind::kBigInt : Kind::kInt);
+  return true;
+}
+
+Result<bool> Unpickler::State::Container() {
+  auto& st = u.stack_;
+  switch (op) {
+    case ']':
+      st.push_back(NewNode(Kind::kList));
+      return true;
+    case '}':
+      st.push_back(NewNode(Kind::kDict));
+      return true;
+    case ')':
+      st.push_back(NewNode(Kind::kTuple));
+      return true;
+    case 0x8f:
+      st.push_back(NewNode(Kind::kSet));
+      return true;
+    case 'l':
+    case 't':
+    case 'd':
+    case 0x91: {
+      auto m = PopMark();
+      if (!m) return m.error();
+      Kind k = op == 'l'   ? Kind::kList
+               : op == 't' ? Kind::kTuple
+               : op == 'd' ? Kind::kDict
+                           : Kind::kSet;
+      if (k == Kind::kDict && (st.size() - *m) % 2)
+        return Fail("corrupted: odd number of dict items");
+      std::uint32_t id = NewNode(k);
+      AddItems(id, *m, k == Kind::kDict ? 2 : 1);
+      st.push_back(id);
+      return true;
+    }
+    case 0x85:
+    case 0x86:
+    case 0x87: {
+      std::size_t n = op - 0x84;
+      if (st.size() < n + (u.marks_.empty() ? 0 : u.marks_.back()))
+        return Fail("corrupted: stack underflow");
+      std::uint32_t id = NewNode(Kind::kTuple);
+      AddItems(id, st.size() - n, 1);
+      st.push_back(id);
+      return true;
+    }
+    case 'a':
+    case 's':
+    case 'e':
+    case 'u':
+    case 0x90: {
+      bool batch = op == 'e' || op == 'u' || op == 0x90;
+      std::size_t from;
+      if (batch) {
+        auto m = PopMark();
+        if (!m) return m.error();
+        from = *m;
+      } else {
+        std::size_t n = op == 's' ? 2 : 1;
+        std::size_t floor = u.marks_.empty() ? 0 : u.marks_.back();
+        if (st.size() < floor + n + 1) return Fail("corrupted: stack underflow");
+        from = st.size() - n;
+      }
+      if (from == 0 || (!u.marks_.empty() && u.marks_.back() >= from)) {
+        return Fail("corrupted: no container below the items");
+      }
+      Kind want = (op == 's' || op == 'u') ? Kind::kDict : op == 0x90 ? Kind::kSet : Kind::kList;
+      std::uint32_t target = st[from - 1];
+      if (doc.nodes_[target].kind != want)
+        return Fail("corrupted: items added to a value of the wrong type");
+      if (want == Kind::kDict && (st.size() - from) % 2)
+        return Fail("corrupted: odd number of dict items");
+      AddItems(target, from, want == Kind::kDict ? 2 : 1);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+Result<bool> Unpickler::State::Memo() {
+  auto& st = u.stack_;
+  auto& memo = u.memo_;
+  std::uint64_t key = 0;
+  switch (op) {
+    case 'q':
+    case 'h':
+      if (!Has(1)) return Truncated(1);
+      key = Le(1);
+      break;
+    case 'r':
+    case 'j':
+      if (!Has(4)) return Truncated(4);
+      key = Le(4);
+      break;
+    case 'p':
+    case 'g': {
+      auto line = Line();
+      if (!line) return line.error();
+      std::string z(*line);
+      char* end = nullptr;
+      key = std::strtoull(z.c_str(), &end, 10);
+      if (z.empty() || *end) return Fail("corrupted: memo key is not a number");
+      break;
+    }
+    case 0x94:
+      key = memo_count;
+      break;
+    default:
+      return false;
+  }
+  // A memo key never exceeds the number of opcodes before it, so the file size bounds it and a
+  // forged LONG_BINPUT cannot make us allocate gigabytes.
+  if (key > in.size()) return Fail(fmt::format("corrupted: memo key {} out of range", key));
+  if (op == 'q' || op == 'r' || op == 'p' || op == 0x94) {
+    if (st.empty() || (!u.marks_.empty() && u.marks_.back() == st.size())) {
+      return Fail("corrupted: nothing to memoize");
+    }
+    if (memo.size() <= key) memo.resize(key + 1, kNoChunk);
+    if (memo[key] == kNoChunk) ++memo_count;
+    memo[key] = st.back();
+    return true;
+  }
+  if (key >= memo.size() || memo[key] == kNoChunk) {
+    return Fail(fmt::format("corrupted: memo key {} was never stored", key));
+  }
+  st.push_back(memo[key]);
+  return true;
+}
+
+Status Unpickler::State::Step(bool* stop) {
+  op_at = pos;
+  op = static_cast<std::uint8_t>(in[pos++]);
+  if (IsRefused(op)) {
+    return Fail(
+        "refused: this opcode imports or calls Python code, which a Flight Recorder dump "
+        "never needs; the file is not a plain-data dump");
+  }
+  switch (op) {
+    case 0x80: {
+      if (!Has(1)) return Truncated(1);
+      std::uint64_t v = Le(1);
+      if (v > 5) return Fail(fmt::format("pickle protocol {} is newer than this reader (0-5)", v));
+      return OkStatus();
+    }
+    case 0x95: {
+      if (!Has(8)) return Truncated(8);
+      std::uint64_t len = Le(8);
+      if (!Has(len)) return Truncated(len);
+      return OkStatus();
+    }
+    case '(':
+      u.marks_.push_back(static_cast<std::uint32_t>(u.stack_.size()));
+      return OkStatus();
+    case '0': {
+      if (!u.marks_.empty() && u.marks_.back() == u.stack_.size()) {
+        u.marks_.pop_back();
+        return OkStatus();
+      }
+      auto v = Pop();
+      if (!v) return v.error();
+      return OkStatus();
+    }
+    case '1': {
+      auto m = PopMark();
+      if (!m) return m.error();
+      u.stack_.resize(*m);
+      return OkStatus();
+    }
+    case '2': {
+      if (u.stack_.empty()) return Fail("corrupted: stack underflow");
+      u.stack_.push_back(u.stack_.back());
+      return OkStatus();
+    }
+    case '.': {
+      auto v = Pop();
+      if (!v) return v.error();
+      doc.root_ = *v;
+      *stop = true;
+      return OkStatus();
+    }
+    default:
+      break;
+  }
+  for (auto group : {&State::Scalar, &State::TextScalar, &State::Container, &State::Memo}) {
+    auto handled = (this->*group)();
+    if (!handled) return handled.error();
+    if (*handled) return OkStatus();
+  }
+  return Fail("unknown opcode: the file is corrupted or not a pickle");
+}
+
+Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
+  doc->input_ = data;
+  doc->nodes_.clear();
+  doc->chunks_.clear();
+  doc->items_.clear();
+  doc->root_ = 0;
+  stack_.clear();
+  marks_.clear();
+  memo_.clear();
+  if (data.size() >= std::numeric_limits<std::uint32_t>::max()) {
+    return MakeError("file too large for a Flight Recorder dump (4 GiB or more)", "byte 0");
+  }
+  State s{*this, *doc, data};
+  bool stop = false;
+  while (!stop) {
+    if (s.pos >= data.size()) {
+      return MakeError(
+          fmt::format("truncated: the file ends at byte {} before the pickle's STOP", data.size()),
+          fmt::format("byte {}", data.size()));
+    }
+    auto st = s.Step(&stop);
+    if (!st) return st.error();
+  }
+  return OkStatus();
+}
+
+}  // namespace sl::diagnose::fr
