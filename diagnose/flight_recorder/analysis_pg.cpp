@@ -166,33 +166,33 @@ void Classify(const FrAnalysis& a, const std::vector<View>& views, std::int64_t 
   }
 }
 
-PgFinding AnalysePg(const FrAnalysis& a, std::uint32_t pg_id, bool p2p) {
+using GroupKey = std::pair<std::uint32_t, bool>;  // pg name, p2p
+
+PgFinding AnalysePg(const FrAnalysis& a, GroupKey key, std::vector<View> views) {
   PgFinding f;
-  f.pg = a.Str(pg_id);
-  f.p2p = p2p;
+  f.pg = a.Str(key.first);
+  f.p2p = key.second;
+  const bool p2p = key.second;
   auto info = a.pgs.find(f.pg);
   if (info != a.pgs.end()) {
     f.desc = info->second.desc;
     f.members = info->second.members;
   }
-  std::vector<View> views;
-  std::set<int> with_entries;
-  for (const RankDump& d : a.dumps) {
-    View v{d.rank, &d, {}};
-    for (std::uint32_t i = 0; i < d.entries.size(); ++i) {
-      const Entry& e = d.entries[i];
-      if (e.pg == pg_id && e.is_p2p == p2p && e.seq >= 0) v.idx.push_back(i);
-    }
-    std::stable_sort(v.idx.begin(), v.idx.end(), [&](std::uint32_t x, std::uint32_t y) {
-      return d.entries[x].seq < d.entries[y].seq;
+  if (f.members.empty()) {
+    for (const View& v : views) f.members.push_back(v.rank);
+  } else {
+    // Members only; a member that dumped but holds no entry of this group is a view too.
+    std::erase_if(views, [&](const View& v) {
+      return !std::binary_search(f.members.begin(), f.members.end(), v.rank);
     });
-    if (!v.idx.empty()) with_entries.insert(d.rank);
-    bool member = f.members.empty()
-                      ? !v.idx.empty()
-                      : std::binary_search(f.members.begin(), f.members.end(), d.rank);
-    if (member) views.push_back(std::move(v));
+    std::set<int> have;
+    for (const View& v : views) have.insert(v.rank);
+    for (int r : f.members) {
+      if (const RankDump* d = a.DumpOf(r); d && !have.count(r)) views.push_back(View{r, d, {}});
+    }
+    std::sort(views.begin(), views.end(),
+              [](const View& x, const View& y) { return x.rank < y.rank; });
   }
-  if (f.members.empty()) f.members.assign(with_entries.begin(), with_entries.end());
   for (int r : f.members) {
     if (!a.DumpOf(r)) f.no_dump.push_back(r);
   }
@@ -212,6 +212,33 @@ PgFinding AnalysePg(const FrAnalysis& a, std::uint32_t pg_id, bool p2p) {
   f.seq = seq;
   Classify(a, views, gloo_below, &f);
   return f;
+}
+
+// Every rank's entries bucketed by (group, p2p) in one pass, each bucket in seq order.
+std::map<GroupKey, std::vector<View>> Bucket(const FrAnalysis& a) {
+  std::map<GroupKey, std::vector<View>> groups;
+  for (const RankDump& d : a.dumps) {
+    std::map<GroupKey, std::vector<std::uint32_t>> local;
+    GroupKey last{0xffffffffu, false};
+    std::vector<std::uint32_t>* bucket = nullptr;
+    for (std::uint32_t i = 0; i < d.entries.size(); ++i) {
+      const Entry& e = d.entries[i];
+      if (e.seq < 0) continue;
+      GroupKey k{e.pg, e.is_p2p};
+      if (!bucket || k != last) {
+        bucket = &local[k];
+        last = k;
+      }
+      bucket->push_back(i);
+    }
+    for (auto& [k, idx] : local) {
+      std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t x, std::uint32_t y) {
+        return d.entries[x].seq < d.entries[y].seq;
+      });
+      groups[k].push_back(View{d.rank, &d, std::move(idx)});
+    }
+  }
+  return groups;
 }
 
 int Priority(PgVerdict v) {
@@ -240,11 +267,7 @@ void AnalyseDumps(FrAnalysis* a) {
     pg.members.erase(std::unique(pg.members.begin(), pg.members.end()), pg.members.end());
   }
   std::set<int> world;
-  std::set<std::pair<std::uint32_t, bool>> groups;
-  for (const RankDump& d : a->dumps) {
-    world.insert(d.rank);
-    for (const Entry& e : d.entries) groups.insert({e.pg, e.is_p2p});
-  }
+  for (const RankDump& d : a->dumps) world.insert(d.rank);
   for (const auto& [name, pg] : a->pgs) world.insert(pg.members.begin(), pg.members.end());
   a->world_size = static_cast<int>(world.size());
   a->missing.clear();
@@ -252,7 +275,7 @@ void AnalyseDumps(FrAnalysis* a) {
     if (!a->DumpOf(r)) a->missing.push_back(r);
   }
   a->findings.clear();
-  for (const auto& [pg, p2p] : groups) a->findings.push_back(AnalysePg(*a, pg, p2p));
+  for (auto& [key, views] : Bucket(*a)) a->findings.push_back(AnalysePg(*a, key, std::move(views)));
   std::stable_sort(a->findings.begin(), a->findings.end(),
                    [](const PgFinding& x, const PgFinding& y) {
                      if (Priority(x.verdict) != Priority(y.verdict)) {

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace sl::diagnose::fr {
 
@@ -135,8 +137,11 @@ std::uint32_t PickleDoc::Find(std::uint32_t dict, std::string_view key) const {
   return found;
 }
 
-// The machine's registers for one Parse call; every opcode handler lives here.
+// The machine's registers for one Parse call. Handlers return false after storing the error:
+// the hot loop carries no Result per opcode (a 2000-entry dump is ~150k opcodes).
 struct Unpickler::State {
+  State(Unpickler& unpickler, PickleDoc& d, std::string_view input)
+      : u(unpickler), doc(d), in(input) {}
   Unpickler& u;
   PickleDoc& doc;
   std::string_view in;
@@ -144,18 +149,21 @@ struct Unpickler::State {
   std::size_t op_at = 0;
   std::uint8_t op = 0;
   std::uint32_t memo_count = 0;
+  std::optional<Error> error;
 
-  Error Fail(const std::string& what) const {
-    return MakeError(fmt::format("{} (opcode {} 0x{:02x})", what, OpcodeName(op), op),
-                     fmt::format("byte {}", op_at));
+  bool Fail(const std::string& what) {
+    error = MakeError(fmt::format("{} (opcode {} 0x{:02x})", what, OpcodeName(op), op),
+                      fmt::format("byte {}", op_at));
+    return false;
   }
-  Error Truncated(std::size_t need) const {
-    return MakeError(
-        fmt::format("truncated: opcode {} needs {} more bytes, the file ends at byte {}",
-                    OpcodeName(op), need - (in.size() - pos), in.size()),
-        fmt::format("byte {}", op_at));
+  bool Truncated(std::uint64_t need) {
+    error =
+        MakeError(fmt::format("truncated: opcode {} needs {} more bytes, the file ends at byte {}",
+                              OpcodeName(op), need - (in.size() - pos), in.size()),
+                  fmt::format("byte {}", op_at));
+    return false;
   }
-  bool Has(std::size_t n) const { return in.size() - pos >= n; }
+  bool Has(std::uint64_t n) const { return in.size() - pos >= n; }
   std::uint64_t Le(std::size_t n) {
     std::uint64_t v = 0;
     for (std::size_t k = 0; k < n; ++k) v |= std::uint64_t(std::uint8_t(in[pos + k])) << (8 * k);
@@ -163,47 +171,52 @@ struct Unpickler::State {
     return v;
   }
   std::uint32_t NewNode(Kind kind) {
-    doc.nodes_.emplace_back();
-    doc.nodes_.back().kind = kind;
-    doc.nodes_.back().c = {kNoChunk, kNoChunk};
+    Node& n = doc.nodes_.emplace_back();
+    n.kind = kind;
+    n.c = {kNoChunk, kNoChunk};
     return static_cast<std::uint32_t>(doc.nodes_.size() - 1);
   }
-  void PushInt(std::int64_t v, Kind kind = Kind::kInt) {
+  bool PushInt(std::int64_t v, Kind kind = Kind::kInt) {
     std::uint32_t id = NewNode(kind);
     doc.nodes_[id].i = v;
     u.stack_.push_back(id);
+    return true;
   }
-  Status PushText(Kind kind, std::size_t len_bytes) {
+  bool PushFixed(std::size_t n, bool is_signed) {
+    if (!Has(n)) return Truncated(n);
+    std::uint64_t v = Le(n);
+    return PushInt(is_signed ? std::int32_t(std::uint32_t(v)) : std::int64_t(v));
+  }
+  bool PushText(Kind kind, std::size_t len_bytes) {
     if (!Has(len_bytes)) return Truncated(len_bytes);
     std::uint64_t len = Le(len_bytes);
-    if (len_bytes == 4 && (op == 'T') && (len & 0x80000000u)) return Fail("negative length");
+    if (op == 'T' && (len & 0x80000000u)) return Fail("negative length");
     if (!Has(len)) return Truncated(len);
     std::uint32_t id = NewNode(kind);
     doc.nodes_[id].s = {static_cast<std::uint32_t>(pos), static_cast<std::uint32_t>(len)};
     pos += len;
     u.stack_.push_back(id);
-    return OkStatus();
+    return true;
   }
-  Result<std::string_view> Line() {
+  bool Top() {  // stack non-empty above the last mark
+    return !u.stack_.empty() && (u.marks_.empty() || u.marks_.back() < u.stack_.size());
+  }
+  bool Floor(std::size_t n) {  // at least n items above the last mark
+    std::size_t floor = u.marks_.empty() ? 0 : u.marks_.back();
+    return u.stack_.size() >= floor + n;
+  }
+  bool PopMark(std::size_t* m) {
+    if (u.marks_.empty()) return Fail("corrupted: no MARK before this opcode");
+    *m = u.marks_.back();
+    u.marks_.pop_back();
+    return true;
+  }
+  bool Line(std::string_view* line) {
     std::size_t nl = in.find('\n', pos);
     if (nl == std::string_view::npos) return Truncated(in.size() - pos + 1);
-    std::string_view line = in.substr(pos, nl - pos);
+    *line = in.substr(pos, nl - pos);
     pos = nl + 1;
-    return line;
-  }
-  Result<std::uint32_t> Pop() {
-    if (u.stack_.empty() || (!u.marks_.empty() && u.marks_.back() == u.stack_.size())) {
-      return Fail("corrupted: stack underflow");
-    }
-    std::uint32_t v = u.stack_.back();
-    u.stack_.pop_back();
-    return v;
-  }
-  Result<std::size_t> PopMark() {
-    if (u.marks_.empty()) return Fail("corrupted: no MARK before this opcode");
-    std::size_t m = u.marks_.back();
-    u.marks_.pop_back();
-    return m;
+    return true;
   }
   // Appends stack_[from, end) to container `id` as one chunk and drops them from the stack.
   void AddItems(std::uint32_t id, std::size_t from, std::uint32_t per_item) {
@@ -224,118 +237,73 @@ struct Unpickler::State {
     }
     st.resize(from);
   }
-  Status Step(bool* stop);
-  Result<bool> Scalar();
-  Result<bool> TextScalar();
-  Result<bool> Container();
-  Result<bool> Memo();
+  bool Put(std::uint64_t key) {
+    // A memo key never exceeds the number of opcodes before it, so the file size bounds it and
+    // a forged LONG_BINPUT cannot make us allocate gigabytes.
+    if (key > in.size()) return Fail(fmt::format("corrupted: memo key {} out of range", key));
+    if (!Top()) return Fail("corrupted: nothing to memoize");
+    auto& memo = u.memo_;
+    if (memo.size() <= key) memo.resize(key + 1, kNoChunk);
+    if (memo[key] == kNoChunk) ++memo_count;
+    memo[key] = u.stack_.back();
+    return true;
+  }
+  bool Get(std::uint64_t key) {
+    if (key >= u.memo_.size() || u.memo_[key] == kNoChunk) {
+      return Fail(fmt::format("corrupted: memo key {} was never stored", key));
+    }
+    u.stack_.push_back(u.memo_[key]);
+    return true;
+  }
+  bool MemoArg(std::size_t n, bool put) {
+    if (!Has(n)) return Truncated(n);
+    std::uint64_t key = Le(n);
+    return put ? Put(key) : Get(key);
+  }
+  bool Float();
+  bool Long();
+  bool TextOp();
+  bool Build();
+  bool Tuple(std::size_t n);
+  bool AddTo();
+  bool Misc(bool* stop);
+  bool Step(bool* stop);
 };
 
-Result<bool> Unpickler::State::Scalar() {
-  switch (op) {
-    case 'N':
-      PushInt(0, Kind::kNone);
-      return true;
-    case 0x88:
-      PushInt(1, Kind::kBool);
-      return true;
-    case 0x89:
-      PushInt(0, Kind::kBool);
-      return true;
-    case 'K':
-      if (!Has(1)) return Truncated(1);
-      PushInt(std::int64_t(Le(1)));
-      return true;
-    case 'M':
-      if (!Has(2)) return Truncated(2);
-      PushInt(std::int64_t(Le(2)));
-      return true;
-    case 'J':
-      if (!Has(4)) return Truncated(4);
-      PushInt(std::int32_t(std::uint32_t(Le(4))));
-      return true;
-    case 'G': {
-      if (!Has(8)) return Truncated(8);
-      std::uint64_t be = 0;
-      for (int k = 0; k < 8; ++k) be = (be << 8) | std::uint8_t(in[pos + k]);
-      pos += 8;
-      double d;
-      std::memcpy(&d, &be, 8);
-      std::uint32_t id = NewNode(Kind::kFloat);
-      doc.nodes_[id].f = d;
-      u.stack_.push_back(id);
-      return true;
-    }
-    case 0x8a:
-    case 0x8b: {
-      std::size_t w = op == 0x8a ? 1 : 4;
-      if (!Has(w)) return Truncated(w);
-      std::uint64_t n = Le(w);
-      if (w == 4 && (n & 0x80000000u)) return Fail("negative length");
-      if (!Has(n)) return Truncated(n);
-      if (n > 8) {
-        pos += n;
-        PushInt(0, Kind::kBigInt);
-        return true;
-      }
-      std::uint64_t v = n ? Le(n) : 0;
-      if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t(0) << (8 * n);  // sign
-      PushInt(static_cast<std::int64_t>(v));
-      return true;
-    }
-    case 'X': {
-      auto s = PushText(Kind::kStr, 4);
-      if (!s) return s.error();
-      return true;
-    }
-    case 0x8c: {
-      auto s = PushText(Kind::kStr, 1);
-      if (!s) return s.error();
-      return true;
-    }
-    case 0x8d: {
-      auto s = PushText(Kind::kStr, 8);
-      if (!s) return s.error();
-      return true;
-    }
-    case 'T': {
-      auto s = PushText(Kind::kStr, 4);
-      if (!s) return s.error();
-      return true;
-    }
-    case 'U': {
-      auto s = PushText(Kind::kStr, 1);
-      if (!s) return s.error();
-      return true;
-    }
-    case 'B': {
-      auto s = PushText(Kind::kBytes, 4);
-      if (!s) return s.error();
-      return true;
-    }
-    case 'C': {
-      auto s = PushText(Kind::kBytes, 1);
-      if (!s) return s.error();
-      return true;
-    }
-    case 0x8e:
-    case 0x96: {
-      auto s = PushText(Kind::kBytes, 8);
-      if (!s) return s.error();
-      return true;
-    }
-    default:
-      return false;
-  }
+bool Unpickler::State::Float() {
+  if (!Has(8)) return Truncated(8);
+  std::uint64_t be = 0;
+  for (int k = 0; k < 8; ++k) be = (be << 8) | std::uint8_t(in[pos + k]);
+  pos += 8;
+  double d;
+  std::memcpy(&d, &be, 8);
+  std::uint32_t id = NewNode(Kind::kFloat);
+  doc.nodes_[id].f = d;
+  u.stack_.push_back(id);
+  return true;
 }
 
-// Protocol 0's text forms (INT, LONG, FLOAT, STRING, UNICODE): plain values only; escapes,
-// which would need Python's codecs, are refused as unsupported rather than guessed.
-Result<bool> Unpickler::State::TextScalar() {
-  if (op != 'I' && op != 'L' && op != 'F' && op != 'S' && op != 'V') return false;
-  auto line = Line();
-  if (!line) return line.error();
-  std::string_view t = *line;
+// LONG1/LONG4: little-endian two's complement of n bytes; wider than 64 bits is kBigInt.
+bool Unpickler::State::Long() {
+  std::size_t w = op == 0x8a ? 1 : 4;
+  if (!Has(w)) return Truncated(w);
+  std::uint64_t n = Le(w);
+  if (w == 4 && (n & 0x80000000u)) return Fail("negative length");
+  if (!Has(n)) return Truncated(n);
+  if (n > 8) {
+    pos += n;
+    return PushInt(0, Kind::kBigInt);
+  }
+  std::uint64_t v = n ? Le(n) : 0;
+  if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t(0) << (8 * n);  // sign
+  return PushInt(static_cast<std::int64_t>(v));
+}
+
+// Protocol 0's text forms (INT, LONG, FLOAT, STRING, UNICODE, PUT, GET): plain values only;
+// escapes, which would need Python's codecs, are refused as unsupported rather than guessed.
+bool Unpickler::State::TextOp() {
+  std::string_view t;
+  if (!Line(&t)) return false;
   if (op == 'S' || op == 'V') {
     if (t.find('\\') != std::string_view::npos) return Fail("escaped text is not supported");
     if (op == 'S') {
@@ -350,10 +318,7 @@ Result<bool> Unpickler::State::TextScalar() {
     u.stack_.push_back(id);
     return true;
   }
-  if (op == 'I' && (t == "00" || t == "01")) {
-    PushInt(t == "01", Kind::kBool);
-    return true;
-  }
+  if (op == 'I' && (t == "00" || t == "01")) return PushInt(t == "01", Kind::kBool);
   if (op == 'L' && !t.empty() && t.back() == 'L') t.remove_suffix(1);
   std::string z(t);
   char* end = nullptr;
@@ -367,198 +332,202 @@ Result<bool> Unpickler::State::TextScalar() {
     return true;
   }
   long long v = std::strtoll(z.c_str(), &end, 10);
-  if (z.empty() || *end) return Fail("corrupted: integer argument is not a number");
-  PushInt(v, errno == ERANGE ? Kind::kBigInt : Kind::kInt);
+  if (z.empty() || *end || (v < 0 && (op == 'p' || op == 'g'))) {
+    return Fail("corrupted: the argument is not a number");
+  }
+  if (op == 'p') return Put(static_cast<std::uint64_t>(v));
+  if (op == 'g') return Get(static_cast<std::uint64_t>(v));
+  return PushInt(v, errno == ERANGE ? Kind::kBigInt : Kind::kInt);
+}
+
+// LIST, TUPLE, DICT, FROZENSET: a container of the items above the last mark.
+bool Unpickler::State::Build() {
+  std::size_t m = 0;
+  if (!PopMark(&m)) return false;
+  Kind k = op == 'l'   ? Kind::kList
+           : op == 't' ? Kind::kTuple
+           : op == 'd' ? Kind::kDict
+                       : Kind::kSet;
+  if (k == Kind::kDict && (u.stack_.size() - m) % 2)
+    return Fail("corrupted: odd number of dict items");
+  std::uint32_t id = NewNode(k);
+  AddItems(id, m, k == Kind::kDict ? 2 : 1);
+  u.stack_.push_back(id);
   return true;
 }
 
-Result<bool> Unpickler::State::Container() {
-  auto& st = u.stack_;
-  switch (op) {
-    case ']':
-      st.push_back(NewNode(Kind::kList));
-      return true;
-    case '}':
-      st.push_back(NewNode(Kind::kDict));
-      return true;
-    case ')':
-      st.push_back(NewNode(Kind::kTuple));
-      return true;
-    case 0x8f:
-      st.push_back(NewNode(Kind::kSet));
-      return true;
-    case 'l':
-    case 't':
-    case 'd':
-    case 0x91: {
-      auto m = PopMark();
-      if (!m) return m.error();
-      Kind k = op == 'l'   ? Kind::kList
-               : op == 't' ? Kind::kTuple
-               : op == 'd' ? Kind::kDict
-                           : Kind::kSet;
-      if (k == Kind::kDict && (st.size() - *m) % 2)
-        return Fail("corrupted: odd number of dict items");
-      std::uint32_t id = NewNode(k);
-      AddItems(id, *m, k == Kind::kDict ? 2 : 1);
-      st.push_back(id);
-      return true;
-    }
-    case 0x85:
-    case 0x86:
-    case 0x87: {
-      std::size_t n = op - 0x84;
-      if (st.size() < n + (u.marks_.empty() ? 0 : u.marks_.back()))
-        return Fail("corrupted: stack underflow");
-      std::uint32_t id = NewNode(Kind::kTuple);
-      AddItems(id, st.size() - n, 1);
-      st.push_back(id);
-      return true;
-    }
-    case 'a':
-    case 's':
-    case 'e':
-    case 'u':
-    case 0x90: {
-      bool batch = op == 'e' || op == 'u' || op == 0x90;
-      std::size_t from;
-      if (batch) {
-        auto m = PopMark();
-        if (!m) return m.error();
-        from = *m;
-      } else {
-        std::size_t n = op == 's' ? 2 : 1;
-        std::size_t floor = u.marks_.empty() ? 0 : u.marks_.back();
-        if (st.size() < floor + n + 1) return Fail("corrupted: stack underflow");
-        from = st.size() - n;
-      }
-      if (from == 0 || (!u.marks_.empty() && u.marks_.back() >= from)) {
-        return Fail("corrupted: no container below the items");
-      }
-      Kind want = (op == 's' || op == 'u') ? Kind::kDict : op == 0x90 ? Kind::kSet : Kind::kList;
-      std::uint32_t target = st[from - 1];
-      if (doc.nodes_[target].kind != want)
-        return Fail("corrupted: items added to a value of the wrong type");
-      if (want == Kind::kDict && (st.size() - from) % 2)
-        return Fail("corrupted: odd number of dict items");
-      AddItems(target, from, want == Kind::kDict ? 2 : 1);
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
-Result<bool> Unpickler::State::Memo() {
-  auto& st = u.stack_;
-  auto& memo = u.memo_;
-  std::uint64_t key = 0;
-  switch (op) {
-    case 'q':
-    case 'h':
-      if (!Has(1)) return Truncated(1);
-      key = Le(1);
-      break;
-    case 'r':
-    case 'j':
-      if (!Has(4)) return Truncated(4);
-      key = Le(4);
-      break;
-    case 'p':
-    case 'g': {
-      auto line = Line();
-      if (!line) return line.error();
-      std::string z(*line);
-      char* end = nullptr;
-      key = std::strtoull(z.c_str(), &end, 10);
-      if (z.empty() || *end) return Fail("corrupted: memo key is not a number");
-      break;
-    }
-    case 0x94:
-      key = memo_count;
-      break;
-    default:
-      return false;
-  }
-  // A memo key never exceeds the number of opcodes before it, so the file size bounds it and a
-  // forged LONG_BINPUT cannot make us allocate gigabytes.
-  if (key > in.size()) return Fail(fmt::format("corrupted: memo key {} out of range", key));
-  if (op == 'q' || op == 'r' || op == 'p' || op == 0x94) {
-    if (st.empty() || (!u.marks_.empty() && u.marks_.back() == st.size())) {
-      return Fail("corrupted: nothing to memoize");
-    }
-    if (memo.size() <= key) memo.resize(key + 1, kNoChunk);
-    if (memo[key] == kNoChunk) ++memo_count;
-    memo[key] = st.back();
-    return true;
-  }
-  if (key >= memo.size() || memo[key] == kNoChunk) {
-    return Fail(fmt::format("corrupted: memo key {} was never stored", key));
-  }
-  st.push_back(memo[key]);
+bool Unpickler::State::Tuple(std::size_t n) {
+  if (!Floor(n)) return Fail("corrupted: stack underflow");
+  std::uint32_t id = NewNode(Kind::kTuple);
+  AddItems(id, u.stack_.size() - n, 1);
+  u.stack_.push_back(id);
   return true;
 }
 
-Status Unpickler::State::Step(bool* stop) {
-  op_at = pos;
-  op = static_cast<std::uint8_t>(in[pos++]);
-  if (IsRefused(op)) {
-    return Fail(
-        "refused: this opcode imports or calls Python code, which a Flight Recorder dump "
-        "never needs; the file is not a plain-data dump");
+// APPEND(S), SETITEM(S), ADDITEMS: items into the list/dict/set below them. Only real
+// containers: Python would call an object's append/extend/__setitem__, which is code.
+bool Unpickler::State::AddTo() {
+  auto& st = u.stack_;
+  bool batch = op == 'e' || op == 'u' || op == 0x90;
+  std::size_t from = 0;
+  if (batch) {
+    if (!PopMark(&from)) return false;
+  } else {
+    std::size_t n = op == 's' ? 2 : 1;
+    if (!Floor(n + 1)) return Fail("corrupted: stack underflow");
+    from = st.size() - n;
   }
+  if (from == 0 || (!u.marks_.empty() && u.marks_.back() >= from)) {
+    return Fail("corrupted: no container below the items");
+  }
+  Kind want = (op == 's' || op == 'u') ? Kind::kDict : op == 0x90 ? Kind::kSet : Kind::kList;
+  std::uint32_t target = st[from - 1];
+  if (doc.nodes_[target].kind != want)
+    return Fail("corrupted: items added to a value of the wrong type");
+  if (want == Kind::kDict && (st.size() - from) % 2)
+    return Fail("corrupted: odd number of dict items");
+  AddItems(target, from, want == Kind::kDict ? 2 : 1);
+  return true;
+}
+
+// PROTO, FRAME, MARK, POP, POP_MARK, DUP, STOP.
+bool Unpickler::State::Misc(bool* stop) {
+  auto& st = u.stack_;
   switch (op) {
     case 0x80: {
       if (!Has(1)) return Truncated(1);
       std::uint64_t v = Le(1);
       if (v > 5) return Fail(fmt::format("pickle protocol {} is newer than this reader (0-5)", v));
-      return OkStatus();
+      return true;
     }
     case 0x95: {
       if (!Has(8)) return Truncated(8);
       std::uint64_t len = Le(8);
-      if (!Has(len)) return Truncated(len);
-      return OkStatus();
+      return Has(len) ? true : Truncated(len);
     }
     case '(':
-      u.marks_.push_back(static_cast<std::uint32_t>(u.stack_.size()));
-      return OkStatus();
-    case '0': {
-      if (!u.marks_.empty() && u.marks_.back() == u.stack_.size()) {
+      u.marks_.push_back(static_cast<std::uint32_t>(st.size()));
+      return true;
+    case '0':
+      if (!u.marks_.empty() && u.marks_.back() == st.size()) {
         u.marks_.pop_back();
-        return OkStatus();
+        return true;
       }
-      auto v = Pop();
-      if (!v) return v.error();
-      return OkStatus();
-    }
+      if (!Top()) return Fail("corrupted: stack underflow");
+      st.pop_back();
+      return true;
     case '1': {
-      auto m = PopMark();
-      if (!m) return m.error();
-      u.stack_.resize(*m);
-      return OkStatus();
+      std::size_t m;
+      if (!PopMark(&m)) return false;
+      st.resize(m);
+      return true;
     }
-    case '2': {
-      if (u.stack_.empty()) return Fail("corrupted: stack underflow");
-      u.stack_.push_back(u.stack_.back());
-      return OkStatus();
-    }
-    case '.': {
-      auto v = Pop();
-      if (!v) return v.error();
-      doc.root_ = *v;
+    case '2':
+      if (st.empty()) return Fail("corrupted: stack underflow");
+      st.push_back(st.back());
+      return true;
+    case '.':
+      if (!Top()) return Fail("corrupted: stack underflow");
+      doc.root_ = st.back();
       *stop = true;
-      return OkStatus();
-    }
+      return true;
+    default:
+      return Fail("unknown opcode: the file is corrupted or not a pickle");
+  }
+}
+
+bool Unpickler::State::Step(bool* stop) {
+  op_at = pos;
+  op = static_cast<std::uint8_t>(in[pos++]);
+  switch (op) {
+    case 'X':
+      return PushText(Kind::kStr, 4);
+    case 0x8c:
+      return PushText(Kind::kStr, 1);
+    case 0x8d:
+      return PushText(Kind::kStr, 8);
+    case 'T':
+      return PushText(Kind::kStr, 4);
+    case 'U':
+      return PushText(Kind::kStr, 1);
+    case 'B':
+      return PushText(Kind::kBytes, 4);
+    case 'C':
+      return PushText(Kind::kBytes, 1);
+    case 0x8e:
+    case 0x96:
+      return PushText(Kind::kBytes, 8);
+    case 'q':
+      return MemoArg(1, true);
+    case 'r':
+      return MemoArg(4, true);
+    case 'h':
+      return MemoArg(1, false);
+    case 'j':
+      return MemoArg(4, false);
+    case 0x94:
+      return Put(memo_count);
+    case 'K':
+      return PushFixed(1, false);
+    case 'M':
+      return PushFixed(2, false);
+    case 'J':
+      return PushFixed(4, true);
+    case 'N':
+      return PushInt(0, Kind::kNone);
+    case 0x88:
+      return PushInt(1, Kind::kBool);
+    case 0x89:
+      return PushInt(0, Kind::kBool);
+    case 'G':
+      return Float();
+    case 0x8a:
+    case 0x8b:
+      return Long();
+    case 'I':
+    case 'L':
+    case 'F':
+    case 'S':
+    case 'V':
+    case 'p':
+    case 'g':
+      return TextOp();
+    case ']':
+      u.stack_.push_back(NewNode(Kind::kList));
+      return true;
+    case '}':
+      u.stack_.push_back(NewNode(Kind::kDict));
+      return true;
+    case ')':
+      u.stack_.push_back(NewNode(Kind::kTuple));
+      return true;
+    case 0x8f:
+      u.stack_.push_back(NewNode(Kind::kSet));
+      return true;
+    case 'l':
+    case 't':
+    case 'd':
+    case 0x91:
+      return Build();
+    case 0x85:
+    case 0x86:
+    case 0x87:
+      return Tuple(op - 0x84);
+    case 'a':
+    case 's':
+    case 'e':
+    case 'u':
+    case 0x90:
+      return AddTo();
     default:
       break;
   }
-  for (auto group : {&State::Scalar, &State::TextScalar, &State::Container, &State::Memo}) {
-    auto handled = (this->*group)();
-    if (!handled) return handled.error();
-    if (*handled) return OkStatus();
+  if (IsRefused(op)) {
+    return Fail(
+        "refused: this opcode imports or calls Python code, which a Flight Recorder dump "
+        "never needs; the file is not a plain-data dump");
   }
-  return Fail("unknown opcode: the file is corrupted or not a pickle");
+  return Misc(stop);
 }
 
 Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
@@ -573,7 +542,8 @@ Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
   if (data.size() >= std::numeric_limits<std::uint32_t>::max()) {
     return MakeError("file too large for a Flight Recorder dump (4 GiB or more)", "byte 0");
   }
-  State s{*this, *doc, data};
+  doc->nodes_.reserve(data.size() / 3);
+  State s(*this, *doc, data);
   bool stop = false;
   while (!stop) {
     if (s.pos >= data.size()) {
@@ -581,8 +551,7 @@ Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
           fmt::format("truncated: the file ends at byte {} before the pickle's STOP", data.size()),
           fmt::format("byte {}", data.size()));
     }
-    auto st = s.Step(&stop);
-    if (!st) return st.error();
+    if (!s.Step(&stop)) return *s.error;
   }
   return OkStatus();
 }
