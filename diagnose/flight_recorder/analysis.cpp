@@ -33,34 +33,59 @@ bool LooksLikeDumpName(std::string_view name) {
   return RankFromFileName(name) >= 0;
 }
 
-// The host of a bundle: its manifest.json ("host"), in the dump's directory or the one above
-// (a bundle keeps dumps in fr/).
-std::string BundleHost(const FileReader& reader, const std::string& dir,
-                       std::map<std::string, std::string>* cache) {
-  auto it = cache->find(dir);
-  if (it != cache->end()) return it->second;
+// A hang bundle's manifest.json: its host, and the ranks its Flight Recorder collector looked
+// for (collectors[id=flight_recorder].details.dumps[].rank), collected or missing, so that a rank
+// whose dump never appeared is still placed on its node.
+struct Bundle {
   std::string host;
-  for (const std::string& d : {dir, std::filesystem::path(dir).parent_path().string()}) {
-    auto text = reader.ReadFile(d + "/manifest.json", 1 << 20);
-    if (!text) continue;
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_object() && j.contains("host") && j["host"].is_string()) {
-      host = j["host"].get<std::string>();
-      break;
+  std::vector<int> ranks;
+};
+
+Bundle ReadManifest(const FileReader& reader, const std::string& dir) {
+  Bundle b;
+  auto text = reader.ReadFile(dir + "/manifest.json", 4 << 20);
+  if (!text) return b;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("host") || !j["host"].is_string()) return b;
+  b.host = j["host"].get<std::string>();
+  if (!j.contains("collectors") || !j["collectors"].is_array()) return b;
+  for (const auto& c : j["collectors"]) {
+    if (!c.is_object() || c.value("id", "") != "flight_recorder") continue;
+    if (!c.contains("details") || !c["details"].is_object()) continue;
+    const auto& dumps = c["details"].value("dumps", nlohmann::json::array());
+    for (const auto& d : dumps) {
+      if (d.is_object() && d.contains("rank") && d["rank"].is_number_integer()) {
+        b.ranks.push_back(d["rank"].get<int>());
+      }
     }
   }
-  (*cache)[dir] = host;
-  return host;
+  return b;
 }
 
-void Walk(const FileReader& reader, const std::string& dir, int depth,
-          std::vector<Candidate>* out) {
+// The host of a dump: the manifest in its directory or the one above (a bundle keeps dumps in fr/).
+std::string BundleHost(const FileReader& reader, const std::string& dir,
+                       std::map<std::string, Bundle>* cache, std::map<int, std::string>* hosts) {
+  for (const std::string& d : {dir, std::filesystem::path(dir).parent_path().string()}) {
+    auto it = cache->find(d);
+    if (it == cache->end()) {
+      it = cache->emplace(d, ReadManifest(reader, d)).first;
+      for (int r : it->second.ranks) hosts->emplace(r, it->second.host);
+    }
+    if (!it->second.host.empty()) return it->second.host;
+  }
+  return "";
+}
+
+void Walk(const FileReader& reader, const std::string& dir, int depth, std::vector<Candidate>* out,
+          std::vector<std::string>* manifests) {
   auto names = reader.ListDir(dir);
   if (!names) return;
   for (const std::string& n : *names) {
     std::string p = dir + "/" + n;
     if (reader.IsDir(p)) {
-      if (depth < 4) Walk(reader, p, depth + 1, out);
+      if (depth < 4) Walk(reader, p, depth + 1, out, manifests);
+    } else if (n == "manifest.json") {
+      manifests->push_back(dir);
     } else if (LooksLikeDumpName(n)) {
       out->push_back({p, false, ""});
     }
@@ -178,9 +203,12 @@ std::string FrAnalysis::DescribeRanks(const std::vector<int>& ranks) const {
     return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", RankRanges(ranks));
   }
   // How many ranks each host has in all, to say "node X" when all of them are in the set.
+  std::set<int> known;
+  for (const RankDump& d : dumps) known.insert(d.rank);
+  for (const auto& [rank, host] : extra_hosts) known.insert(rank);
   std::map<std::string, int> host_size;
-  for (const RankDump& d : dumps) {
-    if (!HostOf(d.rank).empty()) ++host_size[HostOf(d.rank)];
+  for (int r : known) {
+    if (!HostOf(r).empty()) ++host_size[HostOf(r)];
   }
   std::vector<std::string> parts;
   for (const auto& [host, rs] : by_host) {
@@ -209,10 +237,11 @@ Result<FrAnalysis> AnalyzeFlightRecorder(const std::vector<std::string>& paths,
   const FileReader& reader = options.reader ? *options.reader : live;
   auto t0 = Clock::now();
   std::vector<Candidate> cands;
+  std::vector<std::string> manifest_dirs;  // bundles, also those whose ranks wrote no dump
   for (const std::string& p : paths) {
     std::string abs = options.reader ? p : std::filesystem::absolute(p).lexically_normal().string();
     if (reader.IsDir(abs)) {
-      Walk(reader, abs, 0, &cands);
+      Walk(reader, abs, 0, &cands, &manifest_dirs);
     } else {
       cands.push_back({abs, true, ""});
     }
@@ -222,12 +251,20 @@ Result<FrAnalysis> AnalyzeFlightRecorder(const std::vector<std::string>& paths,
                      "name the dump files or their directory (torch writes "
                      "$TORCH_FR_DUMP_TEMP_FILE<rank>; a hang bundle keeps them in fr/)");
   }
-  std::map<std::string, std::string> host_cache;
-  for (Candidate& c : cands) {
-    c.host = BundleHost(reader, std::filesystem::path(c.path).parent_path().string(), &host_cache);
-  }
   FrAnalysis a;
   a.extra_hosts = options.hosts;
+  std::map<std::string, Bundle> bundles;
+  std::map<int, std::string> bundle_hosts;
+  for (Candidate& c : cands) {
+    c.host = BundleHost(reader, std::filesystem::path(c.path).parent_path().string(), &bundles,
+                        &bundle_hosts);
+  }
+  for (const std::string& d : manifest_dirs) {
+    if (bundles.count(d)) continue;
+    Bundle b = ReadManifest(reader, d);
+    for (int r : b.ranks) bundle_hosts.emplace(r, b.host);
+  }
+  a.extra_hosts.insert(bundle_hosts.begin(), bundle_hosts.end());  // --host wins
   PgRegistry pgs;
   std::vector<ReadOutcome> outcomes = ReadAll(reader, cands, &a, &pgs, options.threads);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""safe-launch diagnose --flight-recorder driven as a user would.
+
+usage: diagnose_fr_test.py SAFE_LAUNCH SHARED_DIR CASE
+Exit 0 when the case passes, 1 with a message when not, 77 when it cannot run here (no chromium).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SL, SHARED, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+GEN = os.path.join(SHARED, "tools", "gen_fr_dumps.py")
+TMP = tempfile.mkdtemp(prefix="sl-diag-fr-")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def gen(name, *args):
+    out = os.path.join(TMP, name)
+    p = subprocess.run([sys.executable, GEN, out, "--ranks", "16", "--entries", "200", "--seed", "11",
+                        *args], capture_output=True, text=True, check=True)
+    return out, json.loads(p.stdout)
+
+
+def diagnose(*args):
+    p = subprocess.run([SL, "diagnose", *args], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def diagnose_json(*paths):
+    rc, out, err = diagnose("--json", "--flight-recorder", *paths)
+    try:
+        return rc, json.loads(out)
+    except ValueError:
+        fail(f"not JSON (rc {rc}): {out[:500]} {err[:500]}")
+
+
+def case_scenarios():
+    expect = {
+        "healthy": (0, "healthy"),
+        "missing-rank": (1, "straggler_or_slow_rank"),
+        "op-mismatch": (1, "desync_collective_mismatch"),
+        "size-mismatch": (1, "desync_collective_mismatch"),
+        "stuck-network": (1, "retry_exceeded_network"),
+    }
+    for scenario, (want_rc, want_cat) in expect.items():
+        d, summary = gen(scenario, "--scenario", scenario, "--fault-rank", "13")
+        rc, j = diagnose_json(d)
+        if rc != want_rc:
+            fail(f"{scenario}: exit {rc}, want {want_rc}")
+        if j["schema"] != "safe-launch.diagnosis/1" or j["verdict"] != want_cat:
+            fail(f"{scenario}: verdict {j['verdict']}, want {want_cat}")
+        if scenario in ("missing-rank", "op-mismatch", "size-mismatch"):
+            top = j["causes"][0]
+            if top["entity"] != "rank 13":
+                fail(f"{scenario}: entity {top['entity']!r}, want 'rank 13'")
+            if f"#{summary['fault_seq']}" not in top["message"]:
+                fail(f"{scenario}: seq {summary['fault_seq']} not in {top['message']!r}")
+            if not any("fr_rank_13" in e["file"] for e in top["evidence"]):
+                fail(f"{scenario}: no evidence from rank 13's dump: {top['evidence']}")
+        # The text form says the same first.
+        rc, out, _ = diagnose("--flight-recorder", d)
+        first = out.splitlines()[1]
+        if (want_cat == "healthy") != ("no stuck collective" in first) or (
+                want_cat != "healthy" and want_cat not in first):
+            fail(f"{scenario}: text verdict line {first!r}")
+
+
+def bundle(root, host, ranks, src, collected):
+    b = os.path.join(root, host, f"hang-{host}-20261201T103000Z")
+    os.makedirs(os.path.join(b, "fr"))
+    dumps = []
+    for r in ranks:
+        if collected:
+            shutil.copy(os.path.join(src, f"fr_rank_{r}"), os.path.join(b, "fr", f"fr_rank_{r}.pkl"))
+        dumps.append({"rank": r, "path": f"/tmp/fr_rank_{r}",
+                      "status": "collected" if collected else "missing"})
+    manifest = {"schema": "safe-launch.bundle-manifest/1", "host": host,
+                "collectors": [{"id": "flight_recorder", "status": "ok" if collected else "error",
+                                "details": {"dumps": dumps}}]}
+    with open(os.path.join(b, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    with open(os.path.join(b, "summary.md"), "w") as f:
+        f.write("# hang\n")
+
+
+def case_bundles():
+    src, _ = gen("stuck", "--scenario", "stuck-network")
+    root = os.path.join(TMP, "safe-launch-runs", "4242")
+    bundle(root, "gpu06", range(0, 8), src, True)
+    bundle(root, "gpu07", range(8, 16), src, False)  # the node died: no dump, only its manifest
+    rc, j = diagnose_json(root)
+    if rc != 1:
+        fail(f"exit {rc}")
+    top = j["causes"][0]
+    if top["category"] != "oom_or_crash_other_rank" or top["entity"] != "node gpu07 (ranks 8-15)":
+        fail(f"top cause {top['category']} / {top['entity']!r}")
+    hosts = {r["rank"]: r["host"] for r in j["flight_recorder"]["ranks"]}
+    if hosts.get(3) != "gpu06":
+        fail(f"rank 3's host {hosts.get(3)!r}")
+
+
+def case_unreadable():
+    d, _ = gen("lag", "--scenario", "missing-rank", "--fault-rank", "4")
+    with open(os.path.join(d, "fr_rank_2"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(d, "fr_rank_2"), "wb") as f:
+        f.write(data[: len(data) // 3])
+    # A pickle that would run os.system on load: refused, never executed.
+    marker = os.path.join(TMP, "pwned")
+    evil = b"\x80\x02cos\nsystem\nq\x00X" + len(f"touch {marker}").to_bytes(4, "little") + \
+        f"touch {marker}".encode() + b"\x85R."
+    with open(os.path.join(d, "fr_rank_7"), "wb") as f:
+        f.write(evil)
+    rc, j = diagnose_json(d)
+    if os.path.exists(marker):
+        fail("the GLOBAL/REDUCE pickle ran code")
+    if rc != 1 or j["causes"][0]["entity"] != "rank 4":
+        fail(f"exit {rc}, top {j['causes'][0] if j['causes'] else None}")
+    errs = {os.path.basename(e["file"]): e for e in j["flight_recorder"]["errors"]}
+    if set(errs) != {"fr_rank_2", "fr_rank_7"}:
+        fail(f"errors {errs}")
+    if errs["fr_rank_7"]["offset"] != 2 or "GLOBAL" not in errs["fr_rank_7"]["message"]:
+        fail(f"GLOBAL error {errs['fr_rank_7']}")
+    if errs["fr_rank_2"]["offset"] <= 0 or "truncated" not in errs["fr_rank_2"]["message"]:
+        fail(f"truncation error {errs['fr_rank_2']}")
+    if j["flight_recorder"]["missing_ranks"] != [2, 7]:
+        fail(f"missing {j['flight_recorder']['missing_ranks']}")
+    rc, out, _ = diagnose("--flight-recorder", d)
+    if f"{os.path.join(d, 'fr_rank_7')} at byte 2" not in out:
+        fail(f"text does not name file and byte: {out}")
+
+
+def case_usage():
+    empty = os.path.join(TMP, "empty")
+    os.makedirs(empty)
+    rc, out, err = diagnose("--flight-recorder", empty)
+    if rc != 2 or "no Flight Recorder dump" not in err:
+        fail(f"empty dir: exit {rc}, {err!r}")
+    rc, out, err = diagnose()
+    if rc != 2:
+        fail(f"no arguments: exit {rc}")
+
+
+def case_html_in_chromium():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("SKIP: no chromium (bash scripts/install-deps.sh installs it)")
+        sys.exit(77)
+    d, _ = gen("lag", "--scenario", "missing-rank", "--fault-rank", "9")
+    html = os.path.join(TMP, "diagnosis.html")
+    rc, out, err = diagnose("--flight-recorder", d, "--html", html)
+    if rc != 1 or not os.path.exists(html):
+        fail(f"exit {rc}, {err}")
+    p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        f"--user-data-dir={os.path.join(TMP, 'chromium')}",
+                        "--dump-dom", "file://" + html],
+                       capture_output=True, text=True, timeout=120)
+    dom = p.stdout
+    if "<table" not in dom:
+        fail(f"chromium rendered nothing (rc {p.returncode}): {p.stderr[-2000:]}")
+    for want in ("Verdict: straggler_or_slow_rank", "rank 9 never entered ALLREDUCE #",
+                 'class="c absent"', 'class="c wait"', 'class="c done"', 'class="nodes"'):
+        if want not in dom:
+            fail(f"{want!r} not in the rendered DOM")
+    # The laggard's own row: rank 9 alone, never entered the stuck column.
+    if "<td>9</td>" not in dom:
+        fail("no grid row of its own for rank 9")
+
+
+try:
+    globals()["case_" + CASE]()
+    print("ok")
+finally:
+    shutil.rmtree(TMP, ignore_errors=True)
