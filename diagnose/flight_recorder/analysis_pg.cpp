@@ -84,12 +84,16 @@ std::int64_t FirstMismatch(const std::vector<View>& views, std::int64_t lo, std:
   }
   std::int64_t first = kNone;
   for (const View& v : views) {
-    for (std::size_t k = v.Lower(lo); k < v.idx.size() && v.at(k).seq <= up_to;) {
+    // One linear walk per rank, folding each seq's entries as SigAt does.
+    std::size_t k = v.Lower(lo);
+    while (k < v.idx.size() && v.at(k).seq <= up_to && v.at(k).seq < first) {
       std::int64_t s = v.at(k).seq;
-      if (s >= first) break;
-      auto sig = SigAt(v, s, p2p, 0);
-      if (has[s - lo] && sig->value != ref_sig[s - lo]) first = s;
-      while (k < v.idx.size() && v.at(k).seq == s) ++k;
+      std::uint64_t value = 0;
+      for (; k < v.idx.size() && v.at(k).seq == s; ++k) {
+        const Entry& e = v.at(k);
+        value = value * 1000003u + ((std::uint64_t(p2p ? 0 : e.op) << 32) ^ e.shape) + 1;
+      }
+      if (has[s - lo] && value != ref_sig[s - lo]) first = s;
     }
   }
   return first;

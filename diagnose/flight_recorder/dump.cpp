@@ -187,6 +187,61 @@ Result<RankDump> DumpReader::Read(std::string_view bytes) {
 
 // JSON dumps (_dump_fr_trace_json, or a pickle someone re-saved as JSON) become the same doc the
 // unpickler builds, so one extractor serves both; strings are copied into json_text_.
+std::uint32_t DumpReader::JsonNode(Kind kind) {
+  Node& n = doc_.nodes_.emplace_back();
+  n.kind = kind;
+  n.c = {kNoChunk, kNoChunk};
+  return static_cast<std::uint32_t>(doc_.nodes_.size() - 1);
+}
+
+std::uint32_t DumpReader::JsonText(const std::string& s) {
+  std::uint32_t id = JsonNode(Kind::kStr);
+  doc_.nodes_[id].s = {static_cast<std::uint32_t>(json_text_.size()),
+                       static_cast<std::uint32_t>(s.size())};
+  json_text_ += s;
+  return id;
+}
+
+// Recursion is bounded: JSON dumps nest 4 deep and more than 64 is refused.
+Result<std::uint32_t> DumpReader::BuildJson(const nlohmann::json& v, int depth) {
+  if (depth > 64) return MakeError("JSON nested deeper than 64 levels");
+  std::uint32_t id = 0;
+  if (v.is_null()) return JsonNode(Kind::kNone);
+  if (v.is_string()) return JsonText(v.get<std::string>());
+  if (v.is_boolean() || v.is_number_integer() || v.is_number_unsigned()) {
+    id = JsonNode(v.is_boolean() ? Kind::kBool : Kind::kInt);
+    doc_.nodes_[id].i = v.is_boolean()           ? v.get<bool>()
+                        : v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
+                                                 : v.get<std::int64_t>();
+    return id;
+  }
+  if (v.is_number_float()) {
+    id = JsonNode(Kind::kFloat);
+    doc_.nodes_[id].f = v.get<double>();
+    return id;
+  }
+  std::vector<std::uint32_t> kids;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (v.is_object()) kids.push_back(JsonText(it.key()));
+    auto c = BuildJson(it.value(), depth + 1);
+    if (!c) return c.error();
+    kids.push_back(*c);
+  }
+  id = JsonNode(v.is_object() ? Kind::kDict : Kind::kList);
+  if (!kids.empty()) {
+    auto chunk = static_cast<std::uint32_t>(doc_.chunks_.size());
+    doc_.chunks_.push_back({static_cast<std::uint32_t>(doc_.items_.size()),
+                            static_cast<std::uint32_t>(kids.size()), kNoChunk});
+    doc_.items_.insert(doc_.items_.end(), kids.begin(), kids.end());
+    doc_.nodes_[id].c = {chunk, chunk};
+    doc_.nodes_[id].count =
+        static_cast<std::uint32_t>(v.is_object() ? kids.size() / 2 : kids.size());
+  }
+  return id;
+}
+
+// JSON dumps (_dump_fr_trace_json, or a pickle someone re-saved as JSON) become the same doc the
+// unpickler builds, so one extractor serves both; strings are copied into json_text_.
 Status DumpReader::FromJson(std::string_view bytes) {
   nlohmann::json j;
   try {
@@ -198,73 +253,7 @@ Status DumpReader::FromJson(std::string_view bytes) {
   doc_.chunks_.clear();
   doc_.items_.clear();
   json_text_.clear();
-  std::vector<std::uint32_t> items;
-  // Iterative would be longer; JSON dumps nest 4 deep, and 64 is refused.
-  struct Builder {
-    DumpReader& r;
-    Result<std::uint32_t> Build(const nlohmann::json& v, int depth) {
-      if (depth > 64) return MakeError("JSON nested deeper than 64 levels");
-      PickleDoc& d = r.doc_;
-      auto node = [&](Kind k) {
-        d.nodes_.emplace_back();
-        d.nodes_.back().kind = k;
-        d.nodes_.back().c = {kNoChunk, kNoChunk};
-        return static_cast<std::uint32_t>(d.nodes_.size() - 1);
-      };
-      auto text = [&](const std::string& s) {
-        std::uint32_t id = node(Kind::kStr);
-        d.nodes_[id].s = {static_cast<std::uint32_t>(r.json_text_.size()),
-                          static_cast<std::uint32_t>(s.size())};
-        r.json_text_ += s;
-        return id;
-      };
-      if (v.is_null()) return node(Kind::kNone);
-      if (v.is_boolean()) {
-        auto id = node(Kind::kBool);
-        d.nodes_[id].i = v.get<bool>();
-        return id;
-      }
-      if (v.is_number_integer() || v.is_number_unsigned()) {
-        auto id = node(Kind::kInt);
-        d.nodes_[id].i = v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
-                                                : v.get<std::int64_t>();
-        return id;
-      }
-      if (v.is_number_float()) {
-        auto id = node(Kind::kFloat);
-        d.nodes_[id].f = v.get<double>();
-        return id;
-      }
-      if (v.is_string()) return text(v.get<std::string>());
-      std::vector<std::uint32_t> kids;
-      if (v.is_object()) {
-        for (auto it = v.begin(); it != v.end(); ++it) {
-          kids.push_back(text(it.key()));
-          auto c = Build(it.value(), depth + 1);
-          if (!c) return c.error();
-          kids.push_back(*c);
-        }
-      } else {
-        for (const auto& e : v) {
-          auto c = Build(e, depth + 1);
-          if (!c) return c.error();
-          kids.push_back(*c);
-        }
-      }
-      std::uint32_t id = node(v.is_object() ? Kind::kDict : Kind::kList);
-      if (!kids.empty()) {
-        d.chunks_.push_back({static_cast<std::uint32_t>(d.items_.size()),
-                             static_cast<std::uint32_t>(kids.size()), kNoChunk});
-        d.items_.insert(d.items_.end(), kids.begin(), kids.end());
-        d.nodes_[id].c = {static_cast<std::uint32_t>(d.chunks_.size() - 1),
-                          static_cast<std::uint32_t>(d.chunks_.size() - 1)};
-        d.nodes_[id].count =
-            static_cast<std::uint32_t>(v.is_object() ? kids.size() / 2 : kids.size());
-      }
-      return id;
-    }
-  };
-  auto root = Builder{*this}.Build(j, 0);
+  auto root = BuildJson(j, 0);
   if (!root) return root.error();
   doc_.root_ = *root;
   doc_.input_ = json_text_;
@@ -318,30 +307,64 @@ void DumpReader::AppendRendered(std::uint32_t node, int depth, std::string* out)
   }
 }
 
+// Torch memoizes identical frame dicts, so a frame is decoded once per file (frame_of_) and a
+// stack is looked up by its frames' node ids (16 bytes for 4 frames: no allocation).
 std::uint32_t DumpReader::StackId(std::uint32_t list) {
   if (list == PickleDoc::kNotFound) return 0;
-  frames_.clear();
+  scratch_.clear();
   doc_.ForEachItem(list, [&](std::uint32_t f) {
-    if (doc_.at(f).kind != Kind::kDict || frames_.size() >= 64) return;
+    if (doc_.at(f).kind == Kind::kDict && scratch_.size() < 64 * sizeof(f)) {
+      scratch_.append(reinterpret_cast<const char*>(&f), sizeof(f));
+    }
+  });
+  if (scratch_.empty()) return 0;
+  auto it = stack_cache_.find(scratch_);
+  if (it != stack_cache_.end()) return it->second;
+  frames_.clear();
+  for (std::size_t k = 0; k < scratch_.size(); k += sizeof(std::uint32_t)) {
+    std::uint32_t f;
+    std::memcpy(&f, scratch_.data() + k, sizeof(f));
     Frame fr;
-    doc_.ForEachPair(f, [&](std::uint32_t k, std::uint32_t v) {
-      std::string_view key = doc_.Text(k);
-      if (key == "name")
+    doc_.ForEachPair(f, [&](std::uint32_t key, std::uint32_t v) {
+      std::string_view name = doc_.Text(key);
+      if (name == "name")
         fr.name = StrId(v);
-      else if (key == "filename")
+      else if (name == "filename")
         fr.file = StrId(v);
-      else if (key == "line")
+      else if (name == "line")
         fr.line = AsInt(doc_, v, 0);
     });
     frames_.push_back(fr);
-  });
-  if (frames_.empty()) return 0;
-  std::string key(reinterpret_cast<const char*>(frames_.data()), frames_.size() * sizeof(Frame));
-  auto it = stack_cache_.find(key);
-  if (it != stack_cache_.end()) return it->second;
+  }
   std::uint32_t id = stacks_->Intern(frames_);
-  stack_cache_.emplace(std::move(key), id);
+  stack_cache_.emplace(scratch_, id);
   return id;
+}
+
+// A 64-bit digest of the sizes and dtypes lists (ints, interned strings, nesting), so the shape
+// string is rendered and interned once per distinct shape, not once per entry.
+void DumpReader::Digest(std::uint32_t node, int depth, std::uint64_t* h) {
+  auto mix = [h](std::uint64_t v) {
+    *h = (*h ^ v) * 0x9e3779b97f4a7c15ull;
+    *h ^= *h >> 29;
+  };
+  if (node == PickleDoc::kNotFound) return mix(1);
+  const Node& n = doc_.at(node);
+  switch (n.kind) {
+    case Kind::kInt:
+      mix(2);
+      return mix(static_cast<std::uint64_t>(n.i));
+    case Kind::kStr:
+      mix(3);
+      return mix(StrId(node));
+    case Kind::kList:
+    case Kind::kTuple:
+      mix(4);
+      if (depth <= 3) doc_.ForEachItem(node, [&](std::uint32_t c) { Digest(c, depth + 1, h); });
+      return mix(5);
+    default:
+      return mix(6);
+  }
 }
 
 void DumpReader::ExtractEntry(std::uint32_t dict, Entry* e) {
@@ -380,15 +403,21 @@ void DumpReader::ExtractEntry(std::uint32_t dict, Entry* e) {
     pg_seen_[e->pg] = {text, desc == PickleDoc::kNotFound ? "" : std::string(doc_.Text(desc))};
   }
   gloo_ = gloo_ || doc_.Text(f[kProfilingName]).rfind("gloo:", 0) == 0;
-  scratch_.clear();
-  AppendRendered(f[kInSizes], 0, &scratch_);
-  scratch_.push_back('|');
-  AppendRendered(f[kInDtypes], 0, &scratch_);
-  scratch_.push_back('|');
-  AppendRendered(f[kOutSizes], 0, &scratch_);
-  scratch_.push_back('|');
-  AppendRendered(f[kOutDtypes], 0, &scratch_);
-  e->shape = local_.Get(scratch_);
+  std::uint64_t h = 0;
+  for (Field k : {kInSizes, kInDtypes, kOutSizes, kOutDtypes}) Digest(f[k], 0, &h);
+  auto shape = shape_cache_.find(h);
+  if (shape == shape_cache_.end()) {
+    scratch_.clear();
+    AppendRendered(f[kInSizes], 0, &scratch_);
+    scratch_.push_back('|');
+    AppendRendered(f[kInDtypes], 0, &scratch_);
+    scratch_.push_back('|');
+    AppendRendered(f[kOutSizes], 0, &scratch_);
+    scratch_.push_back('|');
+    AppendRendered(f[kOutDtypes], 0, &scratch_);
+    shape = shape_cache_.emplace(h, local_.Get(scratch_)).first;
+  }
+  e->shape = shape->second;
   e->frames = StackId(f[kFrames]);
 }
 
@@ -440,7 +469,7 @@ void DumpReader::RegisterPgs(std::uint32_t config) {
 Result<RankDump> DumpReader::Extract() {
   key_field_.assign(doc_.size(), kUnset);
   str_id_.assign(doc_.size(), kNoId);
-  stack_cache_.clear();  // frame name ids are global, but keep the cache per file: bounded
+  stack_cache_.clear();  // keyed on this file's node ids
   std::uint32_t root = doc_.root();
   if (doc_.at(root).kind != Kind::kDict) return MakeError("the dump is not a dict");
   // "{path: dump}", as the fixtures' decoded.json wraps it.

@@ -3,6 +3,7 @@
 // Pure: takes the file's bytes; the caller reads the file and names it.
 #include <map>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,11 +48,15 @@ class DumpReader {
  private:
   struct Fields;
   Status FromJson(std::string_view bytes);
+  Result<std::uint32_t> BuildJson(const nlohmann::json& v, int depth);
+  std::uint32_t JsonNode(Kind kind);
+  std::uint32_t JsonText(const std::string& s);
   Result<RankDump> Extract();
   Status ExtractEntries(std::uint32_t list, RankDump* out);
   void ExtractEntry(std::uint32_t dict, Entry* e);
   std::uint32_t StrId(std::uint32_t node);
   std::uint32_t StackId(std::uint32_t list);
+  void Digest(std::uint32_t node, int depth, std::uint64_t* h);
   void AppendRendered(std::uint32_t node, int depth, std::string* out);
   void RegisterPgs(std::uint32_t config);
 
@@ -66,6 +71,7 @@ class DumpReader {
   std::vector<std::uint32_t> str_id_;
   std::unordered_map<std::string, std::uint32_t> stack_cache_;
   std::string scratch_;
+  std::unordered_map<std::uint64_t, std::uint32_t> shape_cache_;  // digest -> shape, per thread
   std::vector<Frame> frames_;
   std::unordered_map<std::uint32_t, std::pair<std::string, std::string>> pg_seen_;  // name, desc
   bool gloo_ = false;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -243,7 +244,8 @@ struct Unpickler::State {
     if (key > in.size()) return Fail(fmt::format("corrupted: memo key {} out of range", key));
     if (!Top()) return Fail("corrupted: nothing to memoize");
     auto& memo = u.memo_;
-    if (memo.size() <= key) memo.resize(key + 1, kNoChunk);
+    // Keys come in order (BINPUT 0, 1, 2, ...): grow geometrically, not once per key.
+    if (memo.size() <= key) memo.resize(std::max<std::size_t>(key + 1, memo.size() * 2), kNoChunk);
     if (memo[key] == kNoChunk) ++memo_count;
     memo[key] = u.stack_.back();
     return true;
@@ -261,6 +263,8 @@ struct Unpickler::State {
     return put ? Put(key) : Get(key);
   }
   bool Float();
+  bool StringOp();
+  bool ScalarOp();
   bool Long();
   bool TextOp();
   bool Build();
@@ -417,7 +421,7 @@ bool Unpickler::State::Misc(bool* stop) {
       st.pop_back();
       return true;
     case '1': {
-      std::size_t m;
+      std::size_t m = 0;
       if (!PopMark(&m)) return false;
       st.resize(m);
       return true;
@@ -436,37 +440,28 @@ bool Unpickler::State::Misc(bool* stop) {
   }
 }
 
-bool Unpickler::State::Step(bool* stop) {
-  op_at = pos;
-  op = static_cast<std::uint8_t>(in[pos++]);
+// BINUNICODE and friends: a length of 1, 4 or 8 bytes, then the text.
+bool Unpickler::State::StringOp() {
   switch (op) {
     case 'X':
+    case 'T':
       return PushText(Kind::kStr, 4);
     case 0x8c:
+    case 'U':
       return PushText(Kind::kStr, 1);
     case 0x8d:
       return PushText(Kind::kStr, 8);
-    case 'T':
-      return PushText(Kind::kStr, 4);
-    case 'U':
-      return PushText(Kind::kStr, 1);
     case 'B':
       return PushText(Kind::kBytes, 4);
     case 'C':
       return PushText(Kind::kBytes, 1);
-    case 0x8e:
-    case 0x96:
-      return PushText(Kind::kBytes, 8);
-    case 'q':
-      return MemoArg(1, true);
-    case 'r':
-      return MemoArg(4, true);
-    case 'h':
-      return MemoArg(1, false);
-    case 'j':
-      return MemoArg(4, false);
-    case 0x94:
-      return Put(memo_count);
+    default:
+      return PushText(Kind::kBytes, 8);  // BINBYTES8, BYTEARRAY8
+  }
+}
+
+bool Unpickler::State::ScalarOp() {
+  switch (op) {
     case 'K':
       return PushFixed(1, false);
     case 'M':
@@ -481,9 +476,45 @@ bool Unpickler::State::Step(bool* stop) {
       return PushInt(0, Kind::kBool);
     case 'G':
       return Float();
+    default:
+      return Long();  // LONG1, LONG4
+  }
+}
+
+bool Unpickler::State::Step(bool* stop) {
+  op_at = pos;
+  op = static_cast<std::uint8_t>(in[pos++]);
+  switch (op) {
+    case 'X':
+    case 0x8c:
+    case 0x8d:
+    case 'T':
+    case 'U':
+    case 'B':
+    case 'C':
+    case 0x8e:
+    case 0x96:
+      return StringOp();
+    case 'K':
+    case 'M':
+    case 'J':
+    case 'N':
+    case 0x88:
+    case 0x89:
+    case 'G':
     case 0x8a:
     case 0x8b:
-      return Long();
+      return ScalarOp();
+    case 'q':
+      return MemoArg(1, true);
+    case 'r':
+      return MemoArg(4, true);
+    case 'h':
+      return MemoArg(1, false);
+    case 'j':
+      return MemoArg(4, false);
+    case 0x94:
+      return Put(memo_count);
     case 'I':
     case 'L':
     case 'F':

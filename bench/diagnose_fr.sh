@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Flight Recorder analysis figures (printed, not asserted): for 64, 512 and 4096 ranks x 2000
+# entries (gen_fr_dumps.py, scenario missing-rank: one rank never enters the last all_reduce), the
+# wall time and peak RSS of `safe-launch diagnose --flight-recorder` (read + analyse + report)
+# and of python3 merely pickle.load-ing the same files one after another (each dropped after its
+# load: the cheapest Python can do, no analysis, no cross-rank memory), in the same run, from the
+# page cache for both, with the ratio; and whether the planted rank was named.
+# Goals (issue 14): time <= 1/4 of Python's bare load at every size, RSS <= 2 GB at 4096.
+# usage: bench/diagnose_fr.sh [BUILD_DIR [SIZES...]]   (default build, 64 512 4096)
+#   FR_BENCH_DIR: where to generate (default /work/tmp-fr; 4096 ranks need ~1.5 GB, deleted after)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build}
+shift || true
+SIZES=("$@")
+((${#SIZES[@]})) || SIZES=(64 512 4096)
+SL=$PWD/$B/bin/safe-launch
+GEN=$PWD/../shared/tools/gen_fr_dumps.py
+[[ -x $SL ]] || { echo "build safe-launch first ($B)"; exit 2; }
+[[ -f $GEN ]] || { echo "no $GEN"; exit 2; }
+ROOT=${FR_BENCH_DIR:-/work/tmp-fr}/bench-$$
+mkdir -p "$ROOT"
+trap 'rm -rf "$ROOT"' EXIT
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $($SL version)"
+printf '%-6s %-8s | %-9s %-9s | %-9s %-9s | %-7s | %s\n' ranks dumps sl_wall sl_rss py_wall \
+  py_rss py/sl "planted fault named?"
+for n in "${SIZES[@]}"; do
+  d=$ROOT/r$n
+  summary=$(python3 "$GEN" "$d" --ranks "$n" --entries 2000 --scenario missing-rank --seed 1)
+  fault=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["fault_rank"])' "$summary")
+  seq=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["fault_seq"])' "$summary")
+  size=$(du -sh "$d" | cut -f1)
+  cat "$d"/* > /dev/null  # both read from the page cache
+  /usr/bin/time -f '%e %M' -o "$ROOT/sl.time" "$SL" diagnose --flight-recorder "$d" --json \
+    > "$ROOT/sl.json" || true  # exit 1: a fault was found
+  /usr/bin/time -f '%e %M' -o "$ROOT/py.time" python3 -c '
+import glob, pickle, sys
+for f in glob.glob(sys.argv[1] + "/fr_rank_*"):
+    with open(f, "rb") as fh:
+        pickle.load(fh)
+' "$d"
+  # time(1) puts "Command exited with non-zero status 1" first when a fault was found
+  read -r sl_s sl_kb < <(tail -1 "$ROOT/sl.time")
+  read -r py_s py_kb < <(tail -1 "$ROOT/py.time")
+  named=$(python3 - "$ROOT/sl.json" "$fault" "$seq" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+c = j["causes"][0] if j["causes"] else {}
+ok = c.get("category") == "straggler_or_slow_rank" and c.get("entity") == f"rank {sys.argv[2]}" \
+    and f"#{sys.argv[3]}" in c.get("message", "")
+print(("yes: " if ok else "NO: ") + c.get("category", "none") + ", " + c.get("entity", "") +
+      f" (planted rank {sys.argv[2]}, seq {sys.argv[3]})")
+PY
+)
+  printf '%-6s %-8s | %-9s %-9s | %-9s %-9s | %-7s | %s\n' "$n" "$size" "${sl_s}s" \
+    "$((sl_kb / 1024))MB" "${py_s}s" "$((py_kb / 1024))MB" \
+    "$(python3 -c "print(f'{$py_s/max($sl_s,0.01):.1f}x')")" "$named"
+  rm -rf "$d"
+done
