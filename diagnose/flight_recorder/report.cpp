@@ -74,10 +74,11 @@ Cause DesyncCause(const FrAnalysis& a, const PgFinding& f) {
   c.category = "desync_collective_mismatch";
   c.confidence = 0.9;
   c.entity = a.DescribeRanks(odd);
-  c.message = fmt::format(
-      "{} entered {} {} at #{} of {} where {} other ranks entered {} {} ({} differ)", c.entity,
-      a.Str(o.op), ShapeLabel(a.Str(o.shape)), f.seq, PgLabel(f), f.entered.size() - f.odd.size(),
-      a.Str(f.op), ShapeLabel(a.Str(f.shape)), f.mismatch);
+  c.message =
+      fmt::format("{} entered {} {} at #{} of {} where {} other ranks entered {} {} ({} differ)",
+                  c.entity, a.Str(o.op), ShapeLabel(a.Str(o.shape)), f.seq, PgLabel(f),
+                  f.entered.size() - f.odd.size(), a.Str(f.op), ShapeLabel(a.Str(f.shape)),
+                  f.mismatch == "op" ? "the ops" : "the " + f.mismatch);
   c.fix =
       "make every rank call the same collectives in the same order with the same sizes and "
       "dtypes (a rank-dependent branch, data-dependent shapes, or an unbalanced uneven last "
@@ -294,6 +295,21 @@ std::string DiagnosisText(const FrAnalysis& a, const std::vector<Cause>& causes)
                        f.members.size(), f.entered.size(), f.completed.size());
   }
   if (healthy) out += fmt::format("{} other process group(s): healthy\n", healthy);
+  if (const PgFinding* top = a.Top()) {
+    // pg_status of the ranks the verdict names: where each one's own counters stopped.
+    std::vector<int> named = top->never_entered;
+    for (const OddRank& o : top->odd) named.push_back(o.rank);
+    if (named.size() > 8) named.resize(8);
+    for (int r : named) {
+      const RankDump* d = a.DumpOf(r);
+      if (!d) continue;
+      for (const PgStatus& st : d->status) {
+        if (a.Str(st.pg) != top->pg) continue;
+        out += fmt::format("rank {} PG {}: last enqueued #{}, started #{}, completed #{}\n", r,
+                           top->pg, st.enqueued, st.started, st.completed);
+      }
+    }
+  }
   if (!a.missing.empty()) out += fmt::format("no dump: ranks {}\n", RankRanges(a.missing));
   for (const auto& e : a.errors) {
     out += e.offset >= 0
