@@ -91,6 +91,24 @@ std::vector<RowCase> IbCompletionCases() {
        "opcode=IBV_WC_SEND(0) reqSize=64 vendor_err=0 req_type=Send hca mlx5_0",
        "nccl.ib_completion",
        {{"status", "13"}, {"hca", "mlx5_0"}}},
+      // net_ib/p2p.cc v2.29.2-1 .. v2.30.7-1: no reqSize / req_type any more
+      {W("NET/IB: Got completion from peer 10.0.0.2<53908> with status=IBV_WC_RETRY_EXC_ERR(12) "
+         "opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129  localGid ::ffff:10.0.0.1 "
+         "remoteGids::ffff:10.0.0.2 hca mlx5_3"),
+       "nccl.ib_status_retry_exceeded",
+       {{"vendor_err", "129"}, {"local_gid", "::ffff:10.0.0.1"}, {"hca", "mlx5_3"}}},
+      // net_ib/p2p_resiliency.cc v2.29.2-1 and v2.30.7-1
+      {W("NET/IB: ncclIbResiliencyHandleCompletionError: Device 1 marked as failed. (send "
+         "comm=0x7f3a2c001b40)"),
+       "nccl.ib_device_failed",
+       {{"ib_dev", "1"}}},
+      {W("NET/IB: Device 0 marked as failed. Initiating recovery? yes (recv comm=0x7f3a2c001b40, "
+         "outstandingRecovery=0)"),
+       "nccl.ib_device_failed",
+       {{"ib_dev", "0"}}},
+      {W("NET/IB: The error is fatal (no functional device left). Cannot continue."),
+       "nccl.ib_resiliency_fatal",
+       {{"reason", "no functional device left"}}},
       // v2.28.9-1 net_ib.cc, the GIN proxy's completion (2.27 layout).
       {"NET/IB/GIN: Got completion from peer 10.0.0.2<1> with status=12 opcode=1 len=0 vendor err "
        "129 (GIN) hca mlx5_1",
@@ -133,6 +151,11 @@ std::vector<RowCase> IbAsyncEventsCases() {
        {{"dev", "mlx5_0"}, {"event", "local catastrophic error"}}},
       {W("NET/IB : mlx5_0:1 async fatal event on QP (0x7f3a2c001b40): local work queue "
          "catastrophic error"),
+       "nccl.ib_async_fatal",
+       {{"object", "QP"}, {"event", "local work queue catastrophic error"}}},
+      // net_ib/common.cc v2.30.7-1: the QP variant carries the QP's state
+      {W("NET/IB : mlx5_0:1 async fatal event on QP (0x7f3a2c001b40) qpn=4711 handle=3 send_cq=1 "
+         "recv_cq=2 state=6 sq_psn=100 rq_psn=200: local work queue catastrophic error"),
        "nccl.ib_async_fatal",
        {{"object", "QP"}, {"event", "local work queue catastrophic error"}}},
       // v2.28.9-1: "NET/IB : %s:%d GID table changed"
