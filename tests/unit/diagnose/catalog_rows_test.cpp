@@ -712,6 +712,13 @@ std::vector<RowCase> TorchC10dCases() {
        "unhandled system error",
        "torch.comm_aborted",
        {{"rank", "5"}, {"error", "NCCL error: unhandled system error"}}},
+      // ProcessGroupNCCL.cpp barrier(): older "Rank %d using GPU %d ..." and the 2.3+ PG prefix
+      {"Rank 3 using GPU 3 to perform barrier as devices used by this process are currently "
+       "unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.",
+       "torch.barrier_guessed_device", {{"rank", "3"}, {"gpu", "3"}}},
+      {"[rank1]:[W1105 13:37:10.134661876 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 1]  "
+       "using GPU 0 to perform barrier as devices used by this process are currently unknown.",
+       "torch.barrier_guessed_device", {{"rank", "1"}, {"gpu", "0"}}},
       {"torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving "
        "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
        "Socket Timeout",
