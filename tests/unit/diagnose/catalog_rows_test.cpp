@@ -158,6 +158,14 @@ std::vector<RowCase> IbAsyncEventsCases() {
          "recv_cq=2 state=6 sq_psn=100 rq_psn=200: local work queue catastrophic error"),
        "nccl.ib_async_fatal",
        {{"object", "QP"}, {"event", "local work queue catastrophic error"}}},
+      // net_ib/common.h v2.30.7-1
+      {I("HINT: In many cases this error occurs when ACS is enabled which would break GPU Direct "
+         "RDMA protocol."),
+       "nccl.ib_hint",
+       {{"hint", "ACS is enabled which would break GPU Direct RDMA protocol"}}},
+      {I("HINT: In many cases this error occurs when the NCCL_IB_TIMEOUT is set too short."),
+       "nccl.ib_hint",
+       {{"hint", "the NCCL_IB_TIMEOUT is set too short"}}},
       // v2.28.9-1: "NET/IB : %s:%d GID table changed"
       {W("NET/IB : mlx5_0:1 GID table changed"),
        "nccl.ib_gid_changed",
@@ -570,6 +578,18 @@ std::vector<RowCase> TopologyCases() {
       {I("GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 3 <= 4), read 1 mode Default"),
        "nccl.gdr_enabled",
        {{"gdr_mode", "Default"}}},
+      // paths.cc v2.29.2-1: "GPU Direct RDMA %s for GPU/%ld-%ld (rank %d) - NET/%ld-%ld (...)"
+      {I("GPU Direct RDMA Disabled for GPU/0-18000 (rank 3) - NET/0-1 (distance 6 > 4)"),
+       "nccl.gdr_disabled",
+       {{"gpu", "0-18000"}, {"rank", "3"}, {"hca", "0-1"}, {"distance", "6"}, {"gdr_level", "4"}}},
+      {I("GPU Direct RDMA Disabled for GPU/0-18000 (rank 3) - NET/0-1 ( using PXN via GPU/0-3f000, "
+         "distance 7 > 4)"),
+       "nccl.gdr_disabled",
+       {{"distance", "7"}}},
+      {I("GPU Direct RDMA Enabled for GPU/0-18000 (rank 0) - NET/0-0 (distance 3 <= 4, read 1, "
+         "mode Default)"),
+       "nccl.gdr_enabled",
+       {{"gpu", "0-18000"}, {"gdr_read", "1"}, {"gdr_mode", "Default"}}},
       {I("DMA-BUF is available on GPU device 2"), "nccl.dmabuf_available", {{"cuda_dev", "2"}}},
       // transport/net.cc v2.10.3-1 "Channel %02d : %d[%lx] -> %d[%lx] [send] via NET/%s/%d%s%s"
       {I("Channel 00 : 7[3f000] -> 8[18000] [send] via NET/IB/0/GDRDMA"),
@@ -715,10 +735,12 @@ std::vector<RowCase> TorchC10dCases() {
       // ProcessGroupNCCL.cpp barrier(): older "Rank %d using GPU %d ..." and the 2.3+ PG prefix
       {"Rank 3 using GPU 3 to perform barrier as devices used by this process are currently "
        "unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.",
-       "torch.barrier_guessed_device", {{"rank", "3"}, {"gpu", "3"}}},
+       "torch.barrier_guessed_device",
+       {{"rank", "3"}, {"gpu", "3"}}},
       {"[rank1]:[W1105 13:37:10.134661876 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 1]  "
        "using GPU 0 to perform barrier as devices used by this process are currently unknown.",
-       "torch.barrier_guessed_device", {{"rank", "1"}, {"gpu", "0"}}},
+       "torch.barrier_guessed_device",
+       {{"rank", "1"}, {"gpu", "0"}}},
       {"torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving "
        "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
        "Socket Timeout",
