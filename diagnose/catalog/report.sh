@@ -17,4 +17,4 @@ if [ "$TABLE" = 1 ]; then
   exit 0
 fi
 "$T" "catalog provenance report" -s 2>/dev/null |
-  sed -n '/^catalog: /,/^torch rows per release/p'
+  grep -E '^catalog: |^rows per |^ +[0-9]+  |^[a-z]+ rows per release:'
