@@ -58,6 +58,9 @@ struct Plan {
   std::string recipe;       ///< name
   std::string recipe_path;  ///< file shown in origins
   std::string recipe_why;   ///< why this recipe was chosen
+  std::string recipe_file;  ///< the file read; "" = the copy built into the binary
+  /// Where recipe names were looked for, in order ("site /etc/safe-launch/recipes.d (absent)").
+  std::vector<std::string> recipe_search;
   Versions versions;
   std::string run_dir;
   std::vector<PlanEntry> entries;  ///< in export order
