@@ -15,6 +15,8 @@ constexpr Command kCommands[] = {
     {"run", "Preflight, warm up and supervise a job: safe-launch run [OPTIONS] -- CMD ARGS...",
      SetupRun},
     {"version", "Print safe-launch's version", SetupVersion},
+    {"completion", "Print the bash completion script: safe-launch completion bash",
+     SetupCompletion},
 };
 
 // An executable regular file named `word` in one of PATH's directories, as execvp would find it.
