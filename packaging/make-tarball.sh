@@ -5,14 +5,16 @@
 # the binary loads, the binary with RUNPATH $ORIGIN/../lib, and bin/safe-launch a small sh
 # wrapper that checks the C library first (the loader's own message would be
 # "version `GLIBC_2.34' not found"). Its README states the minimum glibc and libstdc++.
-# usage: packaging/make-tarball.sh BUILD_DIR VERSION        (needs patchelf: install-deps.sh)
+# usage: packaging/make-tarball.sh BUILD_DIR VERSION [OUT_DIR (default BUILD_DIR)]
+#        (needs patchelf: scripts/install-deps.sh)
 set -euo pipefail
 B=$(cd "$1" && pwd)
 V=$2
+OUT=$(cd "${3:-$B}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 command -v patchelf >/dev/null || { echo "tarball: patchelf missing (scripts/install-deps.sh)" >&2; exit 2; }
 NAME=safe-launch-$V-linux-$(uname -m)
-STAGE=$B/tarball-stage
+STAGE=$OUT/tarball-stage
 P=$STAGE/$NAME
 rm -rf "$STAGE"
 cmake --install "$B" --prefix "$P" --component main --strip >/dev/null
@@ -42,6 +44,6 @@ chmod 0755 "$P/bin/safe-launch"
 LIBS=$(cd "$P/lib" && ls | tr '\n' ' ')
 sed -e "s/@VERSION@/$V/g" -e "s/@NAME@/$NAME/g" -e "s/@MIN_GLIBC@/$GLIBC/g" \
     -e "s/@MIN_GLIBCXX@/$GLIBCXX/g" -e "s/@LIBS@/$LIBS/g" "$HERE/README.tarball.in" > "$P/README"
-tar -C "$STAGE" --owner=0 --group=0 --numeric-owner --sort=name -czf "$B/$NAME.tar.gz" "$NAME"
+tar -C "$STAGE" --owner=0 --group=0 --numeric-owner --sort=name -czf "$OUT/$NAME.tar.gz" "$NAME"
 rm -rf "$STAGE"
-echo "tarball: $B/$NAME.tar.gz ($(du -h "$B/$NAME.tar.gz" | cut -f1); glibc >= $GLIBC, libstdc++ GLIBCXX_$GLIBCXX)"
+echo "tarball: $OUT/$NAME.tar.gz ($(du -h "$OUT/$NAME.tar.gz" | cut -f1); glibc >= $GLIBC, libstdc++ GLIBCXX_$GLIBCXX)"
