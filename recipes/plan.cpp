@@ -472,9 +472,8 @@ Result<Plan> ResolveForNode(const ResolveOptions& options, const Environment& en
   for (const RecipeDir& d : search) {
     std::error_code ec;
     const bool there = std::filesystem::is_directory(d.path, ec);
-    plan->recipe_search.push_back(std::string(d.kind) + " " + d.path + (there ? "" : " (absent)"));
+    plan->recipe_search.push_back({std::string(d.kind), d.path, there});
   }
-  plan->recipe_search.push_back("built-in (compiled from recipes/*.toml)");
   return plan;
 }
 
@@ -521,7 +520,10 @@ nlohmann::json PlanToJson(const Plan& plan) {
   j["recipe_path"] = plan.recipe_path;
   j["recipe_why"] = plan.recipe_why;
   j["recipe_file"] = plan.recipe_file;
-  j["recipe_search"] = plan.recipe_search;
+  j["recipe_search"] = nlohmann::json::array();
+  for (const auto& d : plan.recipe_search) {
+    j["recipe_search"].push_back({{"kind", d.kind}, {"path", d.path}, {"present", d.present}});
+  }
   j["run_dir"] = plan.run_dir;
   auto ver = [](const std::optional<Version>& v) {
     return v ? nlohmann::json(v->ToString()) : nlohmann::json(nullptr);
@@ -576,7 +578,13 @@ std::string PlanToText(const Plan& plan) {
   o << "recipe   " << plan.recipe << " (" << plan.recipe_path << ")";
   if (!plan.recipe_why.empty()) o << ": " << plan.recipe_why;
   o << "\nfile     " << (plan.recipe_file.empty() ? "built into the binary" : plan.recipe_file);
-  if (!plan.recipe_search.empty()) o << "\nsearched " << Join(plan.recipe_search, ", then ");
+  if (!plan.recipe_search.empty()) {
+    o << "\nsearched ";
+    for (const auto& d : plan.recipe_search) {
+      o << d.kind << " " << d.path << (d.present ? "" : " (absent)") << ", then ";
+    }
+    o << "built-in (compiled from recipes/*.toml)";
+  }
   o << "\nNCCL     " << VersionText(plan.versions.nccl) << "  [" << plan.versions.nccl_source
     << "]\ntorch    " << VersionText(plan.versions.torch) << "  [" << plan.versions.torch_source
     << "]\nrun dir  " << (plan.run_dir.empty() ? "-" : plan.run_dir) << "\n\n";

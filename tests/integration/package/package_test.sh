@@ -61,6 +61,11 @@ installed_checks() {
   check "env --format json names the recipe file" /usr/bin/python3 -c \
     'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(j["recipe_file"]!=sys.argv[2])' \
     "$T/json" "$SITE/infiniband.toml"
+  check "env --format json gives the search order" /usr/bin/python3 -c \
+    'import json,sys; s=json.load(open(sys.argv[1]))["recipe_search"]
+sys.exit(s != [{"kind": "site", "path": sys.argv[2], "present": True},
+               {"kind": "shipped", "path": sys.argv[3], "present": True}])' \
+    "$T/json" "$SITE" "$SHARE/recipes"
   rm -rf "$SITE"
   # A supervised job from the installed binary: its exit status, its environment, status.json.
   "$SL" run --on-preflight-fail=warn --run-dir "$T/job" -- \
