@@ -1,9 +1,10 @@
 # safe-launch(1) from doc/manual.md with pandoc, at build time (packaging/CMakeLists.txt).
-# cmake -DPANDOC=... -DMANUAL=doc/manual.md -DHEAD=packaging/man-head.md -DVERSION=x -DOUT=dir
-#       -DWORK=scratch-dir -P manpage.cmake
+# cmake -DPANDOC=... -DMANUAL=doc/manual.md -DHEAD=packaging/man-head.md
+#       -DFILTER=packaging/man-tables.lua -DVERSION=x -DOUT=dir -DWORK=scratch-dir -P manpage.cmake
 # The manual's "# safe-launch manual" becomes the title and its "##" sections the man page's
-# sections (left-aligned and unhyphenated: the manual's tables have narrow columns of paths and
-# flags that groff cannot justify); man-head.md adds the NAME and SYNOPSIS sections man(1) and whatis expect.
+# sections, its tables definition lists (man-tables.lua: groff cannot fit them in 80 columns),
+# left-aligned and unhyphenated (long paths and flags); man-head.md adds the NAME and SYNOPSIS
+# sections man(1) and whatis expect.
 execute_process(
   COMMAND ${PANDOC} ${MANUAL} --from markdown --to markdown --shift-heading-level-by=-1
           --output ${WORK}/manual-shifted.md
@@ -13,7 +14,7 @@ if(NOT rc EQUAL 0)
 endif()
 execute_process(
   COMMAND ${PANDOC} ${HEAD} ${WORK}/manual-shifted.md --from markdown --to man --standalone
-          --variable adjusting=l --variable hyphenate=false
+          --lua-filter ${FILTER} --variable adjusting=l --variable hyphenate=false
           --metadata title=SAFE-LAUNCH --metadata section=1
           --metadata "header=safe-launch manual" --metadata "footer=safe-launch ${VERSION}"
           --output ${OUT}/safe-launch.1

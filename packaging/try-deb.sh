@@ -20,7 +20,11 @@ T=$(mktemp -d /tmp/sl-try-deb.XXXXXX)
 cleanup() {
   step "dpkg -r"
   dpkg -r safe-launch-warmup safe-launch >/dev/null 2>&1 || dpkg -r safe-launch || true
-  if command -v safe-launch >/dev/null; then echo "try-deb: safe-launch still on PATH"; fi
+  if [ -e /usr/bin/safe-launch ] || [ -e /usr/libexec/safe-launch ]; then
+    echo "try-deb: files left after dpkg -r"
+  else
+    echo "try-deb: removed (no /usr/bin/safe-launch, no /usr/libexec/safe-launch)"
+  fi
   rm -rf "$T"
 }
 trap cleanup EXIT

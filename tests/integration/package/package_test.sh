@@ -105,6 +105,9 @@ case_deb() {
   MANWIDTH=80 man -l "$R/usr/share/man/man1/safe-launch.1.gz" >"$T/man" 2>/dev/null
   check "man page: NAME section" grep -q "safe-launch - preflight, tune" "$T/man"
   check "man page: the manual's sections" grep -q "^Environment and recipes" "$T/man"
+  man --warnings -l "$R/usr/share/man/man1/safe-launch.1.gz" 2>"$T/man.warn" >/dev/null
+  check "man page renders without groff warnings" test ! -s "$T/man.warn"
+  head -3 "$T/man.warn"
   # Completing "safe-launch <TAB>" offers every subcommand --help lists.
   bash -c 'source "$1"; COMP_WORDS=(safe-launch ""); COMP_CWORD=1; _safe_launch
            printf "%s\n" "${COMPREPLY[@]}"' _ "$R/usr/share/bash-completion/completions/safe-launch" \
