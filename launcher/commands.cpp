@@ -17,6 +17,8 @@ constexpr Command kCommands[] = {
     {"version", "Print safe-launch's version", SetupVersion},
     {"diagnose", "Explain a hang from every rank's Flight Recorder dump: --flight-recorder DIR",
      SetupDiagnoseFlightRecorder},
+    {"completion", "Print the bash completion script: safe-launch completion bash",
+     SetupCompletion},
 };
 
 // An executable regular file named `word` in one of PATH's directories, as execvp would find it.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -459,12 +460,20 @@ Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFac
 Result<Plan> ResolveForNode(const ResolveOptions& options, const Environment& env,
                             const NodeFacts& facts) {
   std::string why;
-  Result<Recipe> recipe =
-      options.recipe.empty() ? ChooseRecipe(facts, env, &why) : LoadRecipe(options.recipe, env);
+  const std::vector<RecipeDir> search = RecipeSearchPath(env, SelfLayout());
+  Result<Recipe> recipe = options.recipe.empty() ? ChooseRecipeFrom(facts, search, &why)
+                                                 : LoadRecipeFrom(options.recipe, search);
   if (!recipe.ok()) return recipe.error();
   if (!options.recipe.empty()) why = "named with --recipe";
   auto plan = Resolve(*recipe, env, facts, options.versions, options.run_dir, options.conf);
-  if (plan.ok()) plan->recipe_why = why;
+  if (!plan.ok()) return plan;
+  plan->recipe_why = why;
+  plan->recipe_file = recipe->file;
+  for (const RecipeDir& d : search) {
+    std::error_code ec;
+    const bool there = std::filesystem::is_directory(d.path, ec);
+    plan->recipe_search.push_back({std::string(d.kind), d.path, there});
+  }
   return plan;
 }
 
@@ -510,6 +519,11 @@ nlohmann::json PlanToJson(const Plan& plan) {
   j["recipe"] = plan.recipe;
   j["recipe_path"] = plan.recipe_path;
   j["recipe_why"] = plan.recipe_why;
+  j["recipe_file"] = plan.recipe_file;
+  j["recipe_search"] = nlohmann::json::array();
+  for (const auto& d : plan.recipe_search) {
+    j["recipe_search"].push_back({{"kind", d.kind}, {"path", d.path}, {"present", d.present}});
+  }
   j["run_dir"] = plan.run_dir;
   auto ver = [](const std::optional<Version>& v) {
     return v ? nlohmann::json(v->ToString()) : nlohmann::json(nullptr);
@@ -563,6 +577,14 @@ std::string PlanToText(const Plan& plan) {
   std::ostringstream o;
   o << "recipe   " << plan.recipe << " (" << plan.recipe_path << ")";
   if (!plan.recipe_why.empty()) o << ": " << plan.recipe_why;
+  o << "\nfile     " << (plan.recipe_file.empty() ? "built into the binary" : plan.recipe_file);
+  if (!plan.recipe_search.empty()) {
+    o << "\nsearched ";
+    for (const auto& d : plan.recipe_search) {
+      o << d.kind << " " << d.path << (d.present ? "" : " (absent)") << ", then ";
+    }
+    o << "built-in (compiled from recipes/*.toml)";
+  }
   o << "\nNCCL     " << VersionText(plan.versions.nccl) << "  [" << plan.versions.nccl_source
     << "]\ntorch    " << VersionText(plan.versions.torch) << "  [" << plan.versions.torch_source
     << "]\nrun dir  " << (plan.run_dir.empty() ? "-" : plan.run_dir) << "\n\n";

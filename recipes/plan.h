@@ -58,6 +58,14 @@ struct Plan {
   std::string recipe;       ///< name
   std::string recipe_path;  ///< file shown in origins
   std::string recipe_why;   ///< why this recipe was chosen
+  std::string recipe_file;  ///< the file read; "" = the copy built into the binary
+  /// Where recipe names were looked for, in order; the built-in copy comes after them.
+  struct SearchedDir {
+    std::string kind;  ///< RecipeDir::kind
+    std::string path;
+    bool present = false;  ///< the directory exists
+  };
+  std::vector<SearchedDir> recipe_search;
   Versions versions;
   std::string run_dir;
   std::vector<PlanEntry> entries;  ///< in export order

@@ -339,12 +339,9 @@ std::string StemOf(std::string_view path) {
   return std::string(base);
 }
 
-std::vector<std::string> SearchDirs(const Environment& env) {
-  if (auto p = Lookup(env, "SAFE_LAUNCH_RECIPE_PATH")) return Split(*p, ':');
-  return {};
-}
+using SearchPath = std::vector<RecipeDir>;
 
-Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
+Result<Recipe> LoadChain(std::string_view name_or_path, const SearchPath& search,
                          std::vector<std::string>* stack);
 
 // `extends = "base.toml"` in a recipe file names a file beside it, as an include does: relative
@@ -359,15 +356,17 @@ std::string ParentPath(std::string_view parent, const std::string& recipe_file) 
 
 // `recipe_file` is the file the text came from ("" for a built-in recipe).
 Result<Recipe> LoadText(const std::string& text, const std::string& shown_path,
-                        const std::string& recipe_file, const Environment& env,
+                        const std::string& recipe_file, const SearchPath& search,
                         std::vector<std::string>* stack) {
   ParentLoader loader = [&](std::string_view parent) {
-    return LoadChain(ParentPath(parent, recipe_file), env, stack);
+    return LoadChain(ParentPath(parent, recipe_file), search, stack);
   };
-  return ParseRecipe(text, shown_path, loader);
+  auto r = ParseRecipe(text, shown_path, loader);
+  if (r.ok()) r->file = recipe_file;
+  return r;
 }
 
-Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
+Result<Recipe> LoadChain(std::string_view name_or_path, const SearchPath& search,
                          std::vector<std::string>* stack) {
   std::string key(name_or_path);
   if (std::find(stack->begin(), stack->end(), key) != stack->end()) {
@@ -387,22 +386,25 @@ Result<Recipe> LoadChain(std::string_view name_or_path, const Environment& env,
       out = MakeError("cannot read recipe file: No such file or directory", key,
                       "check the path and its permissions");
     } else {
-      out = LoadText(**text, key, key, env, stack);
+      out = LoadText(**text, key, key, search, stack);
     }
   } else {
     bool found = false;
-    for (const auto& dir : SearchDirs(env)) {
-      std::string p = dir + "/" + key + ".toml";
+    for (const RecipeDir& dir : search) {
+      std::string p = dir.path + "/" + key + ".toml";
       auto text = ReadRecipeFile(p);
       if (!text.ok() || *text) {
-        out = text.ok() ? LoadText(**text, p, p, env, stack) : Result<Recipe>(text.error());
+        // A shipped recipe is named as in the source tree wherever it is installed (origins
+        // stay "recipes/default.toml:12"); Recipe::file and `env --explain` give the real path.
+        const std::string shown = dir.kind == kShippedRecipes ? "recipes/" + key + ".toml" : p;
+        out = text.ok() ? LoadText(**text, shown, p, search, stack) : Result<Recipe>(text.error());
         found = true;
         break;
       }
     }
     if (!found) {
       if (const std::string* text = BuiltinRecipeText(key)) {
-        out = LoadText(*text, "recipes/" + key + ".toml", "", env, stack);
+        out = LoadText(*text, "recipes/" + key + ".toml", "", search, stack);
       } else {
         out =
             MakeError("no recipe named '" + key + "'", key,
@@ -564,9 +566,23 @@ Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
   return r;
 }
 
+std::vector<RecipeDir> RecipeSearchPath(const Environment& env, const InstallLayout& layout) {
+  std::vector<RecipeDir> out;
+  if (auto p = Lookup(env, "SAFE_LAUNCH_RECIPE_PATH")) {
+    for (const auto& dir : Split(*p, ':')) out.push_back({dir, kUserRecipes});
+  }
+  if (!layout.sysconf_dir.empty()) out.push_back({layout.sysconf_dir + "/recipes.d", kSiteRecipes});
+  if (!layout.data_dir.empty()) out.push_back({layout.data_dir + "/recipes", kShippedRecipes});
+  return out;
+}
+
 Result<Recipe> LoadRecipe(std::string_view name_or_path, const Environment& env) {
+  return LoadRecipeFrom(name_or_path, RecipeSearchPath(env, SelfLayout()));
+}
+
+Result<Recipe> LoadRecipeFrom(std::string_view name_or_path, const std::vector<RecipeDir>& search) {
   std::vector<std::string> stack;
-  return LoadChain(name_or_path, env, &stack);
+  return LoadChain(name_or_path, search, &stack);
 }
 
 bool MatchesFacts(const Match& m, const NodeFacts& facts) {
@@ -622,11 +638,16 @@ std::optional<Error> UnreadFabric(const NodeFacts& facts, const std::set<std::st
 }  // namespace
 
 Result<Recipe> ChooseRecipe(const NodeFacts& facts, const Environment& env, std::string* why) {
+  return ChooseRecipeFrom(facts, RecipeSearchPath(env, SelfLayout()), why);
+}
+
+Result<Recipe> ChooseRecipeFrom(const NodeFacts& facts, const std::vector<RecipeDir>& search,
+                                std::string* why) {
   std::set<std::string> names;
   for (const auto& n : BuiltinRecipeNames()) names.insert(n);
-  for (const auto& dir : SearchDirs(env)) {
+  for (const RecipeDir& dir : search) {
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path, ec)) {
       std::string file = entry.path().filename().string();
       if (EndsWith(file, ".toml")) names.insert(StemOf(file));
     }
@@ -634,7 +655,7 @@ Result<Recipe> ChooseRecipe(const NodeFacts& facts, const Environment& env, std:
   if (auto refused = UnreadFabric(facts, names)) return *refused;
   std::optional<Recipe> best;
   for (const auto& n : names) {
-    auto r = LoadRecipe(n, env);
+    auto r = LoadRecipeFrom(n, search);
     if (!r.ok()) return r.error();
     if (r->match.empty() || !MatchesFacts(r->match, facts)) continue;
     if (!best || r->match.priority > best->match.priority) best = std::move(r).value();
@@ -653,7 +674,7 @@ Result<Recipe> ChooseRecipe(const NodeFacts& facts, const Environment& env, std:
     return std::move(*best);
   }
   if (why) *why = "no recipe's [match] fits this node: using default";
-  return LoadRecipe("default", env);
+  return LoadRecipeFrom("default", search);
 }
 
 }  // namespace sl::recipes

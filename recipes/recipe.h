@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/install_layout.h"
 #include "common/node_facts.h"
 #include "common/result.h"
 #include "common/thresholds.h"
@@ -37,6 +38,7 @@ struct Match {
 struct Recipe {
   std::string name;  ///< file stem: "infiniband"
   std::string path;  ///< as shown in messages: "recipes/infiniband.toml" or the user path
+  std::string file;  ///< the file it was read from; "" for the copy built into the binary
   std::string description;
   std::vector<std::string> chain;  ///< this recipe, then what it extends, ... (names)
   Match match;
@@ -51,20 +53,41 @@ std::vector<std::string> BuiltinRecipeNames();
 /// Text of a shipped recipe, or nullptr.
 const std::string* BuiltinRecipeText(std::string_view name);
 
-/// Loads a recipe by name (shipped, or <dir>/<name>.toml for dirs in $SAFE_LAUNCH_RECIPE_PATH,
-/// ':'-separated, searched first) or by path (contains '/' or ends in ".toml"), following
-/// `extends`. Errors: malformed TOML (file:line:column), unknown key or variable ("did you
-/// mean"), out-of-range value (variable and range), unknown compute name, extends cycle.
+/// RecipeDir::kind of each place a recipe name is looked for (doc/manual.md "Choosing a recipe").
+inline constexpr std::string_view kUserRecipes = "SAFE_LAUNCH_RECIPE_PATH";
+inline constexpr std::string_view kSiteRecipes = "site";
+inline constexpr std::string_view kShippedRecipes = "shipped";
+
+/// A directory searched for <name>.toml.
+struct RecipeDir {
+  std::string path;
+  std::string_view kind;  ///< kUserRecipes, kSiteRecipes or kShippedRecipes
+};
+
+/// Where recipe names are looked for, first to last: the directories of
+/// $SAFE_LAUNCH_RECIPE_PATH (':'-separated), the site's <sysconf_dir>/recipes.d, the shipped
+/// <data_dir>/recipes. The copy built into the binary comes after all of them. Pure.
+std::vector<RecipeDir> RecipeSearchPath(const Environment& env, const InstallLayout& layout);
+
+/// Loads a recipe by name (<dir>/<name>.toml in RecipeSearchPath(env, SelfLayout()), else the
+/// built-in copy) or by path (contains '/' or ends in ".toml"), following `extends`. Errors:
+/// malformed TOML (file:line:column), unknown key or variable ("did you mean"), out-of-range
+/// value (variable and range), unknown compute name, extends cycle.
 Result<Recipe> LoadRecipe(std::string_view name_or_path, const Environment& env = {});
+/// LoadRecipe with an explicit search path.
+Result<Recipe> LoadRecipeFrom(std::string_view name_or_path, const std::vector<RecipeDir>& search);
 
 /// Parses one recipe text (no file access except through `load_parent` for `extends`).
 using ParentLoader = std::function<Result<Recipe>(std::string_view name)>;
 Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
                            const ParentLoader& load_parent);
 
-/// Picks the shipped (or $SAFE_LAUNCH_RECIPE_PATH) recipe whose [match] fits the facts best;
-/// falls back to "default". `why` receives one line explaining the choice.
+/// Picks the recipe (built-in, or *.toml in RecipeSearchPath(env, SelfLayout())) whose [match]
+/// fits the facts best; falls back to "default". `why` receives one line explaining the choice.
 Result<Recipe> ChooseRecipe(const NodeFacts& facts, const Environment& env, std::string* why);
+/// ChooseRecipe with an explicit search path.
+Result<Recipe> ChooseRecipeFrom(const NodeFacts& facts, const std::vector<RecipeDir>& search,
+                                std::string* why);
 
 /// Whether `m` holds for these facts (active ports' link layer, device names, GPU models).
 bool MatchesFacts(const Match& m, const NodeFacts& facts);

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-SL=build/bin/safe-launch
+SL=${SAFE_LAUNCH:-build/bin/safe-launch}  # packaging/try-deb.sh: the installed /usr/bin/safe-launch
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "preflight of this machine"

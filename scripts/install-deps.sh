@@ -12,8 +12,10 @@ PKGS=(
   openmpi-bin slurm-wlm
   iproute2 procps clang libclang-rt-14-dev
   ccache
-  patchelf  # scripts/device-kit.sh only
   chromium  # headless DOM check of diagnosis.html (tests/integration/diagnose_fr)
+  patchelf  # the relocatable tarball (packaging/make-tarball.sh) and scripts/device-kit.sh
+  pandoc    # safe-launch(1) from doc/manual.md (packaging/manpage.cmake)
+  lintian man-db bash-completion  # the package test (tests/integration/package)
 )
 missing=()
 for p in "${PKGS[@]}"; do

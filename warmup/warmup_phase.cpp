@@ -139,13 +139,15 @@ Result<std::vector<RankRun>> RunRanks(const WarmupOptions& o, const std::string&
 
 }  // namespace
 
-std::string FindWarmupBinary() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  fs::path candidate = self.parent_path() / "safe-launch-warmup";
-  if (::access(candidate.c_str(), X_OK) != 0) return "";
-  return candidate.string();
+std::string FindWarmupBinary(const InstallLayout& layout) {
+  if (layout.bin_dir.empty()) return "";
+  // Installed: P/libexec/safe-launch/ (not on PATH: it is no command of its own). Build tree and
+  // scripts/device-check.sh's kit: next to safe-launch.
+  for (const std::string& dir : {layout.libexec_dir, layout.bin_dir}) {
+    const std::string candidate = dir + "/safe-launch-warmup";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
 }
 
 std::string SourceAddressFor(const std::string& host, int port) {
@@ -373,14 +375,16 @@ WarmupOutcome RunWarmup(const WarmupOptions& o) {
                     "cannot create the warm-up directory " + dir + ": " + ec.message(),
                     "make the run directory writable (--run-dir)");
 
-  std::string binary = o.warmup_binary.empty() ? FindWarmupBinary() : o.warmup_binary;
+  std::string binary = o.warmup_binary.empty() ? FindWarmupBinary(SelfLayout()) : o.warmup_binary;
   if (binary.empty() || ::access(binary.c_str(), X_OK) != 0)
-    return fail_now("warmup.setup",
-                    "safe-launch-warmup was not found" +
-                        (binary.empty() ? std::string(" next to safe-launch") : " at " + binary) +
-                        ": this safe-launch was built without libtorch",
-                    "build it with libtorch (cmake -DCMAKE_PREFIX_PATH=<torch cmake prefix>, see "
-                    "doc/manual.md 'Warm-up'), or pass --no-warmup");
+    return fail_now(
+        "warmup.setup",
+        "safe-launch-warmup was not found" +
+            (binary.empty() ? " in " + SelfLayout().libexec_dir + " or next to safe-launch"
+                            : " at " + binary) +
+            ": this safe-launch was built without libtorch",
+        "build it with libtorch (cmake -DCMAKE_PREFIX_PATH=<torch cmake prefix>, see "
+        "doc/manual.md 'Warm-up'), or pass --no-warmup");
 
   const WarmupPlan plan = MakePlan(o, spawn_ms);
   const std::string plan_path = dir + "/plan.json";

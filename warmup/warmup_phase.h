@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/environment.h"
+#include "common/install_layout.h"
 #include "common/node_facts.h"
 #include "warmup/store_auth.h"
 #include "warmup/topology.h"
@@ -25,7 +26,7 @@ struct WarmupOptions {
   std::string run_dir;    ///< warmup.json goes here, rank logs in run_dir/warmup/;
                           ///< "" = a fresh directory under $TMPDIR
   std::chrono::milliseconds timeout{120000};
-  std::string warmup_binary;               ///< "" = safe-launch-warmup next to /proc/self/exe
+  std::string warmup_binary;               ///< "" = FindWarmupBinary(SelfLayout())
   std::string backend = "auto";            ///< auto | gloo | nccl
   std::vector<std::uint64_t> sweep_bytes;  ///< empty = kDefaultSweepBytes
   std::vector<std::string> waive;          ///< comparison ids whose mismatches do not fail
@@ -41,8 +42,9 @@ struct WarmupOutcome {
   std::string json_path;     ///< "" when it could not be written
 };
 
-/// safe-launch-warmup in the directory of /proc/self/exe; "" when it is not there.
-std::string FindWarmupBinary();
+/// The warm-up helper of this installation: layout.libexec_dir/safe-launch-warmup, else
+/// safe-launch-warmup beside the binary (build tree, device kit); "" when neither is executable.
+std::string FindWarmupBinary(const InstallLayout& layout);
 
 /// The local address the kernel would use to reach host:port (UDP connect + getsockname);
 /// "" when the host does not resolve or has no route.
