@@ -15,6 +15,8 @@ constexpr Command kCommands[] = {
     {"run", "Preflight, warm up and supervise a job: safe-launch run [OPTIONS] -- CMD ARGS...",
      SetupRun},
     {"version", "Print safe-launch's version", SetupVersion},
+    {"diagnose", "Name the root cause of a failed or hung job from its logs or bundle",
+     SetupDiagnose},
 };
 
 // An executable regular file named `word` in one of PATH's directories, as execvp would find it.
