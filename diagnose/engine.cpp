@@ -444,7 +444,7 @@ constexpr Rule kRules[] = {
      "interface."},
     {"firewall_or_port.refused",
      "firewall_or_port",
-     0.55,
+     0.45,
      {"refused_or_unreachable"},
      "bad_interface",
      "Connections between nodes were refused or unreachable."},

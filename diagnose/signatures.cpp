@@ -60,7 +60,7 @@ constexpr Signature kCatalog[] = {
      "The watchdog saw the collective with this sequence id fail; last enqueued vs last "
      "completed tells how far this rank got. Compare with the other ranks' values."},
     {"torch.dump_signal", "Received a dump signal", "",
-     R"(from (?:rank (\d+)|this local rank).*?Last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+))",
+     R"(from\s+(?:rank\s+(\d+)|this local rank).*?Last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+))",
      "timeout_rank,last_enqueued,last_completed", "collective_timeout", S::kHang, 45,
      "Another rank's watchdog timed out and asked every rank to dump its Flight Recorder; the "
      "rank named here is where the timeout was first seen."},
@@ -256,7 +256,7 @@ constexpr Signature kCatalog[] = {
      R"(remote peer (\S+) \(local: (\d+), remote (\d+)\))", "peer,version_local,version_remote",
      "version_mismatch", S::kError, 90, "A peer runs another NCCL version.", EvidenceKind::kCause,
      "nccl src/ras/ras.cc 2.24-2.28"},
-    {"nccl.socket_family", "is neither AF_INET", "", R"(address (\S+) with family (\d+))",
+    {"nccl.socket_family", "is neither AF_INET", "", R"(address ?(\S*) with family (\d+))",
      "addr,family", "socket_error", S::kError, 50,
      "A peer's socket address arrived garbled (family neither IPv4 nor IPv6).",
      EvidenceKind::kSymptom, "nccl src/misc/socket.cc 2.12-2.28"},
