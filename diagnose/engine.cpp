@@ -139,8 +139,15 @@ bool IsLinkLocalPrefix(std::string_view spn) {
 
 bool LinkLocalGid(const Evidence& ev, Lines* out) {
   bool any = false;
-  for (const Match* m : ev.Distinct("nccl.ib_qp_info", "gid_spn")) {
-    if (IsLinkLocalPrefix(m->Field("gid_spn"))) {
+  for (const Match* m : ev.Distinct("nccl.ib_qp_info", "gid_prefix")) {
+    if (IsLinkLocalPrefix(m->Field("gid_prefix"))) {
+      out->push_back(m);
+      any = true;
+    }
+  }
+  // ibv_modify_qp failures name the local GID itself on 2.24+ ("local GID fe80::...").
+  for (const Match* m : ev.Distinct("nccl.ibv_modify_qp", "local_gid")) {
+    if (IsLinkLocalPrefix(m->Field("local_gid"))) {
       out->push_back(m);
       any = true;
     }
@@ -153,13 +160,8 @@ bool ModifyQpFailed(const Evidence& ev, Lines* out) {
 }
 
 bool RoceInUse(const Evidence& ev, Lines* out) {
-  for (const Match* m : ev.Distinct("nccl.net_ib_using", "link")) {
-    if (Lower(m->Field("link")) == "roce") {
-      out->push_back(m);
-      return true;
-    }
-  }
-  return false;
+  return Collect(
+      ev, [](const Match& m) { return Is(m, "nccl.ib_using") && Has(m, "/RoCE"); }, out);
 }
 
 bool QpMtuDiffers(const Evidence& ev, Lines* out) {
@@ -173,6 +175,7 @@ bool VerbsEnomem(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
       [](const Match& m) {
+        if (Is(m, "nccl.ibv_reg_mr_enomem")) return true;
         return (Is(m, "nccl.ibv_reg_mr") || Is(m, "nccl.ibv_create")) &&
                (Has(m, "Cannot allocate memory") || Has(m, "ENOMEM") || Has(m, "errno 12") ||
                 Has(m, "with 12 ") || Has(m, "error 12"));
@@ -180,11 +183,14 @@ bool VerbsEnomem(const Evidence& ev, Lines* out) {
       out);
 }
 
-bool RegMrFailed(const Evidence& ev, Lines* out) { return AnyOf(ev, {"nccl.ibv_reg_mr"}, out); }
+bool RegMrFailed(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"nccl.ibv_reg_mr", "nccl.ibv_reg_mr_enomem"}, out);
+}
 
 bool CreateQpFailed(const Evidence& ev, Lines* out) {
   return Collect(
-      ev, [](const Match& m) { return Is(m, "nccl.ibv_create") && Has(m, "ibv_create_qp"); }, out);
+      ev, [](const Match& m) { return Is(m, "nccl.ibv_create") && Has(m, "ibv_create_qp"); },
+      out);
 }
 
 // ---- conditions: sockets and interfaces ----
@@ -201,7 +207,7 @@ bool IsBadInterface(std::string_view ifname, std::string_view addr) {
          a.rfind("172.17.", 0) == 0 || a == "::1";
 }
 
-constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_iface", "nccl.net_socket_iface"};
+constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.socket_using"};
 
 bool BadInterface(const Evidence& ev, Lines* out) {
   bool any = AnyOf(ev, {"nccl.loopback_interface"}, out);
@@ -235,8 +241,9 @@ bool RefusedOrUnreachable(const Evidence& ev, Lines* out) {
       ev,
       [](const Match& m) {
         const bool socket_row = Is(m, "nccl.socket_connect") ||
-                                Is(m, "nccl.socket_connect_retry") || Is(m, "c10d.store_connect") ||
-                                Has(m, "connect");
+                                Is(m, "nccl.socket_connect_refused") ||
+                                Is(m, "nccl.socket_retries_exceeded") ||
+                                Is(m, "c10d.store_connect") || Has(m, "onnect");
         return socket_row && (Has(m, "Connection refused") || Has(m, "No route to host") ||
                               Has(m, "errno: 111") || Has(m, "errno: 113") || Has(m, "error 111") ||
                               Has(m, "error 113"));
@@ -261,7 +268,7 @@ bool TwoNcclVersions(const Evidence& ev, Lines* out) {
       if (std::count(v.begin(), v.end(), '.') == 2) seen.emplace(v, m);
     }
   };
-  for (const Match* m : ev.Distinct("nccl.version", "version")) note(m->line, m);
+  for (const Match* m : ev.Distinct("nccl.version", "nccl_version")) note(m->line, m);
   for (const Match& m : ev.matches()) note(m.line, &m);
   if (seen.size() < 2) return false;
   for (const auto& [v, m] : seen) out->push_back(m);
@@ -269,14 +276,14 @@ bool TwoNcclVersions(const Evidence& ev, Lines* out) {
 }
 
 bool AddressFamilyError(const Evidence& ev, Lines* out) {
-  return AnyOf(ev, {"nccl.socket_family"}, out);
+  return AnyOf(ev, {"nccl.socket_bad_family"}, out);
 }
 
 // ---- conditions: GPUDirect RDMA ----
 
 bool IbInUse(const Evidence& ev, Lines* out) {
-  if (AnyOf(ev, {"nccl.net_ib_using"}, out)) return true;
-  for (const Match* m : ev.Distinct("nccl.transport_net", "net")) {
+  if (AnyOf(ev, {"nccl.ib_using"}, out)) return true;
+  for (const Match* m : ev.Distinct("nccl.channel_net", "net")) {
     if (m->Field("net") == "IB") {
       out->push_back(m);
       return true;
@@ -285,16 +292,51 @@ bool IbInUse(const Evidence& ev, Lines* out) {
   return false;
 }
 
-// Transport lines over IB, none of them with /GDRDMA: GPUDirect RDMA is off on every channel.
+// Transport lines over IB, none of them with /GDRDMA (net.cc prints the suffix when the channel
+// uses it): GPUDirect RDMA is off on every channel.
 bool IbWithoutGdr(const Evidence& ev, Lines* out) {
-  if (!ev.Distinct("nccl.transport_net", "gdr").empty()) return false;
-  for (const Match* m : ev.Distinct("nccl.transport_net", "net")) {
+  if (ev.Count("nccl.channel_net_gdrdma") > 0) return false;
+  for (const Match* m : ev.Distinct("nccl.channel_net", "net")) {
     if (m->Field("net") == "IB") {
       out->push_back(m);
       return true;
     }
   }
   return false;
+}
+
+// net_ib.cc 2.10-2.18: "GPU Direct RDMA Disabled for HCA %d '%s' (no module)".
+bool GdrNoModule(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev, [](const Match& m) { return Is(m, "nccl.gdr_disabled") && Has(m, "(no module)"); }, out);
+}
+
+// NCCL RAS (ras.cc, 2.24+): "N ranks have launched up to operation X" for the bulk and "Rank R
+// has launched up to operation Y" / "Rank R has not launched any operations" for the odd ones.
+bool RasRanksBehind(const Evidence& ev, Lines* out) {
+  long long bulk = -1, bulk_count = 0;
+  for (const Match* m : ev.Distinct("nccl.ras_ranks_ops", "opcount")) {
+    auto n = ParseInt(m->Field("count"));
+    auto op = ParseInt(m->Field("opcount"));
+    if (n.ok() && op.ok() && *n > bulk_count) {
+      bulk_count = *n;
+      bulk = *op;
+    }
+  }
+  if (bulk < 0) return false;
+  bool any = false;
+  for (const Match* m : ev.Distinct("nccl.ras_rank_ops", "rank")) {
+    auto op = ParseInt(m->Field("opcount"));
+    if (op.ok() && *op != bulk) {
+      out->push_back(m);
+      any = true;
+    }
+  }
+  for (const Match* m : ev.Distinct("nccl.ras_rank_no_ops", "rank")) {
+    out->push_back(m);
+    any = true;
+  }
+  return any;
 }
 
 // ---- conditions: ranks ----
@@ -309,6 +351,7 @@ bool OpCountsOddOneBehind(const Evidence& ev, Lines* out) {
       if (n.ok()) by_rank.emplace(m->Field("rank"), std::make_pair(*n, m));
     }
   }
+  if (RasRanksBehind(ev, out)) return true;
   if (by_rank.size() < 3) return false;
   std::map<long long, int> votes;
   for (const auto& [r, v] : by_rank) ++votes[v.first];
@@ -388,6 +431,7 @@ constexpr NamedCondition kConditions[] = {
      "a socket address of a family that is neither AF_INET nor AF_INET6 (garbled peer info)"},
     {"ib_in_use", IbInUse, "NET/IB in use"},
     {"ib_without_gdr", IbWithoutGdr, "IB transport lines, none with /GDRDMA"},
+    {"gdr_no_module", GdrNoModule, "GPU Direct RDMA Disabled for HCA ... (no module)"},
     {"op_counts_odd_one_behind", OpCountsOddOneBehind,
      "per-rank last enqueued op counts where a minority of ranks is behind the rest"},
     {"all_but_one_rank_time_out", AllButOneRankTimeOut,
@@ -467,6 +511,12 @@ constexpr Rule kRules[] = {
      {"ib_in_use", "ib_without_gdr"},
      "",
      "NCCL uses IB but no transport line has /GDRDMA: GPUDirect RDMA is off."},
+    {"gdr_peermem.no_module",
+     "gdr_peermem",
+     0.7,
+     {"gdr_no_module"},
+     "",
+     "NCCL found no peer-memory module for the HCA: GPUDirect RDMA is off."},
     {"memlock.verbs_enomem",
      "memlock",
      0.7,

@@ -52,6 +52,12 @@ namespace {
 // The fields that tell nodes, ranks and links apart; the rest (sizes, pointers) are not kept
 // per value.
 constexpr std::string_view kDistinctFields[] = {"version",
+                                                "nccl_version",
+                                                "gid_prefix",
+                                                "local_gid",
+                                                "opcount",
+                                                "count",
+                                                "version",
                                                 "rank",
                                                 "host",
                                                 "ifname",

@@ -1,0 +1,1001 @@
+// Every catalog row against the message its source produces: the format string of that release
+// with the %s/%d filled in by hand (the comment names file and tag), one case per format variant.
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnose/signatures.h"
+
+using namespace sl::diagnose;
+
+namespace {
+
+struct RowCase {
+  std::string line;
+  const char* id;  // the row that must match first
+  std::vector<std::pair<const char*, const char*>> fields;
+};
+
+void CheckCases(const std::vector<RowCase>& cases) {
+  LineMatcher m;
+  for (const RowCase& c : cases) {
+    INFO(c.line);
+    auto r = m.MatchLine(c.line);
+    REQUIRE(r.has_value());
+    CHECK(r->signature->id == c.id);
+    for (const auto& [k, v] : c.fields) {
+      INFO("field " << k);
+      CHECK(r->Field(k) == v);
+    }
+  }
+}
+
+constexpr const char* kW = "gpu07:2291:2377 [3] NCCL WARN ";  // NCCL's WARN prefix
+constexpr const char* kI = "gpu07:2291:2291 [3] NCCL INFO ";  // NCCL's INFO prefix
+
+std::string W(const char* s) { return std::string(kW) + s; }
+std::string I(const char* s) { return std::string(kI) + s; }
+
+}  // namespace
+
+std::vector<RowCase> IbCompletionCases() {
+  const std::string v210 =
+      W("NET/IB : Got completion from peer 10.0.0.2<53908> with error 12, opcode 1, len 0, vendor "
+        "err 129");  // net_ib.cc v2.10.3-1 .. v2.17.1-1
+  const std::string v218 =
+      W("NET/IB : Got completion from peer 10.0.0.2<53908> with error 12, opcode 0, len 0, vendor "
+        "err 129 (Send) localGid fe80::ba59:9f03:c0:12 remoteGids::ffff:10.0.0.2");  // v2.18.3-1
+  const std::string v220 =
+      W("NET/IB : Got completion from peer 10.0.0.2<53908> with status=12 opcode=129 len=1048576 "
+        "vendor err 129 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2");  // v2.20.5-1
+  const std::string v222 = W(
+      "NET/IB: Got completion from peer 10.0.0.2<53908> with status=12 opcode=129 len=0 vendor "
+      "err 129 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2 hca mlx5_3");  // v2.22.3-1
+  const std::string v228 =
+      W("NET/IB: Got completion from peer 10.0.0.2<53908> with status=IBV_WC_RETRY_EXC_ERR(12) "
+        "opcode=IBV_WC_SEND(0) reqSize=524288 vendor_err=129 req_type=Send localGid "
+        "::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2 hca mlx5_3");  // v2.28.9-1
+  return {
+      {v210,
+       "nccl.ib_status_retry_exceeded",
+       {{"peer", "10.0.0.2<53908>"}, {"vendor_err", "129"}, {"host", "gpu07"}}},
+      {v218,
+       "nccl.ib_status_retry_exceeded",
+       {{"local_gid", "fe80::ba59:9f03:c0:12"}, {"remote_gid", "::ffff:10.0.0.2"}}},
+      {v220,
+       "nccl.ib_status_retry_exceeded",
+       {{"vendor_err", "129"}, {"local_gid", "::ffff:10.0.0.1"}}},
+      {v222,
+       "nccl.ib_status_retry_exceeded",
+       {{"hca", "mlx5_3"}, {"remote_gid", "::ffff:10.0.0.2"}}},
+      {v228,
+       "nccl.ib_status_retry_exceeded",
+       {{"vendor_err", "129"}, {"local_gid", "::ffff:10.0.0.1"}, {"hca", "mlx5_3"}}},
+      // v2.28.9-1 with status 4 and 5, v2.24.3-1 with status 4; torch's "Last error:" echo.
+      {"NET/IB: Got completion from peer 10.0.0.2<1> with status=IBV_WC_LOC_PROT_ERR(4) "
+       "opcode=IBV_WC_RDMA_WRITE(1) reqSize=0 vendor_err=81 req_type=Send hca mlx5_0",
+       "nccl.ib_status_loc_prot",
+       {{"vendor_err", "81"}, {"hca", "mlx5_0"}}},
+      {"NET/IB: Got completion from peer 10.0.0.2<1> with status=4 opcode=1 len=0 vendor err 81 "
+       "(Send) hca mlx5_0",
+       "nccl.ib_status_loc_prot",
+       {{"hca", "mlx5_0"}}},
+      {"NET/IB: Got completion from peer 10.0.0.2<1> with status=IBV_WC_WR_FLUSH_ERR(5) "
+       "opcode=IBV_WC_SEND(0) reqSize=0 vendor_err=249 req_type=Send hca mlx5_0",
+       "nccl.ib_status_flush",
+       {{"vendor_err", "249"}}},
+      {"NET/IB: Got completion from peer 10.0.0.2<1> with status=IBV_WC_RNR_RETRY_EXC_ERR(13) "
+       "opcode=IBV_WC_SEND(0) reqSize=64 vendor_err=0 req_type=Send hca mlx5_0",
+       "nccl.ib_completion",
+       {{"status", "13"}, {"hca", "mlx5_0"}}},
+      // v2.28.9-1 net_ib.cc, the GIN proxy's completion (2.27 layout).
+      {"NET/IB/GIN: Got completion from peer 10.0.0.2<1> with status=12 opcode=1 len=0 vendor err "
+       "129 (GIN) hca mlx5_1",
+       "nccl.ib_status_retry_exceeded",
+       {{"hca", "mlx5_1"}}},
+  };
+}
+TEST_CASE("IB completion rows match every release's completion format, status by status") {
+  CheckCases(IbCompletionCases());
+}
+
+std::vector<RowCase> IbAsyncEventsCases() {
+  return {
+      // net_ib.cc v2.10.3-1 .. v2.19.4-1: "NET/IB : Got async event : %s"
+      {W("NET/IB : Got async event : port error"), "nccl.ib_port_error", {}},
+      {W("NET/IB : Got async event : GID table change"),
+       "nccl.ib_async_event",
+       {{"event", "GID table change"}}},
+      // v2.20.5-1 .. v2.22.3-1: "NET/IB : %s:%d Got async event : %s"
+      {W("NET/IB : mlx5_2:1 Got async event : port error"),
+       "nccl.ib_port_error",
+       {{"dev", "mlx5_2"}, {"port", "1"}}},
+      // v2.23.4-1 .. v2.27.7-1: "NET/IB : %s:%d Got async error event: %s"
+      {W("NET/IB : mlx5_2:1 Got async error event: port error"),
+       "nccl.ib_port_error",
+       {{"dev", "mlx5_2"}}},
+      {W("NET/IB : mlx5_2:1 Got async error event: path migration request error"),
+       "nccl.ib_async_error_event",
+       {{"event", "path migration request error"}}},
+      // v2.28.9-1: "NET/IB : %s:%d Got non-fatal async event: %s(%d)"
+      {W("NET/IB : mlx5_2:1 Got non-fatal async event: port error(10)"),
+       "nccl.ib_port_error",
+       {{"dev", "mlx5_2"}, {"port", "1"}}},
+      {W("NET/IB : mlx5_2:1 Got non-fatal async event: port active(9)"),
+       "nccl.ib_async_event",
+       {{"event", "port active(9)"}}},
+      // v2.23.4-1 .. v2.28.9-1: fatal events
+      {W("NET/IB : mlx5_0:1 async fatal event: local catastrophic error"),
+       "nccl.ib_async_fatal",
+       {{"dev", "mlx5_0"}, {"event", "local catastrophic error"}}},
+      {W("NET/IB : mlx5_0:1 async fatal event on QP (0x7f3a2c001b40): local work queue "
+         "catastrophic error"),
+       "nccl.ib_async_fatal",
+       {{"object", "QP"}, {"event", "local work queue catastrophic error"}}},
+      // v2.28.9-1: "NET/IB : %s:%d GID table changed"
+      {W("NET/IB : mlx5_0:1 GID table changed"),
+       "nccl.ib_gid_changed",
+       {{"dev", "mlx5_0"}, {"port", "1"}}},
+  };
+}
+TEST_CASE("IB async event rows cover the 2.10, 2.20, 2.23 and 2.28 event formats") {
+  CheckCases(IbAsyncEventsCases());
+}
+
+std::vector<RowCase> VerbsCases() {
+  return {
+      // ibvwrap.cc v2.18.3-1 IBV_PTR_CHECK_ERRNO: "Call to " name " failed with error %s"
+      {W("Call to ibv_reg_mr failed with error Cannot allocate memory"),
+       "nccl.ibv_reg_mr_enomem",
+       {{"call", "ibv_reg_mr"}}},
+      {W("Call to ibv_reg_dmabuf_mr failed with error Cannot allocate memory"),
+       "nccl.ibv_reg_mr_enomem",
+       {{"call", "ibv_reg_dmabuf_mr"}}},
+      {W("Call to ibv_reg_mr_iova2 failed with error Bad address"),
+       "nccl.ibv_reg_mr",
+       {{"call", "ibv_reg_mr_iova2"}, {"error", "Bad address"}}},
+      // v2.18.3-1 IBV_INT_CHECK_RET_ERRNO: "Call to ibv_modify_qp failed with error %s"
+      {W("Call to ibv_modify_qp failed with error Connection timed out"),
+       "nccl.ibv_modify_qp",
+       {{"error", "Connection timed out"}}},
+      // v2.24.3-1 .. v2.28.9-1 wrap_ibv_modify_qp
+      {W("Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state "
+         "INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.1, remote GID "
+         "fe80::ba59:9f03:c0:12"),
+       "nccl.ibv_modify_qp",
+       {{"errno", "110"},
+        {"error", "Connection timed out"},
+        {"dev", "mlx5_0"},
+        {"qp_next_state", "RTR"},
+        {"gid_index", "3"},
+        {"remote_gid", "fe80::ba59:9f03:c0:12"}}},
+      // v2.28.9-1 IBV_PTR_CHECK_ERRNO for ibv_create_qp / IBV_INT_CHECK_RET_ERRNO " errno %d"
+      {W("Call to ibv_create_qp failed with error Cannot allocate memory"),
+       "nccl.ibv_create",
+       {{"call", "ibv_create_qp"}, {"error", "Cannot allocate memory"}}},
+      {W("Call to ibv_create_cq failed with error Cannot allocate memory errno 12"),
+       "nccl.ibv_create",
+       {{"call", "ibv_create_cq"}, {"errno", "12"}}},
+      // net_ib.cc v2.10.3-1 .. v2.28.9-1
+      {W("NET/IB : No IP interface found."), "nccl.ib_no_ip_interface", {}},
+      // net_ib.cc v2.26.6-1
+      {W("NET/IB : Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [1]mlx5_4:1/RoCE. "
+         "Try selecting NICs of only one link type using NCCL_IB_HCA"),
+       "nccl.ib_incompatible_devices",
+       {{"link_a", "IB"}, {"link_b", "RoCE"}, {"dev_b", "mlx5_4"}}},
+  };
+}
+TEST_CASE("verbs wrapper rows: reg_mr ENOMEM, modify_qp with and without GID detail, create") {
+  CheckCases(VerbsCases());
+}
+
+std::vector<RowCase> IbFactsCases() {
+  return {
+      // net_ib.cc v2.10.3-1: "NET/IB : Using%s ; OOB %s:%s"
+      {I("NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.1.0.7<0>"),
+       "nccl.ib_using",
+       {{"devices", " [0]mlx5_0:1/IB [1]mlx5_1:1/IB"},
+        {"oob_if", "ib0"},
+        {"oob_addr", "10.1.0.7<0>"}}},
+      // v2.12.12-1 .. v2.28.9-1: "NET/IB : Using%s %s; OOB %s:%s" ("[RO]" when relaxed ordering)
+      {I("NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"),
+       "nccl.ib_using",
+       {{"devices", " [0]mlx5_0:1/RoCE"}, {"oob_if", "eth0"}}},
+      {I("NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>"),
+       "nccl.ib_using",
+       {{"oob_addr", "10.0.0.1<0>"}}},
+      // v2.18.3-1: "NET/IB: Dev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX)" (a link-local GID)
+      {I("NET/IB: Dev 0 Port 1 qpn 4711 mtu 5 GID 0 (80FE/1200C0039F59BA)"),
+       "nccl.ib_qp_info",
+       {{"ib_dev", "0"}, {"mtu", "5"}, {"gid_index", "0"}, {"gid_prefix", "80FE"}}},
+      // v2.19.4-1: "... mtu %d query_ece={...} GID %ld (%lX/%lX)"
+      {I("NET/IB: Dev 1 Port 1 qpn 87 mtu 3 query_ece={supported=1, vendor_id=0x15b3, "
+         "options=0x30000002, comp_mask=0x0} GID 3 (0/100000AFFFF0000)"),
+       "nccl.ib_qp_info",
+       {{"ib_dev", "1"}, {"mtu", "3"}, {"gid_index", "3"}}},
+      // v2.22.3-1 (IB): "NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d LID %d subnet-prefix %lu
+      // FLID %d fifoRkey=0x%x fifoLkey=0x%x"
+      {I("NET/IB: NCCL Dev 2 IbDev 2 Port 1 qpn 1063 mtu 5 LID 17 subnet-prefix "
+         "18338657682652659712 "
+         " FLID 0 fifoRkey=0x1fe7e fifoLkey=0x1fe7e"),
+       "nccl.ib_qp_info",
+       {{"nccl_dev", "2"}, {"ib_dev", "2"}, {"lid", "17"}, {"mtu", "5"}}},
+      // v2.27.7-1 (RoCE): "NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX) fifoRkey"
+      {I("NET/IB: NCCL MergedDev 0 IbDev 1 Port 1 qpn 301 mtu 4 GID 3 (0/201000AFFFF0000) "
+         "fifoRkey=0x2000 fifoLkey=0x2000"),
+       "nccl.ib_qp_info",
+       {{"nccl_dev", "0"}, {"gid_index", "3"}, {"gid_iid", "201000AFFFF0000"}}},
+  };
+}
+TEST_CASE("IB fact rows: NET/IB : Using with its OOB interface, and the per-QP MTU/GID lines") {
+  CheckCases(IbFactsCases());
+}
+
+std::vector<RowCase> ShmCases() {
+  return {
+      // checks.h SYSCHECK in shm.h v2.10.3-1 / shmutils.cc v2.18.3-1
+      {W("Call to posix_fallocate failed : No space left on device"),
+       "nccl.shm_fallocate",
+       {{"error", "No space left on device"}}},
+      // shmutils.cc v2.12.12-1 "Error: failed to extend %s to %d bytes"
+      {W("Error: failed to extend /dev/shm/nccl-Ab12Cd to 9637892 bytes"),
+       "nccl.shm_extend",
+       {{"segment", "/dev/shm/nccl-Ab12Cd"}, {"size", "9637892"}}},
+      // v2.22.3-1 .. v2.28.9-1 "..., error: %s (%d)"
+      {W("Error: failed to extend /dev/shm/nccl-Ab12Cd to 33030148 bytes, error: No space left on "
+         "device (28)"),
+       "nccl.shm_extend",
+       {{"errno", "28"}, {"error", "No space left on device"}}},
+      // shm.h v2.10.3-1: "Error while %s shared memory segment %s (size %d)"
+      {W("Error while creating shared memory segment /dev/shm/nccl-XyZ (size 9637888)"),
+       "nccl.shm_segment",
+       {{"action", "creating"}, {"size", "9637888"}}},
+      {W("Error while attaching to shared memory segment /dev/shm/nccl-XyZ (size 9637888), error: "
+         "No such file or directory (2)"),
+       "nccl.shm_segment",
+       {{"action", "attaching to"}, {"errno", "2"}}},
+      // shmutils.cc v2.24.3-1
+      {W("Error: failed to create shared memory file /dev/shm/nccl-XyZ, error Permission denied "
+         "(13)"),
+       "nccl.shm_create_file",
+       {{"errno", "13"}}},
+      // shmutils.cc v2.12.12-1 and v2.22.3-1
+      {W("Could not map /dev/shm/nccl-XyZ"), "nccl.shm_map", {{"segment", "/dev/shm/nccl-XyZ"}}},
+      {W("Error: Could not map /dev/shm/nccl-XyZ size 4194304, error: Bus error (7)"),
+       "nccl.shm_map",
+       {{"size", "4194304"}, {"errno", "7"}}},
+      // shm.h v2.10.3-1 SYSCHECKVAL(shm_open(...), "shm_open", fd)
+      {W("Call to shm_open failed : Permission denied"), "nccl.shm_open", {}},
+      // cudawrap.cc v2.26.6-1
+      {I("cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based "
+         "implementation. This could be due to the container runtime disabling NUMA support. To "
+         "disable this warning, set NCCL_CUMEM_HOST_ENABLE=0"),
+       "nccl.cumem_host_fallback",
+       {}},
+  };
+}
+TEST_CASE("shared memory rows cover shm.h, shmutils.cc (three layouts) and the cuMem fallback") {
+  CheckCases(ShmCases());
+}
+
+std::vector<RowCase> SocketErrorsCases() {
+  return {
+      // include/socket.h v2.10.3-1: "Net : Connect to %s failed : %s"
+      {W("Net : Connect to 10.0.0.2<43125> failed : Connection refused"),
+       "nccl.socket_connect_refused",
+       {{"peer", "10.0.0.2<43125>"}, {"error", "Connection refused"}}},
+      // misc/socket.cc v2.18.3-1: "socketStartConnect: Connect to %s failed : %s"
+      {W("socketStartConnect: Connect to 172.17.0.2<51377> failed : Network is unreachable"),
+       "nccl.socket_connect",
+       {{"peer", "172.17.0.2<51377>"}, {"error", "Network is unreachable"}}},
+      {W("socketStartConnect: Connect to 10.0.0.2<51377> failed : No route to host"),
+       "nccl.socket_connect",
+       {{"error", "No route to host"}}},
+      // v2.20.5-1: "socketPollConnect: Connect to %s returned %d(%s) errno %d(%s)"
+      {W("socketPollConnect: Connect to 10.0.0.2<51377> returned 111(Connection refused) errno "
+         "115(Operation now in progress)"),
+       "nccl.socket_connect_refused",
+       {{"peer", "10.0.0.2<51377>"}}},
+      // v2.24.3-1: "%s: Connect to %s failed : %s"
+      {W("socketPollConnect: Connect to 10.0.0.2<51377> failed : Connection timed out"),
+       "nccl.socket_connect",
+       {{"error", "Connection timed out"}}},
+      // v2.27.7-1: "%s: connect to %s failed : %s" / "... returned %s, exceeded error retry count
+      // after %d attempts"
+      {W("socketPollConnect: connect to 10.0.0.2<51377> failed : Connection timed out"),
+       "nccl.socket_connect",
+       {{"peer", "10.0.0.2<51377>"}}},
+      {W("socketPollConnect: connect to 10.0.0.2<51377> returned Connection refused, exceeded "
+         "error retry count after 35 attempts"),
+       "nccl.socket_connect_refused",
+       {{"error", "Connection refused"}}},
+      // v2.24.3-1: "%s: connect returned %s, exceeded error retry count (%d)"
+      {W("socketPollConnect: connect returned Connection timed out, exceeded error retry count "
+         "(35)"),
+       "nccl.socket_retries_exceeded",
+       {{"function", "socketPollConnect"}, {"error", "Connection timed out"}}},
+      // v2.16.5-1: "socketStartConnect: exceeded retries (%d)"
+      {W("socketStartConnect: exceeded retries (34)"),
+       "nccl.socket_connect_exhausted",
+       {{"what", "retries"}, {"count", "34"}}},
+      // v2.10.3-1 "Net : Socket creation failed : %s", v2.18.3-1 "ncclSocketInit: ..."
+      {W("Net : Socket creation failed : Address family not supported by protocol"),
+       "nccl.socket_create",
+       {{"error", "Address family not supported by protocol"}}},
+      {W("ncclSocketInit: Socket creation failed : Too many open files"), "nccl.socket_create", {}},
+      // v2.18.3-1 "ncclSocketInit: connecting to address %s with family %d is neither AF_INET(%d)
+      // nor AF_INET6(%d)"
+      {W("ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor "
+         "AF_INET6(10)"),
+       "nccl.socket_bad_family",
+       {{"family", "0"}}},
+      {W("Net : connecting to address 10.0.0.9<0> with family 25600 is neither AF_INET(2) nor "
+         "AF_INET6(10)"),
+       "nccl.socket_bad_family",
+       {{"peer", "10.0.0.9<0>"}, {"family", "25600"}}},
+      // v2.18.3-1 "Net : No interface found in the same subnet as remote address %s"
+      {W("Net : No interface found in the same subnet as remote address 10.9.0.1<29500>"),
+       "nccl.socket_no_subnet",
+       {{"peer", "10.9.0.1<29500>"}}},
+      // bootstrap.cc v2.10.3-1 .. v2.28.9-1
+      {W("NET/Socket : No usable listening interface found"), "nccl.no_interface", {}},
+      {W("Bootstrap : no socket interface found"), "nccl.no_socket_interface", {}},
+      // net_socket.cc v2.10.3-1 .. v2.28.9-1
+      {W("NET/Socket : no interface found"), "nccl.net_socket_no_interface", {}},
+      // bootstrap.cc v2.23.4-1 and v2.24.3-1
+      {W("no device found matching NCCL_OOB_NET_IFNAME=ib9, ignoring"), "nccl.oob_no_device", {}},
+      {W("no device found matching ib9, verify NCCL_OOB_NET_IFNAME"), "nccl.oob_no_device", {}},
+      // socket.h v2.10.3-1 "Net : Connection closed by remote peer %s", socket.cc v2.18.3-1
+      {W("Net : Connection closed by remote peer 10.0.0.2<34567>"),
+       "nccl.socket_closed_by_peer",
+       {{"peer", "10.0.0.2<34567>"}}},
+      {W("socketProgress: Connection closed by remote peer gpu08.cluster<43712>"),
+       "nccl.socket_closed_by_peer",
+       {{"peer", "gpu08.cluster<43712>"}}},
+      // socket.h v2.10.3-1, socket.cc v2.18.3-1, v2.24.3-1 ("Call to %s %s failed : %s")
+      {W("Net : Call to recv from 10.0.0.2<34567> failed : Connection reset by peer"),
+       "nccl.socket_io_failed",
+       {{"direction", "recv from"}, {"error", "Connection reset by peer"}}},
+      {W("socketProgressOpt: Call to recv from 10.0.0.2<34567> failed : Connection timed out"),
+       "nccl.socket_io_failed",
+       {{"peer", "10.0.0.2<34567>"}}},
+      {W("socketProgressOpt: Call to send to 10.0.0.2<34567> failed : Broken pipe"),
+       "nccl.socket_io_failed",
+       {{"direction", "send to"}, {"error", "Broken pipe"}}},
+      // net_socket.cc v2.10.3-1 and v2.18.3-1 (with the advice appended)
+      {W("NET/Socket : peer 10.0.0.2<34567> message truncated : receiving 1048576 bytes instead of "
+         "65536"),
+       "nccl.net_socket_truncated",
+       {{"received", "1048576"}, {"expected", "65536"}}},
+      {W("NET/Socket : peer 10.0.0.2<34567> message truncated : receiving 4096 bytes instead of "
+         "2048. If you believe your socket network is in healthy state, there may be a mismatch in "
+         "collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks"),
+       "nccl.net_socket_truncated",
+       {{"peer", "10.0.0.2<34567>"}}},
+      // include/socket.h v2.3.7-1: "NET : Using interface %s:%s"
+      {I("NET : Using interface lo:127.0.0.1<0>"), "nccl.loopback_interface", {}},
+  };
+}
+TEST_CASE("socket rows cover the connect formats of 2.10, 2.16, 2.20, 2.24 and 2.27") {
+  CheckCases(SocketErrorsCases());
+}
+
+std::vector<RowCase> SocketFactsCases() {
+  return {
+      // bootstrap.cc v2.18.3-1 "Bootstrap : Using%s" with " %s:" + "addr<port>"
+      {I("Bootstrap : Using docker0:172.17.0.1<0>"),
+       "nccl.bootstrap_using",
+       {{"ifname", "docker0"}, {"addr", "172.17.0.1"}, {"port", "0"}}},
+      // v2.24.3-1 "Bootstrap: Using%s" and the OOB net device "Bootstrap: Using %s:%d"
+      {I("Bootstrap: Using ens5:10.0.3.17<0>"),
+       "nccl.bootstrap_using",
+       {{"ifname", "ens5"}, {"addr", "10.0.3.17"}}},
+      {I("Bootstrap: Using mlx5_0:1"),
+       "nccl.bootstrap_using",
+       {{"ifname", "mlx5_0"}, {"addr", "1"}}},
+      // net_socket.cc v2.10.3-1 .. v2.28.9-1 "NET/Socket : Using%s" with " [%d]%s:%s"
+      {I("NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>"),
+       "nccl.socket_using",
+       {{"ifname", "eth0"}, {"addr", "10.0.0.1"}}},
+      // misc/socket.cc v2.18.3-1
+      {I("NCCL_SOCKET_IFNAME set to ib0"), "nccl.socket_ifname_set", {{"value", "ib0"}}},
+      // misc/socket.cc via the environment echo (the generic env row takes it first)
+      {I("NCCL_SOCKET_IFNAME set by environment to ^docker0,lo"),
+       "nccl.env_set",
+       {{"variable", "NCCL_SOCKET_IFNAME"}, {"value", "^docker0,lo"}}},
+      // misc/param.cc v2.18.3-1 "%s set by environment to %lld."
+      {I("NCCL_IB_GID_INDEX set by environment to 3."),
+       "nccl.env_set",
+       {{"variable", "NCCL_IB_GID_INDEX"}, {"value", "3"}}},
+  };
+}
+TEST_CASE("socket and bootstrap fact rows give the interface and address in use") {
+  CheckCases(SocketFactsCases());
+}
+
+std::vector<RowCase> InitCases() {
+  return {
+      // init.cc v2.18.3-1 "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx"
+      {W("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000"),
+       "nccl.duplicate_gpu",
+       {{"rank_a", "1"}, {"rank_b", "0"}, {"cuda_dev", "1b000"}}},
+      // init.cc v2.23.4-1 .. v2.28.9-1
+      {W("Mismatched NCCL version detected : rank 8 version 22105 rank 0 version 22304"),
+       "nccl.version_mismatch",
+       {{"version_a", "22105"}, {"version_b", "22304"}}},
+      // cudawrap.cc v2.13.4-1 .. v2.28.9-1
+      {W("CUDA Driver version found is 11040. Minimum requirement is 12000"),
+       "nccl.cuda_driver_too_old",
+       {{"cuda_driver", "11040"}, {"cuda_driver_min", "12000"}}},
+      // bootstrap.cc v2.18.3-1 and v2.28.9-1
+      {W("Message truncated : received 4096 bytes instead of 256"),
+       "nccl.bootstrap_truncated",
+       {{"received", "4096"}, {"expected", "256"}}},
+      {W("Message truncated : received 64,0 bytes instead of 56,0"),
+       "nccl.bootstrap_truncated",
+       {{"received", "64,0"}}},
+      {W("Bootstrap Root : mismatch in rank count from procs 8 : 16"),
+       "nccl.bootstrap_root_mismatch",
+       {{"nranks_a", "8"}, {"nranks_b", "16"}}},
+      {W("Bootstrap Root : mismatch in info from procs, nranks 16 vs 8, nroots 1 vs 1, iroot 0 "
+         "vs 0"),
+       "nccl.bootstrap_root_mismatch",
+       {{"nranks_a", "16"}}},
+      // proxy.cc v2.18.3-1
+      {W("[Proxy Service 3] Failed to execute operation Connect from rank 11, retcode 6"),
+       "nccl.proxy_op_failed",
+       {{"op", "Connect"}, {"peer_rank", "11"}, {"retcode", "6"}}},
+      {W("[Service thread] Error encountered progressing operation=Connect, res=3, closing "
+         "connection"),
+       "nccl.proxy_progress_error",
+       {{"op", "Connect"}, {"retcode", "3"}}},
+      // init.cc v2.18.3-1
+      {W("Attempt to use communicator before the previous operation returned ncclSuccess"),
+       "nccl.comm_in_error_state",
+       {}},
+      // net.cc v2.18.3-1, plugin/net.cc v2.27.7-1
+      {W("Error: network IB not found."), "nccl.net_not_found", {{"net", "IB"}}},
+      {W("Failed to initialize any NET plugin"), "nccl.net_plugin_none", {}},
+      // init.cc v2.18.3-1 VERSION_STRING on stdout and as INFO
+      {"NCCL version 2.18.3+cuda12.2",
+       "nccl.version",
+       {{"nccl_version", "2.18.3"}, {"cuda_version", "12.2"}}},
+      {I("NCCL version 2.21.5+cuda12.4"), "nccl.version", {{"nccl_version", "2.21.5"}}},
+      {I("cudaDriverVersion 12040"), "nccl.cuda_driver_version", {{"cuda_driver", "12040"}}},
+      // init.cc v2.10.3-1, v2.18.3-1, v2.28.9-1
+      {I("comm 0x55d0c4b0b2e0 rank 3 nranks 16 cudaDev 3 busId 3f000 - Init COMPLETE"),
+       "nccl.init_complete",
+       {{"rank", "3"}, {"nranks", "16"}, {"cuda_dev", "3"}, {"bus_id", "3f000"}}},
+      {I("comm 0x55d0c4b0b2e0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 3f000 commId "
+         "0x5d2c3f9a0b1e4c7d - Init COMPLETE"),
+       "nccl.init_complete",
+       {{"nvml_dev", "3"}}},
+      {I("ncclCommInitRankConfig comm 0x55d0c4b0b2e0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId "
+         "18000 commId 0x5d2c3f9a0b1e4c7d - Init COMPLETE"),
+       "nccl.init_complete",
+       {{"rank", "0"}, {"bus_id", "18000"}}},
+  };
+}
+TEST_CASE("init, bootstrap and proxy rows, with the version and Init COMPLETE facts") {
+  CheckCases(InitCases());
+}
+
+std::vector<RowCase> RasCases() {
+  return {
+      // ras/ras.cc v2.24.3-1 .. v2.28.9-1
+      {W("NCCL version mismatch with remote peer 10.0.0.2<37119> (local: 22404, remote 22501)"),
+       "nccl.ras_version_mismatch",
+       {{"peer", "10.0.0.2<37119>"}, {"version_a", "22404"}, {"version_b", "22501"}}},
+      // ras/peers.cc
+      {I("RAS declaring peer 10.0.0.2<37119> as DEAD; rasDeadPeersHash 0x3c2e"),
+       "nccl.ras_peer_dead",
+       {{"peer", "10.0.0.2<37119>"}}},
+      // ras/collectives.cc, ras/rasnet.cc
+      {I("RAS collective 10.0.0.1<37119>:3 timeout error (10s) -- giving up on 2 missing "
+         "responses"),
+       "nccl.ras_timeout",
+       {{"collective", "10.0.0.1<37119>:3"}, {"timeout_s", "10"}, {"missing", "2"}}},
+      {I("RAS keep-alive timeout error (20s) on socket connection with 10.0.0.2<37119>"),
+       "nccl.ras_timeout",
+       {{"timeout_s", "20"}, {"peer", "10.0.0.2<37119>"}}},
+      // ras/client_support.cc v2.24.3-1 ("collective") and v2.26.6-1 (%s = function name)
+      {"  Communicator ranks have different collective operation counts",
+       "nccl.ras_op_counts_differ",
+       {}},
+      {"  Communicator ranks have different AllReduce operation counts",
+       "nccl.ras_op_counts_differ",
+       {{"coll", "AllReduce "}}},
+      {"  15 ranks have launched up to operation 6714",
+       "nccl.ras_ranks_ops",
+       {{"count", "15"}, {"opcount", "6714"}}},
+      {"  Rank 9 has launched up to operation 6713 -- GPU 1 managed by process 48223 on node "
+       "gpu08",
+       "nccl.ras_rank_ops",
+       {{"rank", "9"}, {"opcount", "6713"}, {"pid", "48223"}, {"host", "gpu08"}}},
+      {"  Rank 4 has not launched any operations -- GPU 4 managed by process 1311 on node gpu02",
+       "nccl.ras_rank_no_ops",
+       {{"rank", "4"}, {"host", "gpu02"}}},
+      {" Warning: missing data from 1 process (received from 15, expected 16)",
+       "nccl.ras_missing_data",
+       {{"missing", "1"}, {"expected", "16"}}},
+  };
+}
+TEST_CASE("RAS rows: version mismatch, dead peers, timeouts and the ncclras report lines") {
+  CheckCases(RasCases());
+}
+
+std::vector<RowCase> TopologyCases() {
+  return {
+      // graph/paths.cc v2.18.3-1, v2.21.5-1, v2.24.3-1
+      {I("GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)"),
+       "nccl.gdr_disabled",
+       {{"gpu", "18000"}, {"hca", "0"}, {"distance", "5"}, {"gdr_level", "4"}}},
+      {I("GPU Direct RDMA Disabled for GPU 3 / HCA 1a000 (distance 6 > 4)"),
+       "nccl.gdr_disabled",
+       {{"gpu", "3"}, {"hca", "1a000"}}},
+      // net_ib.cc v2.12.12-1 "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)"
+      {I("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)"),
+       "nccl.gdr_disabled",
+       {{"hca_name", "mlx5_0"}, {"reason", "no module"}}},
+      // paths.cc v2.18.3-1 and v2.26.6-1 (" mode %s")
+      {I("GPU Direct RDMA Enabled for GPU 18000 / HCA 0 (distance 4 <= 4), read 1"),
+       "nccl.gdr_enabled",
+       {{"gpu", "18000"}, {"gdr_read", "1"}}},
+      {I("GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 3 <= 4), read 1 mode Default"),
+       "nccl.gdr_enabled",
+       {{"gdr_mode", "Default"}}},
+      {I("DMA-BUF is available on GPU device 2"), "nccl.dmabuf_available", {{"cuda_dev", "2"}}},
+      // transport/net.cc v2.10.3-1 "Channel %02d : %d[%lx] -> %d[%lx] [send] via NET/%s/%d%s%s"
+      {I("Channel 00 : 7[3f000] -> 8[18000] [send] via NET/IB/0/GDRDMA"),
+       "nccl.channel_net_gdrdma",
+       {{"channel", "00"}, {"from_rank", "7"}, {"to_rank", "8"}, {"net", "IB"}, {"net_dev", "0"}}},
+      // v2.18.3-1 "Channel %02d/%d : %d[%d] -> %d[%d] [receive] via NET/%s/%d%s%s"
+      {I("Channel 01/0 : 8[0] -> 7[7] [receive] via NET/IB/1"),
+       "nccl.channel_net",
+       {{"channel", "01"}, {"conn", "0"}, {"direction", "receive"}, {"net_dev", "1"}}},
+      // v2.12.12-1 PXN "via NET/%s/%d(%d)%s%s" and v2.26.6-1 "/GDRDMA(PCI)" + "/Shared"
+      {I("Channel 02/1 : 7[3f000] -> 15[18000] [send] via NET/IB/2(5)/GDRDMA"),
+       "nccl.channel_net_gdrdma",
+       {{"proxy_rank", "5"}}},
+      {I("Channel 03/0 : 0[0] -> 8[0] [send] via NET/IB/3/GDRDMA(PCI)/Shared"),
+       "nccl.channel_net_gdrdma",
+       {{"net_dev", "3"}}},
+      {I("Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0"),
+       "nccl.channel_net",
+       {{"net", "Socket"}}},
+      {I("Channel 00/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0/GDRDMA"),
+       "nccl.channel_net_gdrdma",
+       {{"net", "AWS Libfabric"}}},
+      // graph/paths.cc v2.18.3-1 (INFO and the NVLink WARN)
+      {I("P2P is disabled between connected GPUs 0 and 1. You can repress this message with "
+         "NCCL_IGNORE_DISABLED_P2P=1."),
+       "nccl.p2p_disabled",
+       {{"gpu_a", "0"}, {"gpu_b", "1"}}},
+      {W("P2P is disabled between NVLINK connected GPUs 1 and 0. This should not be the case given "
+         "their connectivity, and is probably due to a hardware issue. If you still want to "
+         "proceed, you can set NCCL_IGNORE_DISABLED_P2P=1."),
+       "nccl.p2p_disabled_nvlink",
+       {{"gpu_a", "1"}}},
+      // transport/p2p.cc v2.18.3-1
+      {I("Could not enable P2P between dev 0(=18000) and dev 1(=3f000)"),
+       "nccl.p2p_not_enabled",
+       {{"bus_b", "3f000"}}},
+      {W("failed to peer with device 1(=3f000): 217 peer access is not supported between these "
+         "two devices"),
+       "nccl.peer_access_failed",
+       {{"peer_dev", "1"},
+        {"cuda_err", "217"},
+        {"error",
+         "peer access is not supported between "
+         "these two devices"}}},
+      // transport/nvls.cc v2.18.3-1 and v2.27.7-1 (" (NVLS_NCHANNELS %d)")
+      {I("NVLS multicast support is not available on dev 0"),
+       "nccl.nvls_support",
+       {{"nvls_unavailable", "not "}, {"cuda_dev", "0"}}},
+      {I("NVLS multicast support is available on dev 3 (NVLS_NCHANNELS 16)"),
+       "nccl.nvls_support",
+       {{"cuda_dev", "3"}}},
+      // nvls.cc v2.27.7-1: the WARN (first line of its three) and the INFO fallback
+      {W("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 1073741824 : CUDA error 801 "
+         "'operation not supported'."),
+       "nccl.nvls_bind_failed",
+       {{"cuda_err", "801"}, {"error", "operation not supported"}}},
+      {I("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 1073741824 : CUDA error 801 "
+         "'operation not supported'. Proceeding without NVLS support."),
+       "nccl.nvls_bind_skipped",
+       {{"cuda_err", "801"}}},
+      // include/checks.h + nvls.cc v2.18.3-1 (the existing NVLS CUDA failure row)
+      {W("transport/nvls.cc:157 Cuda failure 'operation not supported'"),
+       "nccl.nvls_cuda_failure",
+       {{"error", "operation not supported"}}},
+      // net.cc v2.18.3-1, v2.21.5-1, plugin/net/net_v8.cc v2.26.6-1; init.cc "Using network %s"
+      {I("NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open "
+         "shared object file: No such file or directory"),
+       "nccl.net_plugin",
+       {{"message",
+         "Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
+         "cannot open shared object file: No such file or directory"}}},
+      {I("NET/Plugin: Using internal network plugin."),
+       "nccl.net_plugin",
+       {{"message", "Using internal network plugin."}}},
+      {I("NET/Plugin: Loaded net plugin AWS Libfabric (v8)"),
+       "nccl.net_plugin",
+       {{"plugin_kind", "net"}, {"plugin", "AWS Libfabric"}, {"plugin_version", "v8"}}},
+      {I("Using network IB"), "nccl.using_network", {{"net", "IB"}}},
+  };
+}
+TEST_CASE("topology rows: GPU Direct RDMA, the NET channel transport with and without GDRDMA") {
+  CheckCases(TopologyCases());
+}
+
+std::vector<RowCase> TorchC10dCases() {
+  return {
+      // c10d NCCLUtils getNcclErrorDetailStr() (1.13 NCCLUtils.hpp, 2.x NCCLUtils.cpp)
+      {"ncclRemoteError: A call failed possibly due to a network error or a remote process "
+       "exiting prematurely.",
+       "torch.nccl_remote_error",
+       {}},
+      {"ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+       "device error. ",
+       "torch.nccl_system_error",
+       {}},
+      {"ncclUnhandledCudaError: Call to CUDA function failed.", "torch.nccl_unhandled_cuda", {}},
+      {"ncclInternalError: Internal check failed.", "torch.nccl_internal_error", {}},
+      {"ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+       "torch.nccl_invalid_usage",
+       {}},
+      // ProcessGroupNCCL.cpp (2.1+) WorkNCCL::checkAndSetException / handleException
+      {"[rank0]:[E1201 09:14:07.118274 ProcessGroupNCCL.cpp:542] [Rank 0] Collective "
+       "WorkNCCL(SeqNum=89, OpType=ALLREDUCE, NumelIn=67108864, NumelOut=67108864, "
+       "Timeout(ms)=90000) raised the following async exception: NCCL error: remote process "
+       "exited or there was a network error, NCCL version 2.20.5",
+       "torch.async_exception",
+       {{"seq", "89"},
+        {"op", "ALLREDUCE"},
+        {"rank", "0"},
+        {"error",
+         "NCCL error: remote process exited or there was a network error, NCCL version "
+         "2.20.5"}}},
+      // 1.13 "NCCL watchdog thread terminated with exception: %s"; 2.3+ "Process group watchdog
+      // thread terminated with exception: %s"
+      {"[E ProcessGroupNCCL.cpp:852] [Rank 16] NCCL watchdog thread terminated with exception: "
+       "NCCL error: remote process exited or there was a network error, NCCL version 2.14.3",
+       "torch.watchdog_terminated",
+       {{"rank", "16"}}},
+      {"[rank3]:[E1201 09:14:07.118274 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) "
+       "Rank 3] Process group watchdog thread terminated with exception: [Rank 3] Watchdog caught "
+       "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+       "NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.",
+       "torch.watchdog_timeout",
+       {{"rank", "3"}}},
+      {"[rank0]:[E ProcessGroupNCCL.cpp:1795] [PG 0 Rank 0] Exception (either an error or "
+       "timeout) detected by watchdog at work: 89, last enqueued NCCL work: 89, last completed "
+       "NCCL work: 88.",
+       "torch.watchdog_exception_at",
+       {{"seq", "89"}, {"last_enqueued", "89"}, {"last_completed", "88"}}},
+      {"[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Timeout at NCCL work: 12, last "
+       "enqueued NCCL work: 12, last completed NCCL work: 11.",
+       "torch.timeout_at_work",
+       {{"seq", "12"}, {"last_completed", "11"}}},
+      {"[E ProcessGroupNCCL.cpp:481] Some NCCL operations have failed or timed out. Due to the "
+       "asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+       "corrupted/incomplete data.",
+       "torch.ops_failed",
+       {}},
+      {"NCCL communicator was aborted on rank 5. Original reason for failure was: NCCL error: "
+       "unhandled system error",
+       "torch.comm_aborted",
+       {{"rank", "5"}, {"error", "NCCL error: unhandled system error"}}},
+      {"torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving "
+       "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
+       "Socket Timeout",
+       "torch.unique_id_store_error",
+       {{"rank", "3"}, {"root_rank", "0"}, {"key", "0"}, {"error", "Socket Timeout"}}},
+  };
+}
+TEST_CASE("torch c10d rows: NCCL error details, watchdog and async exception lines") {
+  CheckCases(TorchC10dCases());
+}
+
+std::vector<RowCase> C10dStoreCases() {
+  return {
+      // TCPStore.cpp 1.13 "Wait timeout"; 2.x "wait timeout after %dms, keys: %s"
+      {"RuntimeError: Wait timeout", "c10d.store_wait", {}},
+      {"torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: "
+       "/default_pg//cuda//0",
+       "c10d.store_wait",
+       {{"timeout_ms", "1800000"}, {"keys", "/default_pg//cuda//0"}}},
+      // socket.cpp 1.13 "The client socket has failed to connect to {} {}." with "[host]:port"
+      // and "(errno: %d - %s)"
+      {"[W socket.cpp:601] [c10d] The client socket has failed to connect to [node01]:29500 "
+       "(errno: 111 - Connection refused).",
+       "c10d.store_connect",
+       {{"peer", "node01"}, {"port", "29500"}, {"errno", "111"}, {"error", "Connection refused"}}},
+      {"RuntimeError: The client socket has failed to connect to any network address of "
+       "(node01, 29500).",
+       "c10d.store_connect",
+       {{"peer", "node01"}, {"port", "29500"}}},
+      {"RuntimeError: The client socket has timed out after 1800s while trying to connect to "
+       "(node01, 29500).",
+       "c10d.store_connect_timeout",
+       {{"timeout", "1800s"}, {"peer", "node01"}, {"port", "29500"}}},
+      {"torch.distributed.DistNetworkError: The server socket has failed to bind to [::]:29500 "
+       "(errno: 98 - Address already in use).",
+       "c10d.store_bind_failed",
+       {{"addr", "[::]:29500"}, {"errno", "98"}, {"error", "Address already in use"}}},
+      {"RuntimeError: The server socket has failed to listen on any local network address.",
+       "c10d.store_bind_failed",
+       {{"addr", "any local network address"}}},
+      // TCPStore.cpp 2.3+
+      {"[W1201 09:14:07.949247853 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=77, "
+       "addr=[::ffff:10.0.0.7]:39732, remote=[::ffff:10.0.0.1]:29500): failed to recv, got 0 bytes",
+       "c10d.store_recv_value",
+       {{"addr", "[::ffff:10.0.0.7]:39732"},
+        {"peer", "[::ffff:10.0.0.1]:29500"},
+        {"error", "failed to recv, got 0 bytes"}}},
+      // Utils.hpp recvBytes (2.3+ wording with the advice)
+      {"torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely "
+       "closed. Did the remote server shutdown or crash?",
+       "c10d.store_recv_zero",
+       {}},
+      {"RuntimeError: Socket Timeout", "c10d.socket_timeout", {}},
+  };
+}
+TEST_CASE("c10d store and socket rows: 1.13 and 2.x formats of connect, bind, wait and recv") {
+  CheckCases(C10dStoreCases());
+}
+
+std::vector<RowCase> GlooCases() {
+  return {
+      // gloo/transport/tcp/unbound_buffer.cc, pair.cc, device.cc (GLOO_ERROR_MSG "[file:line] ")
+      {"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed "
+       "out waiting 1800000ms for recv operation to complete",
+       "gloo.timeout",
+       {{"timeout_ms", "1800000"}, {"gloo_op", "recv"}}},
+      {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:544] Connection closed by "
+       "peer [10.0.0.2]:48321",
+       "gloo.closed_by_peer",
+       {{"peer", "[10.0.0.2]:48321"}}},
+      {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:535] Read error "
+       "[10.0.0.2]:48321: Connection reset by peer",
+       "gloo.read_error",
+       {{"peer", "[10.0.0.2]:48321"}, {"error", "Connection reset by peer"}}},
+      {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:311] Connect timeout "
+       "[10.0.0.2]:48321",
+       "gloo.connect_timeout",
+       {{"peer", "[10.0.0.2]:48321"}}},
+      {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/device.cc:84] Unable to find "
+       "address for: eth0",
+       "gloo.no_address",
+       {{"iface", "eth0"}}},
+  };
+}
+TEST_CASE("Gloo rows: timeout, closed or reset peers, connect timeout and a missing interface") {
+  CheckCases(GlooCases());
+}
+
+std::vector<RowCase> TorchrunCases() {
+  return {
+      // elastic/multiprocessing/errors/__init__.py 1.13 ProcessFailure message
+      {"  traceback : Signal 9 (SIGKILL) received by PID 48223",
+       "torchrun.signal_received_by_pid",
+       {{"signal", "9"}, {"signal_name", "SIGKILL"}, {"pid", "48223"}}},
+      {"Root Cause (first observed failure):", "torchrun.root_cause", {}},
+      // elastic/agent/server/api.py 1.13
+      {"WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting "
+       "down workers",
+       "torchrun.death_signal",
+       {{"signal", "15"}}},
+      {"INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 2/3 "
+       "attempts left; will restart worker group",
+       "torchrun.worker_group_failed",
+       {{"role", "default"}, {"restarts_left", "2"}, {"max_restarts", "3"}}},
+      // elastic/multiprocessing/api.py 1.13
+      {"WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 48224 closing "
+       "signal SIGTERM",
+       "torchrun.closing_signal",
+       {{"pid", "48224"}, {"signal", "SIGTERM"}}},
+      // elastic/rendezvous/c10d_rendezvous_backend.py and api.py 1.13
+      {"torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
+       "the C10d store has failed. See inner exception for details.",
+       "torchrun.rdzv_store_failed",
+       {}},
+      {"torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+       "torchrun.rdzv_timeout",
+       {}},
+      {"torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
+       "torchrun.rdzv_closed",
+       {}},
+  };
+}
+TEST_CASE("torchrun rows: signals, root cause, restarts and rendezvous errors") {
+  CheckCases(TorchrunCases());
+}
+
+std::vector<RowCase> KernelCases() {
+  return {
+      // mm/oom_kill.c (5.x) and the memory cgroup variant
+      {"[Mon Dec  1 09:14:07 2026] Out of memory: Killed process 48223 (python) total-vm:"
+       "201326592kB, anon-rss:98765432kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:200000kB "
+       "oom_score_adj:0",
+       "kernel.oom_kill",
+       {{"pid", "48223"}, {"comm", "python"}}},
+      {"Memory cgroup out of memory: Killed process 48223 (pt_main_thread) total-vm:1kB",
+       "kernel.oom_kill",
+       {{"comm", "pt_main_thread"}}},
+      {"NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.", "kernel.gpu_fallen_off", {}},
+      {"NVRM: Xid (PCI:0000:3b:00): 79, pid=48223, name=python, GPU has fallen off the bus.",
+       "kernel.xid",
+       {{"xid", "79"}}},
+      // mlx5 events.c
+      {"mlx5_core 0000:41:00.0: Port module event: module 0, Cable unplugged",
+       "kernel.mlx5_module_event",
+       {{"module", "0"}, {"event", "Cable unplugged"}}},
+      {"mlx5_core 0000:41:00.0: Port module event[error]: module 1, Cable error, High Temperature",
+       "kernel.mlx5_module_event",
+       {{"error_flag", "[error]"}, {"module", "1"}}},
+      {"mlx5_core 0000:41:00.0 ens1f0np0: Link down", "kernel.link_down", {}},
+  };
+}
+TEST_CASE("kernel log rows: OOM killer, GPU off the bus, NIC module events") {
+  CheckCases(KernelCases());
+}
+
+std::vector<RowCase> MpiCases() {
+  return {
+      {"mpirun noticed that process rank 3 with PID 48223 on node gpu07 exited on signal 9 "
+       "(Killed).",
+       "mpi.ompi_rank_signalled",
+       {{"launcher", "mpirun"},
+        {"rank", "3"},
+        {"pid", "48223"},
+        {"host", "gpu07"},
+        {"signal", "9"},
+        {"signal_name", "Killed"}}},
+      {"prterun noticed that process rank 0 with PID 1201 on node gpu01 exited on signal 6 "
+       "(Aborted).",
+       "mpi.ompi_rank_signalled",
+       {{"launcher", "prterun"}, {"signal", "6"}}},
+      {"mpirun detected that one or more processes exited with non-zero status, thus causing",
+       "mpi.ompi_nonzero_exit",
+       {}},
+      {"ORTE has lost communication with a remote daemon.", "mpi.ompi_lost_daemon", {}},
+      {"=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", "mpi.hydra_bad_termination", {}},
+      {"=   RANK 3 PID 48223 RUNNING AT gpu07",
+       "mpi.hydra_running_at",
+       {{"rank", "3"}, {"pid", "48223"}, {"host", "gpu07"}}},
+      {"=   PID 48223 RUNNING AT gpu07", "mpi.hydra_running_at", {{"pid", "48223"}}},
+      {"=   KILLED BY SIGNAL: 9 (Killed)",
+       "mpi.hydra_killed_by_signal",
+       {{"signal", "9"}, {"signal_name", "Killed"}}},
+      {"=   EXIT CODE: 139", "mpi.hydra_exit_code", {{"exitcode", "139"}}},
+  };
+}
+TEST_CASE("MPI launcher rows: Open MPI's and Hydra's process-failure banners") {
+  CheckCases(MpiCases());
+}
+// The rows that came from the first catalog, each with its message as its source prints it.
+std::vector<RowCase> EarlierRowsCases() {
+  return {
+      // ProcessGroupNCCL.cpp 2.3+
+      {"[rank0]:[E1201 09:14:07.060094846 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID "
+       "0(default_pg) Rank 0]  failure detected by watchdog at work sequence id: 5 PG status: "
+       "last enqueued work: 5, last completed work: 4",
+       "torch.watchdog_failure_seq",
+       {{"seq", "5"}, {"last_completed", "4"}}},
+      {"[rank3]:[E ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) Rank 3] Received a "
+       "dump signal due to a collective timeout from rank 1 and we will try our best to dump the "
+       "debug info. Last enqueued NCCL work: 7, last completed NCCL work: 6.",
+       "torch.dump_signal",
+       {{"timeout_rank", "1"}, {"last_enqueued", "7"}}},
+      {"[rank0]:[E ProcessGroupNCCL.cpp:1400] [PG ID 0 Rank 0] ProcessGroupNCCL's watchdog got "
+       "stuck for 480 seconds without making progress in monitoring enqueued collectives.",
+       "torch.watchdog_stuck",
+       {{"stuck_s", "480"}}},
+      {"[rank0]:[E ProcessGroupNCCL.cpp:1400] [PG ID 0 Rank 0] Heartbeat monitor timed out! "
+       "Process will be terminated after dumping debug info.",
+       "torch.heartbeat_timeout",
+       {}},
+      // ProcessGroupWrapper.cpp (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+      {"RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+       "collective: CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE), but Rank 1 is "
+       "running collective: CollectiveFingerPrint(SequenceNumber=5, OpType=BROADCAST).",
+       "torch.desync_mismatch",
+       {{"rank_a", "0"}}},
+      {"[rank0]:[E ProcessGroupNCCL.cpp:1345] [PG ID 0 Rank 0] ProcessGroupNCCL preparing to "
+       "dump debug info.",
+       "torch.fr_dump",
+       {}},
+      {"[rank0]:[I ProcessGroupNCCL.cpp:1250] [PG ID 0 Rank 0] Flight Recorder dumped to "
+       "/tmp/nccl_trace_rank_0",
+       "torch.fr_dump_written",
+       {}},
+      {"[E ProcessGroupNCCL.cpp:487] To avoid data inconsistency, we are taking the entire "
+       "process down.",
+       "torch.taking_down",
+       {}},
+      // NCCLUtils C10D_NCCL_CHECK
+      {"torch.distributed.DistBackendError: NCCL error in: "
+       "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run "
+       "with NCCL_DEBUG=INFO for details), NCCL version 2.19.3",
+       "torch.nccl_error",
+       {{"location", "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970"},
+        {"error", "unhandled system error"}}},
+      // TCPStore.cpp 2.x, distributed_c10d.py 1.13 _store_based_barrier
+      {"torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 "
+       "clients joined.",
+       "c10d.store_clients",
+       {{"timeout_s", "901"}, {"joined", "1"}, {"expected", "2"}}},
+      {"RuntimeError: Timed out initializing process group in store based barrier on rank: 3, "
+       "for key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)",
+       "c10d.store_barrier",
+       {{"joined", "7"}, {"timeout", "0:30:00"}}},
+      // init.cc ncclGetErrorString(ncclRemoteError) as torch prints it
+      {"RuntimeError: NCCL communicator was aborted. NCCL error: remote process exited or there "
+       "was a network error",
+       "nccl.remote_exited",
+       {}},
+      // checks.h CUDACHECK (2.10-2.28) and cudawrap.h CUPFN "Cuda failure %d '%s'" (2.19+)
+      {W("include/alloc.h:103 Cuda failure 'out of memory'"),
+       "nccl.cuda_failure",
+       {{"error", "out of memory"}}},
+      {W("proxy.cc:1453 Cuda failure 2 'out of memory'"),
+       "nccl.cuda_failure",
+       {{"error", "out of memory"}}},
+      // c10/cuda CUDACachingAllocator / CUDAException
+      {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+       "total capacity of 79.15 GiB of which 1.05 GiB is free.",
+       "torch.cuda_oom",
+       {}},
+      {"RuntimeError: CUDA error: an illegal memory access was encountered",
+       "torch.cuda_error",
+       {{"error", "an illegal memory access was encountered"}}},
+      // mlx5 cmd.c
+      {"mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522): CREATE_MKEY(0x200) "
+       "op_mod(0x0) failed, status limits exceeded(0x8), syndrome (0x18af6), err(-12)",
+       "kernel.mlx5_error",
+       {}},
+      // elastic multiprocessing api.py / errors/__init__.py 1.13
+      {"torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+       "torchrun.child_failed",
+       {}},
+      {"ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 1 "
+       "(pid: 826) of binary: /usr/bin/python3",
+       "torchrun.failed_exitcode",
+       {{"exitcode", "-6"}, {"local_rank", "1"}, {"pid", "826"}}},
+      {"  rank      : 3 (local_rank: 1)", "torchrun.table_rank", {{"rank", "3"}}},
+      {"  host      : gpu07", "torchrun.table_host", {{"host", "gpu07"}}},
+      {"  exitcode  : -6 (pid: 826)", "torchrun.table_exitcode", {{"exitcode", "-6"}}},
+      // enqueue.cc v2.18.3-1 NCCL_DEBUG_SUBSYS=COLL
+      {I("AllReduce: opCount 1f sendbuff 0x7f1 recvbuff 0x7f2 count 1048576 datatype 7 op 0 "
+         "root 0 comm 0x55d0 [nranks=16] stream 0x55d1"),
+       "nccl.coll_trace",
+       {{"coll", "AllReduce"}, {"opcount", "1f"}, {"nranks", "16"}}},
+      // debug.cc: any other WARN
+      {W("Some warning NCCL has that the catalog has no row for"), "nccl.warn", {}},
+      {"gpu07:2291:2377 [3] init.cc:1 WARN something", "nccl.warn_short", {}},
+  };
+}
+TEST_CASE("the first catalog's rows match their sources' messages") {
+  CheckCases(EarlierRowsCases());
+}
+
+TEST_CASE("every catalog row is the first match of at least one message from its source") {
+  std::set<std::string> tested;
+  for (auto table :
+       {IbCompletionCases, IbAsyncEventsCases, VerbsCases, IbFactsCases, ShmCases,
+        SocketErrorsCases, SocketFactsCases, InitCases, RasCases, TopologyCases, TorchC10dCases,
+        C10dStoreCases, GlooCases, TorchrunCases, KernelCases, MpiCases, EarlierRowsCases}) {
+    for (const RowCase& c : table()) tested.insert(c.id);
+  }
+  std::size_t rows = 0;
+  for (const Signature& s : Catalog()) {
+    ++rows;
+    INFO(s.id);
+    CHECK(tested.count(std::string(s.id)) == 1);
+  }
+  CHECK(rows >= 140);
+}
