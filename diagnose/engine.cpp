@@ -189,8 +189,7 @@ bool RegMrFailed(const Evidence& ev, Lines* out) {
 
 bool CreateQpFailed(const Evidence& ev, Lines* out) {
   return Collect(
-      ev, [](const Match& m) { return Is(m, "nccl.ibv_create") && Has(m, "ibv_create_qp"); },
-      out);
+      ev, [](const Match& m) { return Is(m, "nccl.ibv_create") && Has(m, "ibv_create_qp"); }, out);
 }
 
 // ---- conditions: sockets and interfaces ----
@@ -651,6 +650,7 @@ Entity EntityOf(const Lines& lines) {
     first(&e.gpu, m->Field("dev"));
     first(&e.gpu, m->Field("cuda_dev"));
     first(&e.gpu, m->Field("pci"));
+    first(&e.gpu, m->Field("gpu"));
     first(&e.peer, m->Field("peer"));
   }
   return e;

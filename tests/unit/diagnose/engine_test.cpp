@@ -162,6 +162,28 @@ TEST_CASE("one rank behind the others' enqueued op count is straggler_or_slow_ra
   CHECK(d.causes[0].entity.rank == "2");
 }
 
+// ras/client_support.cc 2.24-2.28: the bulk "%d ranks have launched up to operation %ld", the
+// outlier "Rank %d has launched up to operation %ld -- GPU %s managed by process %d on node %s".
+TEST_CASE(
+    "a RAS report with one rank behind the bulk's operation count is straggler_or_slow_rank") {
+  Diagnosis d =
+      Run("  Communicator ranks have different AllReduce operation counts\n"
+          "  7 ranks have launched up to operation 42\n"
+          "  Rank 5 has launched up to operation 41 -- GPU 5 managed by process 4242 on node n2\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "5");
+  CHECK(d.causes[0].entity.node == "n2");
+}
+
+// net_ib.cc 2.10-2.18: "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)".
+TEST_CASE("GPU Direct RDMA disabled for want of the peer-memory module is gdr_peermem") {
+  Diagnosis d = Run(
+      "n1:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "gdr_peermem");
+}
+
 TEST_CASE("watchdog timeouts on every rank but one point at that rank as the straggler") {
   std::string text = "[rank0]:n1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n";
   for (int r = 1; r < 4; ++r) {
