@@ -1,5 +1,8 @@
 #include "diagnose/evidence.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace sl::diagnose {
 
 namespace {
@@ -51,38 +54,21 @@ void Evidence::Add(Match m) {
 namespace {
 // The fields that tell nodes, ranks and links apart; the rest (sizes, pointers) are not kept
 // per value.
-constexpr std::string_view kDistinctFields[] = {"version",
-                                                "nccl_version",
-                                                "gid_prefix",
-                                                "local_gid",
-                                                "opcount",
-                                                "count",
-                                                "version",
-                                                "rank",
-                                                "host",
-                                                "ifname",
-                                                "addr",
-                                                "gid_index",
-                                                "gid_spn",
-                                                "mtu",
-                                                "gdr",
-                                                "net",
-                                                "link",
-                                                "last_enqueued",
-                                                "last_completed",
-                                                "timeout_rank",
-                                                "seq",
-                                                "error",
-                                                "exitcode",
-                                                "family",
-                                                "hca"};
+constexpr std::string_view kDistinctFields[] = {
+    "version",      "nccl_version", "gid_prefix", "local_gid", "opcount",       "count",
+    "rank",         "host",         "ifname",     "addr",      "gid_index",     "gid_spn",
+    "mtu",          "gdr",          "net",        "link",      "last_enqueued", "last_completed",
+    "timeout_rank", "seq",          "error",      "exitcode",  "family",        "hca"};
 }  // namespace
 
 void Evidence::AddDistinct(const Match& m) {
-  for (std::string_view field : kDistinctFields) {
-    auto f = m.fields.find(std::string(field));
-    if (f == m.fields.end()) continue;
-    std::string key = std::string(m.signature->id) + "|" + std::string(field);
+  // A line has a few fields; looking each up in the short list costs no allocation.
+  for (auto f = m.fields.begin(); f != m.fields.end(); ++f) {
+    if (std::find(std::begin(kDistinctFields), std::end(kDistinctFields), f->first) ==
+        std::end(kDistinctFields)) {
+      continue;
+    }
+    std::string key = std::string(m.signature->id) + "|" + f->first;
     auto& values = distinct_[key];
     if (values.size() >= kKeepDistinct) continue;
     bool seen = false;
