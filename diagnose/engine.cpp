@@ -393,6 +393,9 @@ bool RankDied(const Evidence& ev, Lines* out) {
       ev,
       [](const Match& m) {
         if (Is(m, "torch.cuda_oom") || Is(m, "kernel.oom_kill")) return true;
+        // A CUDA call inside NCCL or torch that failed for memory ("Cuda failure 'out of
+        // memory'", CUDA error: out of memory) is the same death by another row.
+        if (m.signature->category == "cuda_error" && Has(m, "out of memory")) return true;
         const std::string code = m.Field("exitcode");
         return code == "-9" || code == "-11" || code == "-7" || code == "137" || code == "139";
       },
@@ -406,6 +409,7 @@ bool SurvivorErrors(const Evidence& ev, Lines* out) {
         return Is(m, "nccl.remote_exited") || Has(m, "Connection reset by peer") ||
                Has(m, "Connection closed by peer") ||
                m.signature->category == "collective_timeout" ||
+               m.signature->category == "peer_exit_or_network" ||
                m.signature->category == "store_timeout";
       },
       out);

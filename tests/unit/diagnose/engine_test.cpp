@@ -212,6 +212,16 @@ TEST_CASE("a rank that ran out of memory before the others failed is oom_or_cras
   CHECK(d.causes[0].entity.rank == "3");
 }
 
+// enqueue/init "Cuda failure '%s'" (NCCL WARN, 2.10-2.18 wording) with cudaGetErrorString's text.
+TEST_CASE("a CUDA allocation failure inside NCCL on one rank is oom_or_crash_other_rank") {
+  Diagnosis d =
+      Run("[rank2]:n3:9:9 [2] NCCL WARN Cuda failure 'out of memory'\n"
+          "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer n3<51234>\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.rank == "2");
+}
+
 TEST_CASE("ibv_reg_mr failing with ENOMEM is memlock") {
   Diagnosis d =
       Run("n1:1:1 [0] misc/ibvwrap.cc:1 NCCL WARN Call to ibv_reg_mr failed with error Cannot "
