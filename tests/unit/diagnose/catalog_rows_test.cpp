@@ -91,6 +91,24 @@ std::vector<RowCase> IbCompletionCases() {
        "opcode=IBV_WC_SEND(0) reqSize=64 vendor_err=0 req_type=Send hca mlx5_0",
        "nccl.ib_completion",
        {{"status", "13"}, {"hca", "mlx5_0"}}},
+      // net_ib/p2p.cc v2.29.2-1 .. v2.30.7-1: no reqSize / req_type any more
+      {W("NET/IB: Got completion from peer 10.0.0.2<53908> with status=IBV_WC_RETRY_EXC_ERR(12) "
+         "opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129  localGid ::ffff:10.0.0.1 "
+         "remoteGids::ffff:10.0.0.2 hca mlx5_3"),
+       "nccl.ib_status_retry_exceeded",
+       {{"vendor_err", "129"}, {"local_gid", "::ffff:10.0.0.1"}, {"hca", "mlx5_3"}}},
+      // net_ib/p2p_resiliency.cc v2.29.2-1 and v2.30.7-1
+      {W("NET/IB: ncclIbResiliencyHandleCompletionError: Device 1 marked as failed. (send "
+         "comm=0x7f3a2c001b40)"),
+       "nccl.ib_device_failed",
+       {{"ib_dev", "1"}}},
+      {W("NET/IB: Device 0 marked as failed. Initiating recovery? yes (recv comm=0x7f3a2c001b40, "
+         "outstandingRecovery=0)"),
+       "nccl.ib_device_failed",
+       {{"ib_dev", "0"}}},
+      {W("NET/IB: The error is fatal (no functional device left). Cannot continue."),
+       "nccl.ib_resiliency_fatal",
+       {{"reason", "no functional device left"}}},
       // v2.28.9-1 net_ib.cc, the GIN proxy's completion (2.27 layout).
       {"NET/IB/GIN: Got completion from peer 10.0.0.2<1> with status=12 opcode=1 len=0 vendor err "
        "129 (GIN) hca mlx5_1",
@@ -135,6 +153,19 @@ std::vector<RowCase> IbAsyncEventsCases() {
          "catastrophic error"),
        "nccl.ib_async_fatal",
        {{"object", "QP"}, {"event", "local work queue catastrophic error"}}},
+      // net_ib/common.cc v2.30.7-1: the QP variant carries the QP's state
+      {W("NET/IB : mlx5_0:1 async fatal event on QP (0x7f3a2c001b40) qpn=4711 handle=3 send_cq=1 "
+         "recv_cq=2 state=6 sq_psn=100 rq_psn=200: local work queue catastrophic error"),
+       "nccl.ib_async_fatal",
+       {{"object", "QP"}, {"event", "local work queue catastrophic error"}}},
+      // net_ib/common.h v2.30.7-1
+      {I("HINT: In many cases this error occurs when ACS is enabled which would break GPU Direct "
+         "RDMA protocol."),
+       "nccl.ib_hint",
+       {{"hint", "ACS is enabled which would break GPU Direct RDMA protocol"}}},
+      {I("HINT: In many cases this error occurs when the NCCL_IB_TIMEOUT is set too short."),
+       "nccl.ib_hint",
+       {{"hint", "the NCCL_IB_TIMEOUT is set too short"}}},
       // v2.28.9-1: "NET/IB : %s:%d GID table changed"
       {W("NET/IB : mlx5_0:1 GID table changed"),
        "nccl.ib_gid_changed",
@@ -547,6 +578,18 @@ std::vector<RowCase> TopologyCases() {
       {I("GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 3 <= 4), read 1 mode Default"),
        "nccl.gdr_enabled",
        {{"gdr_mode", "Default"}}},
+      // paths.cc v2.29.2-1: "GPU Direct RDMA %s for GPU/%ld-%ld (rank %d) - NET/%ld-%ld (...)"
+      {I("GPU Direct RDMA Disabled for GPU/0-18000 (rank 3) - NET/0-1 (distance 6 > 4)"),
+       "nccl.gdr_disabled",
+       {{"gpu", "0-18000"}, {"rank", "3"}, {"hca", "0-1"}, {"distance", "6"}, {"gdr_level", "4"}}},
+      {I("GPU Direct RDMA Disabled for GPU/0-18000 (rank 3) - NET/0-1 ( using PXN via GPU/0-3f000, "
+         "distance 7 > 4)"),
+       "nccl.gdr_disabled",
+       {{"distance", "7"}}},
+      {I("GPU Direct RDMA Enabled for GPU/0-18000 (rank 0) - NET/0-0 (distance 3 <= 4, read 1, "
+         "mode Default)"),
+       "nccl.gdr_enabled",
+       {{"gpu", "0-18000"}, {"gdr_read", "1"}, {"gdr_mode", "Default"}}},
       {I("DMA-BUF is available on GPU device 2"), "nccl.dmabuf_available", {{"cuda_dev", "2"}}},
       // transport/net.cc v2.10.3-1 "Channel %02d : %d[%lx] -> %d[%lx] [send] via NET/%s/%d%s%s"
       {I("Channel 00 : 7[3f000] -> 8[18000] [send] via NET/IB/0/GDRDMA"),
@@ -689,6 +732,15 @@ std::vector<RowCase> TorchC10dCases() {
        "unhandled system error",
        "torch.comm_aborted",
        {{"rank", "5"}, {"error", "NCCL error: unhandled system error"}}},
+      // ProcessGroupNCCL.cpp barrier(): older "Rank %d using GPU %d ..." and the 2.3+ PG prefix
+      {"Rank 3 using GPU 3 to perform barrier as devices used by this process are currently "
+       "unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.",
+       "torch.barrier_guessed_device",
+       {{"rank", "3"}, {"gpu", "3"}}},
+      {"[rank1]:[W1105 13:37:10.134661876 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 1]  "
+       "using GPU 0 to perform barrier as devices used by this process are currently unknown.",
+       "torch.barrier_guessed_device",
+       {{"rank", "1"}, {"gpu", "0"}}},
       {"torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving "
        "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
        "Socket Timeout",
