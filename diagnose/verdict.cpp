@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
+#include "diagnose/report.h"
 
 namespace sl::diagnose {
 
@@ -27,65 +28,6 @@ std::string_view TriggerName(Trigger t) {
 
 namespace {
 
-// The desync check needs a signature row of its own so the verdict can point at it.
-constexpr Signature kDesyncSignature = {
-    "nccl.coll_desync",
-    "",
-    "",
-    "",
-    "",
-    "desync_collective_mismatch",
-    Severity::kError,
-    85,
-    "Ranks entered the same NCCL operation (same opCount) with different counts/datatypes/roots: "
-    "an application bug in the order or arguments of collectives. Find the code path that "
-    "differs between ranks (conditional collectives, uneven data, different model shapes)."};
-
-}  // namespace
-
-void Evidence::Add(Match m) {
-  ++total_;
-  const Signature& sig = *m.signature;
-  if (sig.id == "nccl.coll_trace") {
-    std::string key = m.Field("opcount") + "|" + m.Field("coll") + "|" + m.Field("nranks") + "|" +
-                      m.Field("root");
-    auto [it, fresh] = coll_first_.try_emplace(key, m);
-    if (!fresh && !desync_ &&
-        (it->second.Field("count") != m.Field("count") ||
-         it->second.Field("datatype") != m.Field("datatype"))) {
-      Match d = m;
-      d.signature = &kDesyncSignature;
-      d.fields["first_line"] = it->second.line;
-      d.fields["count_a"] = it->second.Field("count");
-      d.fields["count_b"] = m.Field("count");
-      desync_ = std::move(d);
-    }
-    // Bound the trace map: a long job emits one line per collective.
-    if (coll_first_.size() > 4096) coll_first_.erase(coll_first_.begin());
-  }
-  std::size_t& n = counts_[std::string(sig.id)];
-  ++n;
-  if (n <= kKeepPerSignature) matches_.push_back(std::move(m));
-}
-
-void Evidence::AddText(const LineMatcher& matcher, std::string_view text,
-                       const std::string& source) {
-  matcher.ScanBlock(text, [&](std::string_view line, std::size_t index) {
-    if (auto m = matcher.MatchLine(line)) {
-      m->source = source;
-      m->line_number = index + 1;
-      Add(std::move(*m));
-    }
-  });
-}
-
-std::size_t Evidence::Count(std::string_view signature_id) const {
-  auto it = counts_.find(signature_id);
-  return it == counts_.end() ? 0 : it->second;
-}
-
-namespace {
-
 /// Matches that can name a cause: highest priority first, among equals the earliest line (the
 /// first error is the cause).
 std::vector<const Match*> RankMatches(const Evidence& evidence) {
@@ -102,9 +44,21 @@ std::vector<const Match*> RankMatches(const Evidence& evidence) {
   return ranked;
 }
 
-/// Category, severity and fix: the best signature when it is strong enough, else what fired.
-void SetCause(const std::vector<const Match*>& ranked, Trigger trigger, Verdict* v) {
-  if (!ranked.empty() && ranked.front()->signature->priority >= 20) {
+/// Category, severity and fix: the engine's best cause; else the best signature when it is strong
+/// enough (a symptom: collective_timeout, ...), else what fired.
+void SetCause(const std::vector<const Match*>& ranked, Trigger trigger, const Diagnosis& diag,
+              Verdict* v) {
+  if (diag.named()) {
+    const Cause& c = diag.causes.front();
+    v->category = c.category;
+    v->fix = c.fix;
+    v->signature = c.evidence.empty() ? "" : c.evidence.front().signature;
+    v->severity = "error";
+    for (const Match* m : ranked) {
+      if (m->signature->id == v->signature)
+        v->severity = std::string(SeverityName(m->signature->severity));
+    }
+  } else if (!ranked.empty() && ranked.front()->signature->priority >= 20) {
     const Signature& s = *ranked.front()->signature;
     v->category = std::string(s.category);
     v->signature = std::string(s.id);
@@ -178,7 +132,9 @@ Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timin
   Verdict v;
   v.trigger = trigger;
   const std::vector<const Match*> ranked = RankMatches(evidence);
-  SetCause(ranked, trigger, &v);
+  Diagnosis diag = Diagnose(evidence);
+  SetCause(ranked, trigger, diag, &v);
+  if (diag.named()) v.causes = std::move(diag.causes);
   // A stall with evidence keeps the evidence's category, but the headline says what fired.
   v.evidence.assign(ranked.begin(), ranked.begin() + std::min<std::size_t>(ranked.size(), 20));
   SetEntities(evidence, ranked, timing, &v);
@@ -239,6 +195,7 @@ nlohmann::json SummaryJson(const Verdict& v, const JobTiming& timing) {
     ev.push_back(std::move(e));
   }
   j["evidence"] = std::move(ev);
+  j["causes"] = CausesJson(v.causes);
   return j;
 }
 
@@ -268,7 +225,16 @@ std::string SummaryMarkdown(const Verdict& v, const JobTiming& timing) {
     for (const auto& c : v.categories_seen) all += (all.empty() ? "" : ", ") + c;
     md += fmt::format("- other categories seen: {}\n", all);
   }
-  md += fmt::format("\n## Next step\n\n{}\n\n## Evidence\n\n", v.fix.empty() ? "-" : v.fix);
+  md += fmt::format("\n## Next step\n\n{}\n", v.fix.empty() ? "-" : v.fix);
+  if (!v.causes.empty()) md += "\n## Causes, best first\n\n";
+  for (const Cause& c : v.causes) {
+    md += fmt::format("- `{}` confidence {:.2f} ({}){}\n", c.category, c.confidence,
+                      ConfidenceLevel(c.confidence), c.why.empty() ? "" : ": " + c.why);
+    for (std::size_t i = 0; i < c.evidence.size() && i < 3; ++i) {
+      md += fmt::format("  - {}:{}\n", c.evidence[i].file, c.evidence[i].line);
+    }
+  }
+  md += "\n## Evidence\n\n";
   if (v.evidence.empty()) md += "No known error line was recognised.\n";
   for (const Match* m : v.evidence) {
     md += fmt::format("- `{}` {}:{}\n  ```\n  {}\n  ```\n", m->signature->id, m->source,

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "diagnose/engine.h"
+#include "diagnose/evidence.h"
 #include "diagnose/signatures.h"
 
 namespace sl::diagnose {
@@ -18,29 +20,6 @@ namespace sl::diagnose {
 /// What started the capture.
 enum class Trigger { kNone, kSignature, kStall, kHeartbeat, kJobFailed };
 std::string_view TriggerName(Trigger t);
-
-/// Accumulates matches. Keeps the first few lines of every signature and counts the rest, so
-/// memory stays bounded however long the job floods the same warning.
-class Evidence {
- public:
-  static constexpr std::size_t kKeepPerSignature = 8;
-  void Add(Match m);
-  /// Feeds every line of `text` (a file) through `matcher`, tagging matches with `source`.
-  void AddText(const LineMatcher& matcher, std::string_view text, const std::string& source);
-  const std::vector<Match>& matches() const { return matches_; }
-  std::size_t Count(std::string_view signature_id) const;
-  std::size_t total() const { return total_; }
-  /// A cross-rank desync found in NCCL collective traces (same opCount, different count/type).
-  const Match* Desync() const { return desync_ ? &*desync_ : nullptr; }
-
- private:
-  std::vector<Match> matches_;
-  std::map<std::string, std::size_t, std::less<>> counts_;
-  std::size_t total_ = 0;
-  // opcount|coll|nranks -> first (count,datatype,root) seen and the line.
-  std::map<std::string, Match> coll_first_;
-  std::optional<Match> desync_;
-};
 
 struct Verdict {
   std::string category = "unknown";  ///< from the catalog, or "stall" / "job_failed"
@@ -53,6 +32,9 @@ struct Verdict {
   std::set<std::string> ranks, hosts;
   std::string seq, op, numel_in, numel_out, timeout_ms, pg;
   std::vector<std::string> categories_seen;  ///< every distinct category, by priority
+  /// The engine's ranked causes (Diagnose): the verdict's category is the first when one was
+  /// named; values, so the verdict outlives the evidence.
+  std::vector<Cause> causes;
 };
 
 /// Facts about the job the verdict and summary need.
@@ -65,8 +47,9 @@ struct JobTiming {
   std::string host;
 };
 
-/// Decides. `trigger` is what fired; the category comes from the strongest evidence, falling
-/// back to "stall" or "job_failed" when no line was recognised.
+/// Decides with the engine (Diagnose): the category is the best cause it names; when it names
+/// none, the strongest symptom's category (collective_timeout, ...), else "stall" or
+/// "job_failed" from what fired. `trigger` is what fired.
 Verdict Decide(const Evidence& evidence, Trigger trigger, const JobTiming& timing);
 
 nlohmann::json SummaryJson(const Verdict& v, const JobTiming& timing);

@@ -15,8 +15,8 @@ constexpr Command kCommands[] = {
     {"run", "Preflight, warm up and supervise a job: safe-launch run [OPTIONS] -- CMD ARGS...",
      SetupRun},
     {"version", "Print safe-launch's version", SetupVersion},
-    {"diagnose", "Explain a hang from every rank's Flight Recorder dump: --flight-recorder DIR",
-     SetupDiagnoseFlightRecorder},
+    {"diagnose", "Name the root cause of a failed or hung job from its logs, bundles or Flight Recorder dumps",
+     SetupDiagnose},
     {"completion", "Print the bash completion script: safe-launch completion bash",
      SetupCompletion},
 };

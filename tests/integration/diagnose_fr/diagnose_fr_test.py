@@ -43,11 +43,12 @@ def diagnose_json(*paths):
 
 def case_scenarios():
     expect = {
-        "healthy": (0, "healthy"),
-        "missing-rank": (1, "straggler_or_slow_rank"),
-        "op-mismatch": (1, "desync_collective_mismatch"),
-        "size-mismatch": (1, "desync_collective_mismatch"),
-        "stuck-network": (1, "retry_exceeded_network"),
+        # One exit rule for every diagnose: 0 when a cause was named, 1 when none (healthy).
+        "healthy": (1, "healthy"),
+        "missing-rank": (0, "straggler_or_slow_rank"),
+        "op-mismatch": (0, "desync_collective_mismatch"),
+        "size-mismatch": (0, "desync_collective_mismatch"),
+        "stuck-network": (0, "retry_exceeded_network"),
     }
     for scenario, (want_rc, want_cat) in expect.items():
         d, summary = gen(scenario, "--scenario", scenario, "--fault-rank", "13")
@@ -96,7 +97,7 @@ def case_bundles():
     bundle(root, "gpu06", range(0, 8), src, True)
     bundle(root, "gpu07", range(8, 16), src, False)  # the node died: no dump, only its manifest
     rc, j = diagnose_json(root)
-    if rc != 1:
+    if rc != 0:
         fail(f"exit {rc}")
     top = j["causes"][0]
     if top["category"] != "oom_or_crash_other_rank" or top["entity"] != "node gpu07 (ranks 8-15)":
@@ -121,7 +122,7 @@ def case_unreadable():
     rc, j = diagnose_json(d)
     if os.path.exists(marker):
         fail("the GLOBAL/REDUCE pickle ran code")
-    if rc != 1 or j["causes"][0]["entity"] != "rank 4":
+    if rc != 0 or j["causes"][0]["entity"] != "rank 4":
         fail(f"exit {rc}, top {j['causes'][0] if j['causes'] else None}")
     errs = {os.path.basename(e["file"]): e for e in j["flight_recorder"]["errors"]}
     if set(errs) != {"fr_rank_2", "fr_rank_7"}:
@@ -156,7 +157,7 @@ def case_html_in_chromium():
     d, _ = gen("lag", "--scenario", "missing-rank", "--fault-rank", "9")
     html = os.path.join(TMP, "diagnosis.html")
     rc, out, err = diagnose("--flight-recorder", d, "--html", html)
-    if rc != 1 or not os.path.exists(html):
+    if rc != 0 or not os.path.exists(html):
         fail(f"exit {rc}, {err}")
     p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                         f"--user-data-dir={os.path.join(TMP, 'chromium')}",

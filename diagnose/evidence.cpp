@@ -1,0 +1,107 @@
+#include "diagnose/evidence.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace sl::diagnose {
+
+namespace {
+
+// The desync check needs a signature row of its own so the verdict can point at it.
+constexpr Signature kDesyncSignature = {
+    "nccl.coll_desync",
+    "",
+    "",
+    "",
+    "",
+    "desync_collective_mismatch",
+    Severity::kError,
+    85,
+    "Ranks entered the same NCCL operation (same opCount) with different counts/datatypes/roots: "
+    "an application bug in the order or arguments of collectives. Find the code path that "
+    "differs between ranks (conditional collectives, uneven data, different model shapes).",
+    EvidenceKind::kCause,
+    "nccl src/enqueue.cc COLL INFO trace 2.10-2.28, compared across ranks"};
+
+}  // namespace
+
+void Evidence::Add(Match m) {
+  ++total_;
+  const Signature& sig = *m.signature;
+  if (sig.id == "nccl.coll_trace") {
+    std::string key = m.Field("opcount") + "|" + m.Field("coll") + "|" + m.Field("nranks") + "|" +
+                      m.Field("root");
+    auto [it, fresh] = coll_first_.try_emplace(key, m);
+    if (!fresh && !desync_ &&
+        (it->second.Field("count") != m.Field("count") ||
+         it->second.Field("datatype") != m.Field("datatype"))) {
+      Match d = m;
+      d.signature = &kDesyncSignature;
+      d.fields["first_line"] = it->second.line;
+      d.fields["count_a"] = it->second.Field("count");
+      d.fields["count_b"] = m.Field("count");
+      desync_ = std::move(d);
+    }
+    // Bound the trace map: a long job emits one line per collective.
+    if (coll_first_.size() > 4096) coll_first_.erase(coll_first_.begin());
+  }
+  AddDistinct(m);
+  std::size_t& n = counts_[std::string(sig.id)];
+  ++n;
+  if (n <= kKeepPerSignature) matches_.push_back(std::move(m));
+}
+
+namespace {
+// The fields that tell nodes, ranks and links apart; the rest (sizes, pointers) are not kept
+// per value.
+constexpr std::string_view kDistinctFields[] = {
+    "version",      "nccl_version", "gid_prefix", "local_gid", "opcount",       "count",
+    "rank",         "host",         "ifname",     "addr",      "gid_index",     "gid_spn",
+    "mtu",          "gdr",          "net",        "link",      "last_enqueued", "last_completed",
+    "timeout_rank", "seq",          "error",      "exitcode",  "family",        "hca"};
+}  // namespace
+
+void Evidence::AddDistinct(const Match& m) {
+  // A line has a few fields; looking each up in the short list costs no allocation.
+  for (auto f = m.fields.begin(); f != m.fields.end(); ++f) {
+    if (std::find(std::begin(kDistinctFields), std::end(kDistinctFields), f->first) ==
+        std::end(kDistinctFields)) {
+      continue;
+    }
+    std::string key = std::string(m.signature->id) + "|" + f->first;
+    auto& values = distinct_[key];
+    if (values.size() >= kKeepDistinct) continue;
+    bool seen = false;
+    for (const auto& [v, first] : values) seen = seen || v == f->second;
+    if (seen) continue;
+    Match copy = m;
+    if (copy.line.size() > 2048) copy.line.resize(2048);  // a cut line still names its file:line
+    values.emplace_back(f->second, std::move(copy));
+  }
+}
+
+std::vector<const Match*> Evidence::Distinct(std::string_view id, std::string_view field) const {
+  std::vector<const Match*> out;
+  auto it = distinct_.find(std::string(id) + "|" + std::string(field));
+  if (it == distinct_.end()) return out;
+  for (const auto& [v, first] : it->second) out.push_back(&first);
+  return out;
+}
+
+void Evidence::AddText(const LineMatcher& matcher, std::string_view text,
+                       const std::string& source) {
+  matcher.ScanBlock(text, [&](std::string_view line, std::size_t index) {
+    if (auto m = matcher.MatchLine(line)) {
+      m->source = source;
+      m->line_number = index + 1;
+      Add(std::move(*m));
+    }
+  });
+}
+
+std::size_t Evidence::Count(std::string_view signature_id) const {
+  auto it = counts_.find(signature_id);
+  return it == counts_.end() ? 0 : it->second;
+}
+
+}  // namespace sl::diagnose

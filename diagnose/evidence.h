@@ -1,0 +1,48 @@
+#pragma once
+// The evidence store both verdict paths share: the supervisor feeds it live from the job's
+// output and the bundle collectors, `safe-launch diagnose` feeds it from files. Bounded however
+// long the job floods the same line.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diagnose/signatures.h"
+
+namespace sl::diagnose {
+
+/// Accumulates matches. Keeps the first few lines of every signature and counts the rest, and
+/// the first line of each distinct value of the fields that tell nodes and ranks apart (a NCCL
+/// version per node, a GID per host, a rank's last enqueued op), so memory stays bounded.
+class Evidence {
+ public:
+  static constexpr std::size_t kKeepPerSignature = 8;
+  /// Distinct values kept per (signature, field).
+  static constexpr std::size_t kKeepDistinct = 64;
+  void Add(Match m);
+  /// Feeds every line of `text` (a file) through `matcher`, tagging matches with `source`.
+  void AddText(const LineMatcher& matcher, std::string_view text, const std::string& source);
+  const std::vector<Match>& matches() const { return matches_; }
+  std::size_t Count(std::string_view signature_id) const;
+  std::size_t total() const { return total_; }
+  /// A cross-rank desync found in NCCL collective traces (same opCount, different count/type).
+  const Match* Desync() const { return desync_ ? &*desync_ : nullptr; }
+  /// The first line of each distinct value of `field` among the lines of signature `id`, in the
+  /// order the values were first seen.
+  std::vector<const Match*> Distinct(std::string_view id, std::string_view field) const;
+
+ private:
+  void AddDistinct(const Match& m);
+  std::vector<Match> matches_;
+  std::map<std::string, std::size_t, std::less<>> counts_;
+  std::size_t total_ = 0;
+  // opcount|coll|nranks -> first (count,datatype,root) seen and the line.
+  std::map<std::string, Match> coll_first_;
+  std::optional<Match> desync_;
+  // "id|field" -> values in first-seen order with their first line.
+  std::map<std::string, std::vector<std::pair<std::string, Match>>, std::less<>> distinct_;
+};
+
+}  // namespace sl::diagnose

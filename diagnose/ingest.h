@@ -1,0 +1,59 @@
+#pragma once
+// From the reader's clean lines to evidence: the skip scan finds the few lines that can match,
+// their collector prefixes come off (kept as fields), and the catalog recognises them.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "diagnose/engine.h"
+#include "diagnose/evidence.h"
+#include "diagnose/log_reader.h"
+#include "diagnose/report.h"
+#include "diagnose/signatures.h"
+
+namespace sl::diagnose {
+
+/// An InputSink that turns every file it is given into evidence, with file:line on each match.
+class LogIngest : public InputSink {
+ public:
+  LogIngest(const LineMatcher& matcher, Evidence* evidence);
+  ~LogIngest() override;
+  void BeginFile(const std::string& name) override;
+  void Bytes(std::string_view bytes) override;
+  void EndFile() override;
+  /// One literal text as a whole file (tests, stdin already read).
+  void AddText(const std::string& name, std::string_view text);
+  std::uint64_t lines() const { return lines_; }
+  std::uint64_t cut_lines() const { return cut_lines_; }
+  std::uint64_t replaced_bytes() const { return replaced_; }
+
+ private:
+  void OnBlock(std::string_view block, std::uint64_t first_line);
+  const LineMatcher& matcher_;
+  Evidence* evidence_;
+  std::string file_;
+  std::unique_ptr<LineAssembler> assembler_;
+  std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0;
+};
+
+/// Recognises one clean line: collector prefixes off (timestamp, rank, pod kept as fields "ts",
+/// "rank", "pod"), NCCL's "[dev]" kept as "dev". nullopt when the catalog does not know it.
+std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view line);
+
+/// What `safe-launch diagnose` computes from its inputs.
+struct DiagnoseRun {
+  Diagnosis diagnosis;
+  ReadSummary read;
+};
+
+/// Reads every input (see ReadInput) into one Evidence and diagnoses it. An input that cannot
+/// be opened is an error (the command's usage error); what cannot be read inside a directory or
+/// archive is listed in read.skipped.
+/// `claims` are causes another source (the Flight Recorder analysis) found; they rank with the
+/// rules' causes.
+Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs,
+                                   std::FILE* stdin_stream = stdin,
+                                   std::span<const CauseClaim> claims = {});
+
+}  // namespace sl::diagnose

@@ -1,0 +1,531 @@
+#include "diagnose/log_reader.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace sl::diagnose {
+
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Consumes `n` digits at s[*i]; false (and *i unchanged) when they are not there.
+bool Digits(std::string_view s, std::size_t* i, std::size_t n) {
+  if (*i + n > s.size()) return false;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!IsDigit(s[*i + k])) return false;
+  }
+  *i += n;
+  return true;
+}
+
+bool Char(std::string_view s, std::size_t* i, char c) {
+  if (*i < s.size() && s[*i] == c) {
+    ++*i;
+    return true;
+  }
+  return false;
+}
+
+// "2024-01-02T03:04:05.123456+00:00" (or a space for the T), optionally in brackets, as k8s,
+// fluentd, Python logging and most collectors write it. Returns the length, 0 when none.
+std::size_t IsoStamp(std::string_view s) {
+  std::size_t i = 0;
+  const bool bracket = Char(s, &i, '[');
+  if (!Digits(s, &i, 4) || !Char(s, &i, '-') || !Digits(s, &i, 2) || !Char(s, &i, '-') ||
+      !Digits(s, &i, 2)) {
+    return 0;
+  }
+  if (!Char(s, &i, 'T') && !Char(s, &i, ' ')) return 0;
+  if (!Digits(s, &i, 2) || !Char(s, &i, ':') || !Digits(s, &i, 2) || !Char(s, &i, ':') ||
+      !Digits(s, &i, 2)) {
+    return 0;
+  }
+  if (Char(s, &i, '.') || Char(s, &i, ',')) {
+    while (i < s.size() && IsDigit(s[i])) ++i;
+  }
+  if (!Char(s, &i, 'Z') && i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    std::size_t j = i + 1;
+    if (Digits(s, &j, 2)) {
+      Char(s, &j, ':');
+      if (Digits(s, &j, 2)) i = j;
+    }
+  }
+  if (bracket && !Char(s, &i, ']')) return 0;
+  return i;
+}
+
+// "Dec  1 10:00:00 " (syslog, journalctl short). Returns the length, 0 when none.
+std::size_t SyslogStamp(std::string_view s) {
+  if (s.size() < 16 || !std::isupper(static_cast<unsigned char>(s[0])) ||
+      !std::islower(static_cast<unsigned char>(s[1])) ||
+      !std::islower(static_cast<unsigned char>(s[2])) || s[3] != ' ') {
+    return 0;
+  }
+  std::size_t i = 4;
+  if (s[i] == ' ') ++i;
+  if (!Digits(s, &i, 1)) return 0;
+  if (i < s.size() && IsDigit(s[i])) ++i;
+  if (!Char(s, &i, ' ') || !Digits(s, &i, 2) || !Char(s, &i, ':') || !Digits(s, &i, 2) ||
+      !Char(s, &i, ':') || !Digits(s, &i, 2)) {
+    return 0;
+  }
+  return i;
+}
+
+// After a syslog stamp: "host prog[pid]: " -> its length, 0 when the two tokens are not there.
+std::size_t SyslogSource(std::string_view s) {
+  const std::size_t host_end = s.find(' ');
+  if (host_end == 0 || host_end == std::string_view::npos || host_end > 64) return 0;
+  const std::size_t prog_end = s.find(' ', host_end + 1);
+  if (prog_end == std::string_view::npos || prog_end - host_end > 64) return 0;
+  if (s[prog_end - 1] != ':') return 0;
+  return prog_end + 1;
+}
+
+// "[ 1234.567890]" (dmesg). Returns the length, 0 when none.
+std::size_t DmesgStamp(std::string_view s) {
+  std::size_t i = 0;
+  if (!Char(s, &i, '[')) return 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  const std::size_t digits = i;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  if (i == digits || !Char(s, &i, '.')) return 0;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  return Char(s, &i, ']') ? i : 0;
+}
+
+// "[rank3]:" / "[default3]:" (torchrun's --tee / log prefix) -> length and the rank.
+std::size_t RankTag(std::string_view s, std::string* rank) {
+  for (std::string_view tag : {"[rank", "[default"}) {
+    if (s.substr(0, tag.size()) != tag) continue;
+    std::size_t i = tag.size();
+    const std::size_t start = i;
+    while (i < s.size() && IsDigit(s[i]) && i - start < 7) ++i;
+    if (i == start || !Char(s, &i, ']') || !Char(s, &i, ':')) return 0;
+    *rank = std::string(s.substr(start, i - 2 - start));
+    return i;
+  }
+  return 0;
+}
+
+// srun -l / --label: "12: " in front of every task's line.
+std::size_t SrunLabel(std::string_view s, std::string* rank) {
+  std::size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  const std::size_t start = i;
+  while (i < s.size() && IsDigit(s[i]) && i - start < 7) ++i;
+  if (i == start || !Char(s, &i, ':') || !Char(s, &i, ' ')) return 0;
+  *rank = std::string(s.substr(start, i - 2 - start));
+  return i;
+}
+
+bool PodChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+}
+
+// "worker-1  | " (docker compose, stern) or "[pod/name/container] " (kubectl logs --prefix).
+std::size_t PodTag(std::string_view s, std::string* pod) {
+  if (s.substr(0, 5) == "[pod/") {
+    const std::size_t end = s.find(']');
+    if (end == std::string_view::npos || end > 256) return 0;
+    *pod = std::string(s.substr(5, end - 5));
+    return end + 1;
+  }
+  std::size_t i = 0;
+  while (i < s.size() && i < 64 && PodChar(s[i])) ++i;
+  if (i == 0 || i == s.size() || !std::isalpha(static_cast<unsigned char>(s[0]))) return 0;
+  const std::size_t name_end = i;
+  while (i < s.size() && s[i] == ' ') ++i;
+  if (i + 1 >= s.size() || s[i] != '|' || s[i + 1] != ' ') return 0;
+  *pod = std::string(s.substr(0, name_end));
+  return i + 2;
+}
+
+// Separators collectors leave between a prefix and the line: spaces, tabs, "|", "stdout F"
+// (the CRI log format of Kubernetes nodes: stream and partial/full tag).
+std::size_t Separators(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  if (s.substr(i, 2) == "| ") i += 2;
+  for (std::string_view cri : {"stdout F ", "stderr F ", "stdout P ", "stderr P "}) {
+    if (s.substr(i, cri.size()) == cri) i += cri.size();
+  }
+  return i;
+}
+
+}  // namespace
+
+std::string_view StripCollectorPrefixes(std::string_view line, LinePrefix* prefix) {
+  for (int round = 0; round < 8 && !line.empty(); ++round) {
+    std::size_t n = 0;
+    if ((n = IsoStamp(line)) != 0 || (n = DmesgStamp(line)) != 0) {
+      if (prefix->timestamp.empty()) prefix->timestamp = std::string(line.substr(0, n));
+    } else if ((n = SyslogStamp(line)) != 0) {
+      if (prefix->timestamp.empty()) prefix->timestamp = std::string(line.substr(0, n));
+      n += Separators(line.substr(n));
+      n += SyslogSource(line.substr(n));
+    } else if ((n = RankTag(line, &prefix->rank)) == 0 &&
+               (n = SrunLabel(line, &prefix->rank)) == 0 && (n = PodTag(line, &prefix->pod)) == 0) {
+      break;
+    }
+    n += Separators(line.substr(n));
+    line.remove_prefix(std::min(n, line.size()));
+  }
+  return line;
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], 0 when the bytes there are not one (RFC 3629:
+// no overlongs, no surrogates, nothing above U+10FFFF).
+std::size_t Utf8Length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// Length of the ANSI escape sequence at s[i] (s[i] == ESC): CSI "ESC [ params final", OSC
+// "ESC ] ... BEL|ESC \", else ESC and one byte. Never past the end of the line.
+std::size_t EscapeLength(std::string_view s, std::size_t i) {
+  std::size_t j = i + 1;
+  if (j >= s.size()) return 1;
+  if (s[j] == '[') {
+    ++j;
+    while (j < s.size() && static_cast<unsigned char>(s[j]) >= 0x20 &&
+           static_cast<unsigned char>(s[j]) <= 0x3F) {
+      ++j;
+    }
+    if (j < s.size() && static_cast<unsigned char>(s[j]) >= 0x40 &&
+        static_cast<unsigned char>(s[j]) <= 0x7E) {
+      ++j;
+    }
+    return j - i;
+  }
+  if (s[j] == ']') {
+    while (j < s.size() && s[j] != '\a' && s[j] != '\n' && !(s[j] == '\x1b' && j + 1 < s.size())) {
+      ++j;
+    }
+    if (j < s.size() && s[j] == '\a') ++j;
+    if (j + 1 < s.size() && s[j] == '\x1b' && s[j + 1] == '\\') j += 2;
+    return j - i;
+  }
+  return s[j] == '\n' ? 1 : 2;
+}
+
+}  // namespace
+
+std::size_t CleanBytes(std::string_view in, std::string* out) {
+  std::size_t replaced = 0;
+  std::size_t i = 0;
+  out->reserve(out->size() + in.size());
+  while (i < in.size()) {
+    // The common case: a run of printable ASCII copied at once.
+    std::size_t j = i;
+    while (j < in.size()) {
+      const unsigned char c = static_cast<unsigned char>(in[j]);
+      if ((c < 0x20 && c != '\n' && c != '\t') || c >= 0x7F) break;
+      ++j;
+    }
+    out->append(in.data() + i, j - i);
+    i = j;
+    if (i >= in.size()) break;
+    const unsigned char c = static_cast<unsigned char>(in[i]);
+    if (c == 0x1B) {
+      i += EscapeLength(in, i);
+    } else if (c == '\r') {
+      if (i + 1 >= in.size() || in[i + 1] != '\n') out->push_back(' ');
+      ++i;
+    } else if (c >= 0x80) {
+      if (const std::size_t n = Utf8Length(in, i); n != 0) {
+        out->append(in.data() + i, n);
+        i += n;
+      } else {
+        out->push_back('?');
+        ++replaced;
+        ++i;
+      }
+    } else {  // other control bytes (NUL, backspace, DEL)
+      out->push_back('?');
+      ++replaced;
+      ++i;
+    }
+  }
+  return replaced;
+}
+
+void LineAssembler::Feed(std::string_view bytes) {
+  while (!bytes.empty()) {
+    if (skipping_) {
+      const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
+      if (nl == nullptr) return;
+      skipping_ = false;
+      bytes.remove_prefix(static_cast<const char*>(nl) - bytes.data() + 1);
+      continue;
+    }
+    if (raw_.empty()) {
+      // The common case: a run of whole lines straight from the input, cleaned in one go.
+      std::size_t p = 0, count = 0;
+      while (const void* q = std::memchr(bytes.data() + p, '\n', bytes.size() - p)) {
+        const std::size_t e = static_cast<const char*>(q) - bytes.data();
+        if (e - p > kMaxLine) break;
+        p = e + 1;
+        ++count;
+      }
+      if (count > 0) {
+        replaced_ += CleanBytes(bytes.substr(0, p), &block_);
+        next_line_ += count;
+        bytes.remove_prefix(p);
+        if (block_.size() >= kBlock) Flush();
+        continue;
+      }
+    }
+    const void* nl_ptr = std::memchr(bytes.data(), '\n', bytes.size());
+    const std::size_t take =
+        nl_ptr ? static_cast<const char*>(nl_ptr) - bytes.data() + 1 : bytes.size();
+    if (raw_.size() + take > kMaxLine + (nl_ptr ? 1 : 0)) {
+      // An over-long line: its first kMaxLine bytes stand for it, the rest is dropped.
+      const std::size_t keep = kMaxLine - raw_.size();
+      raw_.append(bytes.data(), keep);
+      EndLine(/*cut=*/true);
+      skipping_ = true;
+      bytes.remove_prefix(keep);
+    } else {
+      raw_.append(bytes.data(), take);
+      bytes.remove_prefix(take);
+      if (nl_ptr == nullptr) return;
+      raw_.pop_back();
+      EndLine(/*cut=*/false);
+    }
+    if (block_.size() >= kBlock) Flush();
+  }
+}
+
+void LineAssembler::EndLine(bool cut) {
+  if (!raw_.empty() && raw_.back() == '\r') raw_.pop_back();  // CRLF split across two reads
+  replaced_ += CleanBytes(raw_, &block_);
+  block_.push_back('\n');
+  raw_.clear();
+  ++next_line_;
+  if (cut) ++cut_lines_;
+}
+
+void LineAssembler::Flush() {
+  if (!block_.empty()) on_block_(block_, block_first_);
+  block_.clear();
+  block_first_ = next_line_;
+}
+
+void LineAssembler::Finish() {
+  if (!raw_.empty()) EndLine(/*cut=*/false);
+  skipping_ = false;
+  Flush();
+}
+
+std::string TorchErrorFileText(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return "";
+  // torch.distributed.elastic's ErrorHandler writes {"message": {"message": "...", "extraInfo":
+  // {"py_callstack": "...", "timestamp": "..."}}}; older releases and users' own handlers put a
+  // plain string in "message".
+  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("message")) return "";
+  const nlohmann::json& m = j["message"];
+  std::string out;
+  auto add = [&out](const nlohmann::json& v) {
+    if (v.is_string()) out += v.get<std::string>() + "\n";
+  };
+  if (m.is_string()) {
+    add(m);
+  } else if (m.is_object()) {
+    add(m.value("message", nlohmann::json()));
+    if (m.contains("extraInfo") && m["extraInfo"].is_object()) {
+      add(m["extraInfo"].value("py_callstack", nlohmann::json()));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kReadChunk = 1 << 20;
+// Error files are a few KiB; anything this large is a log that happens to start with '{'.
+constexpr std::size_t kMaxErrorFile = 8 << 20;
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool IsArchiveName(std::string_view name) {
+  return EndsWith(name, ".tar.gz") || EndsWith(name, ".tgz") || EndsWith(name, ".tar") ||
+         EndsWith(name, ".tar.xz") || EndsWith(name, ".tar.zst");
+}
+
+// A NUL in the first bytes: pickles (Flight Recorder dumps), core files, binaries.
+bool LooksBinary(std::string_view head) { return head.find('\0') != std::string_view::npos; }
+
+// Streams a stdio stream to the sink; a small file that is a torchrun error file is handed over
+// as its message instead.
+void StreamFile(std::FILE* f, const std::string& name, InputSink& sink, InputStats* stats,
+                bool check_binary) {
+  std::string buf(kReadChunk, '\0');
+  std::size_t n = std::fread(buf.data(), 1, buf.size(), f);
+  std::string_view first(buf.data(), n);
+  if (check_binary && LooksBinary(first.substr(0, 4096))) {
+    stats->skipped.push_back(name + ": binary");
+    return;
+  }
+  ++stats->files;
+  sink.BeginFile(name);
+  if (n < buf.size() && n <= kMaxErrorFile) {
+    if (std::string msg = TorchErrorFileText(first); !msg.empty()) {
+      stats->bytes += n;
+      sink.Bytes(msg);
+      sink.EndFile();
+      return;
+    }
+  }
+  while (n > 0) {
+    stats->bytes += n;
+    sink.Bytes(std::string_view(buf.data(), n));
+    n = std::fread(buf.data(), 1, buf.size(), f);
+  }
+  sink.EndFile();
+}
+
+std::string ArchiveError(archive* a) {
+  const char* e = archive_error_string(a);
+  return e != nullptr ? e : "read error";
+}
+
+std::string EntryName(archive_entry* entry) {
+  const char* p = archive_entry_pathname(entry);
+  return p != nullptr ? p : "?";
+}
+
+struct ArchiveCloser {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+
+// A .tar(.gz) walked member by member, or a lone .gz decompressed (raw format).
+Status StreamArchive(const std::string& path, bool raw, InputSink& sink, InputStats* stats) {
+  std::unique_ptr<archive, ArchiveCloser> a(archive_read_new());
+  archive_read_support_filter_all(a.get());
+  if (raw) {
+    archive_read_support_format_raw(a.get());
+  } else {
+    archive_read_support_format_all(a.get());
+  }
+  if (archive_read_open_filename(a.get(), path.c_str(), kReadChunk) != ARCHIVE_OK) {
+    return MakeError(fmt::format("cannot open {}: {}", path, ArchiveError(a.get())), path);
+  }
+  std::string buf(kReadChunk, '\0');
+  archive_entry* entry = nullptr;
+  while (archive_read_next_header(a.get(), &entry) == ARCHIVE_OK) {
+    if (!raw && archive_entry_filetype(entry) != AE_IFREG) continue;
+    const std::string name = raw ? path : path + ":" + EntryName(entry);
+    la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
+    if (n < 0) {
+      stats->skipped.push_back(name + ": " + ArchiveError(a.get()));
+      continue;
+    }
+    std::string_view first(buf.data(), static_cast<std::size_t>(n));
+    if (LooksBinary(first.substr(0, 4096))) {
+      stats->skipped.push_back(name + ": binary");
+      continue;
+    }
+    ++stats->files;
+    sink.BeginFile(name);
+    std::string msg;
+    if (static_cast<std::size_t>(n) < buf.size()) msg = TorchErrorFileText(first);
+    if (!msg.empty()) {
+      stats->bytes += n;
+      sink.Bytes(msg);
+    } else {
+      while (n > 0) {
+        stats->bytes += n;
+        sink.Bytes(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        n = archive_read_data(a.get(), buf.data(), buf.size());
+      }
+      if (n < 0) stats->skipped.push_back(name + ": cut short (" + ArchiveError(a.get()) + ")");
+    }
+    sink.EndFile();
+  }
+  return OkStatus();
+}
+
+Status StreamPath(const std::string& path, bool check_binary, InputSink& sink, InputStats* stats) {
+  if (IsArchiveName(path)) return StreamArchive(path, false, sink, stats);
+  if (EndsWith(path, ".gz")) return StreamArchive(path, true, sink, stats);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return MakeError(fmt::format("cannot read {}: {}", path, std::strerror(errno)), path);
+  }
+  StreamFile(f, path, sink, stats, check_binary);
+  std::fclose(f);
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ReadInput(const std::string& input, InputSink& sink, InputStats* stats,
+                 std::FILE* stdin_stream) {
+  if (input == "-") {
+    StreamFile(stdin_stream, "-", sink, stats, /*check_binary=*/false);
+    return OkStatus();
+  }
+  std::error_code ec;
+  const fs::file_status st = fs::status(input, ec);
+  if (ec || !fs::exists(st)) {
+    return MakeError(fmt::format("cannot read {}: no such file or directory", input), input);
+  }
+  if (!fs::is_directory(st)) return StreamPath(input, /*check_binary=*/false, sink, stats);
+  // A bundle or run directory: every regular file below it, in a stable order.
+  std::vector<std::string> files;
+  for (fs::recursive_directory_iterator
+           it(input, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) files.push_back(it->path().string());
+  }
+  if (ec) stats->skipped.push_back(input + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    if (Status s = StreamPath(f, /*check_binary=*/true, sink, stats); !s.ok()) {
+      stats->skipped.push_back(f + ": " + s.error().message);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace sl::diagnose

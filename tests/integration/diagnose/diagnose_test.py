@@ -1,0 +1,145 @@
+"""Integration tests of `safe-launch diagnose`: the real binary on files, directories, archives
+and standard input, with the exit codes of the manual (0 cause named, 1 symptoms or nothing,
+2 usage error).
+
+usage: diagnose_test.py SAFE_LAUNCH [unittest args, e.g. -k json]
+"""
+import gzip
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+
+SL = None
+
+# Lines in the formats NCCL prints (net_ib.cc, bootstrap.cc, misc/socket.cc, init.cc).
+GID_LINE = "n1:11:12 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 4242 mtu 5 GID 0 (80FE/5A1B2CFFFE3D4E5F)\n"
+RETRY_LINE = ("n1:11:12 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+              "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send)\n")
+TIMEOUT_LINE = ("[rank1]:[E1201 10:00:00.0 1 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, "
+                "NumelOut=1, Timeout(ms)=600000) ran for 600083 milliseconds before timing out.\n")
+
+
+def diagnose(*args, stdin=None):
+    p = subprocess.run([SL, "diagnose", *args], input=stdin, capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+class Diagnose(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, data, mode="w"):
+        path = os.path.join(self.dir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, mode) as f:
+            f.write(data)
+        return path
+
+    def test_a_named_cause_exits_0_with_the_json_schema_and_file_line_evidence(self):
+        # Prefixed by a collector, coloured, CRLF, in two files: the rule sees both.
+        a = self.write("n1-nccl.txt", "2024-05-01T10:00:00Z stdout F " + GID_LINE)
+        b = self.write("job.log", "noise\r\n\x1b[31m" + RETRY_LINE.rstrip("\n") + "\x1b[0m\r\n")
+        rc, out, err = diagnose("--json", a, b)
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        self.assertEqual(j["schema"], "safe-launch.diagnosis/1")
+        self.assertEqual(j["causes"][0]["category"], "gid_index")
+        files = {(e["file"], e["line"]) for e in j["causes"][0]["evidence"]}
+        self.assertIn((a, 1), files)
+        self.assertIn((b, 2), files)
+        for key in ("confidence", "entity", "fix"):
+            self.assertIn(key, j["causes"][0])
+        self.assertEqual(j["causes"][0]["entity"]["node"], "n1")
+
+    def test_text_output_ranks_causes_and_explain_names_the_rule_and_lines(self):
+        p = self.write("job.log", GID_LINE + RETRY_LINE)
+        rc, out, _ = diagnose("--explain", p)
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"1\. gid_index  confidence 0\.\d\d \(high\)")
+        self.assertIn("job.log:1", out)
+        self.assertIn("fix:", out)
+        self.assertIn("gid_index.retry_with_link_local_gid -> gid_index", out)
+        self.assertIn("link_local_gid: " + p + ":1", out)
+
+    def test_symptoms_only_exit_1_with_unknown_and_what_would_decide(self):
+        p = self.write("job.log", TIMEOUT_LINE)
+        rc, out, _ = diagnose("--json", p)
+        self.assertEqual(rc, 1)
+        j = json.loads(out)
+        self.assertEqual(j["causes"][0]["category"], "unknown")
+        self.assertIn("Flight Recorder", j["causes"][0]["decide"])
+        self.assertEqual(j["symptoms"][0]["category"], "collective_timeout")
+
+    def test_garbage_exits_1_and_never_crashes(self):
+        rnd = random.Random(13)
+        for n in (0, 1, 4096, 300000):
+            data = bytes(rnd.getrandbits(8) for _ in range(n))
+            data += b"NCCL WARN \xff\xfe\x1b[" + b"x" * 70000 + b"\r"  # cut line, no final newline
+            p = self.write("garbage.bin", data, "wb")
+            rc, out, err = diagnose("--json", p)
+            self.assertEqual(rc, 1, err)
+            self.assertEqual(json.loads(out)["causes"][0]["category"], "unknown")
+
+    def test_missing_input_and_no_input_are_usage_errors(self):
+        rc, _, err = diagnose(os.path.join(self.dir, "nope.log"))
+        self.assertEqual(rc, 2)
+        self.assertIn("nope.log", err)
+        rc, _, _ = diagnose()
+        self.assertEqual(rc, 2)
+        rc, _, _ = diagnose("-", "-")
+        self.assertEqual(rc, 2)
+
+    def test_standard_input_is_read_with_dash(self):
+        rc, out, _ = diagnose("--json", "-", stdin=(GID_LINE + RETRY_LINE).encode())
+        self.assertEqual(rc, 0)
+        j = json.loads(out)
+        self.assertEqual(j["causes"][0]["category"], "gid_index")
+        self.assertEqual(j["causes"][0]["evidence"][0]["file"], "-")
+
+    def test_a_bundle_directory_tar_gz_and_gz_log_are_read_member_by_member(self):
+        bundle = os.path.join(self.dir, "bundle")
+        self.write("bundle/output/rank0.log", GID_LINE)
+        self.write("bundle/node/nccl.txt", RETRY_LINE)
+        self.write("bundle/fr/rank0.pkl", b"\x80\x04\x95\x00\x00binary", "wb")
+        rc, out, _ = diagnose("--json", bundle)
+        self.assertEqual(rc, 0)
+        j = json.loads(out)
+        self.assertEqual(j["causes"][0]["category"], "gid_index")
+        self.assertTrue(any("rank0.pkl" in s for s in j["input"]["skipped"]))
+        tgz = os.path.join(self.dir, "bundle.tar.gz")
+        with tarfile.open(tgz, "w:gz") as t:
+            t.add(bundle, arcname="hang-n1")
+        rc, out, _ = diagnose("--json", tgz)
+        self.assertEqual(rc, 0)
+        j = json.loads(out)
+        self.assertEqual(j["causes"][0]["category"], "gid_index")
+        self.assertTrue(any(e["file"].startswith(tgz + ":hang-n1/") for e in j["causes"][0]["evidence"]))
+        gz = self.write("job.log.gz", gzip.compress((GID_LINE + RETRY_LINE).encode()), "wb")
+        rc, out, _ = diagnose("--json", gz)
+        self.assertEqual(rc, 0)
+        self.assertEqual(json.loads(out)["causes"][0]["category"], "gid_index")
+
+    def test_a_torchrun_error_file_is_read_as_its_message(self):
+        msg = {"message": {"message": "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                           "allocate 2.00 GiB", "extraInfo": {"py_callstack": "Traceback ...",
+                                                              "timestamp": "1"}}}
+        p = self.write("error.json", json.dumps(msg))
+        rc, out, _ = diagnose("--json", p)
+        self.assertEqual(rc, 0)
+        self.assertEqual(json.loads(out)["causes"][0]["category"], "oom_or_crash_other_rank")
+
+
+if __name__ == "__main__":
+    SL = sys.argv.pop(1)
+    unittest.main()

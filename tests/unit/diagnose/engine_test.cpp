@@ -1,0 +1,302 @@
+// The rules, one behaviour each, on lines in the formats NCCL and PyTorch print (format strings
+// read in their sources; the release ranges are in the catalog rows' provenance).
+#include "diagnose/engine.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "diagnose/ingest.h"
+#include "diagnose/report.h"
+#include "diagnose/verdict.h"
+
+using namespace sl::diagnose;
+
+namespace {
+
+Diagnosis Run(std::string_view text, std::span<const CauseClaim> claims = {}) {
+  static const LineMatcher matcher;
+  Evidence ev;
+  LogIngest ingest(matcher, &ev);
+  ingest.AddText("job.log", text);
+  return Diagnose(ev, claims);
+}
+
+// net_ib.cc (2.12-2.28): WARN "NET/IB : Got completion from peer %s with status=%d opcode=%d
+// len=%d vendor err %d (%s)" and INFO "NET/IB: Dev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX)".
+constexpr std::string_view kRetry12 =
+    "n1:11:12 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+    "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send) localGid ::ffff:10.0.0.1 "
+    "remoteGid ::ffff:10.0.0.2 hca mlx5_0\n";
+constexpr std::string_view kQpLinkLocal =
+    "n1:11:12 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 4242 mtu 5 GID 0 (80FE/5A1B2CFFFE3D4E5F)\n";
+
+bool Names(const Diagnosis& d, std::string_view category, std::size_t within = 1) {
+  for (std::size_t i = 0; i < d.causes.size() && i < within; ++i) {
+    if (d.causes[i].category == category) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("retry exceeded with a link-local GID in use is gid_index, not the fabric") {
+  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12));
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "gid_index");
+  CHECK(d.causes[0].confidence >= 0.75);
+  CHECK(d.causes[0].entity.node == "n1");
+  CHECK(Names(d, "retry_exceeded_network", 3));
+  bool cites_gid = false;
+  for (const auto& e : d.causes[0].evidence) cites_gid = cites_gid || e.line == 1;
+  CHECK(cites_gid);
+}
+
+TEST_CASE("retry exceeded with a routable GID stays retry_exceeded_network") {
+  Diagnosis d = Run(std::string("n1:11:12 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 4242 mtu 5 GID 3 "
+                                "(0/100000AFFFF0000)\n") +
+                    std::string(kRetry12));
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "retry_exceeded_network");
+}
+
+TEST_CASE("QPs set up with different MTUs plus retry exceeded is mtu_mismatch") {
+  Diagnosis d =
+      Run("n1:1:1 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 1 mtu 5 GID 3 (0/1)\n"
+          "n2:1:1 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 2 mtu 3 GID 3 (0/2)\n" +
+          std::string(kRetry12));
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "mtu_mismatch");
+}
+
+// bootstrap.cc 2.10-2.26 "Bootstrap : Using%s", 2.27 "Bootstrap: Using%s"; line = "
+// ifname:addr<port>".
+TEST_CASE("bootstrap over a docker bridge is socket_ifname_wrong, a routable interface is not") {
+  Diagnosis bad = Run("n1:1:1 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.2<0>\n");
+  REQUIRE(bad.named());
+  CHECK(bad.causes[0].category == "socket_ifname_wrong");
+  Diagnosis lo = Run("n1:1:1 [0] NCCL INFO Bootstrap: Using lo:127.0.0.1<0>\n");
+  CHECK(lo.causes[0].category == "socket_ifname_wrong");
+  Diagnosis good = Run("n1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>\n");
+  CHECK_FALSE(good.named());
+}
+
+// socket.cc 2.18-2.21: WARN "socketStartConnect: Connect to %s failed : %s" (strerror).
+TEST_CASE("connection refused between nodes on a routable interface is firewall_or_port") {
+  const std::string refused =
+      "n1:1:1 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.4<43211> "
+      "failed : Connection refused\n";
+  Diagnosis d = Run("n1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.3<0>\n" + refused);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "firewall_or_port");
+  // The same refusal with NCCL on the docker bridge is the interface, not the firewall.
+  Diagnosis b = Run("n1:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.2<0>\n" + refused);
+  CHECK(b.causes[0].category == "socket_ifname_wrong");
+}
+
+// c10d TCPStore (torch 2.x): "The client socket has failed to connect to [host]:29500 (errno:
+// 113 - No route to host)".
+TEST_CASE("no route to host from the c10d store with a routable bootstrap is firewall_or_port") {
+  Diagnosis d =
+      Run("n1:1:1 [0] NCCL INFO Bootstrap : Using ib0:192.168.1.5<0>\n"
+          "[W socket.cpp:601] [c10d] The client socket has failed to connect to [n2]:29500 (errno: "
+          "113 - No route to host).\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "firewall_or_port");
+}
+
+// init.cc VERSION_STRING "NCCL version 2.18.3+cuda12.1" per rank.
+TEST_CASE("two NCCL versions in one job is version_mismatch") {
+  Diagnosis d =
+      Run("n1:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.1\n"
+          "n2:7:7 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "version_mismatch");
+  Diagnosis same =
+      Run("n1:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.1\n"
+          "n2:7:7 [0] NCCL INFO NCCL version 2.18.3+cuda12.1\n");
+  CHECK_FALSE(same.named());
+}
+
+// socket.cc 2.18-2.28: "ncclSocketInit: connecting to address %s with family %d is neither
+// AF_INET(%d) nor AF_INET6(%d)".
+TEST_CASE("a peer address of family 0 is version_mismatch") {
+  Diagnosis d =
+      Run("n1:1:1 [0] misc/socket.cc:716 NCCL WARN ncclSocketInit: connecting to address  with "
+          "family 0 is neither AF_INET(2) nor AF_INET6(10)\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "version_mismatch");
+}
+
+// net.cc 2.12-2.28 "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s" (/GDRDMA when
+// used); net_ib.cc "NET/IB : Using%s %s; OOB %s:%s".
+TEST_CASE("IB in use with no GDRDMA on any transport line is gdr_peermem") {
+  const std::string ib =
+      "n1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n";
+  Diagnosis d = Run(ib +
+                    "n1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
+                    "n1:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "gdr_peermem");
+  Diagnosis gdr =
+      Run(ib + "n1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n");
+  CHECK_FALSE(gdr.named());
+}
+
+// ProcessGroupNCCL.cpp 2.3-2.11: "Received a dump signal due to a collective timeout from rank %d
+// and we will try our best to dump the debug info. Last enqueued NCCL work: %ld, last completed
+// NCCL work: %ld."
+TEST_CASE("one rank behind the others' enqueued op count is straggler_or_slow_rank") {
+  std::string text;
+  for (int r = 0; r < 4; ++r) {
+    text += "[rank" + std::to_string(r) +
+            "]:[E1201 10:00:00.000000 1 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank " +
+            std::to_string(r) +
+            "] Received a dump signal due to a collective timeout from  rank 1 and we will try our "
+            "best to dump the debug info. Last enqueued NCCL work: " +
+            (r == 2 ? "7" : "8") + ", last completed NCCL work: 7.\n";
+  }
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "2");
+}
+
+// ras/client_support.cc 2.24-2.28: the bulk "%d ranks have launched up to operation %ld", the
+// outlier "Rank %d has launched up to operation %ld -- GPU %s managed by process %d on node %s".
+TEST_CASE(
+    "a RAS report with one rank behind the bulk's operation count is straggler_or_slow_rank") {
+  Diagnosis d =
+      Run("  Communicator ranks have different AllReduce operation counts\n"
+          "  7 ranks have launched up to operation 42\n"
+          "  Rank 5 has launched up to operation 41 -- GPU 5 managed by process 4242 on node n2\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "5");
+  CHECK(d.causes[0].entity.node == "n2");
+}
+
+// net_ib.cc 2.10-2.18: "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)".
+TEST_CASE("GPU Direct RDMA disabled for want of the peer-memory module is gdr_peermem") {
+  Diagnosis d = Run(
+      "n1:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "gdr_peermem");
+}
+
+TEST_CASE("watchdog timeouts on every rank but one point at that rank as the straggler") {
+  std::string text = "[rank0]:n1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n";
+  for (int r = 1; r < 4; ++r) {
+    text += "[rank" + std::to_string(r) + "]:[E1201 10:00:00.0 1 ProcessGroupNCCL.cpp:632] [Rank " +
+            std::to_string(r) +
+            "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, "
+            "OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800083 "
+            "milliseconds before timing out.\n";
+  }
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "0");
+}
+
+TEST_CASE("a rank that ran out of memory before the others failed is oom_or_crash_other_rank") {
+  Diagnosis d = Run(
+      "[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has "
+      "a total capacity of 79.11 GiB\n"
+      "n1:1:1 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.4<5> "
+      "with status=5 opcode=1 len=0 vendor err 249\n"
+      "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.rank == "3");
+}
+
+// enqueue/init "Cuda failure '%s'" (NCCL WARN, 2.10-2.18 wording) with cudaGetErrorString's text.
+TEST_CASE("a CUDA allocation failure inside NCCL on one rank is oom_or_crash_other_rank") {
+  Diagnosis d =
+      Run("[rank2]:n3:9:9 [2] NCCL WARN Cuda failure 'out of memory'\n"
+          "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer n3<51234>\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.rank == "2");
+}
+
+TEST_CASE("ibv_reg_mr failing with ENOMEM is memlock") {
+  Diagnosis d =
+      Run("n1:1:1 [0] misc/ibvwrap.cc:1 NCCL WARN Call to ibv_reg_mr failed with error Cannot "
+          "allocate memory\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "memlock");
+}
+
+TEST_CASE("symptoms alone name no cause: unknown with what would decide") {
+  Diagnosis d = Run(
+      "[rank1]:[E1201 10:00:00.0 1 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
+      "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+      "Timeout(ms)=600000) ran for 600083 milliseconds before timing out.\n"
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n");
+  CHECK_FALSE(d.named());
+  REQUIRE(d.causes.size() == 1);
+  CHECK(d.causes[0].category == "unknown");
+  CHECK(d.causes[0].decide.find("Flight Recorder") != std::string::npos);
+  REQUIRE(!d.symptoms.empty());
+  CHECK(d.symptoms[0].category == "collective_timeout");
+}
+
+TEST_CASE("another source's claim joins the ranking with its evidence") {
+  CauseClaim c;
+  c.source = "flight_recorder";
+  c.rule = "one_rank_behind";
+  c.category = "straggler_or_slow_rank";
+  c.confidence = 0.8;
+  c.entity.rank = "5";
+  c.evidence.push_back({"fr/rank5.pkl", 0, "rank 5 last entered SeqNum 41, others 42", ""});
+  Diagnosis d = Run("", std::span<const CauseClaim>(&c, 1));
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "5");
+  CHECK(d.causes[0].rules[0] == "flight_recorder:one_rank_behind");
+}
+
+TEST_CASE("the JSON has the issue's schema, causes best first with file:line evidence") {
+  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12));
+  nlohmann::json j = DiagnosisJson(d, {}, /*explain=*/true);
+  CHECK(j["schema"] == "safe-launch.diagnosis/1");
+  REQUIRE(j["causes"].size() >= 2);
+  CHECK(j["causes"][0]["category"] == "gid_index");
+  CHECK(j["causes"][0]["confidence"].get<double>() >= j["causes"][1]["confidence"].get<double>());
+  CHECK(j["causes"][0]["evidence"][0]["file"] == "job.log");
+  CHECK(j["causes"][0]["evidence"][0]["line"].is_number());
+  CHECK(j["causes"][0].contains("fix"));
+  CHECK(j["causes"][0].contains("entity"));
+  bool fired = false;
+  for (const auto& f : j["rules_fired"])
+    fired = fired || f["rule"] == "gid_index.retry_with_link_local_gid";
+  CHECK(fired);
+}
+
+TEST_CASE("every rule names a cause category and only known conditions") {
+  for (const Rule& r : Rules()) {
+    INFO(r.id);
+    CHECK(FindCategory(r.category) != nullptr);
+    for (std::string_view w : r.when) {
+      if (w.empty()) continue;
+      bool known = false;
+      for (const auto& c : Conditions()) known = known || c.name == w;
+      CHECK(known);
+    }
+  }
+}
+
+TEST_CASE("the bundle summary carries the engine's ranked causes") {
+  LineMatcher m;
+  Evidence ev;
+  ev.AddText(m, std::string(kQpLinkLocal) + std::string(kRetry12), "stderr");
+  Verdict v = Decide(ev, Trigger::kJobFailed, {});
+  CHECK(v.category == "gid_index");
+  auto j = SummaryJson(v, {});
+  REQUIRE(j["causes"].size() >= 1);
+  CHECK(j["causes"][0]["category"] == "gid_index");
+  CHECK(SummaryMarkdown(v, {}).find("## Causes, best first") != std::string::npos);
+}

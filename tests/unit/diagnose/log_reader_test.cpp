@@ -1,0 +1,114 @@
+#include "diagnose/log_reader.h"
+
+#include <catch2/catch.hpp>
+
+#include "diagnose/ingest.h"
+
+using namespace sl::diagnose;
+using namespace std::literals;
+
+TEST_CASE("collector prefixes come off and are kept: CRI timestamp, stream tag, rank") {
+  LinePrefix p;
+  CHECK(StripCollectorPrefixes("2024-05-01T10:00:00.123456789Z stdout F [rank3]:hello", &p) ==
+        "hello");
+  CHECK(p.timestamp == "2024-05-01T10:00:00.123456789Z");
+  CHECK(p.rank == "3");
+}
+
+TEST_CASE("syslog, dmesg, pod, torchrun --tee and srun -l prefixes come off") {
+  LinePrefix a;
+  CHECK(StripCollectorPrefixes("Dec  1 10:00:00 gpu07 kernel: [ 123.456789] NVRM: Xid 79", &a) ==
+        "NVRM: Xid 79");
+  LinePrefix b;
+  CHECK(StripCollectorPrefixes("worker-1  | [default2]:NCCL WARN x", &b) == "NCCL WARN x");
+  CHECK(b.pod == "worker-1");
+  CHECK(b.rank == "2");
+  LinePrefix c;
+  CHECK(StripCollectorPrefixes("12: gpu01:1:1 [0] NCCL INFO y", &c) == "gpu01:1:1 [0] NCCL INFO y");
+  CHECK(c.rank == "12");
+  LinePrefix d;
+  CHECK(StripCollectorPrefixes("[2024-05-01 10:00:00,123] INFO z", &d) == "INFO z");
+  LinePrefix e;
+  CHECK(StripCollectorPrefixes("plain line", &e) == "plain line");
+  CHECK(e.timestamp.empty());
+}
+
+TEST_CASE("cleaning removes ANSI colours and CR, and replaces bytes that are not UTF-8") {
+  std::string out;
+  CleanBytes("\x1b[1;31mNCCL WARN\x1b[0m x\r\n", &out);
+  CHECK(out == "NCCL WARN x\n");
+  out.clear();
+  CHECK(CleanBytes("a\xff\xfe b \xc3\xa9 \xed\xa0\x80 c\0d"sv, &out) == 6);
+  CHECK(out == "a?? b \xc3\xa9 ??? c?d");
+  out.clear();
+  CleanBytes("50%\r60%\r70%\n", &out);
+  CHECK(out == "50% 60% 70%\n");
+}
+
+namespace {
+std::vector<std::pair<std::uint64_t, std::string>> Lines(const std::vector<std::string>& feeds) {
+  std::vector<std::pair<std::uint64_t, std::string>> lines;
+  LineAssembler a([&](std::string_view block, std::uint64_t first) {
+    std::uint64_t n = first;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      if (block[i] == '\n') {
+        lines.emplace_back(n++, std::string(block.substr(start, i - start)));
+        start = i + 1;
+      }
+    }
+    CHECK(start == block.size());  // blocks hold whole lines
+  });
+  for (const auto& f : feeds) a.Feed(f);
+  a.Finish();
+  return lines;
+}
+}  // namespace
+
+TEST_CASE("lines split across reads, CRLF split across reads, no final newline keep numbers") {
+  auto l = Lines({"one\r", "\ntw", "o\nthree"});
+  REQUIRE(l.size() == 3);
+  CHECK(l[0] == std::make_pair(std::uint64_t{1}, std::string("one")));
+  CHECK(l[1] == std::make_pair(std::uint64_t{2}, std::string("two")));
+  CHECK(l[2] == std::make_pair(std::uint64_t{3}, std::string("three")));
+}
+
+TEST_CASE("an over-long line is cut at kMaxLine and the next line keeps its number") {
+  std::string huge(LineAssembler::kMaxLine * 3, 'x');
+  for (const auto& feeds :
+       {std::vector<std::string>{huge + "\nnext\n"},
+        std::vector<std::string>{huge.substr(0, 1000), huge.substr(1000), "\nnext\n"}}) {
+    auto l = Lines(feeds);
+    REQUIRE(l.size() == 2);
+    CHECK(l[0].second.size() == LineAssembler::kMaxLine);
+    CHECK(l[1] == std::make_pair(std::uint64_t{2}, std::string("next")));
+  }
+}
+
+TEST_CASE("a torchrun error file becomes its message and call stack") {
+  std::string t = TorchErrorFileText(
+      R"({"message": {"message": "RuntimeError: NCCL error in: x.cpp:1, unhandled system error", )"
+      R"("extraInfo": {"py_callstack": "Traceback:\n  File a.py", "timestamp": "1"}}})");
+  CHECK(t.find("RuntimeError: NCCL error in:") == 0);
+  CHECK(t.find("Traceback:") != std::string::npos);
+  CHECK(TorchErrorFileText("{not json").empty());
+  CHECK(TorchErrorFileText("plain log").empty());
+}
+
+TEST_CASE("ingest keeps file:line and the rank of a coloured, prefixed NCCL WARN line") {
+  LineMatcher m;
+  Evidence ev;
+  LogIngest ingest(m, &ev);
+  ingest.AddText("pod.log",
+                 "noise\n2024-05-01T10:00:00Z [rank2]:\x1b[31mn1:5:6 [3] NCCL WARN NET/IB : Got "
+                 "async event : port error\x1b[0m\r\n");
+  REQUIRE(ev.matches().size() == 1);
+  const Match& x = ev.matches()[0];
+  CHECK(x.signature->id == "nccl.ib_port_error");
+  CHECK(x.source == "pod.log");
+  CHECK(x.line_number == 2);
+  CHECK(x.Field("rank") == "2");
+  CHECK(x.Field("dev") == "3");
+  CHECK(x.Field("host") == "n1");
+  CHECK(ingest.lines() == 2);
+}
