@@ -668,6 +668,7 @@ void Supervisor::Impl::ReadSignals() {
     if (sig == SIGTERM || sig == SIGINT) {
       EscalationEvent e{EscalationEvent::Kind::kStopSignal, SignalName(sig) + " " + from,
                         "forwarded " + SignalName(sig) + " to the job"};
+      e.sender = static_cast<long>(si.ssi_pid);
       Apply(esc->On(e, Clock::now()));
     }
   }
