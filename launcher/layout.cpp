@@ -367,6 +367,86 @@ Result<warmup::Topology> MergeLayout(const std::vector<LayoutHints>& by_priority
   return t;
 }
 
+namespace {
+
+// Slurm's compressed per-node counts, "2(x3),1" = 2,2,2,1; empty when malformed.
+std::vector<int> ExpandTaskCounts(std::string_view text) {
+  std::vector<int> out;
+  for (const auto& item : Split(std::string(text), ',')) {
+    std::string_view it = Trim(item);
+    int times = 1;
+    if (auto open = it.find("(x"); open != std::string_view::npos && it.back() == ')') {
+      auto r = ParseInt(it.substr(open + 2, it.size() - open - 3), "count");
+      if (!r.ok() || *r < 1 || *r > 100000) return {};
+      times = static_cast<int>(*r);
+      it = it.substr(0, open);
+    }
+    auto n = ParseInt(it, "count");
+    if (!n.ok() || *n < 0) return {};
+    out.insert(out.end(), times, static_cast<int>(*n));
+  }
+  return out;
+}
+
+int IntOr(const Environment& env, const char* name, int fallback) {
+  auto v = Lookup(env, name);
+  if (!v) return fallback;
+  auto n = ParseInt(Trim(*v), name);
+  return n.ok() && *n >= 0 && *n <= 1000000 ? static_cast<int>(*n) : fallback;
+}
+
+}  // namespace
+
+LocalTasks TasksOnThisNode(const Environment& env) {
+  LocalTasks t;
+  auto mpi = [&](const char* size, const char* local, std::initializer_list<const char*> rank) {
+    auto v = Lookup(env, size);
+    if (!v) return false;
+    t.count = std::max(1, IntOr(env, size, 1));
+    t.local_rank = IntOr(env, local, 0);
+    if (auto r = EnvValue(env, rank)) t.rank = std::string(Trim(r->first));
+    t.source = std::string(size) + "=" + *v;
+    return true;
+  };
+  if (mpi("OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", {"OMPI_COMM_WORLD_RANK"}) ||
+      mpi("MPI_LOCALNRANKS", "MPI_LOCALRANKID", {"PMI_RANK", "PMIX_RANK"}))
+    return t;
+  // The batch script itself (no step) is one process whatever the allocation says.
+  if (!Lookup(env, "SLURM_STEP_ID")) return t;
+  if (auto r = EnvValue(env, {"SLURM_PROCID"})) t.rank = std::string(Trim(r->first));
+  t.local_rank = IntOr(env, "SLURM_LOCALID", 0);
+  if (auto v = EnvValue(env, {"SLURM_STEP_TASKS_PER_NODE"})) {
+    auto counts = ExpandTaskCounts(v->first);
+    const int node = IntOr(env, "SLURM_NODEID", 0);
+    if (node < static_cast<int>(counts.size())) {
+      t.count = std::max(1, counts[node]);
+      t.source = "SLURM_STEP_TASKS_PER_NODE=" + v->first;
+    }
+  } else if (auto n = EnvValue(env, {"SLURM_NTASKS_PER_NODE"})) {
+    t.count = std::max(1, IntOr(env, "SLURM_NTASKS_PER_NODE", 1));
+    t.source = "SLURM_NTASKS_PER_NODE=" + n->first;
+  }
+  // Whatever the counts say, a second local task proves there are two of us.
+  if (t.local_rank > 0 && t.count < 2) {
+    t.count = t.local_rank + 1;
+    t.source = "SLURM_LOCALID=" + std::to_string(t.local_rank);
+  }
+  return t;
+}
+
+Status CheckOncePerNode(const LocalTasks& tasks) {
+  if (tasks.count <= 1) return OkStatus();
+  const bool mpi = StartsWith(tasks.source, "OMPI_") || StartsWith(tasks.source, "MPI_");
+  return MakeError(
+      std::to_string(tasks.count) + " safe-launch processes were started on this node (" +
+          tasks.source + "): safe-launch runs once per node, and torchrun starts the node's ranks",
+      tasks.source.substr(0, tasks.source.find('=')),
+      mpi ? "start one per node (mpirun --map-by ppr:1:node, or -npernode 1), or pass "
+            "--per-task to supervise each rank on its own"
+          : "use srun --ntasks-per-node=1 (#SBATCH --ntasks-per-node=1), or pass --per-task to "
+            "supervise each task on its own");
+}
+
 Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                                      const std::vector<std::string>& command,
                                      const Environment& env) {

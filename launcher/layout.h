@@ -75,6 +75,24 @@ LayoutHints SlurmHints(const Environment& env);
 /// checks. Errors name the source of the bad value and the fix.
 Result<warmup::Topology> MergeLayout(const std::vector<LayoutHints>& by_priority);
 
+/// How many safe-launch the launcher started on this node, and which one this is. safe-launch
+/// runs once per node (torchrun starts the node's ranks); a count above 1 is refused unless
+/// --per-task. Sources, first found wins: Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE/LOCAL_RANK),
+/// MPICH/Hydra (MPI_LOCALNRANKS/MPI_LOCALRANKID), then, inside a Slurm step (SLURM_STEP_ID),
+/// SLURM_STEP_TASKS_PER_NODE's entry for SLURM_NODEID ("2(x2),1" form), else
+/// SLURM_NTASKS_PER_NODE, and SLURM_LOCALID.
+struct LocalTasks {
+  int count = 1;       ///< safe-launch processes on this node
+  int local_rank = 0;  ///< this one's index among them
+  std::string rank;    ///< global task rank (SLURM_PROCID, OMPI_COMM_WORLD_RANK, ...); ""
+  std::string source;  ///< "SLURM_STEP_TASKS_PER_NODE=2(x2)" for messages; "" when none
+};
+LocalTasks TasksOnThisNode(const Environment& env);
+
+/// The refusal when `tasks` says several safe-launch share this node: names the variable and
+/// the fix (srun --ntasks-per-node=1, or --per-task).
+Status CheckOncePerNode(const LocalTasks& tasks);
+
 /// MergeLayout over flags, torchrun, torch env and Slurm.
 Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                                      const std::vector<std::string>& command,

@@ -213,3 +213,31 @@ TEST_CASE("the warm-up port is the rendezvous port plus one and must stay in ran
   REQUIRE_FALSE(t.ok());
   CHECK(t.error().fix.find("--warmup-port") != std::string::npos);
 }
+
+TEST_CASE("the tasks on this node come from Open MPI, Hydra or the Slurm step") {
+  using sl::launcher::TasksOnThisNode;
+  auto t = TasksOnThisNode({{"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                            {"OMPI_COMM_WORLD_RANK", "7"},
+                            {"SLURM_STEP_ID", "0"},
+                            {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}});
+  CHECK(t.count == 4);
+  CHECK(t.local_rank == 3);
+  CHECK(t.rank == "7");
+  t = TasksOnThisNode({{"MPI_LOCALNRANKS", "2"}, {"MPI_LOCALRANKID", "1"}, {"PMI_RANK", "3"}});
+  CHECK(t.count == 2);
+  CHECK(t.rank == "3");
+  // Node 1 of "3,1": one task here although node 0 has three.
+  t = TasksOnThisNode(
+      {{"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "3,1"}});
+  CHECK(t.count == 1);
+  // A second local task is proof enough, whatever the counts say.
+  t = TasksOnThisNode({{"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", "1"}});
+  CHECK(t.count == 2);
+  CHECK(t.source == "SLURM_LOCALID=1");
+  t = TasksOnThisNode({{"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS_PER_NODE", "2"}});
+  CHECK(t.count == 2);
+  CHECK(TasksOnThisNode({{"SLURM_NTASKS_PER_NODE", "2"}}).count == 1);  // batch script
+  CHECK(sl::launcher::CheckOncePerNode(t).error().fix.find("--ntasks-per-node=1") !=
+        std::string::npos);
+}
