@@ -195,10 +195,17 @@ void AskSlurmWhyOnStop(const RunContext& ctx, watchdog::Supervisor& sup) {
   sup.Hooks().on_stop_signal = [inner, job, &sup](int sig, long from) -> nlohmann::json {
     nlohmann::json detail = inner ? inner(sig, from) : nlohmann::json(nullptr);
     if (!detail.is_object()) detail = nlohmann::json::object();
-    auto r = sup.RunHelper({"scontrol", "-o", "show", "job", job}, std::chrono::seconds(3));
+    // slurmstepd signals every process of the step, our scontrol too when its second SIGTERM
+    // of the burst lands while it runs: asked again (a few times, within seconds) when killed.
+    Result<watchdog::HelperResult> r = MakeError("not asked");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+    do {
+      r = sup.RunHelper({"scontrol", "-o", "show", "job", job}, std::chrono::seconds(3));
+    } while (r.ok() && r->exit_status >= 128 && std::chrono::steady_clock::now() < until);
     if (!r.ok() || r->exit_status != 0) {
       detail["slurm"] = {{"cause", "unknown"},
-                         {"explanation", r.ok() ? "scontrol failed: " + std::string(Trim(r->output))
+                         {"explanation", r.ok() ? fmt::format("scontrol exited {}: {}",
+                                                              r->exit_status, Trim(r->output))
                                                 : r.error().Describe()}};
     } else {
       detail["slurm"] = SlurmStopCause(r->output);

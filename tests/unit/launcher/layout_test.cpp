@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/config.h"
+#include "launcher/slurm_stop.h"
 
 using sl::Environment;
 using sl::launcher::TorchrunArguments;
@@ -240,4 +241,24 @@ TEST_CASE("the tasks on this node come from Open MPI, Hydra or the Slurm step") 
   CHECK(TasksOnThisNode({{"SLURM_NTASKS_PER_NODE", "2"}}).count == 1);  // batch script
   CHECK(sl::launcher::CheckOncePerNode(t).error().fix.find("--ntasks-per-node=1") !=
         std::string::npos);
+}
+
+TEST_CASE("slurmctld's job record tells a time limit, scancel, a node failure and a step apart") {
+  using sl::launcher::SlurmStopCause;
+  auto cause = [](const std::string& line) {
+    return SlurmStopCause(line).value("cause", std::string());
+  };
+  // While ending, a job reads COMPLETING: the reason tells a time limit from a cancel.
+  CHECK(cause("JobId=7 JobName=t JobState=COMPLETING Reason=TimeLimit Dependency=(null)") ==
+        "time_limit");
+  CHECK(cause("JobId=7 JobState=TIMEOUT Reason=TimeLimit") == "time_limit");
+  CHECK(cause("JobId=1 JobName=b.sh JobState=COMPLETING Reason=None ExitCode=0:15") == "scancel");
+  CHECK(cause("JobId=1 JobState=CANCELLED Reason=None") == "scancel");
+  CHECK(cause("JobId=3 JobState=NODE_FAIL Reason=NodeDown") == "node_failure");
+  CHECK(cause("JobId=3 JobState=COMPLETING Reason=NodeDown") == "node_failure");
+  CHECK(cause("JobId=4 JobState=RUNNING Reason=None") == "step_stopped");
+  CHECK(cause("slurm_load_jobs error: Invalid job id specified") == "unknown");
+  auto j = SlurmStopCause("JobId=7 JobState=COMPLETING Reason=TimeLimit");
+  CHECK(j["job_state"] == "COMPLETING");
+  CHECK(j["reason"] == "TimeLimit");
 }
