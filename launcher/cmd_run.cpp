@@ -220,6 +220,16 @@ int SupervisePhase(const RunConfig& args, RunContext& ctx) {
   watchdog::SupervisorOptions opts;
   opts.argv = ctx.command;
   opts.env = ctx.job_env;
+  if (args.per_task) {
+    // Each task is one rank that a torch script reads from RANK/WORLD_SIZE/...: mpirun and srun
+    // set only their own variables (KeyError: 'RANK' otherwise).
+    const auto& t = args.topology;
+    for (auto& [k, v] : RankEnvironment(opts.env, args.tasks, t ? t->rendezvous_host : "",
+                                        t ? t->rendezvous_port : 0)) {
+      log::Debug("per-task: {}={}", k, v);
+      opts.env[k] = v;
+    }
+  }
   opts.run_dir = ctx.run_dir;
   opts.kill_grace = std::chrono::milliseconds(static_cast<long long>(args.kill_grace_s * 1000));
   opts.sweep_grace = std::min(opts.sweep_grace, opts.kill_grace);

@@ -161,7 +161,12 @@ Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env)
     if (!IsKnownId(id)) return UnknownIdError(id, "--waive", "safe-launch run --list");
     (IsComparisonId(id) ? c.warmup.waive : c.waive).push_back(id);
   }
-  if (c.warmup.skip) return c;
+  if (c.warmup.skip) {
+    // --per-task still wants node 0's address for MASTER_ADDR; without one it is left unset.
+    if (c.per_task)
+      if (auto t = InferLayout(flags.layout, c.command, env); t.ok()) c.topology = *t;
+    return c;
+  }
   auto topology = InferLayout(flags.layout, c.command, env);
   if (!topology.ok()) {
     Error e = topology.error();

@@ -1,5 +1,7 @@
 #include "launcher/layout.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -332,6 +334,34 @@ LayoutHints SlurmHints(const Environment& env) {
   return h;
 }
 
+LayoutHints MpiHints(const Environment& env) {
+  LayoutHints h;
+  const bool ompi = EnvValue(env, {"OMPI_COMM_WORLD_SIZE"}).has_value();
+  auto size = EnvValue(env, ompi ? std::initializer_list<const char*>{"OMPI_COMM_WORLD_SIZE"}
+                                 : std::initializer_list<const char*>{"PMI_SIZE"});
+  auto rank = EnvValue(env, ompi ? std::initializer_list<const char*>{"OMPI_COMM_WORLD_RANK"}
+                                 : std::initializer_list<const char*>{"PMI_RANK", "PMIX_RANK"});
+  auto local = EnvValue(env, ompi ? std::initializer_list<const char*>{"OMPI_COMM_WORLD_LOCAL_SIZE"}
+                                  : std::initializer_list<const char*>{"MPI_LOCALNRANKS"});
+  if (!size || !rank || !local) return h;
+  auto n = ParseCount(size->first, size->second, 1);
+  auto r = ParseCount(rank->first, rank->second, 0);
+  auto l = ParseCount(local->first, local->second, 1);
+  if (!n.ok() || !r.ok() || !l.ok()) return h;
+  if (*n % *l != 0) {
+    h.nnodes = MakeHint<int>(
+        MakeError(fmt::format("{} ranks do not split into nodes of {} ({})", *n, *l, local->second),
+                  local->second, "pass --nnodes and --node-rank"),
+        size->second);
+    return h;
+  }
+  const std::string src = ompi ? "Open MPI (OMPI_COMM_WORLD_*)" : "MPI (PMI_*)";
+  h.nnodes = MakeHint<int>(*n / *l, src);
+  h.node_rank = MakeHint<int>(*r / *l, src);
+  h.nproc_per_node = MakeHint<int>(*l, src);
+  return h;
+}
+
 Result<warmup::Topology> MergeLayout(const std::vector<LayoutHints>& by_priority) {
   warmup::Topology t;
   // A malformed host list is an error even when other sources give the layout: it says the
@@ -434,6 +464,28 @@ LocalTasks TasksOnThisNode(const Environment& env) {
   return t;
 }
 
+Environment RankEnvironment(const Environment& env, const LocalTasks& tasks,
+                            const std::string& master_addr, int master_port) {
+  Environment out;
+  auto first = [&](std::initializer_list<const char*> names) -> std::string {
+    auto v = EnvValue(env, names);
+    return v ? std::string(Trim(v->first)) : std::string();
+  };
+  const std::pair<const char*, std::string> wanted[] = {
+      {"RANK", first({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})},
+      {"WORLD_SIZE", first({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})},
+      {"LOCAL_RANK", first({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})},
+      {"LOCAL_WORLD_SIZE", tasks.count > 0 ? std::to_string(tasks.count) : std::string()},
+      {"MASTER_ADDR", master_addr},
+      {"MASTER_PORT", master_port > 0 ? std::to_string(master_port) : std::string()},
+  };
+  for (const auto& [name, value] : wanted) {
+    if (value.empty() || EnvValue(env, {name})) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
 Status CheckOncePerNode(const LocalTasks& tasks) {
   if (tasks.count <= 1) return OkStatus();
   const bool mpi = StartsWith(tasks.source, "OMPI_") || StartsWith(tasks.source, "MPI_");
@@ -450,8 +502,8 @@ Status CheckOncePerNode(const LocalTasks& tasks) {
 Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                                      const std::vector<std::string>& command,
                                      const Environment& env) {
-  return MergeLayout(
-      {FlagHints(flags), TorchrunHints(command, env), TorchEnvHints(env), SlurmHints(env)});
+  return MergeLayout({FlagHints(flags), TorchrunHints(command, env), TorchEnvHints(env),
+                      MpiHints(env), SlurmHints(env)});
 }
 
 Status ResolveLocalGpus(warmup::Topology* topology, int local_gpus) {

@@ -70,6 +70,12 @@ LayoutHints TorchEnvHints(const Environment& env);
 /// first host). A malformed node list is an error whatever else is given.
 LayoutHints SlurmHints(const Environment& env);
 
+/// MPI launchers: Open MPI's OMPI_COMM_WORLD_{SIZE,RANK,LOCAL_SIZE}, else MPICH/Hydra's
+/// PMI_SIZE/PMI_RANK/MPI_LOCALNRANKS (PMIX_RANK for the rank under PMIx): ranks per node = the
+/// local size, nodes = size / local size, node rank = rank / local size (ranks placed by node,
+/// mpirun's default --map-by slot). Empty when no MPI launcher is seen.
+LayoutHints MpiHints(const Environment& env);
+
 /// The first hint per field, in `by_priority` order; defaults for the rest (1 node, rank 0,
 /// 1 rank per node, 127.0.0.1:29500, warm-up port = rendezvous port + 1); then the consistency
 /// checks. Errors name the source of the bad value and the fix.
@@ -92,6 +98,15 @@ LocalTasks TasksOnThisNode(const Environment& env);
 /// The refusal when `tasks` says several safe-launch share this node: names the variable and
 /// the fix (srun --ntasks-per-node=1, or --per-task).
 Status CheckOncePerNode(const LocalTasks& tasks);
+
+/// torch.distributed's per-rank variables for one launcher task in --per-task mode (mpirun,
+/// srun --ntasks-per-node=N starting the ranks themselves): RANK, WORLD_SIZE, LOCAL_RANK,
+/// LOCAL_WORLD_SIZE from Open MPI (OMPI_COMM_WORLD_*), MPICH/Hydra (PMI_RANK, PMI_SIZE,
+/// MPI_LOCALRANKID, MPI_LOCALNRANKS), PMIx (PMIX_RANK) or Slurm (SLURM_PROCID, SLURM_NTASKS,
+/// SLURM_LOCALID), and MASTER_ADDR/MASTER_PORT from the job's layout when known. Only variables
+/// `env` does not already set are returned: what the user set is never overridden.
+Environment RankEnvironment(const Environment& env, const LocalTasks& tasks,
+                            const std::string& master_addr, int master_port);
 
 /// MergeLayout over flags, torchrun, torch env and Slurm.
 Result<warmup::Topology> InferLayout(const LayoutFlags& flags,

@@ -262,3 +262,33 @@ TEST_CASE("slurmctld's job record tells a time limit, scancel, a node failure an
   CHECK(j["job_state"] == "COMPLETING");
   CHECK(j["reason"] == "TimeLimit");
 }
+
+TEST_CASE("mpirun's rank variables give the layout and each rank's torch variables") {
+  using sl::launcher::MpiHints;
+  const Environment ompi{{"OMPI_COMM_WORLD_SIZE", "8"},
+                         {"OMPI_COMM_WORLD_RANK", "5"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}};
+  auto h = MpiHints(ompi);
+  REQUIRE(h.nnodes);
+  CHECK(*h.nnodes->value == 2);
+  CHECK(*h.node_rank->value == 1);
+  CHECK(*h.nproc_per_node->value == 4);
+  auto hydra = MpiHints({{"PMI_SIZE", "2"}, {"PMI_RANK", "1"}, {"MPI_LOCALNRANKS", "2"}});
+  CHECK(*hydra.nnodes->value == 1);
+  CHECK_FALSE(MpiHints({{"PMI_RANK", "1"}}).nnodes);
+  CHECK_FALSE(MpiHints({{"PMI_SIZE", "3"}, {"PMI_RANK", "1"}, {"MPI_LOCALNRANKS", "2"}})
+                  .nnodes->value.ok());
+  // The torch variables each rank needs, never overriding what is set.
+  auto tasks = sl::launcher::TasksOnThisNode(ompi);
+  Environment with_rank = ompi;
+  with_rank["RANK"] = "99";
+  auto add = sl::launcher::RankEnvironment(with_rank, tasks, "gpu01", 29500);
+  CHECK(add.count("RANK") == 0);
+  CHECK(add.at("WORLD_SIZE") == "8");
+  CHECK(add.at("LOCAL_RANK") == "1");
+  CHECK(add.at("LOCAL_WORLD_SIZE") == "4");
+  CHECK(add.at("MASTER_ADDR") == "gpu01");
+  CHECK(add.at("MASTER_PORT") == "29500");
+  CHECK(sl::launcher::RankEnvironment(ompi, tasks, "", 0).at("RANK") == "5");
+}
