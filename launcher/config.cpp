@@ -134,6 +134,7 @@ void AddRunOptions(CLI::App& app, RunFlags* f) {
                  "Deliver these signals (USR1, USR2) to every process of the job, the ranks "
                  "included, not only to its own process (torchrun does not pass them on)")
       ->delimiter(',')
+      ->allow_extra_args(false)  // one comma-separated argument: the next one is not a signal
       ->check(CLI::IsMember({"USR1", "USR2", "SIGUSR1", "SIGUSR2"}));
   app.add_flag("--per-task", c.per_task,
                "Allow one safe-launch per Slurm/MPI task on a node (default: refuse; one per "
