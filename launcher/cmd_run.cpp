@@ -1,6 +1,7 @@
 // `safe-launch [run] [OPTIONS] -- CMD ARGS...`: preflight -> environment plan -> warm-up ->
 // supervise, each phase one call; the hang monitor attaches to the supervisor through hooks.
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "launcher/commands.h"
 #include "launcher/config.h"
 #include "launcher/run_phases.h"
+#include "launcher/slurm_stop.h"
 #include "preflight/runner.h"
 #include "recipes/plan.h"
 #include "recipes/version_probe.h"
@@ -184,20 +186,63 @@ int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
 }
 
 // ---- phase 4: supervise --------------------------------------------------------------------
+// Under Slurm a stop signal comes from slurmstepd whatever the cause: slurmctld's record of the
+// job says which (time limit, scancel, node failure, a step stopped), asked once, bounded.
+void AskSlurmWhyOnStop(const RunContext& ctx, watchdog::Supervisor& sup) {
+  const std::string job = Lookup(ctx.base_env, "SLURM_JOB_ID").value_or("");
+  if (job.empty()) return;
+  auto inner = sup.Hooks().on_stop_signal;
+  sup.Hooks().on_stop_signal = [inner, job, &sup](int sig, long from) -> nlohmann::json {
+    nlohmann::json detail = inner ? inner(sig, from) : nlohmann::json(nullptr);
+    if (!detail.is_object()) detail = nlohmann::json::object();
+    // slurmstepd signals every process of the step, our scontrol too when its second SIGTERM
+    // of the burst lands while it runs: asked again (a few times, within seconds) when killed.
+    Result<watchdog::HelperResult> r = MakeError("not asked");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+    do {
+      r = sup.RunHelper({"scontrol", "-o", "show", "job", job}, std::chrono::seconds(3));
+    } while (r.ok() && r->exit_status >= 128 && std::chrono::steady_clock::now() < until);
+    if (!r.ok() || r->exit_status != 0) {
+      detail["slurm"] = {{"cause", "unknown"},
+                         {"explanation", r.ok() ? fmt::format("scontrol exited {}: {}",
+                                                              r->exit_status, Trim(r->output))
+                                                : r.error().Describe()}};
+    } else {
+      detail["slurm"] = SlurmStopCause(r->output);
+    }
+    log::Info("Slurm says: {} ({})", detail["slurm"].value("cause", "unknown"),
+              detail["slurm"].value("explanation", ""));
+    return detail;
+  };
+}
+
 int SupervisePhase(const RunConfig& args, RunContext& ctx) {
   watchdog::SupervisorOptions opts;
   opts.argv = ctx.command;
   opts.env = ctx.job_env;
+  if (args.per_task) {
+    // Each task is one rank that a torch script reads from RANK/WORLD_SIZE/...: mpirun and srun
+    // set only their own variables (KeyError: 'RANK' otherwise).
+    const auto& t = args.topology;
+    for (auto& [k, v] : RankEnvironment(opts.env, args.tasks, t ? t->rendezvous_host : "",
+                                        t ? t->rendezvous_port : 0)) {
+      log::Debug("per-task: {}={}", k, v);
+      opts.env[k] = v;
+    }
+  }
   opts.run_dir = ctx.run_dir;
   opts.kill_grace = std::chrono::milliseconds(static_cast<long long>(args.kill_grace_s * 1000));
   opts.sweep_grace = std::min(opts.sweep_grace, opts.kill_grace);
   opts.status_extra = ctx.status_extra;
+  for (const auto& name : args.signal_ranks)
+    opts.signal_ranks.push_back(name.find("USR2") != std::string::npos ? SIGUSR2 : SIGUSR1);
   watchdog::Supervisor sup(std::move(opts), {});
   auto monitor = AttachHangMonitor(*args.hang, ctx, sup);
   if (!monitor.ok()) {
     log::Error("hang detection: {}", monitor.error().Describe());
     return exit_code::kUsage;
   }
+  AskSlurmWhyOnStop(ctx, sup);
   // status_extra may have been extended by the hang phase.
   sup.Options().status_extra = ctx.status_extra;
   auto result = sup.Run();
@@ -245,6 +290,15 @@ int SupervisePhase(const RunConfig& args, RunContext& ctx) {
   return e.exit_status;
 }
 
+// The log prefix's rank part: the node rank when the layout is known, and the task's rank in
+// --per-task mode ("1/r3"): many nodes' and tasks' lines interleave in one job log.
+std::string LogRank(const RunConfig& args) {
+  std::string rank = args.topology ? std::to_string(args.topology->node_rank) : "";
+  if (args.per_task && !args.tasks.rank.empty())
+    rank += (rank.empty() ? "r" : "/r") + args.tasks.rank;
+  return rank;
+}
+
 int Run(const RunConfig& args) {
   if (args.list) {
     std::fputs(ListText().c_str(), stdout);
@@ -253,13 +307,16 @@ int Run(const RunConfig& args) {
   // First of all: a SIGTERM during preflight/warm-up must be queued for us, not kill us.
   watchdog::BlockSupervisorSignals();
   RunContext ctx;
-  ctx.host = log::HostName();
-  log::Init(ctx.host, {}, args.verbose);
+  // --node-name names this node everywhere: log prefix, run directory, bundle names.
+  ctx.host = args.warmup.node_name.empty() ? log::HostName() : args.warmup.node_name;
+  const std::string task = args.per_task ? args.tasks.rank : "";
+  log::Init(ctx.host, LogRank(args), args.verbose);
   ctx.command = args.command;
   ctx.sysroot = args.sysroot;
   ctx.base_env = ProcessEnvironment();
-  const std::string wanted = watchdog::DefaultRunDir(args.run_dir, ctx.base_env, Cwd(), ctx.host,
-                                                     std::chrono::system_clock::now(), ::getpid());
+  const std::string wanted =
+      watchdog::DefaultRunDir(args.run_dir, ctx.base_env, Cwd(), ctx.host,
+                              std::chrono::system_clock::now(), ::getpid(), task);
   auto dir = watchdog::CreateRunDir(wanted);
   if (!dir.ok()) {
     log::Error("{}", dir.error().Describe());

@@ -124,12 +124,21 @@ void AddRunOptions(CLI::App& app, RunFlags* f) {
                  "/safe-launch-runs/<jobid>/<host>)");
   app.add_option("--kill-grace", c.kill_grace_s,
                  "Seconds between the first SIGTERM to the job and killing every descendant "
-                 "(default 30)")
+                 "(default 25: below Slurm's default KillWait of 30 s)")
       ->check(SecondsValidator(0, 86400, /*lo_open=*/false));
   app.add_option("--recipe", c.recipe, "Recipe name or file for the environment plan");
   app.add_option("--sysroot", c.sysroot,
                  "Read /sys, /proc, /dev, /etc under DIR for preflight and facts (fixture tree)");
   app.add_flag("-v,--verbose", c.verbose, "More log lines");
+  app.add_option("--signal-ranks", c.signal_ranks,
+                 "Deliver these signals (USR1, USR2) to every process of the job, the ranks "
+                 "included, not only to its own process (torchrun does not pass them on)")
+      ->delimiter(',')
+      ->allow_extra_args(false)  // one comma-separated argument: the next one is not a signal
+      ->check(CLI::IsMember({"USR1", "USR2", "SIGUSR1", "SIGUSR2"}));
+  app.add_flag("--per-task", c.per_task,
+               "Allow one safe-launch per Slurm/MPI task on a node (default: refuse; one per "
+               "node); each gets its own run directory, no warm-up");
   AddWarmupOptions(app, f);
   c.hang = AddHangOptions(app);
   app.add_option("command", c.command, "The job: everything after --");
@@ -143,11 +152,22 @@ Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env)
         "no command given: put the job after --, e.g. safe-launch -- torchrun "
         "--nproc-per-node=8 train.py");
   }
+  c.tasks = TasksOnThisNode(env);
+  if (!c.per_task) {
+    if (auto s = CheckOncePerNode(c.tasks); !s.ok()) return s.error();
+  } else if (c.tasks.count > 1 && !c.warmup.skip) {
+    c.warmup.skip = true;  // the warm-up pairs nodes: N tasks of one node would all be "node 0"
+  }
   for (const auto& id : flags.waive) {
     if (!IsKnownId(id)) return UnknownIdError(id, "--waive", "safe-launch run --list");
     (IsComparisonId(id) ? c.warmup.waive : c.waive).push_back(id);
   }
-  if (c.warmup.skip) return c;
+  if (c.warmup.skip) {
+    // --per-task still wants node 0's address for MASTER_ADDR; without one it is left unset.
+    if (c.per_task)
+      if (auto t = InferLayout(flags.layout, c.command, env); t.ok()) c.topology = *t;
+    return c;
+  }
   auto topology = InferLayout(flags.layout, c.command, env);
   if (!topology.ok()) {
     Error e = topology.error();

@@ -35,7 +35,7 @@ struct RunConfig {
   bool no_preflight = false;
   std::string on_preflight_fail = "abort";  ///< abort | warn
   std::string run_dir;
-  double kill_grace_s = 30;
+  double kill_grace_s = 25;  ///< below Slurm's default KillWait (30 s)
   std::string recipe;
   std::string sysroot;
   bool verbose = false;
@@ -44,6 +44,11 @@ struct RunConfig {
   /// The job's layout; absent with --no-warmup (nothing else needs it) and with --list.
   std::optional<warmup::Topology> topology;
   std::shared_ptr<HangArgs> hang;  ///< --stall-timeout, --on-hang (run_hang.cpp)
+  /// --per-task: one safe-launch per launcher task is allowed; each gets its own run directory
+  /// ("-rank<R>") and log prefix, and the warm-up (once per node by nature) is skipped.
+  bool per_task = false;
+  std::vector<std::string> signal_ranks;  ///< --signal-ranks USR1,USR2
+  LocalTasks tasks;  ///< what the launcher says about safe-launch processes on this node
 };
 
 /// Where CLI11 stores `run`'s flags before ConfigFromFlags decides the rest.

@@ -1,5 +1,7 @@
 #include "launcher/layout.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -332,6 +334,34 @@ LayoutHints SlurmHints(const Environment& env) {
   return h;
 }
 
+LayoutHints MpiHints(const Environment& env) {
+  LayoutHints h;
+  const bool ompi = EnvValue(env, {"OMPI_COMM_WORLD_SIZE"}).has_value();
+  auto size = EnvValue(env, ompi ? std::initializer_list<const char*>{"OMPI_COMM_WORLD_SIZE"}
+                                 : std::initializer_list<const char*>{"PMI_SIZE"});
+  auto rank = EnvValue(env, ompi ? std::initializer_list<const char*>{"OMPI_COMM_WORLD_RANK"}
+                                 : std::initializer_list<const char*>{"PMI_RANK", "PMIX_RANK"});
+  auto local = EnvValue(env, ompi ? std::initializer_list<const char*>{"OMPI_COMM_WORLD_LOCAL_SIZE"}
+                                  : std::initializer_list<const char*>{"MPI_LOCALNRANKS"});
+  if (!size || !rank || !local) return h;
+  auto n = ParseCount(size->first, size->second, 1);
+  auto r = ParseCount(rank->first, rank->second, 0);
+  auto l = ParseCount(local->first, local->second, 1);
+  if (!n.ok() || !r.ok() || !l.ok()) return h;
+  if (*n % *l != 0) {
+    h.nnodes = MakeHint<int>(
+        MakeError(fmt::format("{} ranks do not split into nodes of {} ({})", *n, *l, local->second),
+                  local->second, "pass --nnodes and --node-rank"),
+        size->second);
+    return h;
+  }
+  const std::string src = ompi ? "Open MPI (OMPI_COMM_WORLD_*)" : "MPI (PMI_*)";
+  h.nnodes = MakeHint<int>(*n / *l, src);
+  h.node_rank = MakeHint<int>(*r / *l, src);
+  h.nproc_per_node = MakeHint<int>(*l, src);
+  return h;
+}
+
 Result<warmup::Topology> MergeLayout(const std::vector<LayoutHints>& by_priority) {
   warmup::Topology t;
   // A malformed host list is an error even when other sources give the layout: it says the
@@ -367,11 +397,113 @@ Result<warmup::Topology> MergeLayout(const std::vector<LayoutHints>& by_priority
   return t;
 }
 
+namespace {
+
+// Slurm's compressed per-node counts, "2(x3),1" = 2,2,2,1; empty when malformed.
+std::vector<int> ExpandTaskCounts(std::string_view text) {
+  std::vector<int> out;
+  for (const auto& item : Split(std::string(text), ',')) {
+    std::string_view it = Trim(item);
+    int times = 1;
+    if (auto open = it.find("(x"); open != std::string_view::npos && it.back() == ')') {
+      auto r = ParseInt(it.substr(open + 2, it.size() - open - 3), "count");
+      if (!r.ok() || *r < 1 || *r > 100000) return {};
+      times = static_cast<int>(*r);
+      it = it.substr(0, open);
+    }
+    auto n = ParseInt(it, "count");
+    if (!n.ok() || *n < 0) return {};
+    out.insert(out.end(), times, static_cast<int>(*n));
+  }
+  return out;
+}
+
+int IntOr(const Environment& env, const char* name, int fallback) {
+  auto v = Lookup(env, name);
+  if (!v) return fallback;
+  auto n = ParseInt(Trim(*v), name);
+  return n.ok() && *n >= 0 && *n <= 1000000 ? static_cast<int>(*n) : fallback;
+}
+
+}  // namespace
+
+LocalTasks TasksOnThisNode(const Environment& env) {
+  LocalTasks t;
+  auto mpi = [&](const char* size, const char* local, std::initializer_list<const char*> rank) {
+    auto v = Lookup(env, size);
+    if (!v) return false;
+    t.count = std::max(1, IntOr(env, size, 1));
+    t.local_rank = IntOr(env, local, 0);
+    if (auto r = EnvValue(env, rank)) t.rank = std::string(Trim(r->first));
+    t.source = std::string(size) + "=" + *v;
+    return true;
+  };
+  if (mpi("OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", {"OMPI_COMM_WORLD_RANK"}) ||
+      mpi("MPI_LOCALNRANKS", "MPI_LOCALRANKID", {"PMI_RANK", "PMIX_RANK"}))
+    return t;
+  // The batch script itself (no step) is one process whatever the allocation says.
+  if (!Lookup(env, "SLURM_STEP_ID")) return t;
+  if (auto r = EnvValue(env, {"SLURM_PROCID"})) t.rank = std::string(Trim(r->first));
+  t.local_rank = IntOr(env, "SLURM_LOCALID", 0);
+  if (auto v = EnvValue(env, {"SLURM_STEP_TASKS_PER_NODE"})) {
+    auto counts = ExpandTaskCounts(v->first);
+    const int node = IntOr(env, "SLURM_NODEID", 0);
+    if (node < static_cast<int>(counts.size())) {
+      t.count = std::max(1, counts[node]);
+      t.source = "SLURM_STEP_TASKS_PER_NODE=" + v->first;
+    }
+  } else if (auto n = EnvValue(env, {"SLURM_NTASKS_PER_NODE"})) {
+    t.count = std::max(1, IntOr(env, "SLURM_NTASKS_PER_NODE", 1));
+    t.source = "SLURM_NTASKS_PER_NODE=" + n->first;
+  }
+  // Whatever the counts say, a second local task proves there are two of us.
+  if (t.local_rank > 0 && t.count < 2) {
+    t.count = t.local_rank + 1;
+    t.source = "SLURM_LOCALID=" + std::to_string(t.local_rank);
+  }
+  return t;
+}
+
+Environment RankEnvironment(const Environment& env, const LocalTasks& tasks,
+                            const std::string& master_addr, int master_port) {
+  Environment out;
+  auto first = [&](std::initializer_list<const char*> names) -> std::string {
+    auto v = EnvValue(env, names);
+    return v ? std::string(Trim(v->first)) : std::string();
+  };
+  const std::pair<const char*, std::string> wanted[] = {
+      {"RANK", first({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})},
+      {"WORLD_SIZE", first({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})},
+      {"LOCAL_RANK", first({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})},
+      {"LOCAL_WORLD_SIZE", tasks.count > 0 ? std::to_string(tasks.count) : std::string()},
+      {"MASTER_ADDR", master_addr},
+      {"MASTER_PORT", master_port > 0 ? std::to_string(master_port) : std::string()},
+  };
+  for (const auto& [name, value] : wanted) {
+    if (value.empty() || EnvValue(env, {name})) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+Status CheckOncePerNode(const LocalTasks& tasks) {
+  if (tasks.count <= 1) return OkStatus();
+  const bool mpi = StartsWith(tasks.source, "OMPI_") || StartsWith(tasks.source, "MPI_");
+  return MakeError(
+      std::to_string(tasks.count) + " safe-launch processes were started on this node (" +
+          tasks.source + "): safe-launch runs once per node, and torchrun starts the node's ranks",
+      tasks.source.substr(0, tasks.source.find('=')),
+      mpi ? "start one per node (mpirun --map-by ppr:1:node, or -npernode 1), or pass "
+            "--per-task to supervise each rank on its own"
+          : "use srun --ntasks-per-node=1 (#SBATCH --ntasks-per-node=1), or pass --per-task to "
+            "supervise each task on its own");
+}
+
 Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                                      const std::vector<std::string>& command,
                                      const Environment& env) {
-  return MergeLayout(
-      {FlagHints(flags), TorchrunHints(command, env), TorchEnvHints(env), SlurmHints(env)});
+  return MergeLayout({FlagHints(flags), TorchrunHints(command, env), TorchEnvHints(env),
+                      MpiHints(env), SlurmHints(env)});
 }
 
 Status ResolveLocalGpus(warmup::Topology* topology, int local_gpus) {

@@ -70,10 +70,43 @@ LayoutHints TorchEnvHints(const Environment& env);
 /// first host). A malformed node list is an error whatever else is given.
 LayoutHints SlurmHints(const Environment& env);
 
+/// MPI launchers: Open MPI's OMPI_COMM_WORLD_{SIZE,RANK,LOCAL_SIZE}, else MPICH/Hydra's
+/// PMI_SIZE/PMI_RANK/MPI_LOCALNRANKS (PMIX_RANK for the rank under PMIx): ranks per node = the
+/// local size, nodes = size / local size, node rank = rank / local size (ranks placed by node,
+/// mpirun's default --map-by slot). Empty when no MPI launcher is seen.
+LayoutHints MpiHints(const Environment& env);
+
 /// The first hint per field, in `by_priority` order; defaults for the rest (1 node, rank 0,
 /// 1 rank per node, 127.0.0.1:29500, warm-up port = rendezvous port + 1); then the consistency
 /// checks. Errors name the source of the bad value and the fix.
 Result<warmup::Topology> MergeLayout(const std::vector<LayoutHints>& by_priority);
+
+/// How many safe-launch the launcher started on this node, and which one this is. safe-launch
+/// runs once per node (torchrun starts the node's ranks); a count above 1 is refused unless
+/// --per-task. Sources, first found wins: Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE/LOCAL_RANK),
+/// MPICH/Hydra (MPI_LOCALNRANKS/MPI_LOCALRANKID), then, inside a Slurm step (SLURM_STEP_ID),
+/// SLURM_STEP_TASKS_PER_NODE's entry for SLURM_NODEID ("2(x2),1" form), else
+/// SLURM_NTASKS_PER_NODE, and SLURM_LOCALID.
+struct LocalTasks {
+  int count = 1;       ///< safe-launch processes on this node
+  int local_rank = 0;  ///< this one's index among them
+  std::string rank;    ///< global task rank (SLURM_PROCID, OMPI_COMM_WORLD_RANK, ...); ""
+  std::string source;  ///< "SLURM_STEP_TASKS_PER_NODE=2(x2)" for messages; "" when none
+};
+LocalTasks TasksOnThisNode(const Environment& env);
+
+/// The refusal when `tasks` says several safe-launch share this node: names the variable and
+/// the fix (srun --ntasks-per-node=1, or --per-task).
+Status CheckOncePerNode(const LocalTasks& tasks);
+
+/// torch.distributed's per-rank variables for one launcher task in --per-task mode (mpirun,
+/// srun --ntasks-per-node=N starting the ranks themselves): RANK, WORLD_SIZE, LOCAL_RANK,
+/// LOCAL_WORLD_SIZE from Open MPI (OMPI_COMM_WORLD_*), MPICH/Hydra (PMI_RANK, PMI_SIZE,
+/// MPI_LOCALRANKID, MPI_LOCALNRANKS), PMIx (PMIX_RANK) or Slurm (SLURM_PROCID, SLURM_NTASKS,
+/// SLURM_LOCALID), and MASTER_ADDR/MASTER_PORT from the job's layout when known. Only variables
+/// `env` does not already set are returned: what the user set is never overridden.
+Environment RankEnvironment(const Environment& env, const LocalTasks& tasks,
+                            const std::string& master_addr, int master_port);
 
 /// MergeLayout over flags, torchrun, torch env and Slurm.
 Result<warmup::Topology> InferLayout(const LayoutFlags& flags,

@@ -2,6 +2,7 @@
 // environment that makes evidence exist (heartbeat file, Flight Recorder dump/pipe paths in the
 // run directory), and the HangMonitor attached to the supervisor's hooks.
 #include "common/log.h"
+#include "diagnose/verdict.h"
 #include "launcher/config.h"
 #include "launcher/run_phases.h"
 #include "watchdog/hang/hang_monitor.h"
@@ -12,6 +13,7 @@ struct HangArgs {
   double stall_timeout_s = 600;
   std::string on_hang = "capture-and-stop";
   bool no_bundle_on_failure = false;
+  bool capture_on_term = false;
 };
 
 std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
@@ -26,6 +28,9 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
       ->check(CLI::IsMember({"capture-and-stop", "capture-only"}));
   sub.add_flag("--no-bundle-on-failure", args->no_bundle_on_failure,
                "Do not write a bundle when the job fails on its own");
+  sub.add_flag("--capture-on-term", args->capture_on_term,
+               "On the first SIGTERM/SIGINT (scancel, time limit), capture a bundle before the "
+               "signal reaches the job (a hung job's stacks); counts against the grace");
   return args;
 }
 
@@ -48,6 +53,15 @@ Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext
   auto monitor = std::make_shared<hang::HangMonitor>(std::move(h));
   monitor->SetControl(hang::MakeSupervisorControl(&sup));
   sup.SetHooks(monitor->Hooks());
+  if (args.capture_on_term) {
+    // Before the job gets the signal: once it is forwarded the ranks unwind and the stacks of
+    // the hang are gone.
+    sup.Hooks().on_stop_signal = [m = monitor.get()](int, long) -> nlohmann::json {
+      log::Info("stop signal: capturing a bundle first (--capture-on-term)");
+      auto info = m->Capture(diagnose::Trigger::kNone, std::nullopt);
+      return {{"bundle", info.tar.empty() ? info.path : info.tar}, {"complete", info.complete}};
+    };
+  }
   ctx.status_extra["hang_detection"] = {
       {"stall_timeout_s", args.stall_timeout_s},
       {"on_hang", args.on_hang},

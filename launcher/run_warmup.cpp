@@ -1,10 +1,13 @@
 // Warm-up phase of `run`: infer the topology, start one safe-launch-warmup per local
 // rank, print the verdict (every node one line, node 0 the details), write warmup.json, and
 // decide whether the job starts. The work itself is warmup/warmup_phase.h.
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/exit_codes.h"
@@ -67,6 +70,43 @@ void LogOutcome(const warmup::WarmupOutcome& outcome) {
   }
 }
 
+// Node 0's name must resolve on every node before anyone waits for it: otherwise the warm-up
+// (and torchrun after it) waits its whole timeout and only the other nodes' rank logs say
+// "Name or service not known". Returns the addresses, or an error naming the name, where it
+// came from and this node.
+Result<std::vector<std::string>> ResolveRendezvous(const warmup::Topology& t,
+                                                   const std::string& node) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(t.rendezvous_host.c_str(), nullptr, &hints, &res);
+  const std::string source = t.source.count("rendezvous") ? t.source.at("rendezvous") : "";
+  if (rc != 0) {
+    return MakeError("node " + std::to_string(t.node_rank) + " (" + node +
+                         "): the rendezvous host '" + t.rendezvous_host + "' (from " + source +
+                         ") does not resolve: " + ::gai_strerror(rc),
+                     source,
+                     "give node 0 a name every node resolves (DNS or /etc/hosts), or its address, "
+                     "in torchrun's --rdzv_endpoint / --master_addr or safe-launch --rendezvous");
+  }
+  std::vector<std::string> out;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    const void* addr =
+        a->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (::inet_ntop(a->ai_family, addr, buf, sizeof buf)) out.emplace_back(buf);
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
+
+bool IsLoopback(const std::string& addr) {
+  return StartsWith(addr, "127.") || addr == "::1" || StartsWith(addr, "::ffff:127.");
+}
+
 }  // namespace
 
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
@@ -100,6 +140,22 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
     if (int port = FreeLoopbackPort(); port > 0) t.warmup_port = port;
   }
   log::Init(ctx.host, std::to_string(t.node_rank), spdlog::get_level() <= spdlog::level::debug);
+  if (t.nnodes > 1) {
+    auto addrs = ResolveRendezvous(t, ctx.host);
+    if (!addrs.ok()) {
+      log::Error("warm-up: {}", addrs.error().Describe());
+      ctx.status_extra["warmup"] = {{"verdict", "fail"}, {"reason", addrs.error().message}};
+      return exit_code::kWarmupFailed;
+    }
+    ctx.status_extra["rendezvous"] = {
+        {"host", t.rendezvous_host}, {"port", t.rendezvous_port}, {"addresses", *addrs}};
+    if (!addrs->empty() && std::all_of(addrs->begin(), addrs->end(), IsLoopback))
+      log::Warn(
+          "rendezvous host '{}' resolves to loopback ({}) in a {}-node job: right only when "
+          "every node runs on this host; otherwise each node meets only itself (Debian maps "
+          "the host name to 127.0.1.1 in /etc/hosts: use an address or a name on the network)",
+          t.rendezvous_host, (*addrs)[0], t.nnodes);
+  }
   log::Info("warm-up: node {} of {}, {} rank(s) here, store {}:{} ({} from {}), timeout {:g} s",
             t.node_rank, t.nnodes, t.nproc_per_node, t.rendezvous_host, t.warmup_port, "rendezvous",
             t.source["rendezvous"], args.timeout_s);

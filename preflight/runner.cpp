@@ -150,8 +150,10 @@ std::string RenderText(const PreflightReport& report, bool verbose, bool color) 
     entity_w = std::max(entity_w, std::min<std::size_t>(f.entity.size(), 24));
   }
   int counts[5] = {0, 0, 0, 0, 0};
+  int waived = 0;
   for (const auto& f : report.findings) {
-    counts[static_cast<int>(f.outcome)]++;
+    // A waived finding does not count as its outcome (the verdict ignores it too).
+    (f.waived ? waived : counts[static_cast<int>(f.outcome)])++;
     std::string tag = f.waived ? "WAIVED" : Upper(OutcomeName(f.outcome));
     if (color) tag = std::string(Colour(f.outcome)) + fmt::format("{:<6}", tag) + "\033[0m";
     out += fmt::format("{:<6} {:<{}} {:<{}} {}\n", tag, f.check_id, id_w, f.entity, entity_w,
@@ -172,8 +174,9 @@ std::string RenderText(const PreflightReport& report, bool verbose, bool color) 
   std::string verdict = Upper(OutcomeName(report.verdict));
   if (color) verdict = std::string(Colour(report.verdict)) + verdict + "\033[0m";
   out += fmt::format(
-      "preflight {}: {} — {} pass, {} warn, {} fail, {} error, {} skip in {:.1f} ms\n", where,
-      verdict, counts[0], counts[1], counts[2], counts[4], counts[3], report.elapsed_ms);
+      "preflight {}: {} — {} pass, {} warn, {} fail, {} error, {} skip{} in {:.1f} ms\n", where,
+      verdict, counts[0], counts[1], counts[2], counts[4], counts[3],
+      waived ? fmt::format(", {} waived", waived) : "", report.elapsed_ms);
   return out;
 }
 

@@ -51,6 +51,15 @@ std::vector<EscalationAction> Escalation::On(const EscalationEvent& e, Clock::ti
 std::vector<EscalationAction> Escalation::OnStopSignal(const EscalationEvent& e,
                                                        Clock::time_point now) {
   if (job_exited_) return {};
+  // One stop from one sender may arrive as a burst (slurmstepd: two SIGTERMs ~20 ms apart);
+  // counted once, else a time limit or scancel would skip the grace it is meant to give.
+  const bool same_burst = e.sender >= 0 && e.sender == last_sender_ && last_signal_ &&
+                          now - *last_signal_ < times_.stop_burst;
+  last_sender_ = e.sender;
+  last_signal_ = now;
+  if (same_burst)
+    return {{Kind::kLog, e.by + " again within " + Seconds(times_.stop_burst) +
+                             " s: the same stop, the grace goes on"}};
   // The signal itself was already forwarded to the job by the loop: nothing more to send now.
   if (++stop_signals_ == 1) {
     if (!stop_) StartStop(e, now);

@@ -6,7 +6,9 @@
 //
 // The rules (doc/manual.md, "Stopping a job"):
 //   * the first stop (a forwarded SIGTERM/SIGINT, or RequestStop which also TERMs the job)
-//     starts the grace (kill_grace); a second SIGTERM/SIGINT skips the rest of it;
+//     starts the grace (kill_grace); a second SIGTERM/SIGINT skips the rest of it, unless it is
+//     part of the same burst (same sender within stop_burst: slurmstepd signals the job step
+//     twice, ~20 ms apart, for one stop -- that is not a user out of patience);
 //   * when the grace runs out, every descendant gets TERM, and KILL sweep_grace later, repeated
 //     every kill_retry while any survives;
 //   * once the job exited, leftovers get TERM, then KILL after sweep_grace, repeated every
@@ -27,6 +29,8 @@ struct EscalationEvent {
   /// kTick after the job exited and kJobExited: live descendants left (0 = none).
   std::size_t leftovers = 0;
   std::string leftover_list;  ///< kJobExited: " 812(python) 813(python)" for the log
+  /// kStopSignal: the sender's pid (0 = the terminal/kernel, -1 = unknown: never one burst).
+  long sender = -1;
 };
 
 /// What the loop must do, in order. The event-log line is `text`, then (kTermJob, kTermAll,
@@ -45,6 +49,8 @@ struct EscalationTimes {
   std::chrono::milliseconds sweep_grace{2000};
   std::chrono::milliseconds kill_retry{500};
   int max_kill_rounds = 10;
+  /// Stop signals from one sender this close together are one stop (see the rules above).
+  std::chrono::milliseconds stop_burst{200};
 };
 
 class Escalation {
@@ -80,6 +86,8 @@ class Escalation {
   int kill_rounds_ = 0;
   std::string by_, reason_;
   std::optional<Clock::time_point> grace_deadline_, kill_deadline_, sweep_kill_at_;
+  long last_sender_ = -1;                         // the previous stop signal's sender
+  std::optional<Clock::time_point> last_signal_;  // and when it came
 };
 
 }  // namespace sl::watchdog

@@ -1,6 +1,5 @@
 #include "watchdog/run_dir.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,46 +59,12 @@ Status MakeDirs(const std::string& dir) {
   return OkStatus();
 }
 
-// True when the directory open at `fd` holds nothing but "." and "..".
-bool IsEmptyDirFd(int fd) {
-  int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return false;
-  DIR* d = ::fdopendir(dup);
-  if (!d) {
-    ::close(dup);
-    return false;
-  }
-  bool empty = true;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(d);
-  return empty;
-}
-
-// An existing `name` under `pfd` may be reused as the run directory only when it is a real
-// directory (not a symlink: opened with O_NOFOLLOW), owned by us, writable by nobody else and
-// empty. Otherwise another user could have prepared it (a planted link, a directory they can
-// still write to or swap files in) and root would write where they chose.
-bool ReusableRunDir(int pfd, const std::string& name) {
-  int fd = ::openat(pfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
-            (st.st_mode & 022) == 0 && IsEmptyDirFd(fd);
-  if (ok) ok = ::fchmod(fd, kRunDirMode) == 0;  // an old 0750 one becomes owner-only too
-  ::close(fd);
-  return ok;
-}
-
 }  // namespace
 
 std::string DefaultRunDir(const std::string& explicit_dir, const Environment& env,
                           const std::string& cwd, const std::string& host,
-                          std::chrono::system_clock::time_point now, int pid) {
+                          std::chrono::system_clock::time_point now, int pid,
+                          const std::string& task) {
   if (!explicit_dir.empty()) return explicit_dir;
   std::string base = Lookup(env, "SLURM_SUBMIT_DIR").value_or("");
   if (base.empty()) base = cwd.empty() ? "." : cwd;
@@ -115,7 +80,13 @@ std::string DefaultRunDir(const std::string& explicit_dir, const Environment& en
     std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
     id = std::string(buf) + "-" + std::to_string(pid);
   }
-  return base + "/safe-launch-runs/" + Sanitize(id) + "/" + Sanitize(host.empty() ? "host" : host);
+  // Several slurmd may serve one host (NodeName=... Port=...): the node's name keys the
+  // directory as well as the host, so two nodes' safe-launch never meet in one directory.
+  std::string leaf = host.empty() ? "host" : host;
+  if (auto node = Lookup(env, "SLURMD_NODENAME"); node && !node->empty() && *node != leaf)
+    leaf += "_" + *node;
+  if (!task.empty()) leaf += "-rank" + task;
+  return base + "/safe-launch-runs/" + Sanitize(id) + "/" + Sanitize(leaf);
 }
 
 Result<std::string> CreateRunDir(const std::string& dir) {
@@ -145,13 +116,10 @@ Result<std::string> CreateRunDir(const std::string& dir) {
       return slash == std::string::npos ? name : candidate;
     }
     int err = errno;
-    if (err == EEXIST) {
-      if (ReusableRunDir(pfd, name)) {
-        ::close(pfd);
-        return slash == std::string::npos ? name : candidate;
-      }
-      continue;
-    }
+    // Never reused, even empty and ours: it may be a second safe-launch's on this node (srun
+    // --overlap, two steps, --ntasks-per-node=2) that has not written its first file yet, and
+    // both would then share warmup/plan.json and status.json.
+    if (err == EEXIST) continue;
     ::close(pfd);
     return MakeError(std::string("cannot create the run directory: ") + std::strerror(err),
                      candidate, FixForErrno(err));

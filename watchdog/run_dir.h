@@ -13,21 +13,24 @@
 namespace sl::watchdog {
 
 /// The directory to use (not created). `explicit_dir` (--run-dir) wins when non-empty; `cwd` is
-/// used when SLURM_SUBMIT_DIR is unset. Pure: tested without touching the disk.
+/// used when SLURM_SUBMIT_DIR is unset. The leaf is the host, plus "_<SLURMD_NODENAME>" when
+/// Slurm's node name differs (several slurmd on one host), plus "-rank<task>" when `task` is
+/// given (--per-task, MPI per-rank mode). Pure: tested without touching the disk.
 std::string DefaultRunDir(const std::string& explicit_dir, const Environment& env,
                           const std::string& cwd, const std::string& host,
-                          std::chrono::system_clock::time_point now, int pid);
+                          std::chrono::system_clock::time_point now, int pid,
+                          const std::string& task = "");
 
 /// Modes in the run directory: it holds the job's command line and output (item 7 of issue 12).
 inline constexpr mode_t kRunDirMode = 0700;
 inline constexpr mode_t kRunFileMode = 0600;
 
 /// Creates `dir` and its parents (0755; the leaf 0700, made with mkdirat relative to the parent's
-/// fd). An existing leaf is reused only when it is a real directory (not a symlink) owned by the
-/// effective user, not writable by group or others, and empty; otherwise ".1", ".2", ... is
-/// appended (a second step on the same node must not overwrite the first one's status, and a
-/// directory someone else prepared is never written into). Returns the directory actually
-/// created; the error names the path and the fix (permissions, read-only or full file system).
+/// fd). The leaf is always made new: when the name exists (a directory, even an empty one of
+/// ours, a file or a link) ".1", ".2", ... is appended, so two safe-launch on one node never
+/// share a run directory and a directory someone else prepared is never written into. Returns
+/// the directory actually created; the error names the path and the fix (permissions,
+/// read-only or full file system).
 Result<std::string> CreateRunDir(const std::string& dir);
 
 /// Writes `content` to dir/name (0600) through sl::WriteFileAtomic: O_EXCL|O_NOFOLLOW temp name,

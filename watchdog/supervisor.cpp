@@ -176,6 +176,16 @@ SupervisorHooks GuardHooks(SupervisorHooks h) {
   h.on_output = Guarded("on_output", std::move(h.on_output));
   h.on_tick = Guarded("on_tick", std::move(h.on_tick));
   h.on_exit = Guarded("on_exit", std::move(h.on_exit));
+  if (h.on_stop_signal) {
+    h.on_stop_signal = [f = std::move(h.on_stop_signal)](int sig, long from) -> nlohmann::json {
+      try {
+        return f(sig, from);
+      } catch (const std::exception& e) {
+        log::Error("internal error in the on_stop_signal hook: {}; the stop goes on", e.what());
+        return nullptr;
+      }
+    };
+  }
   return h;
 }
 
@@ -254,6 +264,8 @@ struct Supervisor::Impl {
   Clock::time_point job_ended;
   std::set<pid_t> swept;
   std::optional<Escalation> esc;
+  bool stop_hook_ran = false;
+  nlohmann::json stop_detail;  // what on_stop_signal returned
 
   nlohmann::json events = nlohmann::json::array();
   std::mutex events_mu;
@@ -661,14 +673,38 @@ void Supervisor::Impl::ReadSignals() {
     const int sig = static_cast<int>(si.ssi_signo);
     if (sig == SIGCHLD || sig == SIGPIPE) continue;
     const std::string from = SenderText(si);
-    if (!job_reaped && ::kill(pid, sig) == 0) {
+    const auto received = Clock::now();
+    const bool stop_signal = sig == SIGTERM || sig == SIGINT;
+    if (stop_signal && !stop_hook_ran && !job_reaped && self->hooks_.on_stop_signal) {
+      stop_hook_ran = true;
+      stop_detail = self->hooks_.on_stop_signal(sig, static_cast<long>(si.ssi_pid));
+    }
+    const auto& to_ranks = self->options_.signal_ranks;
+    if (!job_reaped && std::find(to_ranks.begin(), to_ranks.end(), sig) != to_ranks.end()) {
+      // torchrun does not pass USR1/USR2 on to its workers: a checkpoint signal must reach them.
+      auto pids = LiveDescendants(parent, HelperPids());
+      std::size_t sent = 0;
+      for (pid_t d : pids) sent += ::kill(d, sig) == 0 ? 1 : 0;
+      Event("delivered " + SignalName(sig) + " " + from + " to " + std::to_string(sent) +
+            " process(es) of the job (--signal-ranks)");
+    } else if (!job_reaped && ::kill(pid, sig) == 0) {
       Event("forwarded " + SignalName(sig) + " " + from + " to the job (pid " +
             std::to_string(pid) + ")");
     }
     if (sig == SIGTERM || sig == SIGINT) {
       EscalationEvent e{EscalationEvent::Kind::kStopSignal, SignalName(sig) + " " + from,
                         "forwarded " + SignalName(sig) + " to the job"};
-      Apply(esc->On(e, Clock::now()));
+      e.sender = static_cast<long>(si.ssi_pid);
+      const bool first = !esc->Stopping();
+      Apply(esc->On(e, received));
+      // Slurm may SIGKILL us all at KillWait: say now that the job is being stopped, and why.
+      if (first && esc->Stopping() && !self->options_.run_dir.empty()) {
+        nlohmann::json j = StatusJson("stopping");
+        j["stop"] = {{"requested_by", esc->StoppedBy()},
+                     {"reason", esc->StopReason()},
+                     {"detail", stop_detail}};
+        WarnIfFailed(WriteStatusFile(self->options_.run_dir, j, *redactor));
+      }
     }
   }
   std::uint64_t wake;
@@ -827,6 +863,7 @@ JobExit Supervisor::Impl::MakeExit() {
     if (status_override) exit.exit_status = *status_override;
   }
   exit.escalated = esc->Escalated();
+  exit.stop_detail = stop_detail;
   exit.swept.assign(swept.begin(), swept.end());
   return exit;
 }
@@ -876,6 +913,7 @@ void Supervisor::Impl::WriteFinalStatus(const JobExit& exit) {
     j["stop"] = {{"requested_by", exit.stopped_by},
                  {"reason", exit.stop_reason},
                  {"escalated", exit.escalated},
+                 {"detail", exit.stop_detail},
                  {"exit_status_override",
                   override_status ? nlohmann::json(*override_status) : nlohmann::json()}};
   }

@@ -55,10 +55,11 @@ struct JobExit {
   int exit_status = 0;  ///< what safe-launch exits with: code, 128+signal, or a stop override
   std::string message;  ///< exec failure text, or why it was not started
   /// Stop bookkeeping: empty when the job ended on its own.
-  std::string stopped_by;    ///< "signal SIGTERM from pid 812 (slurmstepd)", "hang detector", ...
-  std::string stop_reason;   ///< free text given to RequestStop, or "forwarded SIGTERM"
-  bool escalated = false;    ///< the grace ran out and descendants got TERM/KILL
-  std::vector<pid_t> swept;  ///< descendants that were still alive after the job and got killed
+  std::string stopped_by;      ///< "signal SIGTERM from pid 812 (slurmstepd)", "hang detector", ...
+  std::string stop_reason;     ///< free text given to RequestStop, or "forwarded SIGTERM"
+  nlohmann::json stop_detail;  ///< what on_stop_signal returned (null when none)
+  bool escalated = false;      ///< the grace ran out and descendants got TERM/KILL
+  std::vector<pid_t> swept;    ///< descendants that were still alive after the job and got killed
   Clock::time_point started;
   Clock::time_point ended;
 };
@@ -78,6 +79,11 @@ struct SupervisorHooks {
   std::function<void(Clock::time_point now)> on_tick;
   /// Main thread, once, after the job exited, descendants were swept and output drained.
   std::function<void(const JobExit& exit)> on_exit;
+  /// Main thread, once, at the first stop signal (SIGTERM/SIGINT from outside), *before* it is
+  /// forwarded to the job: a hung job can still be captured, a scheduler asked why it stops.
+  /// May block for a bounded time (the grace is counted from the signal's arrival). What it
+  /// returns (an object, or null) goes into status.json as stop.detail.
+  std::function<nlohmann::json(int signal, long sender_pid)> on_stop_signal;
 };
 
 inline constexpr std::size_t kMaxHookLine = 64 * 1024;
@@ -86,7 +92,9 @@ struct SupervisorOptions {
   std::vector<std::string> argv;  ///< the job's command; argv[0] is searched in env's PATH
   Environment env;                ///< the job's whole environment (the plan already applied)
   std::string run_dir;            ///< "" = write nothing; else status.json, stdout.tail, ...
-  std::chrono::milliseconds kill_grace{30000};  ///< after the first TERM, before killing all
+  /// After the first TERM, before killing all. Below Slurm's default KillWait (30 s): Slurm
+  /// SIGKILLs the step KillWait after its SIGTERM, and our sweep must come first.
+  std::chrono::milliseconds kill_grace{25000};
   /// Main-loop wake-up when nothing happens (signals and stop requests wake it at once).
   std::chrono::milliseconds tick{250};
   /// After the job exits (or the grace ran out), how long descendants get between TERM and KILL.
@@ -95,6 +103,9 @@ struct SupervisorOptions {
   /// Signal the direct child gets if safe-launch dies (PR_SET_PDEATHSIG). SIGTERM so that
   /// torchrun can still stop its workers; see doc/manual.md for what remains uncovered.
   int parent_death_signal = 15;
+  /// Signals (e.g. SIGUSR1 for a checkpoint) delivered to every descendant (the rank processes
+  /// torchrun started), not only to the job's own process (--signal-ranks).
+  std::vector<int> signal_ranks;
   /// Merged into status.json at top level (cmd_run puts the preflight verdict and plan here).
   nlohmann::json status_extra = nlohmann::json::object();
 };
@@ -115,6 +126,8 @@ class Supervisor {
 
   /// Replaces the hooks; only before Run(). Lets a hook object hold a Supervisor& (RequestStop).
   void SetHooks(SupervisorHooks hooks) { hooks_ = std::move(hooks); }
+  /// The hooks, before Run(), to add one to those already set.
+  SupervisorHooks& Hooks() { return hooks_; }
   /// The options, before Run() (e.g. to add SAFE_LAUNCH_HEARTBEAT to env).
   SupervisorOptions& Options() { return options_; }
 

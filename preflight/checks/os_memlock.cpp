@@ -57,7 +57,16 @@ std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
     return {f};
   }
   f.next_step = Fix(ctx.env);
-  if (soft <= kSmallLimit) {
+  if (soft <= kSmallLimit && ctx.facts.ib_ports.empty()) {
+    // Only RDMA registration counts against the limit: with no InfiniBand/RoCE device NCCL runs
+    // on sockets, which pin nothing. Failing would block every job on the node (issue 15).
+    f.outcome = Outcome::kWarn;
+    f.code = "os.memlock/low_without_rdma";
+    f.message = "memlock limit is only " + LimitText(soft) +
+                ", but this node has no InfiniBand/RoCE device: sockets do not pin memory, so "
+                "only a job that expects RDMA here is affected; " +
+                values;
+  } else if (soft <= kSmallLimit) {
     f.outcome = Outcome::kFail;
     f.code = "os.memlock/soft_below_min";
     f.message = "memlock limit is only " + LimitText(soft) +

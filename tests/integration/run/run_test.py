@@ -206,6 +206,18 @@ class RunTest(unittest.TestCase):
         self.assertIn(f"SIGTERM from pid {os.getpid()}", st["stop"]["requested_by"])
         self.assertFalse(st["stop"]["escalated"])
 
+    def test_signal_ranks_delivers_usr1_to_a_grandchild_the_job_does_not_forward_to(self):
+        # The job (a shell, standing in for torchrun) ignores USR1 and does not pass it on; its
+        # child (a "rank") gets it only through --signal-ranks.
+        script = f"trap '' USR1; {CHILD} {self.mark()} print-signals; true"
+        job = Job(["--signal-ranks", "USR1", "--", "/bin/sh", "-c", script], self.run_dir())
+        self.assertTrue(job.wait_for_output("ready"), job.stderr())
+        job.proc.send_signal(signal.SIGUSR1)
+        self.assertTrue(job.wait_for_output("got SIGUSR1"), job.stderr())
+        job.proc.send_signal(signal.SIGTERM)
+        job.wait()
+        self.assertIn("(--signal-ranks)", json.dumps(self.status()["events"]))
+
     def test_sigint_is_forwarded_once_and_the_grace_then_escalates(self):
         job = Job(["--kill-grace", "1", "--", CHILD, self.mark(), "print-signals"],
                   self.run_dir())

@@ -151,3 +151,28 @@ TEST_CASE("the list shows every preflight check, then every warm-up comparison")
   }
   CHECK(comparisons == 13);
 }
+
+TEST_CASE("two safe-launch on one Slurm node are refused, naming the variable and the fix") {
+  const Environment step{{"SLURM_JOB_ID", "5"},
+                         {"SLURM_STEP_ID", "0"},
+                         {"SLURM_NODEID", "1"},
+                         {"SLURM_LOCALID", "0"},
+                         {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+                         {"SLURM_PROCID", "2"}};
+  std::string e = ErrorText({"--no-warmup", "true"}, step);
+  CHECK(e.find("2 safe-launch processes") != std::string::npos);
+  CHECK(e.find("SLURM_STEP_TASKS_PER_NODE=2(x2)") != std::string::npos);
+  CHECK(e.find("--ntasks-per-node=1") != std::string::npos);
+  CHECK(e.find("--per-task") != std::string::npos);
+  // --per-task allows it: its own run directory per task, no warm-up.
+  auto c = BuildConfig({"--per-task", "true"}, step);
+  REQUIRE(c.ok());
+  CHECK(c->warmup.skip);
+  CHECK(c->tasks.rank == "2");
+  // One task per node (the template) and the batch script itself pass.
+  Environment one = step;
+  one["SLURM_STEP_TASKS_PER_NODE"] = "1(x2)";
+  CHECK(BuildConfig({"--no-warmup", "true"}, one).ok());
+  Environment batch{{"SLURM_JOB_ID", "5"}, {"SLURM_NTASKS_PER_NODE", "4"}};
+  CHECK(BuildConfig({"--no-warmup", "true"}, batch).ok());
+}

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/config.h"
+#include "launcher/slurm_stop.h"
 
 using sl::Environment;
 using sl::launcher::TorchrunArguments;
@@ -212,4 +213,82 @@ TEST_CASE("the warm-up port is the rendezvous port plus one and must stay in ran
   auto t = InferTopology(f, {"x"}, {});
   REQUIRE_FALSE(t.ok());
   CHECK(t.error().fix.find("--warmup-port") != std::string::npos);
+}
+
+TEST_CASE("the tasks on this node come from Open MPI, Hydra or the Slurm step") {
+  using sl::launcher::TasksOnThisNode;
+  auto t = TasksOnThisNode({{"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                            {"OMPI_COMM_WORLD_RANK", "7"},
+                            {"SLURM_STEP_ID", "0"},
+                            {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}});
+  CHECK(t.count == 4);
+  CHECK(t.local_rank == 3);
+  CHECK(t.rank == "7");
+  t = TasksOnThisNode({{"MPI_LOCALNRANKS", "2"}, {"MPI_LOCALRANKID", "1"}, {"PMI_RANK", "3"}});
+  CHECK(t.count == 2);
+  CHECK(t.rank == "3");
+  // Node 1 of "3,1": one task here although node 0 has three.
+  t = TasksOnThisNode(
+      {{"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "3,1"}});
+  CHECK(t.count == 1);
+  // A second local task is proof enough, whatever the counts say.
+  t = TasksOnThisNode({{"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", "1"}});
+  CHECK(t.count == 2);
+  CHECK(t.source == "SLURM_LOCALID=1");
+  t = TasksOnThisNode({{"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS_PER_NODE", "2"}});
+  CHECK(t.count == 2);
+  CHECK(TasksOnThisNode({{"SLURM_NTASKS_PER_NODE", "2"}}).count == 1);  // batch script
+  CHECK(sl::launcher::CheckOncePerNode(t).error().fix.find("--ntasks-per-node=1") !=
+        std::string::npos);
+}
+
+TEST_CASE("slurmctld's job record tells a time limit, scancel, a node failure and a step apart") {
+  using sl::launcher::SlurmStopCause;
+  auto cause = [](const std::string& line) {
+    return SlurmStopCause(line).value("cause", std::string());
+  };
+  // While ending, a job reads COMPLETING: the reason tells a time limit from a cancel.
+  CHECK(cause("JobId=7 JobName=t JobState=COMPLETING Reason=TimeLimit Dependency=(null)") ==
+        "time_limit");
+  CHECK(cause("JobId=7 JobState=TIMEOUT Reason=TimeLimit") == "time_limit");
+  CHECK(cause("JobId=1 JobName=b.sh JobState=COMPLETING Reason=None ExitCode=0:15") == "scancel");
+  CHECK(cause("JobId=1 JobState=CANCELLED Reason=None") == "scancel");
+  CHECK(cause("JobId=3 JobState=NODE_FAIL Reason=NodeDown") == "node_failure");
+  CHECK(cause("JobId=3 JobState=COMPLETING Reason=NodeDown") == "node_failure");
+  CHECK(cause("JobId=4 JobState=RUNNING Reason=None") == "step_stopped");
+  CHECK(cause("slurm_load_jobs error: Invalid job id specified") == "unknown");
+  auto j = SlurmStopCause("JobId=7 JobState=COMPLETING Reason=TimeLimit");
+  CHECK(j["job_state"] == "COMPLETING");
+  CHECK(j["reason"] == "TimeLimit");
+}
+
+TEST_CASE("mpirun's rank variables give the layout and each rank's torch variables") {
+  using sl::launcher::MpiHints;
+  const Environment ompi{{"OMPI_COMM_WORLD_SIZE", "8"},
+                         {"OMPI_COMM_WORLD_RANK", "5"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}};
+  auto h = MpiHints(ompi);
+  REQUIRE(h.nnodes);
+  CHECK(*h.nnodes->value == 2);
+  CHECK(*h.node_rank->value == 1);
+  CHECK(*h.nproc_per_node->value == 4);
+  auto hydra = MpiHints({{"PMI_SIZE", "2"}, {"PMI_RANK", "1"}, {"MPI_LOCALNRANKS", "2"}});
+  CHECK(*hydra.nnodes->value == 1);
+  CHECK_FALSE(MpiHints({{"PMI_RANK", "1"}}).nnodes);
+  CHECK_FALSE(MpiHints({{"PMI_SIZE", "3"}, {"PMI_RANK", "1"}, {"MPI_LOCALNRANKS", "2"}})
+                  .nnodes->value.ok());
+  // The torch variables each rank needs, never overriding what is set.
+  auto tasks = sl::launcher::TasksOnThisNode(ompi);
+  Environment with_rank = ompi;
+  with_rank["RANK"] = "99";
+  auto add = sl::launcher::RankEnvironment(with_rank, tasks, "gpu01", 29500);
+  CHECK(add.count("RANK") == 0);
+  CHECK(add.at("WORLD_SIZE") == "8");
+  CHECK(add.at("LOCAL_RANK") == "1");
+  CHECK(add.at("LOCAL_WORLD_SIZE") == "4");
+  CHECK(add.at("MASTER_ADDR") == "gpu01");
+  CHECK(add.at("MASTER_PORT") == "29500");
+  CHECK(sl::launcher::RankEnvironment(ompi, tasks, "", 0).at("RANK") == "5");
 }

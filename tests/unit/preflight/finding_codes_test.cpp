@@ -112,3 +112,16 @@ TEST_CASE("a port NCCL would use with no link partner is ib.port.state/no_link_p
   }
   CHECK(found == 1);
 }
+
+TEST_CASE("the summary line counts a waived fail as waived, not as a fail") {
+  PreflightOptions options;
+  options.sysroot = std::string(SL_FIXTURES_DIR) + "/memlock-64k";
+  options.only = {"os.memlock"};
+  options.waive = {"os.memlock"};
+  auto report = RunPreflight(options, {});
+  REQUIRE(report.ok());
+  const std::string text = RenderText(*report, false, false);
+  CHECK(text.find("WAIVED") != std::string::npos);
+  CHECK(text.find(" 0 fail,") != std::string::npos);
+  CHECK(text.find("1 waived in") != std::string::npos);
+}

@@ -106,6 +106,16 @@ TEST_CASE("os.memlock warns on a large finite limit and honours a threshold") {
   CHECK(RunCheck(fs, CheckOsMemlock, {}, th).findings.at(0).outcome == Outcome::kPass);
 }
 
+TEST_CASE("os.memlock only warns at a small limit on a node with no RDMA device") {
+  MemFileReader fs;  // no /sys/class/infiniband: sockets only, nothing is pinned
+  fs.AddFile("/proc/self/limits", LimitsWith("8388608", "1048576"));
+  auto r = RunCheck(fs, CheckOsMemlock);
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].outcome == Outcome::kWarn);
+  CHECK(r.findings[0].code == "os.memlock/low_without_rdma");
+  CHECK(Has(r.findings[0].message, "no InfiniBand/RoCE device"));
+}
+
 TEST_CASE("os.memlock on garbage limits is an error naming the file") {
   auto r = RunOnFixture("host-broken", CheckOsMemlock);
   REQUIRE(r.findings.size() == 1);

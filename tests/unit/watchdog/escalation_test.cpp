@@ -138,3 +138,34 @@ TEST_CASE("a zero grace escalates on the next tick") {
 }
 
 }  // namespace sl::watchdog
+
+namespace sl::watchdog {
+
+TEST_CASE("a burst of stop signals from one sender counts once and keeps the grace") {
+  auto e = Make();
+  auto first = Signal();
+  first.sender = 7;
+  CHECK(e.On(first, t0).empty());
+  // slurmstepd's second SIGTERM of the same stop, 20 ms later: logged, the grace goes on.
+  auto a = e.On(first, t0 + 20ms);
+  REQUIRE(Kinds(a) == std::vector{Kind::kLog});
+  CHECK(a[0].text.find("the same stop") != std::string::npos);
+  CHECK(e.NextDeadline() == t0 + 30s);
+  CHECK(e.On(Tick(), t0 + 1s).empty());
+  // The same sender again later, or another sender at once, is a second stop.
+  CHECK(Kinds(e.On(first, t0 + 2s)) == std::vector{Kind::kLog});
+  CHECK(e.NextDeadline() == t0 + 2s);
+  auto other = Make();
+  CHECK(other.On(first, t0).empty());
+  auto by_other = Signal("SIGTERM from pid 8 (bash)");
+  by_other.sender = 8;
+  CHECK(Kinds(other.On(by_other, t0 + 10ms)) == std::vector{Kind::kLog});
+  CHECK(other.NextDeadline() == t0 + 10ms);
+  // An unknown sender is never taken for a burst.
+  auto unknown = Make();
+  CHECK(unknown.On(Signal(), t0).empty());
+  CHECK(Kinds(unknown.On(Signal(), t0 + 10ms)) == std::vector{Kind::kLog});
+  CHECK(unknown.NextDeadline() == t0 + 10ms);
+}
+
+}  // namespace sl::watchdog

@@ -24,6 +24,34 @@ TEST_CASE("the default run directory is per Slurm job step and host under SLURM_
         "/home/u/proj/safe-launch-runs/812/gpu01");
 }
 
+TEST_CASE("an existing empty run directory of ours is never reused, whoever made it") {
+  char tmpl[] = "/tmp/sl-rundir-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string base = std::string(tmpl) + "/host";
+  auto first = CreateRunDir(base);
+  REQUIRE(first.ok());
+  CHECK(*first == base);
+  // A second safe-launch on the node, before the first wrote anything: a directory of its own.
+  auto again = CreateRunDir(base);
+  REQUIRE(again.ok());
+  CHECK(*again == base + ".1");
+  auto third = CreateRunDir(base);
+  REQUIRE(third.ok());
+  CHECK(*third == base + ".2");
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST_CASE("two Slurm nodes on one host and per-task runs get run directories of their own") {
+  sl::Environment env{{"SLURM_SUBMIT_DIR", "/p"}, {"SLURM_JOB_ID", "9"}, {"SLURM_STEP_ID", "0"}};
+  CHECK(DefaultRunDir("", env, "/cwd", "vm", kNoon, 1) == "/p/safe-launch-runs/9.0/vm");
+  env["SLURMD_NODENAME"] = "vm";  // the usual case: node name = host name
+  CHECK(DefaultRunDir("", env, "/cwd", "vm", kNoon, 1) == "/p/safe-launch-runs/9.0/vm");
+  env["SLURMD_NODENAME"] = "vm-n1";  // a second slurmd on the same host
+  CHECK(DefaultRunDir("", env, "/cwd", "vm", kNoon, 1) == "/p/safe-launch-runs/9.0/vm_vm-n1");
+  CHECK(DefaultRunDir("", env, "/cwd", "vm", kNoon, 1, "3") ==
+        "/p/safe-launch-runs/9.0/vm_vm-n1-rank3");
+}
+
 TEST_CASE("outside Slurm the run directory is under the cwd, named by UTC time and pid") {
   CHECK(DefaultRunDir("", {}, "/work", "box", kNoon, 77) ==
         "/work/safe-launch-runs/20251130T120000Z-77/box");
@@ -42,9 +70,6 @@ TEST_CASE("creating a run directory that exists and is not empty picks a new suf
   auto first = CreateRunDir(base);
   REQUIRE(first.ok());
   CHECK(*first == base);
-  auto again = CreateRunDir(base);  // still empty: reused
-  REQUIRE(again.ok());
-  CHECK(*again == base);
   REQUIRE(WriteRunFile(base, "status.json", "{}\n").ok());
   auto second = CreateRunDir(base);
   REQUIRE(second.ok());
@@ -127,14 +152,14 @@ TEST_CASE("a symlink or a group/other-writable directory is never reused as the 
   r = CreateRunDir(open_dir);
   REQUIRE(r.ok());
   CHECK(*r == open_dir + ".1");
-  // Ours, 0750 (made by an older safe-launch), empty: reused and tightened to 0700.
+  // Ours, 0750 (made by an older safe-launch), empty: not reused either (issue 15), left as is.
   const std::string old_dir = root + "/old";
   REQUIRE(::mkdir(old_dir.c_str(), 0750) == 0);
   REQUIRE(::chmod(old_dir.c_str(), 0750) == 0);
   r = CreateRunDir(old_dir);
   REQUIRE(r.ok());
-  CHECK(*r == old_dir);
-  CHECK(ModeOf(old_dir) == 0700);
+  CHECK(*r == old_dir + ".1");
+  CHECK(ModeOf(*r) == 0700);
   std::filesystem::remove_all(root);
 }
 

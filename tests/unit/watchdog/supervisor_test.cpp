@@ -10,6 +10,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 using namespace sl::watchdog;
@@ -260,4 +261,41 @@ TEST_CASE("a hook that throws is logged and the job's own status still comes thr
   CHECK(r->exit_status == 3);
   CHECK(outputs >= 1);
   CHECK(exits == 1);
+}
+
+TEST_CASE("on_stop_signal runs once at the first stop signal and its detail is in the status") {
+  const std::string dir = std::filesystem::temp_directory_path() / "sl-stop-hook-XXXXXX";
+  std::string tmpl = dir;
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  int calls = 0;
+  long sender = -1;
+  bool job_alive_in_hook = false;
+  pid_t job = 0;
+  SupervisorHooks hooks;
+  hooks.on_start = [&](pid_t pid) {
+    job = pid;
+    ::kill(::getpid(), SIGTERM);  // as slurmstepd would: twice, at once
+    ::kill(::getpid(), SIGTERM);
+  };
+  hooks.on_stop_signal = [&](int sig, long from) -> nlohmann::json {
+    ++calls;
+    sender = from;
+    // Called before the signal is forwarded: the job has not been told to stop yet.
+    int st = 0;
+    job_alive_in_hook = ::waitpid(job, &st, WNOHANG) == 0;
+    return {{"signal", sig}};
+  };
+  auto o = Options({SL_TEST_CHILD, "hang"});
+  o.run_dir = tmpl;
+  Supervisor sup(std::move(o), hooks);
+  auto r = sup.Run();
+  REQUIRE(r.ok());
+  CHECK(calls == 1);
+  CHECK(sender == ::getpid());
+  CHECK(job_alive_in_hook);
+  CHECK(r->stop_detail == nlohmann::json{{"signal", SIGTERM}});
+  std::ifstream in(tmpl + "/status.json");
+  auto j = nlohmann::json::parse(in);
+  CHECK(j["stop"]["detail"]["signal"] == SIGTERM);
+  std::filesystem::remove_all(tmpl);
 }
