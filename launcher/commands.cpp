@@ -15,6 +15,8 @@ constexpr Command kCommands[] = {
     {"run", "Preflight, warm up and supervise a job: safe-launch run [OPTIONS] -- CMD ARGS...",
      SetupRun},
     {"version", "Print safe-launch's version", SetupVersion},
+    {"bench", "Bandwidth sweep alone: expected line, slow node named, history, nccl-tests import",
+     SetupBench},
 };
 
 // An executable regular file named `word` in one of PATH's directories, as execvp would find it.

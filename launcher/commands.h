@@ -23,6 +23,7 @@ void SetupPreflight(CLI::App& sub, int* exit_code);
 void SetupEnv(CLI::App& sub, int* exit_code);
 void SetupRun(CLI::App& sub, int* exit_code);
 void SetupVersion(CLI::App& sub, int* exit_code);
+void SetupBench(CLI::App& sub, int* exit_code);
 
 std::span<const Command> Commands();
 

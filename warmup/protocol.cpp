@@ -25,6 +25,7 @@ void to_json(nlohmann::json& j, const WarmupPlan& p) {
       {"verify_count", p.verify_count},
       {"waive", p.waive},
       {"node", p.node},
+      {"bandwidth", p.bandwidth},
       {"auth",
        {{"job_id", p.auth.job_id}, {"key_hex", p.auth.key_hex}, {"source", p.auth.source}}}};
 }
@@ -46,6 +47,7 @@ void from_json(const nlohmann::json& j, WarmupPlan& p) {
   p.verify_count = j.value("verify_count", d.verify_count);
   p.waive = j.value("waive", d.waive);
   if (j.contains("node")) p.node = j.at("node").get<NodeReport>();
+  p.bandwidth = j.value("bandwidth", d.bandwidth);
   if (j.contains("auth")) {
     const auto& a = j.at("auth");
     p.auth.job_id = a.value("job_id", "");
