@@ -230,8 +230,12 @@ Result<warmup::HistoryEntry> Import(const std::string& file, BenchContext& c,
   bool ok = false;
   std::string text = ReadAll(file, &ok);
   if (!ok) return MakeError("cannot read the nccl-tests output", file);
+  const auto t0 = std::chrono::steady_clock::now();
   auto out = ParseNcclTests(text);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!out.ok()) return MakeError(out.error().message, file, out.error().fix);
+  log::Info("{}: {} bytes, {} row(s) parsed in {:.1f} ms", file, text.size(), out->rows.size(), ms);
   for (auto& f : warmup::NcclTestsFindings(*out, file)) findings->push_back(std::move(f));
   warmup::HistoryEntry e = warmup::EntryFromNcclTests(*out);
   // The expected line from this node's facts, as if every node of the run were like it.

@@ -116,6 +116,9 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.backend = args.backend;
   o.waive = args.waive;
   o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
+  o.bandwidth.min_fraction = ctx.thresholds.min_busbw_fraction;
+  o.bandwidth.judge_bytes = ctx.thresholds.busbw_judge_bytes;
+  o.bandwidth.max_drop = ctx.thresholds.max_busbw_drop;
   o.auth = warmup::ResolveWarmupAuth(o.env, t.warmup_port);
   if (!o.auth.Authenticated() && t.nnodes > 1)
     log::Warn(

@@ -245,7 +245,9 @@ HistoryEntry EntryFromReport(const nlohmann::json& report) {
     if (auto it = pairs.find(b.value("node_rank", -1)); it != pairs.end()) pn["pairs"] = it->second;
     e.per_node.push_back(std::move(pn));
   }
-  for (const auto& [k, v] : report.value("versions", nlohmann::json::object()).items())
+  // A named copy: items() over value()'s temporary would dangle (C++20 range-for).
+  const nlohmann::json versions = report.value("versions", nlohmann::json::object());
+  for (const auto& [k, v] : versions.items())
     if (v.is_string()) e.versions[k] = v.get<std::string>();
   return e;
 }
