@@ -30,6 +30,7 @@
 #include "common/parse/nccl_tests.h"
 #include "common/spawn.h"
 #include "common/strings.h"
+#include "launcher/bw_record.h"
 #include "launcher/commands.h"
 #include "launcher/config.h"
 #include "launcher/layout.h"
@@ -82,14 +83,6 @@ Result<std::vector<std::uint64_t>> ParseSizes(const std::string& text) {
   }
   if (out.empty()) return MakeError("--sizes is empty", "", "e.g. --sizes 1M,8M,64M");
   return out;
-}
-
-std::string ReadAll(const std::string& path, bool* ok) {
-  std::ifstream in(path, std::ios::binary);
-  *ok = static_cast<bool>(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 Result<BenchContext> Prepare(const BenchArgs& a) {
@@ -200,7 +193,7 @@ Result<warmup::HistoryEntry> Sweep(const BenchArgs& a, BenchContext& c, nlohmann
   o.bandwidth.pair_rounds = a.pairs;
   if (!a.baseline.empty()) {
     bool ok = false;
-    auto base = warmup::ParseBaseline(ReadAll(a.baseline, &ok));
+    auto base = warmup::ParseBaseline(ReadWholeFile(a.baseline, &ok));
     if (!ok) return MakeError("cannot read the baseline", a.baseline);
     if (!base.ok()) return MakeError(base.error().message, a.baseline, base.error().fix);
     for (const auto& p : base->sweep) o.bandwidth.baseline.push_back({p.bytes, 0, 0, p.busbw_gbps});
@@ -228,7 +221,7 @@ Result<warmup::HistoryEntry> Sweep(const BenchArgs& a, BenchContext& c, nlohmann
 Result<warmup::HistoryEntry> Import(const std::string& file, BenchContext& c,
                                     std::vector<Finding>* findings) {
   bool ok = false;
-  std::string text = ReadAll(file, &ok);
+  std::string text = ReadWholeFile(file, &ok);
   if (!ok) return MakeError("cannot read the nccl-tests output", file);
   const auto t0 = std::chrono::steady_clock::now();
   auto out = ParseNcclTests(text);
@@ -293,57 +286,11 @@ Result<std::string> RunNcclTests(const BenchArgs& a, BenchContext& c) {
 }
 
 // History and baseline comparisons, the appended line and the picture (node 0 only).
-void Record(const BenchArgs& a, BenchContext& c, warmup::HistoryEntry e,
+void Record(const BenchArgs& a, BenchContext& c, const warmup::HistoryEntry& e,
             const nlohmann::json& report, std::vector<Finding>* findings) {
-  e.time_unix = static_cast<double>(std::time(nullptr));
-  e.job = Lookup(c.env, "SLURM_JOB_ID").value_or("");
-  e.versions["safe_launch"] = SAFE_LAUNCH_VERSION;
-  if (!c.facts.nvidia_driver.empty()) e.versions["driver"] = c.facts.nvidia_driver;
-  const double drop = c.thresholds.max_busbw_drop;
-  warmup::HistoryEntry base;
-  if (!a.baseline.empty()) {
-    bool ok = false;
-    auto parsed = warmup::ParseBaseline(ReadAll(a.baseline, &ok));
-    if (parsed.ok()) {
-      base = *parsed;
-      for (auto& f : warmup::CompareWithBaseline(e, base, drop)) findings->push_back(f);
-    } else {
-      log::Warn("baseline {}: {}", a.baseline, parsed.error().Describe());
-    }
-  }
-  if (!a.history.empty()) {
-    bool ok = false;
-    std::string text = ReadAll(a.history, &ok);
-    std::vector<std::string> problems;
-    auto past = warmup::ParseHistory(text, &problems);
-    for (const auto& p : problems) log::Warn("{}: {} (skipped)", a.history, p);
-    for (auto& f : warmup::CompareWithHistory(e, past, a.last_n, drop)) findings->push_back(f);
-    if (!text.empty() && text.back() != '\n') text += '\n';
-    text += JsonText(nlohmann::json(e), -1) + "\n";
-    if (auto s = WriteFileAtomic(a.history, text, 0644); !s.ok())
-      log::Warn("history not written: {}", s.error().Describe());
-    else
-      log::Info("history: appended to {}", a.history);
-  }
-  warmup::SvgInput in;
-  in.title = fmt::format("all_reduce busbw, {} node(s), {}", e.nodes.size(), e.source);
-  in.measured = e.sweep;
-  in.expected_gbps = e.expected_gbps;
-  in.baseline = base.sweep;
-  std::set<int> slow;
-  if (report.contains("pairs"))
-    for (int n : report["pairs"].value("slow_nodes", std::vector<int>{})) slow.insert(n);
-  for (const auto& pn : e.per_node) {
-    if (!pn.contains("pairs")) continue;
-    warmup::SvgSeries s{pn.value("label", ""), pn["pairs"].get<std::vector<warmup::BusbwPoint>>(),
-                        slow.count(pn.value("node_rank", -1)) > 0};
-    in.nodes.push_back(std::move(s));
-  }
-  std::string svg_path = a.svg.empty() ? c.run_dir + "/bandwidth.svg" : a.svg;
-  if (auto s = WriteFileAtomic(svg_path, warmup::BandwidthSvg(in), 0644); s.ok())
-    log::Info("picture: {}", svg_path);
-  else
-    log::Warn("picture not written: {}", s.error().Describe());
+  BandwidthRecord r{a.history, a.baseline, a.svg.empty() ? c.run_dir + "/bandwidth.svg" : a.svg,
+                    a.last_n, c.thresholds.max_busbw_drop};
+  for (auto& f : RecordBandwidth(r, e, report, c.facts, c.env)) findings->push_back(std::move(f));
 }
 
 int RunBench(const BenchArgs& a) {

@@ -12,9 +12,11 @@
 #include "common/log.h"
 #include "common/spawn.h"
 #include "common/strings.h"
+#include "launcher/bw_record.h"
 #include "launcher/config.h"
 #include "launcher/layout.h"
 #include "launcher/run_phases.h"
+#include "warmup/bw_history.h"
 #include "warmup/warmup_phase.h"
 
 namespace sl::launcher {
@@ -64,6 +66,30 @@ void LogOutcome(const warmup::WarmupOutcome& outcome) {
     log::Info("{}", outcome.verdict_line);
   } else {
     log::Error("{}", outcome.verdict_line);
+  }
+}
+
+constexpr const char* kHistoryVar = "SAFE_LAUNCH_BW_HISTORY";
+constexpr const char* kBaselineVar = "SAFE_LAUNCH_BW_BASELINE";
+
+// `run`'s bandwidth history and baseline come from the environment (an sbatch script exports
+// them once for every job), the threshold from the recipe.
+BandwidthRecord BandwidthRecordFromEnv(const RunContext& ctx) {
+  BandwidthRecord r;
+  r.history = Lookup(ctx.base_env, kHistoryVar).value_or("");
+  r.baseline = Lookup(ctx.base_env, kBaselineVar).value_or("");
+  if (!r.history.empty() || !r.baseline.empty()) r.svg = ctx.run_dir + "/bandwidth.svg";
+  r.max_drop = ctx.thresholds.max_busbw_drop;
+  return r;
+}
+
+// History and baseline findings inform; they never stop the job (bench is the gate).
+void LogRecordFindings(const std::vector<Finding>& findings) {
+  for (const auto& f : findings) {
+    if (f.outcome == Outcome::kWarn || f.outcome == Outcome::kFail)
+      log::Warn("warm-up bandwidth: {} {}", f.check_id, f.message);
+    else
+      log::Info("warm-up bandwidth: {} {}", f.check_id, f.message);
   }
 }
 
@@ -119,6 +145,16 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.bandwidth.min_fraction = ctx.thresholds.min_busbw_fraction;
   o.bandwidth.judge_bytes = ctx.thresholds.busbw_judge_bytes;
   o.bandwidth.max_drop = ctx.thresholds.max_busbw_drop;
+  BandwidthRecord record = BandwidthRecordFromEnv(ctx);
+  if (!record.baseline.empty()) {
+    bool ok = false;
+    auto base = warmup::ParseBaseline(ReadWholeFile(record.baseline, &ok));
+    if (base.ok())
+      for (const auto& p : base->sweep)
+        o.bandwidth.baseline.push_back({p.bytes, 0, 0, p.busbw_gbps});
+    else
+      log::Warn("{}={}: {}", kBaselineVar, record.baseline, base.error().Describe());
+  }
   o.auth = warmup::ResolveWarmupAuth(o.env, t.warmup_port);
   if (!o.auth.Authenticated() && t.nnodes > 1)
     log::Warn(
@@ -134,6 +170,10 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   }
 
   LogOutcome(outcome);
+  if (t.node_rank == 0 && (!record.history.empty() || !record.baseline.empty()) &&
+      outcome.report.contains("sweep") && !outcome.report["sweep"].empty())
+    LogRecordFindings(RecordBandwidth(record, warmup::EntryFromReport(outcome.report),
+                                      outcome.report, ctx.facts, ctx.base_env));
   if (!outcome.json_path.empty()) log::Info("warm-up report: {}", outcome.json_path);
   ctx.status_extra["warmup"] = {{"verdict", outcome.report.value("verdict", "fail")},
                                 {"report", outcome.json_path}};

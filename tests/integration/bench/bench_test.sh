@@ -184,6 +184,31 @@ SHEOF
     [ $? = 2 ] || fail "without all_reduce_perf: not a usage error"
     expect_in "$WORK/b.out" "all_reduce_perf is not on the PATH"
     ;;
+  run-history)
+    # `run`'s warm-up (2 nodes x 1 rank on loopback) appends to SAFE_LAUNCH_BW_HISTORY and compares
+    # with SAFE_LAUNCH_BW_BASELINE; a drop is a warning, the job still starts.
+    PORT=$($PY -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+    echo '{"sweep": [{"bytes": 65536, "busbw_gbps": 1000}]}' > "$WORK/base.json"
+    for i in 0 1; do
+      SAFE_LAUNCH_BW_HISTORY="$WORK/h.jsonl" SAFE_LAUNCH_BW_BASELINE="$WORK/base.json" \
+        "$SL" run --sysroot "$FX/roce-jumbo" --on-preflight-fail=warn --node-name "r$i" --nnodes 2 \
+        --node-rank $i --nproc-per-node 1 --rendezvous "127.0.0.1:$PORT" --warmup-timeout 90 \
+        --run-dir "$WORK/n$i" -- true > "$WORK/n$i.out" 2>&1 &
+      PIDS+=($!)
+    done
+    rcs=()
+    for p in "${PIDS[@]}"; do wait "$p"; rcs+=($?); done
+    PIDS=()
+    [ "${rcs[0]}" = 0 ] || fail "node 0 exited ${rcs[0]}"
+    [ "${rcs[1]}" = 0 ] || fail "node 1 exited ${rcs[1]}"
+    [ "$(wc -l < "$WORK/h.jsonl")" = 1 ] || fail "node 0 did not append exactly one line"
+    expect_in "$WORK/h.jsonl" '"source":"warmup"'
+    expect_in "$WORK/h.jsonl" '"nodes":\["r0","r1"\]'
+    expect_in "$WORK/n0.out" "warm-up bandwidth: warmup.bandwidth.baseline busbw dropped against the baseline: 64 KiB 1000.00 ->"
+    expect_in "$WORK/n0.out" "no earlier run on these nodes"
+    [ -s "$WORK/n0/bandwidth.svg" ] || fail "no picture in node 0's run directory"
+    grep -q "warm-up bandwidth" "$WORK/n1.out" && fail "node 1 compared too"
+    ;;
   *)
     echo "unknown case $CASE"
     exit 2
