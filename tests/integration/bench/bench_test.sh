@@ -2,6 +2,8 @@
 # `safe-launch bench` end to end. Usage: bench_test.sh CASE SAFE_LAUNCH FIXTURES_DIR
 #   netns-slow-node  4 "nodes" = 4 network namespaces on a bridge (a 5th namespace), node 2's
 #                    veth shaped with tc netem in both directions: the pair rounds name node 2
+#   netns-auto       the same, without --pairs always: the drop below a baseline starts them
+#   run-history      run's warm-up appends to SAFE_LAUNCH_BW_HISTORY, compares with the baseline
 #   import           a real all_reduce_perf output imported; a copy with #wrong != 0 fails
 #   history          two imports of the same nodes: the second, slower, is a drop vs the median
 #   baseline         an import against a baseline (a history line) it falls short of
@@ -103,6 +105,29 @@ case "$CASE" in
     expect_in "$WORK/h0.jsonl" '"pairs"'
     # The other nodes print the verdict, not the analysis.
     expect_in "$WORK/n3.out" "warm-up"
+    ;;
+  netns-auto)
+    # No --pairs always: a healthy run becomes the baseline; with node 2 shaped the sweep falls
+    # below it, which by itself starts the pair rounds, and they name node 2.
+    setup_nodes 4
+    for phase in healthy shaped; do
+      [ "$phase" = shaped ] && shape 2 100mbit
+      extra=()
+      [ "$phase" = shaped ] && extra=(--baseline "$WORK/base.json")
+      for i in 0 1 2 3; do
+        ip netns exec "slb${TAG}n$i" "$SL" bench --sysroot "$FX/roce-jumbo" --node-name "n$i" \
+          --nnodes 4 --node-rank $i --nproc-per-node 1 --rendezvous "$HOST:$((29621 + ${#phase}))" \
+          --backend gloo --sizes 256K,1M --iterations 3 --timeout 120 --run-dir "$WORK/$phase$i" \
+          --history "$WORK/h.jsonl" "${extra[@]}" > "$WORK/$phase$i.out" 2>&1 &
+        PIDS+=($!)
+      done
+      for p in "${PIDS[@]}"; do wait "$p"; done
+      PIDS=()
+      [ "$phase" = healthy ] && tail -1 "$WORK/h.jsonl" > "$WORK/base.json"
+    done
+    grep -q "pair" "$WORK/healthy0/warmup.json" && fail "the healthy run ran pair rounds"
+    expect_in "$WORK/shaped0.out" "busbw dropped against the baseline"
+    expect_in "$WORK/shaped0.out" "node 2 (n2) is slow in every pair it is part of"
     ;;
   import)
     "$SL" bench --sysroot "$FX/ib-healthy" --import "$NVS" --run-dir "$WORK/r" > "$WORK/a.out" 2>&1
