@@ -52,6 +52,7 @@ struct BenchArgs {
   LayoutFlags layout;
   std::string sysroot, recipe, run_dir, node_name, backend = "auto", sizes, pairs = "auto";
   std::string history, baseline, svg, import_file;
+  std::string mpi_hosts;  ///< --mpirun-hosts: run nccl-tests with mpirun on these hosts
   bool nccl_tests = false;
   std::vector<std::string> nccl_args;  ///< replaces "-b 8M -e 512M -f 2 -g 1"
   double timeout_s = 120;
@@ -258,8 +259,22 @@ Result<std::string> RunNcclTests(const BenchArgs& a, BenchContext& c) {
       a.nccl_args.empty() ? std::vector<std::string>{"-b", "8M", "-e", "512M", "-f", "2", "-g", "1"}
                           : a.nccl_args;
   spec.argv = {"all_reduce_perf"};
-  if (Lookup(c.env, "SLURM_JOB_ID") && !FindOnPath("srun", c.env).empty())
+  if (Lookup(c.env, "SLURM_JOB_ID") && !FindOnPath("srun", c.env).empty()) {
     spec.argv = {"srun", "all_reduce_perf"};
+  } else if (!a.mpi_hosts.empty()) {
+    // Open MPI: one rank per GPU on each host; -x carries each tuned variable to the ranks.
+    if (FindOnPath("mpirun", c.env).empty())
+      return MakeError("--mpirun-hosts given but mpirun is not on the PATH");
+    const int per = std::max(a.layout.nproc_per_node, 1);
+    std::vector<std::string> hosts;
+    for (const auto& h : Split(a.mpi_hosts, ',')) hosts.push_back(h + ":" + std::to_string(per));
+    spec.argv = {"mpirun", "-np", std::to_string(per * static_cast<int>(hosts.size())), "-H",
+                 Join(hosts, ",")};
+    for (const auto& [k, v] : c.job_env)
+      if (StartsWith(k, "NCCL_") || StartsWith(k, "TORCH_"))
+        spec.argv.insert(spec.argv.end(), {"-x", k});
+    spec.argv.push_back("all_reduce_perf");
+  }
   if (FindOnPath("all_reduce_perf", c.env).empty())
     return MakeError("all_reduce_perf is not on the PATH", "",
                      "build nccl-tests (make MPI=1) and put its build/ directory on the PATH");
@@ -373,6 +388,9 @@ void SetupBench(CLI::App& sub, int* exit_code) {
   sub.add_option("--import", a->import_file, "Import an nccl-tests output instead of sweeping");
   sub.add_flag("--nccl-tests", a->nccl_tests,
                "Run all_reduce_perf (srun in a Slurm job) with the tuned environment, import it");
+  sub.add_option("--mpirun-hosts", a->mpi_hosts,
+                 "Outside Slurm: run all_reduce_perf with mpirun on HOST,HOST (--nproc-per-node "
+                 "ranks each)");
   sub.add_option("--nccl-tests-args", a->nccl_args,
                  "Arguments for all_reduce_perf (default: -b 8M -e 512M -f 2 -g 1)")
       ->allow_extra_args();

@@ -205,6 +205,12 @@ SHEOF
     expect_in "$WORK/env.txt" "NCCL_DEBUG=WARN"  # the tuned environment (default recipe)
     expect_in "$WORK/a.out" "all_reduce_perf 7 size(s), #wrong 0"
     cmp -s "$HDR" "$WORK/r/nccl-tests.txt" || fail "the output was not kept in the run directory"
+    # Outside Slurm with hosts: under mpirun, every tuned variable passed with -x.
+    printf '#!/bin/bash\necho "$0 $*" > "%s/mpi-argv.txt"\nwhile [ "$1" != all_reduce_perf ]; do shift; done\nexec "$@"\n' "$WORK" > "$WORK/bin/mpirun"
+    chmod +x "$WORK/bin/mpirun"
+    PATH="$WORK/bin:$PATH" "$SL" bench --sysroot "$FX/socket-only" --nccl-tests --mpirun-hosts gpu-01,gpu-02 \
+      --nproc-per-node 2 --run-dir "$WORK/r3" > "$WORK/c.out" 2>&1 || fail "bench --nccl-tests under mpirun failed"
+    expect_in "$WORK/mpi-argv.txt" "mpirun -np 4 -H gpu-01:2,gpu-02:2 .*-x NCCL_DEBUG .*all_reduce_perf -b 8M"
     env -i PATH=/usr/bin:/bin "$SL" bench --nccl-tests --run-dir "$WORK/r2" > "$WORK/b.out" 2>&1
     [ $? = 2 ] || fail "without all_reduce_perf: not a usage error"
     expect_in "$WORK/b.out" "all_reduce_perf is not on the PATH"
