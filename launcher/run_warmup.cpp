@@ -83,6 +83,24 @@ BandwidthRecord BandwidthRecordFromEnv(const RunContext& ctx) {
   return r;
 }
 
+// The recipe's bandwidth thresholds; the baseline's figures go to rank 0, whose sweep falling
+// below them starts the pair rounds.
+warmup::BandwidthPlan BandwidthPlanFor(const RunContext& ctx, const BandwidthRecord& record) {
+  warmup::BandwidthPlan plan;
+  plan.min_fraction = ctx.thresholds.min_busbw_fraction;
+  plan.judge_bytes = ctx.thresholds.busbw_judge_bytes;
+  plan.max_drop = ctx.thresholds.max_busbw_drop;
+  if (record.baseline.empty()) return plan;
+  bool ok = false;
+  auto base = warmup::ParseBaseline(ReadWholeFile(record.baseline, &ok));
+  if (!base.ok()) {
+    log::Warn("{}={}: {}", kBaselineVar, record.baseline, base.error().Describe());
+    return plan;
+  }
+  for (const auto& p : base->sweep) plan.baseline.push_back({p.bytes, 0, 0, p.busbw_gbps});
+  return plan;
+}
+
 // History and baseline findings inform; they never stop the job (bench is the gate).
 void LogRecordFindings(const std::vector<Finding>& findings) {
   for (const auto& f : findings) {
@@ -91,6 +109,15 @@ void LogRecordFindings(const std::vector<Finding>& findings) {
     else
       log::Info("warm-up bandwidth: {} {}", f.check_id, f.message);
   }
+}
+
+// Node 0, when SAFE_LAUNCH_BW_HISTORY or SAFE_LAUNCH_BW_BASELINE named a file and a sweep ran.
+void RecordIfAsked(const BandwidthRecord& record, const warmup::WarmupOutcome& outcome,
+                   const RunContext& ctx) {
+  if (record.history.empty() && record.baseline.empty()) return;
+  if (!outcome.report.contains("sweep") || outcome.report["sweep"].empty()) return;
+  LogRecordFindings(RecordBandwidth(record, warmup::EntryFromReport(outcome.report), outcome.report,
+                                    ctx.facts, ctx.base_env));
 }
 
 }  // namespace
@@ -142,19 +169,8 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.backend = args.backend;
   o.waive = args.waive;
   o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
-  o.bandwidth.min_fraction = ctx.thresholds.min_busbw_fraction;
-  o.bandwidth.judge_bytes = ctx.thresholds.busbw_judge_bytes;
-  o.bandwidth.max_drop = ctx.thresholds.max_busbw_drop;
-  BandwidthRecord record = BandwidthRecordFromEnv(ctx);
-  if (!record.baseline.empty()) {
-    bool ok = false;
-    auto base = warmup::ParseBaseline(ReadWholeFile(record.baseline, &ok));
-    if (base.ok())
-      for (const auto& p : base->sweep)
-        o.bandwidth.baseline.push_back({p.bytes, 0, 0, p.busbw_gbps});
-    else
-      log::Warn("{}={}: {}", kBaselineVar, record.baseline, base.error().Describe());
-  }
+  const BandwidthRecord record = BandwidthRecordFromEnv(ctx);
+  o.bandwidth = BandwidthPlanFor(ctx, record);
   o.auth = warmup::ResolveWarmupAuth(o.env, t.warmup_port);
   if (!o.auth.Authenticated() && t.nnodes > 1)
     log::Warn(
@@ -170,10 +186,7 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   }
 
   LogOutcome(outcome);
-  if (t.node_rank == 0 && (!record.history.empty() || !record.baseline.empty()) &&
-      outcome.report.contains("sweep") && !outcome.report["sweep"].empty())
-    LogRecordFindings(RecordBandwidth(record, warmup::EntryFromReport(outcome.report),
-                                      outcome.report, ctx.facts, ctx.base_env));
+  if (t.node_rank == 0) RecordIfAsked(record, outcome, ctx);
   if (!outcome.json_path.empty()) log::Info("warm-up report: {}", outcome.json_path);
   ctx.status_extra["warmup"] = {{"verdict", outcome.report.value("verdict", "fail")},
                                 {"report", outcome.json_path}};
