@@ -165,6 +165,7 @@ int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
     return exit_code::kUsage;
   }
   ctx.job_env = recipes::ApplyPlan(*plan, ctx.base_env);
+  ctx.thresholds = plan->thresholds;
   ctx.plan_json = recipes::PlanToJson(*plan);
   if (preflight_opts) {
     preflight_opts->thresholds = plan->thresholds;

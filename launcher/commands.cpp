@@ -19,6 +19,8 @@ constexpr Command kCommands[] = {
      SetupDiagnose},
     {"completion", "Print the bash completion script: safe-launch completion bash",
      SetupCompletion},
+    {"bench", "Bandwidth sweep alone: expected line, slow node named, history, nccl-tests import",
+     SetupBench},
 };
 
 // An executable regular file named `word` in one of PATH's directories, as execvp would find it.

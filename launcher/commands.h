@@ -25,6 +25,7 @@ void SetupRun(CLI::App& sub, int* exit_code);
 void SetupVersion(CLI::App& sub, int* exit_code);
 void SetupDiagnose(CLI::App& sub, int* exit_code);
 void SetupCompletion(CLI::App& sub, int* exit_code);
+void SetupBench(CLI::App& sub, int* exit_code);
 
 std::span<const Command> Commands();
 

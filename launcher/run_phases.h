@@ -12,6 +12,7 @@
 #include "common/environment.h"
 #include "common/node_facts.h"
 #include "common/result.h"
+#include "common/thresholds.h"
 #include "watchdog/supervisor.h"
 
 namespace sl::preflight {
@@ -34,6 +35,7 @@ struct RunContext {
   std::string preflight_verdict = "skipped";              ///< pass|warn|fail|error|skipped
   nlohmann::json plan_json;               ///< env-plan.json content (null when no plan)
   std::vector<std::string> warmup_waive;  ///< the recipe's waivers of warm-up comparisons
+  Thresholds thresholds;                  ///< the recipe's (bandwidth ones for the warm-up)
   nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
 };
 

@@ -15,9 +15,11 @@
 #include "common/log.h"
 #include "common/spawn.h"
 #include "common/strings.h"
+#include "launcher/bw_record.h"
 #include "launcher/config.h"
 #include "launcher/layout.h"
 #include "launcher/run_phases.h"
+#include "warmup/bw_history.h"
 #include "warmup/warmup_phase.h"
 
 namespace sl::launcher {
@@ -107,6 +109,57 @@ bool IsLoopback(const std::string& addr) {
   return StartsWith(addr, "127.") || addr == "::1" || StartsWith(addr, "::ffff:127.");
 }
 
+constexpr const char* kHistoryVar = "SAFE_LAUNCH_BW_HISTORY";
+constexpr const char* kBaselineVar = "SAFE_LAUNCH_BW_BASELINE";
+
+// `run`'s bandwidth history and baseline come from the environment (an sbatch script exports
+// them once for every job), the threshold from the recipe.
+BandwidthRecord BandwidthRecordFromEnv(const RunContext& ctx) {
+  BandwidthRecord r;
+  r.history = Lookup(ctx.base_env, kHistoryVar).value_or("");
+  r.baseline = Lookup(ctx.base_env, kBaselineVar).value_or("");
+  if (!r.history.empty() || !r.baseline.empty()) r.svg = ctx.run_dir + "/bandwidth.svg";
+  r.max_drop = ctx.thresholds.max_busbw_drop;
+  return r;
+}
+
+// The recipe's bandwidth thresholds; the baseline's figures go to rank 0, whose sweep falling
+// below them starts the pair rounds.
+warmup::BandwidthPlan BandwidthPlanFor(const RunContext& ctx, const BandwidthRecord& record) {
+  warmup::BandwidthPlan plan;
+  plan.min_fraction = ctx.thresholds.min_busbw_fraction;
+  plan.judge_bytes = ctx.thresholds.busbw_judge_bytes;
+  plan.max_drop = ctx.thresholds.max_busbw_drop;
+  if (record.baseline.empty()) return plan;
+  bool ok = false;
+  auto base = warmup::ParseBaseline(ReadWholeFile(record.baseline, &ok));
+  if (!base.ok()) {
+    log::Warn("{}={}: {}", kBaselineVar, record.baseline, base.error().Describe());
+    return plan;
+  }
+  for (const auto& p : base->sweep) plan.baseline.push_back({p.bytes, 0, 0, p.busbw_gbps});
+  return plan;
+}
+
+// History and baseline findings inform; they never stop the job (bench is the gate).
+void LogRecordFindings(const std::vector<Finding>& findings) {
+  for (const auto& f : findings) {
+    if (f.outcome == Outcome::kWarn || f.outcome == Outcome::kFail)
+      log::Warn("warm-up bandwidth: {} {}", f.check_id, f.message);
+    else
+      log::Info("warm-up bandwidth: {} {}", f.check_id, f.message);
+  }
+}
+
+// Node 0, when SAFE_LAUNCH_BW_HISTORY or SAFE_LAUNCH_BW_BASELINE named a file and a sweep ran.
+void RecordIfAsked(const BandwidthRecord& record, const warmup::WarmupOutcome& outcome,
+                   const RunContext& ctx) {
+  if (record.history.empty() && record.baseline.empty()) return;
+  if (!outcome.report.contains("sweep") || outcome.report["sweep"].empty()) return;
+  LogRecordFindings(RecordBandwidth(record, warmup::EntryFromReport(outcome.report), outcome.report,
+                                    ctx.facts, ctx.base_env));
+}
+
 }  // namespace
 
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
@@ -172,6 +225,8 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   o.backend = args.backend;
   o.waive = args.waive;
   o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
+  const BandwidthRecord record = BandwidthRecordFromEnv(ctx);
+  o.bandwidth = BandwidthPlanFor(ctx, record);
   o.auth = warmup::ResolveWarmupAuth(o.env, t.warmup_port);
   if (!o.auth.Authenticated() && t.nnodes > 1)
     log::Warn(
@@ -187,6 +242,7 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   }
 
   LogOutcome(outcome);
+  if (t.node_rank == 0) RecordIfAsked(record, outcome, ctx);
   if (!outcome.json_path.empty()) log::Info("warm-up report: {}", outcome.json_path);
   ctx.status_extra["warmup"] = {{"verdict", outcome.report.value("verdict", "fail")},
                                 {"report", outcome.json_path}};

@@ -38,9 +38,10 @@ const std::vector<std::string> kComputeNames = {"ib_hca", "socket_ifname", "roce
                                                 "ras_addr"};
 const std::vector<std::string> kComputeKeys = {"value", "compute", "why", "required", "link_layer"};
 const std::vector<std::string> kThresholdKeys = {
-    "min_ib_mtu",   "min_roce_mtu",     "expected_mtu",     "min_rate_gbps",
-    "min_memlock",  "min_nofile",       "min_shm",          "min_rmem_max",
-    "min_wmem_max", "min_tcp_rmem_max", "min_tcp_wmem_max", "min_local_ports"};
+    "min_ib_mtu",         "min_roce_mtu",      "expected_mtu",     "min_rate_gbps",
+    "min_memlock",        "min_nofile",        "min_shm",          "min_rmem_max",
+    "min_wmem_max",       "min_tcp_rmem_max",  "min_tcp_wmem_max", "min_local_ports",
+    "min_busbw_fraction", "busbw_judge_bytes", "max_busbw_drop"};
 
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
   std::string m = ClosestMatch(word, candidates);
@@ -162,6 +163,11 @@ Status ParseThresholds(const toml::table& t, std::string_view path, Recipe* r) {
         return MakeError("[thresholds] min_rate_gbps must be a number in 0..100000", where);
       }
       th.min_rate_gbps = *v;
+    } else if (k == "min_busbw_fraction" || k == "max_busbw_drop") {
+      auto v = node.value<double>();
+      if (!v || !(*v >= 0 && *v <= 1))
+        return MakeError("[thresholds] " + k + " must be a fraction in 0..1", where);
+      (k == "min_busbw_fraction" ? th.min_busbw_fraction : th.max_busbw_drop) = *v;
     } else if (k == "min_nofile") {
       auto v = integer(0, std::int64_t{1} << 40);
       if (!v.ok()) return v.error();
@@ -175,6 +181,7 @@ Status ParseThresholds(const toml::table& t, std::string_view path, Recipe* r) {
       if (k == "min_wmem_max") th.min_wmem_max = *v;
       if (k == "min_tcp_rmem_max") th.min_tcp_rmem_max = *v;
       if (k == "min_tcp_wmem_max") th.min_tcp_wmem_max = *v;
+      if (k == "busbw_judge_bytes") th.busbw_judge_bytes = *v;
     }
     r->thresholds_set.push_back(k + " (" + where + ")");
   }

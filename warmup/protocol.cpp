@@ -25,6 +25,7 @@ void to_json(nlohmann::json& j, const WarmupPlan& p) {
       {"verify_count", p.verify_count},
       {"waive", p.waive},
       {"node", p.node},
+      {"bandwidth", p.bandwidth},
       {"auth",
        {{"job_id", p.auth.job_id}, {"key_hex", p.auth.key_hex}, {"source", p.auth.source}}}};
 }
@@ -46,6 +47,7 @@ void from_json(const nlohmann::json& j, WarmupPlan& p) {
   p.verify_count = j.value("verify_count", d.verify_count);
   p.waive = j.value("waive", d.waive);
   if (j.contains("node")) p.node = j.at("node").get<NodeReport>();
+  p.bandwidth = j.value("bandwidth", d.bandwidth);
   if (j.contains("auth")) {
     const auto& a = j.at("auth");
     p.auth.job_id = a.value("job_id", "");
@@ -312,10 +314,26 @@ std::string RenderWarmupReport(const nlohmann::json& report) {
           "  {:>38} {:>12.1f} {:>12.3f} {:>12.3f}\n", SizeText(p.value("bytes", std::uint64_t{0})),
           p.value("seconds", 0.0) * 1e6, p.value("algbw_gbps", 0.0), p.value("busbw_gbps", 0.0));
   }
+  // Per node: the measured figure and, where the model applies, that node's expected line.
+  std::map<int, double> node_expected;
+  if (report.contains("bandwidth"))
+    for (const auto& n : report["bandwidth"].value("nodes", nlohmann::json::array()))
+      node_expected[n.value("node_rank", -1)] = n.value("expected_busbw_gbps", 0.0);
   if (report.contains("bandwidth_per_node"))
-    for (const auto& b : report["bandwidth_per_node"])
-      out += fmt::format("  busbw {:<28} {:.3f} GB/s\n", b.value("label", ""),
-                         b.value("busbw_gbps", 0.0));
+    for (const auto& b : report["bandwidth_per_node"]) {
+      double expected = node_expected[b.value("node_rank", -1)];
+      out += fmt::format("  busbw {:<28} {:.3f} GB/s{}\n", b.value("label", ""),
+                         b.value("busbw_gbps", 0.0),
+                         expected > 0 ? fmt::format(" (its line {:.1f} GB/s)", expected) : "");
+    }
+  if (report.contains("bandwidth") && report["bandwidth"].value("expected_busbw_gbps", 0.0) > 0) {
+    std::vector<std::string> ratios;
+    for (const auto& v : report["bandwidth"].value("sizes", nlohmann::json::array()))
+      ratios.push_back(fmt::format("{} {:.2f}{}", SizeText(v.value("bytes", std::uint64_t{0})),
+                                   v.value("ratio", 0.0), v.value("judged", false) ? "" : "*"));
+    out += fmt::format("  measured/expected ({:.1f} GB/s): {} (* = too small to judge)\n",
+                       report["bandwidth"].value("expected_busbw_gbps", 0.0), Join(ratios, ", "));
+  }
   if (report.contains("arrivals") && !report["arrivals"].empty()) {
     const auto& last = report["arrivals"].back();
     out +=

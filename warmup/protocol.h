@@ -22,6 +22,32 @@ namespace sl::warmup {
 /// fraction of a second on loopback Gloo, big enough to leave the latency-bound regime on IB.
 inline const std::vector<std::uint64_t> kDefaultSweepBytes = {1u << 16, 1u << 20, 8u << 20};
 
+/// One point of the bandwidth sweep, as nccl-tests defines it for all_reduce:
+/// algbw = bytes / time, busbw = algbw * 2(n-1)/n.
+struct SweepPoint {
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+  double algbw_gbps = 0;  ///< GB/s (1e9 bytes per second)
+  double busbw_gbps = 0;
+};
+SweepPoint MakeSweepPoint(std::uint64_t bytes, double seconds, int world);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SweepPoint, bytes, seconds, algbw_gbps, busbw_gbps)
+
+/// How rank 0 judges the sweep and when the pair rounds run (warmup/bandwidth.h,
+/// warmup/pair_rounds.h); the recipe's [thresholds] and `bench`'s flags fill it.
+struct BandwidthPlan {
+  double min_fraction = 0.7;                ///< min_busbw_fraction
+  std::uint64_t judge_bytes = 64ull << 20;  ///< busbw_judge_bytes
+  double max_drop = 0.1;                    ///< max_busbw_drop, against `baseline`
+  std::vector<SweepPoint> baseline;         ///< expected busbw per size (--baseline), may be empty
+  std::string pair_rounds =
+      "auto";          ///< auto (sweep below the line or the baseline) | always | never
+  int rounds = 3;      ///< pair rounds at most
+  int pair_sizes = 2;  ///< the largest N sizes of the sweep are measured in pairs
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BandwidthPlan, min_fraction, judge_bytes, max_drop,
+                                                baseline, pair_rounds, rounds, pair_sizes)
+
 /// Written by the launcher, read by every local warm-up rank (one JSON file per node).
 struct WarmupPlan {
   int nnodes = 1, node_rank = 0, nproc_per_node = 1;
@@ -40,23 +66,13 @@ struct WarmupPlan {
   std::vector<std::string> waive;
   NodeReport node;  ///< this node's published facts (versions filled by rank)
   WarmupAuth auth;  ///< namespace and HMAC key of every store key (plan.json is 0600)
+  BandwidthPlan bandwidth;
 
   int World() const { return nnodes * nproc_per_node; }
   int NodeOfRank(int rank) const { return nproc_per_node > 0 ? rank / nproc_per_node : 0; }
 };
 void to_json(nlohmann::json& j, const WarmupPlan& p);
 void from_json(const nlohmann::json& j, WarmupPlan& p);
-
-/// One point of the bandwidth sweep, as nccl-tests defines it for all_reduce:
-/// algbw = bytes / time, busbw = algbw * 2(n-1)/n.
-struct SweepPoint {
-  std::uint64_t bytes = 0;
-  double seconds = 0;
-  double algbw_gbps = 0;  ///< GB/s (1e9 bytes per second)
-  double busbw_gbps = 0;
-};
-SweepPoint MakeSweepPoint(std::uint64_t bytes, double seconds, int world);
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SweepPoint, bytes, seconds, algbw_gbps, busbw_gbps)
 
 /// Unix-epoch milliseconds of each stage on one rank (0 = not reached).
 struct RankTimings {

@@ -233,6 +233,8 @@ WarmupPlan MakePlan(const WarmupOptions& o, double spawn_ms) {
   plan.backend = o.backend;
   if (!o.sweep_bytes.empty()) plan.sweep_bytes = o.sweep_bytes;
   plan.waive = o.waive;
+  plan.bandwidth = o.bandwidth;
+  if (o.iterations > 0) plan.iterations = o.iterations;
   plan.auth = o.auth.job_id.empty() ? ResolveWarmupAuth(o.env, t.warmup_port) : o.auth;
   plan.node.node_rank = t.node_rank;
   plan.node.node_name = o.node_name.empty() ? o.facts.hostname : o.node_name;

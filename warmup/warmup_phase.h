@@ -13,6 +13,7 @@
 #include "common/environment.h"
 #include "common/install_layout.h"
 #include "common/node_facts.h"
+#include "warmup/protocol.h"
 #include "warmup/store_auth.h"
 #include "warmup/topology.h"
 
@@ -32,6 +33,9 @@ struct WarmupOptions {
   std::vector<std::string> waive;          ///< comparison ids whose mismatches do not fail
   /// The store's namespace and key; job_id "" = ResolveWarmupAuth(env, topology.warmup_port).
   WarmupAuth auth;
+  /// Thresholds, baseline and pair rounds (recipe [thresholds], bench's flags).
+  BandwidthPlan bandwidth;
+  int iterations = 0;  ///< timed all_reduces per size; 0 = the plan's default
 };
 
 struct WarmupOutcome {

@@ -38,6 +38,8 @@ struct BackendOptions {
   int rank = 0, world = 1, local_rank = 0;
   std::chrono::milliseconds timeout{120000};  ///< for connect and each store/collective call
   std::string backend = "auto";               ///< "auto", "gloo" or "nccl"
+  /// Store prefix of the group's own rendezvous keys: one per group (the pair rounds make many).
+  std::string group_prefix = "pg/";
 };
 
 /// Rank 0 hosts the store (listening on store_host:store_port only, where libtorch allows it);

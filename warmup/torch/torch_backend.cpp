@@ -260,7 +260,7 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(KvStore& kv, const Back
           std::to_string(o.world) + ")",
       [&]() -> Result<std::unique_ptr<Communicator>> {
         // A prefix keeps the group's own rendezvous keys apart from the warm-up protocol's.
-        auto prefixed = c10::make_intrusive<c10d::PrefixStore>("pg/", ts->store());
+        auto prefixed = c10::make_intrusive<c10d::PrefixStore>(o.group_prefix, ts->store());
 #ifdef USE_C10D_NCCL
         if (backend == "nccl") {
           int device = info.cuda_devices > 0 ? o.local_rank % info.cuda_devices : 0;

@@ -8,10 +8,13 @@
 //   counter "arrived"                     every rank (a wake-up hint for rank 0, never proof)
 //   verdict                               rank 0, after comparing the nodes (or naming the absent)
 //   result/<rank>, counter "results"      every rank, after the all_reduce and the sweep
+//   pairs                                 rank 0: whether (and which) pair rounds run
+//   pair/<rank>                           every rank: its pair measurements (when they ran)
 //   report                                rank 0: the job-wide report (warmup.json)
 //   counter "done"                        every rank but 0, so rank 0 keeps the store up until read
 // Every wait is bounded by the plan's deadline; rank 0 keeps a reserve to publish what it knows.
 // This file is torch-free; libtorch stays behind backend.h.
+#include <fmt/format.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -33,7 +36,9 @@
 #include "common/file_writer.h"
 #include "common/finding.h"
 #include "common/json_text.h"
+#include "warmup/bandwidth.h"
 #include "warmup/compare.h"
+#include "warmup/pair_rounds.h"
 #include "warmup/protocol.h"
 #include "warmup/store_auth.h"
 #include "warmup/torch/backend.h"
@@ -309,6 +314,8 @@ class Rank {
         return Fail(s.error().Describe());
       (void)store_->Add("results", 1);
       CollectResults(&findings, &results);
+      if (auto s = DecidePairs(results, &findings); !s.ok()) return Fail(s.error().Describe());
+      if (pairs_run_) CollectPairs(&findings);
     }
     LateClaims(&findings);
     result_.timings.end = NowMs();
@@ -442,6 +449,9 @@ class Rank {
           !s.ok())
         return Fail(s.error().Describe());
       (void)store_->Add("results", 1);
+      if (auto pairs = AwaitTagged("pairs", &refused); pairs && pairs->value("run", false)) {
+        if (auto s = RunPairs(pairs->at("schedule")); !s.ok()) return Fail(s.error().Describe());
+      }
     }
     refused.clear();
     if (auto report = AwaitTagged("report", &refused); report && report->is_object()) {
@@ -483,6 +493,115 @@ class Rank {
     }
     result_.timings.swept = NowMs();
     result_.ok = true;
+  }
+
+  // Rank 0: judges the sweep against the expected line (and the baseline) and tells every rank
+  // whether the pair rounds run ("pairs"). They run when asked to, or (auto) when the sweep is
+  // below either and every rank measured it.
+  Status DecidePairs(const std::vector<RankResult>& results, std::vector<Finding>* findings) {
+    const BandwidthPlan& bw = plan_.bandwidth;
+    std::vector<NodeReport> nodes;
+    for (const auto& [n, r] : reports_) nodes.push_back(r);
+    if (plan_.nnodes > 1 && !result_.sweep.empty()) {
+      BandwidthAssessment a =
+          AssessBandwidth(nodes, plan_.nproc_per_node, result_.backend, result_.sweep,
+                          BandwidthLimits{bw.min_fraction, bw.judge_bytes});
+      for (auto& f : a.findings) findings->push_back(std::move(f));
+      bandwidth_json_ = AssessmentJson(a);
+      pairs_wanted_ = a.below;
+    }
+    for (const auto& base : bw.baseline)
+      for (const auto& p : result_.sweep)
+        if (p.bytes == base.bytes && p.busbw_gbps < (1 - bw.max_drop) * base.busbw_gbps)
+          pairs_wanted_ = true;
+    bool all_ok = static_cast<int>(results.size()) == plan_.World() &&
+                  std::all_of(results.begin(), results.end(), [](auto& r) { return r.ok; });
+    pairs_run_ = all_ok && plan_.nnodes >= 2 && bw.pair_rounds != "never" &&
+                 (bw.pair_rounds == "always" || (pairs_wanted_ && plan_.nnodes >= 3));
+    json schedule = json::array();
+    if (pairs_run_)
+      for (const auto& round : PairSchedule(plan_.nnodes, bw.rounds)) schedule.push_back(round);
+    if (auto s =
+            store_->Set("pairs", JsonText(json{{"run", pairs_run_}, {"schedule", schedule}}, -1));
+        !s.ok())
+      return s;
+    if (pairs_run_) return RunPairs(schedule);
+    return OkStatus();
+  }
+
+  // Every rank: one 2-rank group per round with the same local rank on the partner node, timed
+  // at the largest sizes of the sweep; the measurements go to "pair/<rank>". A failure is a
+  // measurement with its error, never a hang: every call is bounded by the deadline.
+  Status RunPairs(const json& schedule_json) {
+    const double start = NowMs();
+    auto schedule = schedule_json.get<std::vector<std::vector<std::pair<int, int>>>>();
+    std::vector<std::uint64_t> sizes = plan_.sweep_bytes;
+    std::sort(sizes.begin(), sizes.end());
+    const std::size_t keep = static_cast<std::size_t>(std::max(plan_.bandwidth.pair_sizes, 1));
+    if (sizes.size() > keep) sizes.erase(sizes.begin(), sizes.end() - static_cast<long>(keep));
+    std::vector<PairMeasure> measures;
+    for (int r = 0; r < static_cast<int>(schedule.size()); ++r) {
+      int partner = PartnerIn(schedule[static_cast<std::size_t>(r)], plan_.node_rank);
+      if (partner < 0) continue;
+      BackendOptions o = options_;
+      o.world = 2;
+      o.rank = plan_.node_rank < partner ? 0 : 1;
+      o.group_prefix = fmt::format("pair/{}/{}-{}/{}/", r, std::min(plan_.node_rank, partner),
+                                   std::max(plan_.node_rank, partner), local_rank_);
+      o.timeout = Timeout(reserve_ms_);
+      PairMeasure m{r, plan_.node_rank, partner, local_rank_, 0, 0, false, ""};
+      auto comm = CreateCommunicator(*raw_store_, o);
+      if (!comm.ok()) {
+        m.error = comm.error().Describe();
+        measures.push_back(m);
+        continue;
+      }
+      for (auto bytes : sizes) {
+        m.bytes = bytes;
+        auto t = (*comm)->TimeAllReduce(bytes, plan_.iterations, Timeout(reserve_ms_));
+        m.ok = t.ok();
+        m.error = t.ok() ? "" : t.error().Describe();
+        m.busbw_gbps = t.ok() ? MakeSweepPoint(bytes, *t, 2).busbw_gbps : 0;
+        measures.push_back(m);
+        if (!t.ok()) break;
+      }
+      // Kept until exit: destroying a group whose peer is gone can block (see main's _exit).
+      pair_comms_.push_back(std::move(*comm));
+    }
+    pairs_ms_ = NowMs() - start;
+    return store_->Set("pair/" + std::to_string(rank_), JsonText(json(measures), -1));
+  }
+
+  // Rank 0: every rank's pair measurements, then the analysis that names the slow node.
+  void CollectPairs(std::vector<Finding>* findings) {
+    std::vector<std::string> keys;
+    for (int r = 0; r < plan_.World(); ++r) keys.push_back("pair/" + std::to_string(r));
+    PollUntil(
+        [&] {
+          auto all = store_->HasAll(keys);
+          return all.ok() && *all;
+        },
+        reserve_ms_);
+    std::vector<PairMeasure> all;
+    for (const auto& key : keys) {
+      auto v = GetJson(key);
+      if (!v) continue;
+      try {
+        for (auto& m : v->get<std::vector<PairMeasure>>()) all.push_back(std::move(m));
+      } catch (const std::exception&) {
+      }
+    }
+    std::map<int, std::string> labels;
+    for (int n = 0; n < plan_.nnodes; ++n) {
+      auto it = node_names_.find(n);
+      labels[n] = "node " + std::to_string(n) +
+                  (it == node_names_.end() || it->second.empty() ? "" : " (" + it->second + ")");
+    }
+    PairAnalysis a = AnalysePairs(all, labels, plan_.bandwidth.min_fraction);
+    for (auto& f : a.findings) findings->push_back(std::move(f));
+    pairs_json_ = PairAnalysisJson(a);
+    pairs_json_["seconds"] = (NowMs() - result_.timings.swept) / 1000.0;
+    pairs_json_["rank0_seconds"] = pairs_ms_ / 1000.0;
   }
 
   void BuildReport(const std::vector<Finding>& findings, const std::vector<RankResult>& results,
@@ -535,6 +654,9 @@ class Rank {
           {"authenticated", plan_.auth.Authenticated()},
           {"secret_from", plan_.auth.source}}},
     };
+    if (!bandwidth_json_.is_null()) report_["bandwidth"] = bandwidth_json_;
+    if (!pairs_json_.is_null()) report_["pairs"] = pairs_json_;
+    report_["versions"] = {{"torch", plan_.node.torch_version}, {"nccl", plan_.node.nccl_version}};
     for (const auto& b : warmup::BandwidthPerNode(results, node_names_))
       report_["bandwidth_per_node"].push_back(
           {{"node_rank", b.node_rank}, {"label", b.label}, {"busbw_gbps", b.busbw_gbps}});
@@ -555,6 +677,10 @@ class Rank {
   RankResult result_;
   std::map<int, std::string> node_names_;
   json report_;
+  json bandwidth_json_, pairs_json_;  // rank 0: the sweep against the line; the pair analysis
+  bool pairs_wanted_ = false, pairs_run_ = false;
+  double pairs_ms_ = 0;
+  std::vector<std::unique_ptr<Communicator>> pair_comms_;
 };
 
 bool WriteJson(const std::string& path, const json& j) {

@@ -127,6 +127,21 @@ TEST_CASE("thresholds map onto sl::Thresholds with sizes and units") {
   CHECK(r->thresholds_set.size() == 5);
 }
 
+TEST_CASE("bandwidth thresholds: fractions in 0..1 and a judged size") {
+  auto r = Parse(
+      "[thresholds]\nmin_busbw_fraction = 0.8\nmax_busbw_drop = 0.05\n"
+      "busbw_judge_bytes = \"256 MiB\"\n");
+  REQUIRE(r.ok());
+  CHECK(r->thresholds.min_busbw_fraction == 0.8);
+  CHECK(r->thresholds.max_busbw_drop == 0.05);
+  CHECK(r->thresholds.busbw_judge_bytes == 256ull << 20);
+  CHECK(Parse("[thresholds]\nmin_busbw_fraction = 1\n").ok());  // an integer is a number too
+  auto bad = Parse("[thresholds]\nmin_busbw_fraction = 1.5\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::Contains("fraction in 0..1"));
+  CHECK_FALSE(Parse("[thresholds]\nmax_busbw_drop = nan\n").ok());
+}
+
 TEST_CASE("bad thresholds name the key and range") {
   auto r = Parse("[thresholds]\nmin_shmem = 1\n");
   REQUIRE_FALSE(r.ok());

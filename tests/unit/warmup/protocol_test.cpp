@@ -89,6 +89,19 @@ TEST_CASE("the source address towards loopback is loopback; an unresolvable host
   CHECK(sl::warmup::SourceAddressFor("no-such-host.invalid", 29500).empty());
 }
 
+TEST_CASE("the plan carries the bandwidth thresholds, baseline and pair mode") {
+  WarmupPlan plan;
+  plan.bandwidth.min_fraction = 0.8;
+  plan.bandwidth.pair_rounds = "always";
+  plan.bandwidth.baseline = {{8u << 20, 0, 0, 31.5}};
+  auto back = nlohmann::json(plan).get<WarmupPlan>();
+  CHECK(back.bandwidth.min_fraction == 0.8);
+  CHECK(back.bandwidth.pair_rounds == "always");
+  REQUIRE(back.bandwidth.baseline.size() == 1);
+  CHECK(back.bandwidth.baseline[0].busbw_gbps == 31.5);
+  CHECK(nlohmann::json::object().get<WarmupPlan>().bandwidth.pair_rounds == "auto");
+}
+
 TEST_CASE("the plan carries the comparison waivers to the warm-up ranks") {
   WarmupPlan plan;
   plan.waive = {"warmup.consistency.mtu", "warmup.consistency.env"};
@@ -105,6 +118,25 @@ TEST_CASE("node 0's details show a waived finding as waived, without its fix") {
   std::string text = sl::warmup::RenderWarmupReport(report);
   CHECK(text.find("waived warmup.consistency.mtu") != std::string::npos);
   CHECK(text.find("fix:") == std::string::npos);
+}
+
+TEST_CASE("node 0's details give measured/expected per size and each node's line") {
+  nlohmann::json report = {{"verdict", "warn"},
+                           {"bandwidth_per_node",
+                            {{{"node_rank", 0}, {"label", "node 0 (a)"}, {"busbw_gbps", 20.0}},
+                             {{"node_rank", 1}, {"label", "node 1 (b)"}, {"busbw_gbps", 20.0}}}},
+                           {"bandwidth",
+                            {{"expected_busbw_gbps", 49.7},
+                             {"sizes",
+                              {{{"bytes", 8u << 20}, {"ratio", 0.2}, {"judged", false}},
+                               {{"bytes", 256u << 20}, {"ratio", 0.4}, {"judged", true}}}},
+                             {"nodes",
+                              {{{"node_rank", 0}, {"expected_busbw_gbps", 49.7}},
+                               {{"node_rank", 1}, {"expected_busbw_gbps", 24.8}}}}}}};
+  std::string text = sl::warmup::RenderWarmupReport(report);
+  CHECK(text.find("measured/expected (49.7 GB/s): 8 MiB 0.20*, 256 MiB 0.40") != std::string::npos);
+  CHECK(text.find("node 1 (b)") != std::string::npos);
+  CHECK(text.find("20.000 GB/s (its line 24.8 GB/s)") != std::string::npos);
 }
 
 namespace {

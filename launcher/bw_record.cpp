@@ -1,0 +1,82 @@
+#include "launcher/bw_record.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/file_writer.h"
+#include "common/json_text.h"
+#include "common/log.h"
+#include "warmup/bw_svg.h"
+
+namespace sl::launcher {
+
+std::string ReadWholeFile(const std::string& path, bool* ok) {
+  std::ifstream in(path, std::ios::binary);
+  *ok = static_cast<bool>(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<Finding> RecordBandwidth(const BandwidthRecord& a, warmup::HistoryEntry e,
+                                     const nlohmann::json& report, const NodeFacts& facts,
+                                     const Environment& env) {
+  std::vector<Finding> out;
+  std::vector<Finding>* findings = &out;
+  e.time_unix = static_cast<double>(std::time(nullptr));
+  e.job = Lookup(env, "SLURM_JOB_ID").value_or("");
+  e.versions["safe_launch"] = SAFE_LAUNCH_VERSION;
+  if (!facts.nvidia_driver.empty()) e.versions["driver"] = facts.nvidia_driver;
+  const double drop = a.max_drop;
+  warmup::HistoryEntry base;
+  if (!a.baseline.empty()) {
+    bool ok = false;
+    auto parsed = warmup::ParseBaseline(ReadWholeFile(a.baseline, &ok));
+    if (parsed.ok()) {
+      base = *parsed;
+      for (auto& f : warmup::CompareWithBaseline(e, base, drop)) findings->push_back(f);
+    } else {
+      log::Warn("baseline {}: {}", a.baseline, parsed.error().Describe());
+    }
+  }
+  if (!a.history.empty()) {
+    bool ok = false;
+    std::string text = ReadWholeFile(a.history, &ok);
+    std::vector<std::string> problems;
+    auto past = warmup::ParseHistory(text, &problems);
+    for (const auto& p : problems) log::Warn("{}: {} (skipped)", a.history, p);
+    for (auto& f : warmup::CompareWithHistory(e, past, a.last_n, drop)) findings->push_back(f);
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    text += JsonText(nlohmann::json(e), -1) + "\n";
+    if (auto s = WriteFileAtomic(a.history, text, 0644); !s.ok())
+      log::Warn("history not written: {}", s.error().Describe());
+    else
+      log::Info("history: appended to {}", a.history);
+  }
+  warmup::SvgInput in;
+  in.title = fmt::format("all_reduce busbw, {} node(s), {}", e.nodes.size(), e.source);
+  in.measured = e.sweep;
+  in.expected_gbps = e.expected_gbps;
+  in.baseline = base.sweep;
+  std::set<int> slow;
+  if (report.contains("pairs"))
+    for (int n : report["pairs"].value("slow_nodes", std::vector<int>{})) slow.insert(n);
+  for (const auto& pn : e.per_node) {
+    if (!pn.contains("pairs")) continue;
+    warmup::SvgSeries s{pn.value("label", ""), pn["pairs"].get<std::vector<warmup::BusbwPoint>>(),
+                        slow.count(pn.value("node_rank", -1)) > 0};
+    in.nodes.push_back(std::move(s));
+  }
+  if (a.svg.empty()) return out;
+  if (auto s = WriteFileAtomic(a.svg, warmup::BandwidthSvg(in), 0644); s.ok())
+    log::Info("picture: {}", a.svg);
+  else
+    log::Warn("picture not written: {}", s.error().Describe());
+  return out;
+}
+
+}  // namespace sl::launcher
