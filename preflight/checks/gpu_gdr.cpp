@@ -8,6 +8,22 @@
 #include "preflight/check.h"
 
 namespace sl::preflight {
+namespace {
+
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"gpu.gdr/no_gpu", Outcome::kSkip, Outcome::kSkip, "no NVIDIA GPU or driver on this node", ""},
+    {"gpu.gdr/peermem_loaded", Outcome::kPass, Outcome::kPass,
+     "nvidia_peermem (or nv_peer_mem) is loaded", ""},
+    {"gpu.gdr/dmabuf", Outcome::kPass, Outcome::kPass,
+     "the open kernel modules give GPUDirect RDMA through DMA-BUF", ""},
+    {"gpu.gdr/no_path_no_rdma_port", Outcome::kSkip, Outcome::kSkip,
+     "no GPUDirect RDMA path, but no IB/RoCE port is active", ""},
+    {"gpu.gdr/modules_unreadable", Outcome::kError, Outcome::kError,
+     "/proc/modules is there but could not be read", kFixInFinding},
+    {"gpu.gdr/no_gdr_path", Outcome::kWarn, Outcome::kWarn,
+     "IB/RoCE ports are active but there is no GPUDirect RDMA path", kFixInFinding},
+};
 
 std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
   const NodeFacts& facts = ctx.facts;
@@ -96,5 +112,11 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
       "; confirm with NCCL_DEBUG=INFO (\"GPU Direct RDMA Enabled\")";
   return {f};
 }
+
+}  // namespace
+
+extern const CheckInfo kGpuGdrCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kGpuGdrCheck = {
+    "gpu.gdr", "a GPUDirect RDMA path exists (nvidia_peermem or DMA-BUF)", CheckGpuGdr, kCodes};
 
 }  // namespace sl::preflight

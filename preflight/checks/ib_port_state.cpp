@@ -12,6 +12,38 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"ib.port.state/no_devices", Outcome::kSkip, Outcome::kSkip,
+     "no InfiniBand/RoCE devices (NCCL uses sockets)", ""},
+    {"ib.port.state/disabled", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use is administratively disabled", kFixInFinding},
+    {"ib.port.state/no_link_partner", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use has no link partner (Polling/Sleep: cable, transceiver or switch port)",
+     kFixInFinding},
+    {"ib.port.state/no_subnet_manager", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use has link but no subnet manager activated it",
+     kFixInFinding},
+    {"ib.port.state/roce_link_down", Outcome::kFail, Outcome::kFail,
+     "a RoCE port NCCL would use is down", kFixInFinding},
+    {"ib.port.state/link_training", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use is training or in error recovery", kFixInFinding},
+    {"ib.port.state/down_not_used", Outcome::kSkip, Outcome::kSkip,
+     "a port is down but NCCL will not use it", ""},
+    {"ib.port.state/not_used", Outcome::kSkip, Outcome::kSkip, "NCCL will not use this port", ""},
+    {"ib.port.state/rate_below_min", Outcome::kFail, Outcome::kFail,
+     "the port rate is below the required rate", kFixInFinding},
+    {"ib.port.state/rate_below_siblings", Outcome::kWarn, Outcome::kWarn,
+     "the port runs slower than its siblings", kFixInFinding},
+    {"ib.port.state/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
+    {"ib.port.state/device_unreadable", Outcome::kError, Outcome::kError,
+     "an IB device file could not be read",
+     kFixReadSource},
+    {"ib.port.state/port_unreadable", Outcome::kError, Outcome::kError,
+     "an IB port file could not be read",
+     kFixReadSource},
+};
+
 constexpr const char* kId = "ib.port.state";
 
 std::string StateText(const IbPort& p) {
@@ -75,8 +107,6 @@ std::string DownCode(const IbPort& p) {
   if (p.IsRoce()) return "ib.port.state/roce_link_down";
   return "ib.port.state/link_training";
 }
-
-}  // namespace
 
 std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
   std::vector<Finding> out = IbDeviceErrorFindings(kId, ctx.facts);
@@ -169,5 +199,12 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kIbPortStateCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kIbPortStateCheck = {
+    "ib.port.state", "IB/RoCE ports NCCL would use are ACTIVE/LinkUp at matching rates",
+    CheckIbPortState, kCodes};
 
 }  // namespace sl::preflight

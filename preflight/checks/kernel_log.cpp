@@ -15,6 +15,30 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"kernel.log/unreadable", Outcome::kError, Outcome::kError, "the source file could not be read",
+     kFixReadSource},
+    {"kernel.log/bad_lines", Outcome::kError, Outcome::kError,
+     "lines of the kernel log are not kmsg records",
+     kFixReadSource},
+    {"kernel.log/mlx5_cmd_failure", Outcome::kWarn, Outcome::kWarn,
+     "mlx5 firmware command failures", kFixInFinding},
+    {"kernel.log/mlx5_mr_failure", Outcome::kWarn, Outcome::kWarn,
+     "RDMA memory registration failures", kFixInFinding},
+    {"kernel.log/link_flap", Outcome::kWarn, Outcome::kWarn, "a link went down (flapped)",
+     kFixInFinding},
+    {"kernel.log/xid", Outcome::kFail, Outcome::kWarn,
+     "an NVIDIA Xid (fail when in the fatal list of the Xid table)", kFixInFinding},
+    {"kernel.log/gpu_fell_off_bus", Outcome::kFail, Outcome::kFail, "a GPU fell off the bus",
+     kFixInFinding},
+    {"kernel.log/aer_corrected", Outcome::kWarn, Outcome::kWarn, "PCIe AER corrected errors",
+     kFixInFinding},
+    {"kernel.log/aer_uncorrected", Outcome::kFail, Outcome::kWarn,
+     "PCIe AER uncorrected errors (fail when fatal)", kFixInFinding},
+    {"kernel.log/clean", Outcome::kPass, Outcome::kPass, "no fault events in the kernel log", ""},
+};
+
 constexpr const char* kId = "kernel.log";
 constexpr const char* kKmsg = "/dev/kmsg";
 
@@ -254,8 +278,6 @@ bool Describe(const Group& g, const std::string& since, Finding* out) {
   return true;
 }
 
-}  // namespace
-
 std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
   std::vector<Finding> out;
   const Fact<KmsgParse>& kmsg = ctx.facts.host.kmsg;
@@ -295,5 +317,11 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kKernelLogCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kKernelLogCheck = {
+    "kernel.log", "no mlx5/link-flap/Xid events in the kernel log", CheckKernelLog, kCodes};
 
 }  // namespace sl::preflight

@@ -14,6 +14,17 @@ using namespace sl::preflight;
 
 namespace {
 
+// The checks under test, reached through the registry as the runner reaches them.
+const CheckFn CheckGpuGdr = FindCheck("gpu.gdr")->run;
+const CheckFn CheckGpuInventory = FindCheck("gpu.inventory")->run;
+const CheckFn CheckKernelLog = FindCheck("kernel.log")->run;
+const CheckFn CheckNetIfname = FindCheck("net.ifname")->run;
+const CheckFn CheckOsMemlock = FindCheck("os.memlock")->run;
+const CheckFn CheckOsNofile = FindCheck("os.nofile")->run;
+const CheckFn CheckOsShm = FindCheck("os.shm")->run;
+const CheckFn CheckOsSysctl = FindCheck("os.sysctl")->run;
+const CheckFn CheckPciAcs = FindCheck("pci.acs")->run;
+
 std::string Fixture(const char* name) { return std::string(SL_FIXTURES_DIR) + "/" + name; }
 
 struct Run {
