@@ -25,6 +25,41 @@ constexpr FindingCode kCodes[] = {
      "IB/RoCE ports are active but there is no GPUDirect RDMA path", kFixInFinding},
 };
 
+// Neither nvidia_peermem nor DMA-BUF: a warning when an RDMA port is active (NCCL would stage
+// through host memory), a skip when none is.
+Finding NoPathFinding(Finding f, const NodeFacts& facts, bool dmabuf_off) {
+  int active = 0;
+  for (const auto& p : facts.ib_ports) active += p.IsUp() ? 1 : 0;
+  std::string why =
+      dmabuf_off
+          ? "NCCL_DMABUF_ENABLE=0 turns DMA-BUF off and nvidia_peermem is "
+            "not loaded"
+          : "nvidia_peermem is not loaded and the driver (" +
+                (facts.nvidia_driver.empty() ? std::string("unknown") : facts.nvidia_driver) +
+                (facts.nvidia_open_kernel ? ", open" : ", proprietary") + ") cannot export DMA-BUF";
+  if (active == 0) {
+    f.outcome = Outcome::kSkip;
+    f.code = "gpu.gdr/no_path_no_rdma_port";
+    f.message = "no GPUDirect RDMA path (" + why +
+                "), but no InfiniBand/RoCE port is active, "
+                "so NCCL would not use it anyway";
+    return f;
+  }
+  f.outcome = Outcome::kWarn;
+  f.code = "gpu.gdr/no_gdr_path";
+  f.message = std::to_string(active) +
+              " IB/RoCE port(s) are active but there is no GPUDirect "
+              "RDMA path: " +
+              why + "; NCCL stages every transfer through host memory";
+  f.next_step =
+      "`modprobe nvidia_peermem` (persist: echo nvidia_peermem > "
+      "/etc/modules-load.d/nvidia-peermem.conf), or install the open kernel modules "
+      "(>= 515) so NCCL can use DMA-BUF" +
+      std::string(dmabuf_off ? " and unset NCCL_DMABUF_ENABLE=0" : "") +
+      "; confirm with NCCL_DEBUG=INFO (\"GPU Direct RDMA Enabled\")";
+  return f;
+}
+
 std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
   const NodeFacts& facts = ctx.facts;
   Finding f;
@@ -36,8 +71,6 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
     f.message = "no NVIDIA GPU/driver on this node: GPUDirect RDMA does not apply";
     return {f};
   }
-  int active = 0;
-  for (const auto& p : facts.ib_ports) active += p.IsUp() ? 1 : 0;
   if (facts.peermem_loaded) {
     if (const auto& m = facts.host.modules; m.ok()) {
       for (const auto& line : *m) {
@@ -83,34 +116,7 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
            (facts.nvidia_open_kernel ? "Open Kernel Module " : "proprietary Kernel Module ") +
                facts.nvidia_driver);
   }
-  std::string why =
-      dmabuf_off
-          ? "NCCL_DMABUF_ENABLE=0 turns DMA-BUF off and nvidia_peermem is "
-            "not loaded"
-          : "nvidia_peermem is not loaded and the driver (" +
-                (facts.nvidia_driver.empty() ? std::string("unknown") : facts.nvidia_driver) +
-                (facts.nvidia_open_kernel ? ", open" : ", proprietary") + ") cannot export DMA-BUF";
-  if (active == 0) {
-    f.outcome = Outcome::kSkip;
-    f.code = "gpu.gdr/no_path_no_rdma_port";
-    f.message = "no GPUDirect RDMA path (" + why +
-                "), but no InfiniBand/RoCE port is active, "
-                "so NCCL would not use it anyway";
-    return {f};
-  }
-  f.outcome = Outcome::kWarn;
-  f.code = "gpu.gdr/no_gdr_path";
-  f.message = std::to_string(active) +
-              " IB/RoCE port(s) are active but there is no GPUDirect "
-              "RDMA path: " +
-              why + "; NCCL stages every transfer through host memory";
-  f.next_step =
-      "`modprobe nvidia_peermem` (persist: echo nvidia_peermem > "
-      "/etc/modules-load.d/nvidia-peermem.conf), or install the open kernel modules "
-      "(>= 515) so NCCL can use DMA-BUF" +
-      std::string(dmabuf_off ? " and unset NCCL_DMABUF_ENABLE=0" : "") +
-      "; confirm with NCCL_DEBUG=INFO (\"GPU Direct RDMA Enabled\")";
-  return {f};
+  return {NoPathFinding(std::move(f), facts, dmabuf_off)};
 }
 
 }  // namespace
