@@ -21,6 +21,10 @@ constexpr FindingCode kCodes[] = {
      kFixReadSource},
     {"kernel.log/bad_lines", Outcome::kError, Outcome::kError,
      "lines of the kernel log are not kmsg records", kFixReadSource},
+    {"kernel.log/truncated", Outcome::kError, Outcome::kError,
+     "the kernel log is larger than safe-launch reads: its newest records were not checked",
+     "read the newest kernel messages yourself (dmesg, journalctl -k); see the finding's "
+     "next_step"},
     {"kernel.log/mlx5_cmd_failure", Outcome::kWarn, Outcome::kWarn,
      "mlx5 firmware command failures", kFixInFinding},
     {"kernel.log/mlx5_mr_failure", Outcome::kWarn, Outcome::kWarn,
@@ -121,6 +125,34 @@ void AddBadLines(const CheckContext& ctx, const Fact<KmsgParse>& kmsg, std::vect
     f.next_step = "the file must hold /dev/kmsg records (\"prio,seq,usec,flags;message\")";
     out->push_back(std::move(f));
   }
+}
+
+// /dev/kmsg is read from its oldest record on, up to a limit: past it, the newest records (the
+// ones that matter most before a job) were not looked at. Say so, with how much was read.
+void AddTruncation(const CheckContext& ctx, const Fact<KmsgParse>& kmsg,
+                   std::vector<Finding>* out) {
+  const HostEvidence& h = ctx.facts.host;
+  if (!h.kmsg_truncated) return;
+  const std::string upto = kmsg->records.empty()
+                               ? std::string()
+                               : " (up to " + Seconds(kmsg->records.back().usec) + " after boot)";
+  Finding f;
+  f.check_id = kId;
+  f.entity = "node";
+  f.outcome = Outcome::kError;
+  f.code = "kernel.log/truncated";
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "%.1f MiB", static_cast<double>(h.kmsg_bytes) / (1 << 20));
+  f.message = std::string("the kernel log holds more than safe-launch reads (") + mib +
+              " read): only its oldest " + std::to_string(kmsg->records.size()) + " records" +
+              upto + " were checked, later records were not read";
+  f.With(kmsg.path, "read " + std::to_string(h.kmsg_bytes) + " bytes, " +
+                        std::to_string(kmsg->records.size()) + " records; the log went on");
+  f.next_step =
+      "read the newest kernel messages yourself (`dmesg -T | tail -n 2000`, `journalctl -k -n "
+      "2000`); a log this large is usually one message flooding it: find it with `dmesg | cut "
+      "-c16- | sort | uniq -c | sort -rn | head` and fix its source";
+  out->push_back(std::move(f));
 }
 
 // Events grouped by what happened where, in log order; `checked` counts the records looked at.
@@ -313,6 +345,7 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
   const Fact<KmsgParse>& kmsg = ctx.facts.host.kmsg;
   if (!kmsg.ok()) return {ReadErrorFinding(kmsg, ctx.facts.host)};
   AddBadLines(ctx, kmsg, &out);
+  AddTruncation(ctx, kmsg, &out);
   std::size_t checked = 0;
   std::vector<Group> groups = GroupEvents(ctx, *kmsg, &checked);
   // A GPU with an Xid 79 also logs "fallen off the bus": report it once, as the Xid.
