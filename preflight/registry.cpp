@@ -5,7 +5,7 @@ namespace sl::preflight {
 // Each check's row lives in its file under preflight/checks/; this list only orders them.
 extern const CheckInfo kIbPortStateCheck, kIbPortErrorsCheck, kIbMtuCheck, kIbGidCheck,
     kOsMemlockCheck, kOsNofileCheck, kOsSysctlCheck, kOsShmCheck, kGpuInventoryCheck, kGpuGdrCheck,
-    kPciAcsCheck, kKernelLogCheck, kEnvNcclCheck, kNetIfnameCheck, kOsTrialCheck;
+    kPciAcsCheck, kKernelLogCheck, kEnvNcclCheck, kNetIfnameCheck;
 
 std::span<const CheckInfo> Registry() {
   // In the order the checks run and print. Copied on first use, after every row (a constant)
@@ -13,7 +13,7 @@ std::span<const CheckInfo> Registry() {
   static const CheckInfo kChecks[] = {
       kIbPortStateCheck, kIbPortErrorsCheck, kIbMtuCheck,   kIbGidCheck,        kOsMemlockCheck,
       kOsNofileCheck,    kOsSysctlCheck,     kOsShmCheck,   kGpuInventoryCheck, kGpuGdrCheck,
-      kPciAcsCheck,      kKernelLogCheck,    kEnvNcclCheck, kNetIfnameCheck,    kOsTrialCheck,
+      kPciAcsCheck,      kKernelLogCheck,    kEnvNcclCheck, kNetIfnameCheck,
   };
   return kChecks;
 }

@@ -638,14 +638,3 @@ TEST_CASE("preflight on gathered facts judges those facts and reads nothing agai
   CHECK(memlock->evidence.at(0).source == "/proc/self/limits");
   CHECK(Has(memlock->evidence.at(0).value, "65536"));
 }
-
-TEST_CASE("os.trial passes (scratch addition, reverted)") {
-  MemFileReader fs;
-  NodeFacts facts = GatherNodeFacts(fs);
-  Environment env;
-  Thresholds th;
-  CheckContext ctx{facts, env, th};
-  auto findings = FindCheck("os.trial")->run(ctx);
-  REQUIRE(findings.size() == 1);
-  CHECK(findings[0].outcome == Outcome::kPass);
-}
