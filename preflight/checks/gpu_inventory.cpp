@@ -13,8 +13,7 @@ namespace {
 // The conditions this check reports, listed by `safe-launch preflight --list --codes`.
 constexpr FindingCode kCodes[] = {
     {"gpu.inventory/file_unreadable", Outcome::kError, Outcome::kError,
-     "a file behind the facts could not be read",
-     kFixReadSource},
+     "a file behind the facts could not be read", kFixReadSource},
     {"gpu.inventory/no_gpu", Outcome::kSkip, Outcome::kSkip, "no NVIDIA GPU or driver on this node",
      ""},
     {"gpu.inventory/driver_not_loaded", Outcome::kFail, Outcome::kFail,

@@ -24,15 +24,13 @@ constexpr FindingCode kCodes[] = {
      "NCCL_IB_GID_INDEX is set and no usable GID exists", kFixInFinding},
     {"ib.gid/auto_ok", Outcome::kPass, Outcome::kPass, "NCCL's own GID choice is usable", ""},
     {"ib.gid/auto_choice_unusable", Outcome::kFail, Outcome::kFail,
-     "NCCL's own GID choice is unusable although a usable entry exists",
-     kFixInFinding},
+     "NCCL's own GID choice is unusable although a usable entry exists", kFixInFinding},
     {"ib.gid/no_usable_gid", Outcome::kFail, Outcome::kFail, "no usable RoCE GID on the port",
      kFixInFinding},
     {"ib.gid/no_roce_ports", Outcome::kSkip, Outcome::kSkip,
      "no RoCE ports (GID index does not apply)", ""},
     {"ib.gid/port_unreadable", Outcome::kError, Outcome::kError,
-     "an IB port file could not be read",
-     kFixReadSource},
+     "an IB port file could not be read", kFixReadSource},
 };
 
 constexpr const char* kId = "ib.gid";

@@ -33,8 +33,7 @@ constexpr FindingCode kCodes[] = {
     {"ib.mtu/mtus_disagree", Outcome::kFail, Outcome::kFail,
      "the ports NCCL uses have different MTUs", kFixInFinding},
     {"ib.mtu/port_unreadable", Outcome::kError, Outcome::kError,
-     "an IB port file could not be read",
-     kFixReadSource},
+     "an IB port file could not be read", kFixReadSource},
 };
 
 constexpr const char* kId = "ib.mtu";

@@ -15,8 +15,7 @@ namespace {
 constexpr FindingCode kCodes[] = {
     {"ib.port.errors/no_ports", Outcome::kSkip, Outcome::kSkip, "no InfiniBand/RoCE ports", ""},
     {"ib.port.errors/counter_unreadable", Outcome::kError, Outcome::kError,
-     "an error counter could not be read",
-     kFixReadSource},
+     "an error counter could not be read", kFixReadSource},
     {"ib.port.errors/no_counters", Outcome::kSkip, Outcome::kSkip,
      "the port exposes no error counters", ""},
     {"ib.port.errors/all_zero", Outcome::kPass, Outcome::kPass, "all error counters are zero", ""},

@@ -17,8 +17,7 @@ namespace {
 // The conditions this check reports, listed by `safe-launch preflight --list --codes`.
 constexpr FindingCode kCodes[] = {
     {"net.ifname/file_unreadable", Outcome::kError, Outcome::kError,
-     "a file behind the facts could not be read",
-     kFixReadSource},
+     "a file behind the facts could not be read", kFixReadSource},
     {"net.ifname/no_interfaces", Outcome::kError, Outcome::kError, "no network interfaces found",
      kFixReadSource},
     {"net.ifname/ifname_invalid", Outcome::kFail, Outcome::kFail,

@@ -21,11 +21,9 @@ constexpr FindingCode kCodes[] = {
     {"os.memlock/finite", Outcome::kWarn, Outcome::kWarn,
      "the limit is finite but above the distro default", kFixInFinding},
     {"os.memlock/limits_unreadable", Outcome::kError, Outcome::kError,
-     "/proc/self/limits could not be read",
-     kFixReadSource},
+     "/proc/self/limits could not be read", kFixReadSource},
     {"os.memlock/limits_malformed", Outcome::kError, Outcome::kError,
-     "/proc/self/limits has a malformed row",
-     kFixReadSource},
+     "/proc/self/limits has a malformed row", kFixReadSource},
 };
 
 constexpr const char* kId = "os.memlock";

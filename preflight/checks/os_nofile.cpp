@@ -15,11 +15,9 @@ constexpr FindingCode kCodes[] = {
     {"os.nofile/soft_below_min", Outcome::kWarn, Outcome::kWarn,
      "the soft limit is below the minimum", kFixInFinding},
     {"os.nofile/limits_unreadable", Outcome::kError, Outcome::kError,
-     "/proc/self/limits could not be read",
-     kFixReadSource},
+     "/proc/self/limits could not be read", kFixReadSource},
     {"os.nofile/limits_malformed", Outcome::kError, Outcome::kError,
-     "/proc/self/limits has a malformed row",
-     kFixReadSource},
+     "/proc/self/limits has a malformed row", kFixReadSource},
 };
 
 std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {

@@ -11,8 +11,7 @@ namespace {
 // The conditions this check reports, listed by `safe-launch preflight --list --codes`.
 constexpr FindingCode kCodes[] = {
     {"os.shm/size_unknown", Outcome::kError, Outcome::kError,
-     "the /dev/shm size could not be worked out",
-     kFixReadSource},
+     "the /dev/shm size could not be worked out", kFixReadSource},
     {"os.shm/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
     {"os.shm/too_small", Outcome::kFail, Outcome::kFail, "/dev/shm is below the minimum size",
      kFixInFinding},
