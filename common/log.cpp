@@ -32,6 +32,4 @@ void Init(const std::string& host, const std::string& node_rank, bool verbose) {
   spdlog::set_default_logger(logger);
 }
 
-const std::string& Prefix() { return g_prefix; }
-
 }  // namespace sl::log

@@ -10,8 +10,6 @@ namespace sl::log {
 /// Sets the prefix; node_rank "" prints "safe-launch[host]". Safe to call again later
 /// (e.g. once the node rank is known).
 void Init(const std::string& host, const std::string& node_rank = {}, bool verbose = false);
-/// The prefix currently in use, e.g. "safe-launch[gpu01:0]".
-const std::string& Prefix();
 /// This machine's host name (gethostname), short form.
 std::string HostName();
 

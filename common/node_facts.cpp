@@ -291,7 +291,7 @@ NodeFacts GatherNodeFacts(const FileReader& fs, const GatherOptions& options) {
   const std::string probe = fs.HostPath("/x");
   facts.root = probe.substr(0, probe.size() - 2);
   GatherHostFacts(fs, &facts);
-  GatherHostEvidence(fs, &facts, options.kernel_log);
+  GatherHostEvidence(fs, &facts, options);
   IbGatherer(fs, &facts).Run();
   GatherIbCounters(fs, &facts);
 #ifdef SAFE_LAUNCH_HAVE_IBVERBS

@@ -119,6 +119,8 @@ struct HostEvidence {
   bool nvidia_version_present = false;             ///< /proc/driver/nvidia/version exists
   Fact<std::string> nvidia_version_line;           ///< its first line, trimmed
   Fact<KmsgParse> kmsg;                    ///< /dev/kmsg records; raw = the first bad line, if any
+  std::uint64_t kmsg_bytes = 0;            ///< bytes of /dev/kmsg read (whole records)
+  bool kmsg_truncated = false;             ///< the log held more than GatherOptions::kmsg_max_bytes
   Fact<std::string> dmesg_restrict;        ///< /proc/sys/kernel/dmesg_restrict
   Fact<std::vector<PciFunctionFact>> pci;  ///< ls /sys/bus/pci/devices
   std::vector<std::string> iommu_units;    ///< ls /sys/class/iommu ("" when unreadable)
@@ -161,6 +163,9 @@ struct GatherOptions {
   /// /dev/kmsg (hundreds of records, one read each): only the kernel.log check needs it, so
   /// `env`, `run --no-preflight` and the warm-up leave it out (host.kmsg stays "not gathered").
   bool kernel_log = true;
+  /// At most this much of /dev/kmsg is read (it is read from its oldest record on: a larger log
+  /// is cut, and the check says so). 32 MiB holds the largest ring (log_buf_len=32M) in full.
+  std::size_t kmsg_max_bytes = std::size_t{32} << 20;
 };
 /// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
 /// IB/RoCE ports come from node_facts.cpp; everything else from GatherHostFacts.
@@ -170,7 +175,7 @@ NodeFacts GatherNodeFacts(const FileReader& fs, const GatherOptions& options = {
 void GatherHostFacts(const FileReader& fs, NodeFacts* facts);
 /// The host checks' facts with evidence (common/os_facts.cpp): limits, /dev/shm, sysctls,
 /// modules, NVIDIA /proc files, /dev/kmsg, PCI bridges' ACS, IOMMU.
-void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, bool kernel_log = true);
+void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, const GatherOptions& options);
 /// The error counters (IsIbErrorCounter) in counters/ and hw_counters/ of every gathered IB
 /// port into facts->ib_counters (os_facts.cpp).
 void GatherIbCounters(const FileReader& fs, NodeFacts* facts);

@@ -83,18 +83,23 @@ void GatherNvidiaProc(const FileReader& fs, HostEvidence* h, std::vector<Error>*
   h->nvidia_version_line = Fact<std::string>::Of(first, kVersion, first);
 }
 
-void GatherKmsg(const FileReader& fs, HostEvidence* h) {
+void GatherKmsg(const FileReader& fs, HostEvidence* h, std::size_t max_bytes) {
   constexpr const char* kKmsg = "/dev/kmsg";
   h->dmesg_restrict = ReadValue(fs, "/proc/sys/kernel/dmesg_restrict", 64);
-  auto text = fs.ReadFile(kKmsg, 32u << 20);
-  if (!text.ok()) {
-    h->kmsg = Fact<KmsgParse>::Unreadable(kKmsg, text.error());
+  auto read = ReadFileBounded(fs, kKmsg, max_bytes);
+  if (!read.ok()) {
+    h->kmsg = Fact<KmsgParse>::Unreadable(kKmsg, read.error());
     return;
   }
-  KmsgParse parsed = ParseKmsg(*text);
+  std::string& text = read->text;
+  // A cut ends inside a record: keep whole lines only, or the last would read as malformed.
+  if (read->truncated) text.resize(text.rfind('\n') + 1);
+  h->kmsg_bytes = text.size();
+  h->kmsg_truncated = read->truncated;
+  KmsgParse parsed = ParseKmsg(text);
   std::string first_bad;
   if (!parsed.bad_lines.empty()) {
-    std::string_view first = *text;
+    std::string_view first = text;
     for (int l = 1; l < parsed.bad_lines.front(); ++l) first = first.substr(first.find('\n') + 1);
     first_bad = Printable(first.substr(0, first.find('\n')), 200);
   }
@@ -195,11 +200,11 @@ void GatherIbCounters(const FileReader& fs, NodeFacts* facts) {
   }
 }
 
-void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, bool kernel_log) {
+void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, const GatherOptions& options) {
   HostEvidence* h = &facts->host;
   GatherSysctls(fs, h);
   GatherNvidiaProc(fs, h, &facts->problems);
-  if (kernel_log) GatherKmsg(fs, h);
+  if (options.kernel_log) GatherKmsg(fs, h, options.kmsg_max_bytes);
   GatherPci(fs, h);
 }
 

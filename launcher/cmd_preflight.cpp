@@ -13,6 +13,7 @@
 #include "launcher/commands.h"
 #include "launcher/config.h"
 #include "preflight/check.h"
+#include "preflight/finding_codes.h"
 #include "preflight/runner.h"
 
 namespace sl::launcher {
@@ -22,6 +23,7 @@ struct PreflightArgs {
   std::string sysroot;
   bool json = false;
   bool list = false;
+  bool codes = false;
   bool verbose = false;
   std::vector<std::string> only;
   std::vector<std::string> waive;
@@ -45,7 +47,7 @@ Result<double> ParseDuration(const std::string& text) {
 
 int Run(const PreflightArgs& args) {
   if (args.list) {
-    std::fputs(ListText().c_str(), stdout);
+    std::fputs((args.codes ? preflight::CodesText() : ListText()).c_str(), stdout);
     return exit_code::kOk;
   }
   for (const auto& id : args.waive) {
@@ -107,6 +109,8 @@ void SetupPreflight(CLI::App& sub, int* exit_code) {
   sub.add_option("--waive", args->waive, "Do not count fail/warn of these check ids")
       ->delimiter(',');
   sub.add_flag("--list", args->list, "List the checks (and the warm-up comparisons) and exit");
+  sub.add_flag("--codes", args->codes,
+               "With --list: list every finding code (outcome, meaning, next step) instead");
   sub.add_flag("-v,--verbose", args->verbose, "Show evidence (files and raw values) and fixes");
   sub.add_option("--since", args->since,
                  "kernel.log: only records newer than this (e.g. 2h, 30m); default since boot");

@@ -1,17 +1,20 @@
 #pragma once
-// One preflight check = one function in preflight/checks/<name>.cpp plus one row in the
-// registry table (preflight/registry.cpp). Checks are decisions: Evaluate(facts, env,
+// One preflight check = one file preflight/checks/<name>.cpp that defines its CheckInfo row
+// (id, summary, function, finding codes), named in the registry list (preflight/registry.cpp).
+// Checks are decisions: Evaluate(facts, env,
 // thresholds) -> findings. They read nothing themselves: every file they judge was read once by
 // GatherNodeFacts, and their evidence (node path, raw text) comes from the facts.
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/environment.h"
 #include "common/finding.h"
 #include "common/node_facts.h"
 #include "common/thresholds.h"
+#include "preflight/finding_codes.h"
 
 namespace sl::preflight {
 
@@ -30,25 +33,13 @@ struct CheckInfo {
   const char* id;       ///< stable: used by --only, --waive, JSON and docs
   const char* summary;  ///< one line for --list
   CheckFn run;
+  std::span<const FindingCode> codes;  ///< every condition it reports, from its own file
 };
 
 /// All checks, in the order they run and print.
 std::span<const CheckInfo> Registry();
 
-// One declaration per check file under preflight/checks/.
-std::vector<Finding> CheckIbPortState(const CheckContext& ctx);
-std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx);
-std::vector<Finding> CheckIbMtu(const CheckContext& ctx);
-std::vector<Finding> CheckIbGid(const CheckContext& ctx);
-std::vector<Finding> CheckOsMemlock(const CheckContext& ctx);
-std::vector<Finding> CheckOsNofile(const CheckContext& ctx);
-std::vector<Finding> CheckOsSysctl(const CheckContext& ctx);
-std::vector<Finding> CheckOsShm(const CheckContext& ctx);
-std::vector<Finding> CheckGpuInventory(const CheckContext& ctx);
-std::vector<Finding> CheckGpuGdr(const CheckContext& ctx);
-std::vector<Finding> CheckPciAcs(const CheckContext& ctx);
-std::vector<Finding> CheckKernelLog(const CheckContext& ctx);
-std::vector<Finding> CheckEnvNccl(const CheckContext& ctx);
-std::vector<Finding> CheckNetIfname(const CheckContext& ctx);
+/// The check with this exact id, nullptr when there is none.
+const CheckInfo* FindCheck(std::string_view id);
 
 }  // namespace sl::preflight

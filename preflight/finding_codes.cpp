@@ -1,275 +1,53 @@
 #include "preflight/finding_codes.h"
 
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "preflight/check.h"
+
 namespace sl::preflight {
 namespace {
 
-// One row per finding condition, in registry order. Codes are stable: operators key alerts on
-// them, so a condition is renamed only with a note in doc/manual.md.
-constexpr FindingCode kCodes[] = {
-    {"os.memlock/unlimited", Outcome::kPass, Outcome::kPass, "the limit is unlimited", ""},
-    {"os.memlock/meets_threshold", Outcome::kPass, Outcome::kPass,
-     "the limit meets the recipe threshold", ""},
-    {"os.memlock/soft_below_min", Outcome::kFail, Outcome::kFail,
-     "the soft limit is below the minimum", "see the finding's next_step"},
-    {"os.memlock/low_without_rdma", Outcome::kWarn, Outcome::kWarn,
-     "the soft limit is below the minimum but the node has no RDMA device",
-     "see the finding's next_step"},
-    {"os.memlock/finite", Outcome::kWarn, Outcome::kWarn,
-     "the limit is finite but above the distro default", "see the finding's next_step"},
-    {"os.nofile/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
-    {"os.nofile/soft_below_min", Outcome::kWarn, Outcome::kWarn,
-     "the soft limit is below the minimum", "see the finding's next_step"},
-    {"os.shm/size_unknown", Outcome::kError, Outcome::kError,
-     "the /dev/shm size could not be worked out",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"os.shm/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
-    {"os.shm/too_small", Outcome::kFail, Outcome::kFail, "/dev/shm is below the minimum size",
-     "see the finding's next_step"},
-    {"os.sysctl/fit", Outcome::kPass, Outcome::kPass, "all socket sysctls fit", ""},
-    {"os.sysctl/not_gathered", Outcome::kError, Outcome::kError, "the facts were not gathered",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"os.sysctl/unreadable", Outcome::kError, Outcome::kError, "the source file could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"os.sysctl/malformed", Outcome::kError, Outcome::kError,
-     "the value is not what the kernel writes",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"os.sysctl/mem_max_below_min", Outcome::kWarn, Outcome::kWarn,
-     "net.core.{r,w}mem_max is below the minimum", "see the finding's next_step"},
-    {"os.sysctl/tcp_mem_max_below_min", Outcome::kWarn, Outcome::kWarn,
-     "the maximum of net.ipv4.tcp_{r,w}mem is below the minimum", "see the finding's next_step"},
-    {"os.sysctl/port_range_invalid", Outcome::kFail, Outcome::kFail,
-     "ip_local_port_range is not a range", "see the finding's next_step"},
-    {"os.sysctl/port_range_small", Outcome::kWarn, Outcome::kWarn,
-     "ip_local_port_range has too few ports", "see the finding's next_step"},
-    {"gpu.gdr/no_gpu", Outcome::kSkip, Outcome::kSkip, "no NVIDIA GPU or driver on this node", ""},
-    {"gpu.gdr/peermem_loaded", Outcome::kPass, Outcome::kPass,
-     "nvidia_peermem (or nv_peer_mem) is loaded", ""},
-    {"gpu.gdr/dmabuf", Outcome::kPass, Outcome::kPass,
-     "the open kernel modules give GPUDirect RDMA through DMA-BUF", ""},
-    {"gpu.gdr/no_path_no_rdma_port", Outcome::kSkip, Outcome::kSkip,
-     "no GPUDirect RDMA path, but no IB/RoCE port is active", ""},
-    {"gpu.gdr/modules_unreadable", Outcome::kError, Outcome::kError,
-     "/proc/modules is there but could not be read", "see the finding's next_step"},
-    {"gpu.gdr/no_gdr_path", Outcome::kWarn, Outcome::kWarn,
-     "IB/RoCE ports are active but there is no GPUDirect RDMA path", "see the finding's next_step"},
-    {"gpu.inventory/file_unreadable", Outcome::kError, Outcome::kError,
-     "a file behind the facts could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"gpu.inventory/no_gpu", Outcome::kSkip, Outcome::kSkip, "no NVIDIA GPU or driver on this node",
-     ""},
-    {"gpu.inventory/driver_not_loaded", Outcome::kFail, Outcome::kFail,
-     "GPUs on PCI but the NVIDIA driver is not loaded", "see the finding's next_step"},
-    {"gpu.inventory/gpu_missing_from_driver", Outcome::kFail, Outcome::kFail,
-     "a GPU on PCI is missing from the driver", "see the finding's next_step"},
-    {"gpu.inventory/mixed_models", Outcome::kWarn, Outcome::kWarn, "GPU models differ on one node",
-     "see the finding's next_step"},
-    {"gpu.inventory/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
-    {"env.nccl/unknown_variable", Outcome::kWarn, Outcome::kWarn,
-     "a NCCL_/TORCH_ variable nobody reads", "see the finding's next_step"},
-    {"env.nccl/deprecated_name", Outcome::kWarn, Outcome::kWarn, "a deprecated variable name",
-     "see the finding's next_step"},
-    {"env.nccl/invalid_value", Outcome::kFail, Outcome::kFail,
-     "a value the variable does not accept", "see the finding's next_step"},
-    {"env.nccl/conflict", Outcome::kFail, Outcome::kWarn,
-     "a variable conflicts with this node's facts", "see the finding's next_step"},
-    {"env.nccl/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
-    {"ib.port.state/no_devices", Outcome::kSkip, Outcome::kSkip,
-     "no InfiniBand/RoCE devices (NCCL uses sockets)", ""},
-    {"ib.port.state/disabled", Outcome::kFail, Outcome::kFail,
-     "a port NCCL would use is administratively disabled", "see the finding's next_step"},
-    {"ib.port.state/no_link_partner", Outcome::kFail, Outcome::kFail,
-     "a port NCCL would use has no link partner (Polling/Sleep: cable, transceiver or switch port)",
-     "see the finding's next_step"},
-    {"ib.port.state/no_subnet_manager", Outcome::kFail, Outcome::kFail,
-     "a port NCCL would use has link but no subnet manager activated it",
-     "see the finding's next_step"},
-    {"ib.port.state/roce_link_down", Outcome::kFail, Outcome::kFail,
-     "a RoCE port NCCL would use is down", "see the finding's next_step"},
-    {"ib.port.state/link_training", Outcome::kFail, Outcome::kFail,
-     "a port NCCL would use is training or in error recovery", "see the finding's next_step"},
-    {"ib.port.state/down_not_used", Outcome::kSkip, Outcome::kSkip,
-     "a port is down but NCCL will not use it", ""},
-    {"ib.port.state/not_used", Outcome::kSkip, Outcome::kSkip, "NCCL will not use this port", ""},
-    {"ib.port.state/rate_below_min", Outcome::kFail, Outcome::kFail,
-     "the port rate is below the required rate", "see the finding's next_step"},
-    {"ib.port.state/rate_below_siblings", Outcome::kWarn, Outcome::kWarn,
-     "the port runs slower than its siblings", "see the finding's next_step"},
-    {"ib.port.state/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
-    {"ib.port.errors/no_ports", Outcome::kSkip, Outcome::kSkip, "no InfiniBand/RoCE ports", ""},
-    {"ib.port.errors/counter_unreadable", Outcome::kError, Outcome::kError,
-     "an error counter could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"ib.port.errors/no_counters", Outcome::kSkip, Outcome::kSkip,
-     "the port exposes no error counters", ""},
-    {"ib.port.errors/all_zero", Outcome::kPass, Outcome::kPass, "all error counters are zero", ""},
-    {"ib.port.errors/nonzero", Outcome::kWarn, Outcome::kWarn,
-     "error counters are non-zero on a port NCCL uses", "see the finding's next_step"},
-    {"ib.port.errors/nonzero_not_used", Outcome::kSkip, Outcome::kSkip,
-     "error counters are non-zero on a port NCCL will not use", ""},
-    {"ib.mtu/no_ports", Outcome::kSkip, Outcome::kSkip, "no InfiniBand/RoCE ports", ""},
-    {"ib.mtu/not_used", Outcome::kSkip, Outcome::kSkip, "NCCL will not use this port", ""},
-    {"ib.mtu/netdev_unknown", Outcome::kSkip, Outcome::kSkip,
-     "no netdev is known behind a RoCE port", ""},
-    {"ib.mtu/roce_mtu_mismatch", Outcome::kFail, Outcome::kFail,
-     "the RoCE netdev MTU differs from the expected MTU", "see the finding's next_step"},
-    {"ib.mtu/roce_mtu_not_jumbo", Outcome::kWarn, Outcome::kWarn,
-     "the RoCE netdev MTU is below jumbo", "see the finding's next_step"},
-    {"ib.mtu/roce_ok", Outcome::kPass, Outcome::kPass, "the RoCE MTU fits", ""},
-    {"ib.mtu/ib_mtu_mismatch", Outcome::kFail, Outcome::kFail,
-     "the IB active MTU differs from the expected MTU", "see the finding's next_step"},
-    {"ib.mtu/ib_mtu_below_min", Outcome::kWarn, Outcome::kWarn,
-     "the IB active MTU is below the minimum", "see the finding's next_step"},
-    {"ib.mtu/ib_ok", Outcome::kPass, Outcome::kPass, "the IB MTU fits", ""},
-    {"ib.mtu/active_mtu_not_checkable", Outcome::kSkip, Outcome::kSkip,
-     "the IB active MTU is not checkable (sysroot or no verbs)", ""},
-    {"ib.mtu/mtus_disagree", Outcome::kFail, Outcome::kFail,
-     "the ports NCCL uses have different MTUs", "see the finding's next_step"},
-    {"ib.gid/not_used", Outcome::kSkip, Outcome::kSkip, "NCCL will not use this port", ""},
-    {"ib.gid/gid_index_ok", Outcome::kPass, Outcome::kPass, "NCCL_IB_GID_INDEX names a usable GID",
-     ""},
-    {"ib.gid/gid_index_wrong", Outcome::kFail, Outcome::kFail,
-     "NCCL_IB_GID_INDEX names an unusable GID", "see the finding's next_step"},
-    {"ib.gid/gid_index_no_usable", Outcome::kFail, Outcome::kFail,
-     "NCCL_IB_GID_INDEX is set and no usable GID exists", "see the finding's next_step"},
-    {"ib.gid/auto_ok", Outcome::kPass, Outcome::kPass, "NCCL's own GID choice is usable", ""},
-    {"ib.gid/auto_choice_unusable", Outcome::kFail, Outcome::kFail,
-     "NCCL's own GID choice is unusable although a usable entry exists",
-     "see the finding's next_step"},
-    {"ib.gid/no_usable_gid", Outcome::kFail, Outcome::kFail, "no usable RoCE GID on the port",
-     "see the finding's next_step"},
-    {"ib.gid/no_roce_ports", Outcome::kSkip, Outcome::kSkip,
-     "no RoCE ports (GID index does not apply)", ""},
-    {"net.ifname/file_unreadable", Outcome::kError, Outcome::kError,
-     "a file behind the facts could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"net.ifname/no_interfaces", Outcome::kError, Outcome::kError, "no network interfaces found",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"net.ifname/ifname_invalid", Outcome::kFail, Outcome::kFail,
-     "NCCL_SOCKET_IFNAME is not a valid filter", "see the finding's next_step"},
-    {"net.ifname/ifname_matches_none", Outcome::kFail, Outcome::kFail,
-     "NCCL_SOCKET_IFNAME matches no usable interface", "see the finding's next_step"},
-    {"net.ifname/no_address", Outcome::kFail, Outcome::kFail, "no interface has a usable address",
-     "see the finding's next_step"},
-    {"net.ifname/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
-    {"net.ifname/bootstrap_down", Outcome::kFail, Outcome::kFail, "the bootstrap interface is down",
-     "see the finding's next_step"},
-    {"net.ifname/bootstrap_loopback", Outcome::kFail, Outcome::kFail,
-     "the bootstrap would use loopback", "see the finding's next_step"},
-    {"net.ifname/bootstrap_container_bridge", Outcome::kWarn, Outcome::kWarn,
-     "the bootstrap would use a container bridge", "see the finding's next_step"},
-    {"net.ifname/other_down", Outcome::kWarn, Outcome::kWarn,
-     "another interface NCCL would use is down", "see the finding's next_step"},
-    {"kernel.log/unreadable", Outcome::kError, Outcome::kError, "the source file could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"kernel.log/bad_lines", Outcome::kError, Outcome::kError,
-     "lines of the kernel log are not kmsg records",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"kernel.log/mlx5_cmd_failure", Outcome::kWarn, Outcome::kWarn,
-     "mlx5 firmware command failures", "see the finding's next_step"},
-    {"kernel.log/mlx5_mr_failure", Outcome::kWarn, Outcome::kWarn,
-     "RDMA memory registration failures", "see the finding's next_step"},
-    {"kernel.log/link_flap", Outcome::kWarn, Outcome::kWarn, "a link went down (flapped)",
-     "see the finding's next_step"},
-    {"kernel.log/xid", Outcome::kFail, Outcome::kWarn,
-     "an NVIDIA Xid (fail when in the fatal list of the Xid table)", "see the finding's next_step"},
-    {"kernel.log/gpu_fell_off_bus", Outcome::kFail, Outcome::kFail, "a GPU fell off the bus",
-     "see the finding's next_step"},
-    {"kernel.log/aer_corrected", Outcome::kWarn, Outcome::kWarn, "PCIe AER corrected errors",
-     "see the finding's next_step"},
-    {"kernel.log/aer_uncorrected", Outcome::kFail, Outcome::kWarn,
-     "PCIe AER uncorrected errors (fail when fatal)", "see the finding's next_step"},
-    {"kernel.log/clean", Outcome::kPass, Outcome::kPass, "no fault events in the kernel log", ""},
-    {"pci.acs/iommu_unknown", Outcome::kError, Outcome::kError, "the IOMMU state could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"pci.acs/iommu_off_or_passthrough", Outcome::kPass, Outcome::kPass,
-     "the IOMMU is off or in passthrough mode", ""},
-    {"pci.acs/iommu_translating", Outcome::kWarn, Outcome::kWarn, "the IOMMU translates DMA",
-     "see the finding's next_step"},
-    {"pci.acs/class_unreadable", Outcome::kError, Outcome::kError,
-     "a PCI class file could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"pci.acs/class_malformed", Outcome::kError, Outcome::kError, "a PCI class is not a number",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"pci.acs/config_unreadable", Outcome::kError, Outcome::kError,
-     "a bridge config space could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"pci.acs/config_malformed", Outcome::kError, Outcome::kError,
-     "a bridge config space is truncated or malformed",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"pci.acs/acs_p2p_enabled", Outcome::kWarn, Outcome::kWarn,
-     "ACS redirect/source validation is on on a PCIe bridge", "see the finding's next_step"},
-    {"pci.acs/unprivileged", Outcome::kSkip, Outcome::kSkip,
-     "config space hidden from a non-root reader", ""},
-    {"pci.acs/no_extended", Outcome::kSkip, Outcome::kSkip, "no extended config space readable",
-     ""},
-    {"pci.acs/no_bridges", Outcome::kSkip, Outcome::kSkip, "no PCIe bridges", ""},
-    {"pci.acs/acs_off", Outcome::kPass, Outcome::kPass,
-     "ACS redirect/source validation is off on all bridges", ""},
-    {"pci.acs/devices_unreadable", Outcome::kError, Outcome::kError,
-     "/sys/bus/pci/devices is there but could not be listed", "see the finding's next_step"},
-    {"pci.acs/no_pci", Outcome::kSkip, Outcome::kSkip, "no PCI devices visible", ""},
-    {"os.memlock/limits_unreadable", Outcome::kError, Outcome::kError,
-     "/proc/self/limits could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"os.memlock/limits_malformed", Outcome::kError, Outcome::kError,
-     "/proc/self/limits has a malformed row",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"os.nofile/limits_unreadable", Outcome::kError, Outcome::kError,
-     "/proc/self/limits could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"os.nofile/limits_malformed", Outcome::kError, Outcome::kError,
-     "/proc/self/limits has a malformed row",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"ib.port.state/device_unreadable", Outcome::kError, Outcome::kError,
-     "an IB device file could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"ib.port.state/port_unreadable", Outcome::kError, Outcome::kError,
-     "an IB port file could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"ib.mtu/port_unreadable", Outcome::kError, Outcome::kError,
-     "an IB port file could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
-    {"ib.gid/port_unreadable", Outcome::kError, Outcome::kError,
-     "an IB port file could not be read",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
+// The runner's own condition; every other row lives in its check's file.
+constexpr FindingCode kRunnerCodes[] = {
     {"preflight/check_crashed", Outcome::kError, Outcome::kError,
-     "a check failed unexpectedly (a bug)",
-     "read the file named in the message on the node (permissions, mounts, driver); the finding's "
-     "next_step has the details"},
+     "a check failed unexpectedly (a bug)", kFixReadSource},
 };
+
+std::vector<FindingCode> JoinCodes() {
+  std::vector<FindingCode> all;
+  for (const CheckInfo& check : Registry())
+    all.insert(all.end(), check.codes.begin(), check.codes.end());
+  all.insert(all.end(), std::begin(kRunnerCodes), std::end(kRunnerCodes));
+  return all;
+}
 
 }  // namespace
 
-std::span<const FindingCode> FindingCodes() { return kCodes; }
+std::span<const FindingCode> FindingCodes() {
+  static const std::vector<FindingCode> kAll = JoinCodes();
+  return kAll;
+}
 
 const FindingCode* FindFindingCode(std::string_view code) {
-  for (const FindingCode& c : kCodes) {
+  for (const FindingCode& c : FindingCodes()) {
     if (c.code == code) return &c;
   }
   return nullptr;
+}
+
+std::string CodesText() {
+  std::size_t width = 0;
+  for (const FindingCode& c : FindingCodes()) width = std::max(width, c.code.size());
+  std::string out;
+  for (const FindingCode& c : FindingCodes()) {
+    std::string outcome(OutcomeName(c.outcome));
+    if (c.also != c.outcome) outcome += "/" + std::string(OutcomeName(c.also));
+    out += fmt::format("{:<{}}  {:<9}  {}\n", c.code, width, outcome, c.message);
+    if (!c.next_step.empty()) out += fmt::format("{:<{}}  next: {}\n", "", width, c.next_step);
+  }
+  return out;
 }
 
 }  // namespace sl::preflight

@@ -1,29 +1,28 @@
 #include "preflight/check.h"
 
 namespace sl::preflight {
-namespace {
 
-constexpr CheckInfo kChecks[] = {
-    {"ib.port.state", "IB/RoCE ports NCCL would use are ACTIVE/LinkUp at matching rates",
-     CheckIbPortState},
-    {"ib.port.errors", "port and hw error counters are zero", CheckIbPortErrors},
-    {"ib.mtu", "port MTUs are jumbo and agree across the ports NCCL uses", CheckIbMtu},
-    {"ib.gid", "RoCE GID table has a usable RoCE v2 entry; NCCL_IB_GID_INDEX points at it",
-     CheckIbGid},
-    {"os.memlock", "memlock limit is unlimited where the ranks run", CheckOsMemlock},
-    {"os.nofile", "open-files limit is high enough", CheckOsNofile},
-    {"os.sysctl", "socket buffer sysctls and local port range", CheckOsSysctl},
-    {"os.shm", "/dev/shm is large enough for NCCL's shared-memory transport", CheckOsShm},
-    {"gpu.inventory", "NVIDIA driver version and GPU count", CheckGpuInventory},
-    {"gpu.gdr", "a GPUDirect RDMA path exists (nvidia_peermem or DMA-BUF)", CheckGpuGdr},
-    {"pci.acs", "ACS redirect is off on PCIe bridges; IOMMU state", CheckPciAcs},
-    {"kernel.log", "no mlx5/link-flap/Xid events in the kernel log", CheckKernelLog},
-    {"env.nccl", "NCCL/TORCH variables are known, valid and fit this node", CheckEnvNccl},
-    {"net.ifname", "NCCL's bootstrap interface exists, is up and has an address", CheckNetIfname},
-};
+// Each check's row lives in its file under preflight/checks/; this list only orders them.
+extern const CheckInfo kIbPortStateCheck, kIbPortErrorsCheck, kIbMtuCheck, kIbGidCheck,
+    kOsMemlockCheck, kOsNofileCheck, kOsSysctlCheck, kOsShmCheck, kGpuInventoryCheck, kGpuGdrCheck,
+    kPciAcsCheck, kKernelLogCheck, kEnvNcclCheck, kNetIfnameCheck;
 
-}  // namespace
+std::span<const CheckInfo> Registry() {
+  // In the order the checks run and print. Copied on first use, after every row (a constant)
+  // is initialised.
+  static const CheckInfo kChecks[] = {
+      kIbPortStateCheck, kIbPortErrorsCheck, kIbMtuCheck,   kIbGidCheck,        kOsMemlockCheck,
+      kOsNofileCheck,    kOsSysctlCheck,     kOsShmCheck,   kGpuInventoryCheck, kGpuGdrCheck,
+      kPciAcsCheck,      kKernelLogCheck,    kEnvNcclCheck, kNetIfnameCheck,
+  };
+  return kChecks;
+}
 
-std::span<const CheckInfo> Registry() { return kChecks; }
+const CheckInfo* FindCheck(std::string_view id) {
+  for (const CheckInfo& c : Registry()) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
 
 }  // namespace sl::preflight

@@ -33,7 +33,8 @@ struct WarmupAuth {
 /// key = HMAC-SHA256(secret, "safe-launch-warmup/1 " + job id).
 WarmupAuth ResolveWarmupAuth(const Environment& env, int store_port);
 
-/// HMAC-SHA256 (OpenSSL libcrypto) of `data` under `key`, lower-case hex.
+/// HMAC-SHA256 (OpenSSL libcrypto, loaded on first call) of `data` under `key`, lower-case hex;
+/// "" when libcrypto cannot be loaded (logged once).
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
 
 /// "sl1.<tag hex>.<payload>", tag = HMAC(key, full_key + '\0' + payload): binding the key name

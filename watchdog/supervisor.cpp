@@ -195,12 +195,6 @@ void BlockSupervisorSignals() {
   sl::BlockLoopSignals(std::vector<int>(std::begin(kHandledSignals), std::end(kHandledSignals)));
 }
 
-const std::vector<int>& ForwardedSignals() {
-  static const std::vector<int> kSignals{SIGTERM, SIGINT,  SIGHUP,   SIGQUIT,
-                                         SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM};
-  return kSignals;
-}
-
 std::string SignalName(int signal) {
   static const std::map<int, const char*> kNames{
       {SIGHUP, "SIGHUP"},     {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},

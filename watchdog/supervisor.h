@@ -181,9 +181,6 @@ class Supervisor {
 /// fatal; the phases' waits (common/spawn.h) take SIGTERM/SIGINT from the queue. Idempotent.
 void BlockSupervisorSignals();
 
-/// The signals forwarded to the job, in the order documented in the manual.
-const std::vector<int>& ForwardedSignals();
-
 /// "SIGTERM" for 15; "signal 77" when unknown.
 std::string SignalName(int signal);
 

@@ -157,8 +157,6 @@ constexpr XidInfo kXids[] = {
 
 }  // namespace
 
-std::span<const XidInfo> XidTable() { return kXids; }
-
 const XidInfo* FindXid(int xid) {
   for (const XidInfo& x : kXids) {
     if (x.code == xid) return &x;

@@ -4,7 +4,6 @@
 // values out; no I/O, never throws.
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,10 +63,8 @@ struct XidInfo {
   bool fatal = false;  ///< the GPU (or its NVLink/memory) needs attention before it is used again
   std::string_view meaning;
 };
-/// The one Xid table, ascending by code: the kernel.log check, the kernel-log collector and the
-/// signature catalog all explain Xids from it.
-std::span<const XidInfo> XidTable();
-/// The row for `xid`, nullptr for codes without a note.
+/// The row for `xid` in the one Xid table (the kernel.log check, the kernel-log collector and the
+/// signature catalog all explain Xids from it), nullptr for codes without a note.
 const XidInfo* FindXid(int xid);
 /// Xid codes that mean the GPU (or its NVLink/memory) needs attention before it is used again.
 bool IsFatalXid(int xid);

@@ -11,6 +11,19 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"env.nccl/unknown_variable", Outcome::kWarn, Outcome::kWarn,
+     "a NCCL_/TORCH_ variable nobody reads", kFixInFinding},
+    {"env.nccl/deprecated_name", Outcome::kWarn, Outcome::kWarn, "a deprecated variable name",
+     kFixInFinding},
+    {"env.nccl/invalid_value", Outcome::kFail, Outcome::kFail,
+     "a value the variable does not accept", kFixInFinding},
+    {"env.nccl/conflict", Outcome::kFail, Outcome::kWarn,
+     "a variable conflicts with this node's facts", kFixInFinding},
+    {"env.nccl/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
+};
+
 Finding Make(std::string entity, Outcome o, std::string message, std::string next = {}) {
   return MakeFinding("env.nccl", std::move(entity), o, std::move(message), std::move(next));
 }
@@ -57,8 +70,6 @@ std::optional<Finding> DebugFileFinding(const Environment& env) {
               next)
       .With("NCCL_DEBUG_FILE", f);
 }
-
-}  // namespace
 
 std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
   std::vector<Finding> out;
@@ -117,5 +128,11 @@ std::vector<Finding> CheckEnvNccl(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kEnvNcclCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kEnvNcclCheck = {
+    "env.nccl", "NCCL/TORCH variables are known, valid and fit this node", CheckEnvNccl, kCodes};
 
 }  // namespace sl::preflight

@@ -8,6 +8,57 @@
 #include "preflight/check.h"
 
 namespace sl::preflight {
+namespace {
+
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"gpu.gdr/no_gpu", Outcome::kSkip, Outcome::kSkip, "no NVIDIA GPU or driver on this node", ""},
+    {"gpu.gdr/peermem_loaded", Outcome::kPass, Outcome::kPass,
+     "nvidia_peermem (or nv_peer_mem) is loaded", ""},
+    {"gpu.gdr/dmabuf", Outcome::kPass, Outcome::kPass,
+     "the open kernel modules give GPUDirect RDMA through DMA-BUF", ""},
+    {"gpu.gdr/no_path_no_rdma_port", Outcome::kSkip, Outcome::kSkip,
+     "no GPUDirect RDMA path, but no IB/RoCE port is active", ""},
+    {"gpu.gdr/modules_unreadable", Outcome::kError, Outcome::kError,
+     "/proc/modules is there but could not be read", kFixInFinding},
+    {"gpu.gdr/no_gdr_path", Outcome::kWarn, Outcome::kWarn,
+     "IB/RoCE ports are active but there is no GPUDirect RDMA path", kFixInFinding},
+};
+
+// Neither nvidia_peermem nor DMA-BUF: a warning when an RDMA port is active (NCCL would stage
+// through host memory), a skip when none is.
+Finding NoPathFinding(Finding f, const NodeFacts& facts, bool dmabuf_off) {
+  int active = 0;
+  for (const auto& p : facts.ib_ports) active += p.IsUp() ? 1 : 0;
+  std::string why =
+      dmabuf_off
+          ? "NCCL_DMABUF_ENABLE=0 turns DMA-BUF off and nvidia_peermem is "
+            "not loaded"
+          : "nvidia_peermem is not loaded and the driver (" +
+                (facts.nvidia_driver.empty() ? std::string("unknown") : facts.nvidia_driver) +
+                (facts.nvidia_open_kernel ? ", open" : ", proprietary") + ") cannot export DMA-BUF";
+  if (active == 0) {
+    f.outcome = Outcome::kSkip;
+    f.code = "gpu.gdr/no_path_no_rdma_port";
+    f.message = "no GPUDirect RDMA path (" + why +
+                "), but no InfiniBand/RoCE port is active, "
+                "so NCCL would not use it anyway";
+    return f;
+  }
+  f.outcome = Outcome::kWarn;
+  f.code = "gpu.gdr/no_gdr_path";
+  f.message = std::to_string(active) +
+              " IB/RoCE port(s) are active but there is no GPUDirect "
+              "RDMA path: " +
+              why + "; NCCL stages every transfer through host memory";
+  f.next_step =
+      "`modprobe nvidia_peermem` (persist: echo nvidia_peermem > "
+      "/etc/modules-load.d/nvidia-peermem.conf), or install the open kernel modules "
+      "(>= 515) so NCCL can use DMA-BUF" +
+      std::string(dmabuf_off ? " and unset NCCL_DMABUF_ENABLE=0" : "") +
+      "; confirm with NCCL_DEBUG=INFO (\"GPU Direct RDMA Enabled\")";
+  return f;
+}
 
 std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
   const NodeFacts& facts = ctx.facts;
@@ -20,8 +71,6 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
     f.message = "no NVIDIA GPU/driver on this node: GPUDirect RDMA does not apply";
     return {f};
   }
-  int active = 0;
-  for (const auto& p : facts.ib_ports) active += p.IsUp() ? 1 : 0;
   if (facts.peermem_loaded) {
     if (const auto& m = facts.host.modules; m.ok()) {
       for (const auto& line : *m) {
@@ -67,34 +116,13 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
            (facts.nvidia_open_kernel ? "Open Kernel Module " : "proprietary Kernel Module ") +
                facts.nvidia_driver);
   }
-  std::string why =
-      dmabuf_off
-          ? "NCCL_DMABUF_ENABLE=0 turns DMA-BUF off and nvidia_peermem is "
-            "not loaded"
-          : "nvidia_peermem is not loaded and the driver (" +
-                (facts.nvidia_driver.empty() ? std::string("unknown") : facts.nvidia_driver) +
-                (facts.nvidia_open_kernel ? ", open" : ", proprietary") + ") cannot export DMA-BUF";
-  if (active == 0) {
-    f.outcome = Outcome::kSkip;
-    f.code = "gpu.gdr/no_path_no_rdma_port";
-    f.message = "no GPUDirect RDMA path (" + why +
-                "), but no InfiniBand/RoCE port is active, "
-                "so NCCL would not use it anyway";
-    return {f};
-  }
-  f.outcome = Outcome::kWarn;
-  f.code = "gpu.gdr/no_gdr_path";
-  f.message = std::to_string(active) +
-              " IB/RoCE port(s) are active but there is no GPUDirect "
-              "RDMA path: " +
-              why + "; NCCL stages every transfer through host memory";
-  f.next_step =
-      "`modprobe nvidia_peermem` (persist: echo nvidia_peermem > "
-      "/etc/modules-load.d/nvidia-peermem.conf), or install the open kernel modules "
-      "(>= 515) so NCCL can use DMA-BUF" +
-      std::string(dmabuf_off ? " and unset NCCL_DMABUF_ENABLE=0" : "") +
-      "; confirm with NCCL_DEBUG=INFO (\"GPU Direct RDMA Enabled\")";
-  return {f};
+  return {NoPathFinding(std::move(f), facts, dmabuf_off)};
 }
+
+}  // namespace
+
+extern const CheckInfo kGpuGdrCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kGpuGdrCheck = {
+    "gpu.gdr", "a GPUDirect RDMA path exists (nvidia_peermem or DMA-BUF)", CheckGpuGdr, kCodes};
 
 }  // namespace sl::preflight

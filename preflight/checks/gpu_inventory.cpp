@@ -10,6 +10,21 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"gpu.inventory/file_unreadable", Outcome::kError, Outcome::kError,
+     "a file behind the facts could not be read", kFixReadSource},
+    {"gpu.inventory/no_gpu", Outcome::kSkip, Outcome::kSkip, "no NVIDIA GPU or driver on this node",
+     ""},
+    {"gpu.inventory/driver_not_loaded", Outcome::kFail, Outcome::kFail,
+     "GPUs on PCI but the NVIDIA driver is not loaded", kFixInFinding},
+    {"gpu.inventory/gpu_missing_from_driver", Outcome::kFail, Outcome::kFail,
+     "a GPU on PCI is missing from the driver", kFixInFinding},
+    {"gpu.inventory/mixed_models", Outcome::kWarn, Outcome::kWarn, "GPU models differ on one node",
+     kFixInFinding},
+    {"gpu.inventory/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
+};
+
 constexpr const char* kId = "gpu.inventory";
 
 Finding Make(std::string entity, Outcome o, std::string message) {
@@ -70,8 +85,6 @@ void AddSummary(const NodeFacts& facts, const std::vector<GpuInfo>& gpus,
     out.push_back(std::move(f));
   }
 }
-
-}  // namespace
 
 std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   std::vector<Finding> out;
@@ -142,5 +155,11 @@ std::vector<Finding> CheckGpuInventory(const CheckContext& ctx) {
   AddSummary(ctx.facts, gpus, seen, container_subset, driver_gpus.size(), version_line, &out);
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kGpuInventoryCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kGpuInventoryCheck = {"gpu.inventory", "NVIDIA driver version and GPU count",
+                                          CheckGpuInventory, kCodes};
 
 }  // namespace sl::preflight

@@ -13,6 +13,26 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"ib.gid/not_used", Outcome::kSkip, Outcome::kSkip, "NCCL will not use this port", ""},
+    {"ib.gid/gid_index_ok", Outcome::kPass, Outcome::kPass, "NCCL_IB_GID_INDEX names a usable GID",
+     ""},
+    {"ib.gid/gid_index_wrong", Outcome::kFail, Outcome::kFail,
+     "NCCL_IB_GID_INDEX names an unusable GID", kFixInFinding},
+    {"ib.gid/gid_index_no_usable", Outcome::kFail, Outcome::kFail,
+     "NCCL_IB_GID_INDEX is set and no usable GID exists", kFixInFinding},
+    {"ib.gid/auto_ok", Outcome::kPass, Outcome::kPass, "NCCL's own GID choice is usable", ""},
+    {"ib.gid/auto_choice_unusable", Outcome::kFail, Outcome::kFail,
+     "NCCL's own GID choice is unusable although a usable entry exists", kFixInFinding},
+    {"ib.gid/no_usable_gid", Outcome::kFail, Outcome::kFail, "no usable RoCE GID on the port",
+     kFixInFinding},
+    {"ib.gid/no_roce_ports", Outcome::kSkip, Outcome::kSkip,
+     "no RoCE ports (GID index does not apply)", ""},
+    {"ib.gid/port_unreadable", Outcome::kError, Outcome::kError,
+     "an IB port file could not be read", kFixReadSource},
+};
+
 constexpr const char* kId = "ib.gid";
 
 const GidEntry* Entry(const IbPort& p, int index) {
@@ -136,8 +156,6 @@ void JudgeGidIndex(const IbPort& p, const Environment& env, const nccl::GidChoic
   }
 }
 
-}  // namespace
-
 std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
   std::vector<Finding> out;
   nccl::PortSelection sel(ctx.env);
@@ -215,5 +233,12 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kIbGidCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kIbGidCheck = {
+    "ib.gid", "RoCE GID table has a usable RoCE v2 entry; NCCL_IB_GID_INDEX points at it",
+    CheckIbGid, kCodes};
 
 }  // namespace sl::preflight

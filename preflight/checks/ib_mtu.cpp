@@ -12,6 +12,30 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"ib.mtu/no_ports", Outcome::kSkip, Outcome::kSkip, "no InfiniBand/RoCE ports", ""},
+    {"ib.mtu/not_used", Outcome::kSkip, Outcome::kSkip, "NCCL will not use this port", ""},
+    {"ib.mtu/netdev_unknown", Outcome::kSkip, Outcome::kSkip,
+     "no netdev is known behind a RoCE port", ""},
+    {"ib.mtu/roce_mtu_mismatch", Outcome::kFail, Outcome::kFail,
+     "the RoCE netdev MTU differs from the expected MTU", kFixInFinding},
+    {"ib.mtu/roce_mtu_not_jumbo", Outcome::kWarn, Outcome::kWarn,
+     "the RoCE netdev MTU is below jumbo", kFixInFinding},
+    {"ib.mtu/roce_ok", Outcome::kPass, Outcome::kPass, "the RoCE MTU fits", ""},
+    {"ib.mtu/ib_mtu_mismatch", Outcome::kFail, Outcome::kFail,
+     "the IB active MTU differs from the expected MTU", kFixInFinding},
+    {"ib.mtu/ib_mtu_below_min", Outcome::kWarn, Outcome::kWarn,
+     "the IB active MTU is below the minimum", kFixInFinding},
+    {"ib.mtu/ib_ok", Outcome::kPass, Outcome::kPass, "the IB MTU fits", ""},
+    {"ib.mtu/active_mtu_not_checkable", Outcome::kSkip, Outcome::kSkip,
+     "the IB active MTU is not checkable (sysroot or no verbs)", ""},
+    {"ib.mtu/mtus_disagree", Outcome::kFail, Outcome::kFail,
+     "the ports NCCL uses have different MTUs", kFixInFinding},
+    {"ib.mtu/port_unreadable", Outcome::kError, Outcome::kError,
+     "an IB port file could not be read", kFixReadSource},
+};
+
 constexpr const char* kId = "ib.mtu";
 
 // A RoCE port: its netdev MTU against the thresholds; up ports record their path MTU.
@@ -111,8 +135,6 @@ void AddDisagreement(const std::map<std::string, int>& path_mtu,
   }
 }
 
-}  // namespace
-
 std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
   std::vector<Finding> out;
   if (ctx.facts.ib_ports.empty()) {
@@ -186,5 +208,11 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
   AddDisagreement(path_mtu, path_mtu_how, &out);
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kIbMtuCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kIbMtuCheck = {
+    "ib.mtu", "port MTUs are jumbo and agree across the ports NCCL uses", CheckIbMtu, kCodes};
 
 }  // namespace sl::preflight

@@ -11,6 +11,20 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"ib.port.errors/no_ports", Outcome::kSkip, Outcome::kSkip, "no InfiniBand/RoCE ports", ""},
+    {"ib.port.errors/counter_unreadable", Outcome::kError, Outcome::kError,
+     "an error counter could not be read", kFixReadSource},
+    {"ib.port.errors/no_counters", Outcome::kSkip, Outcome::kSkip,
+     "the port exposes no error counters", ""},
+    {"ib.port.errors/all_zero", Outcome::kPass, Outcome::kPass, "all error counters are zero", ""},
+    {"ib.port.errors/nonzero", Outcome::kWarn, Outcome::kWarn,
+     "error counters are non-zero on a port NCCL uses", kFixInFinding},
+    {"ib.port.errors/nonzero_not_used", Outcome::kSkip, Outcome::kSkip,
+     "error counters are non-zero on a port NCCL will not use", ""},
+};
+
 constexpr const char* kId = "ib.port.errors";
 
 // Which counters mean errors, and of which kind, is sysfs knowledge shared with the gatherer
@@ -82,8 +96,6 @@ std::string Fix(const IbPort& p, const PortCounts& c) {
   return fix;
 }
 
-}  // namespace
-
 std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
   std::vector<Finding> out;
   if (ctx.facts.ib_ports.empty()) {
@@ -150,5 +162,11 @@ std::vector<Finding> CheckIbPortErrors(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kIbPortErrorsCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kIbPortErrorsCheck = {"ib.port.errors", "port and hw error counters are zero",
+                                          CheckIbPortErrors, kCodes};
 
 }  // namespace sl::preflight

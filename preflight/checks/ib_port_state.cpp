@@ -12,6 +12,35 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"ib.port.state/no_devices", Outcome::kSkip, Outcome::kSkip,
+     "no InfiniBand/RoCE devices (NCCL uses sockets)", ""},
+    {"ib.port.state/disabled", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use is administratively disabled", kFixInFinding},
+    {"ib.port.state/no_link_partner", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use has no link partner (Polling/Sleep: cable, transceiver or switch port)",
+     kFixInFinding},
+    {"ib.port.state/no_subnet_manager", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use has link but no subnet manager activated it", kFixInFinding},
+    {"ib.port.state/roce_link_down", Outcome::kFail, Outcome::kFail,
+     "a RoCE port NCCL would use is down", kFixInFinding},
+    {"ib.port.state/link_training", Outcome::kFail, Outcome::kFail,
+     "a port NCCL would use is training or in error recovery", kFixInFinding},
+    {"ib.port.state/down_not_used", Outcome::kSkip, Outcome::kSkip,
+     "a port is down but NCCL will not use it", ""},
+    {"ib.port.state/not_used", Outcome::kSkip, Outcome::kSkip, "NCCL will not use this port", ""},
+    {"ib.port.state/rate_below_min", Outcome::kFail, Outcome::kFail,
+     "the port rate is below the required rate", kFixInFinding},
+    {"ib.port.state/rate_below_siblings", Outcome::kWarn, Outcome::kWarn,
+     "the port runs slower than its siblings", kFixInFinding},
+    {"ib.port.state/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
+    {"ib.port.state/device_unreadable", Outcome::kError, Outcome::kError,
+     "an IB device file could not be read", kFixReadSource},
+    {"ib.port.state/port_unreadable", Outcome::kError, Outcome::kError,
+     "an IB port file could not be read", kFixReadSource},
+};
+
 constexpr const char* kId = "ib.port.state";
 
 std::string StateText(const IbPort& p) {
@@ -76,98 +105,110 @@ std::string DownCode(const IbPort& p) {
   return "ib.port.state/link_training";
 }
 
-}  // namespace
+Finding NoDevicesFinding() {
+  Finding f;
+  f.check_id = kId;
+  f.entity = "node";
+  f.outcome = Outcome::kSkip;
+  f.code = "ib.port.state/no_devices";
+  f.message =
+      "no InfiniBand/RoCE devices in /sys/class/infiniband: NCCL will use TCP "
+      "sockets (NET/Socket) on this node";
+  return f;
+}
 
-std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
-  std::vector<Finding> out = IbDeviceErrorFindings(kId, ctx.facts);
-  const auto& ports = ctx.facts.ib_ports;
-  if (ports.empty()) {
-    if (out.empty()) {
-      Finding f;
-      f.check_id = kId;
-      f.entity = "node";
-      f.outcome = Outcome::kSkip;
-      f.code = "ib.port.state/no_devices";
-      f.message =
-          "no InfiniBand/RoCE devices in /sys/class/infiniband: NCCL will use TCP "
-          "sockets (NET/Socket) on this node";
-      out.push_back(std::move(f));
-    }
-    return out;
-  }
-  nccl::PortSelection sel(ctx.env);
-
-  // Fastest rate among used, up ports of each link layer: the "sibling" rate.
+// Fastest rate among used, up ports of each link layer: the "sibling" rate.
+std::map<std::string, double> SiblingRates(const std::vector<IbPort>& ports,
+                                           const nccl::PortSelection& sel) {
   std::map<std::string, double> best;
   for (const auto& p : ports) {
     if (sel.Uses(p) && p.IsUp() && p.rate_gbps > 0) {
       best[p.link_layer] = std::max(best[p.link_layer], p.rate_gbps);
     }
   }
+  return best;
+}
 
+// A port whose state files say it is not ACTIVE/LinkUp: a fail when NCCL would use it.
+void JudgeDownPort(Finding& f, const IbPort& p, const nccl::PortSelection& sel) {
+  if (sel.Uses(p)) {
+    f.outcome = Outcome::kFail;
+    f.code = DownCode(p);
+    f.message = StateText(p) + ", but NCCL would use this port (" + sel.Describe() +
+                "); NCCL skips it silently and this node runs with one " + "rail less";
+    f.next_step = DownFix(p);
+  } else {
+    f.outcome = Outcome::kSkip;
+    f.code = "ib.port.state/down_not_used";
+    f.message = StateText(p) + "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
+  }
+}
+
+// A used, up port: its rate against the required minimum and against its siblings.
+void JudgeUpPort(Finding& f, const IbPort& p, double sibling, const Thresholds& th) {
+  if (th.min_rate_gbps > 0 && p.rate_gbps < th.min_rate_gbps) {
+    f.outcome = Outcome::kFail;
+    f.code = "ib.port.state/rate_below_min";
+    f.message = "runs at " + p.rate_text + ", below the required " + RateText(th.min_rate_gbps);
+    f.next_step = "check the link width/speed with `mlxlink -d " + p.device +
+                  " -m` (a degraded lane or a wrong cable), reseat or replace the cable";
+  } else if (p.rate_gbps < sibling) {
+    f.outcome = Outcome::kWarn;
+    f.code = "ib.port.state/rate_below_siblings";
+    f.message = "runs at " + p.rate_text + " while its siblings run at " + RateText(sibling) +
+                ": collectives pace to the slowest rail";
+    f.next_step = "a lane or cable is degraded: `mlxlink -d " + p.device +
+                  " -m` shows width/speed and errors; reseat or replace the cable, check the "
+                  "switch port speed setting";
+  } else {
+    f.outcome = Outcome::kPass;
+    f.code = "ib.port.state/ok";
+    f.message = StateText(p) + ", " + p.rate_text + ", " + p.link_layer;
+  }
+}
+
+std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
+  std::vector<Finding> out = IbDeviceErrorFindings(kId, ctx.facts);
+  const auto& ports = ctx.facts.ib_ports;
+  if (ports.empty()) {
+    if (out.empty()) out.push_back(NoDevicesFinding());
+    return out;
+  }
+  nccl::PortSelection sel(ctx.env);
+  const std::map<std::string, double> best = SiblingRates(ports, sel);
   for (const auto& p : ports) {
     Finding f;
     f.check_id = kId;
     f.entity = p.Name();
     auto problems = IbProblemsFor(ctx.facts, p, {"state", "phys_state", "rate", "link_layer"});
-    const bool used = sel.Uses(p);
-    const bool state_known = !p.state.empty() && !p.phys_state.empty();
     AddStateEvidence(f, p);
     if (!p.rate_text.empty()) f.With(IbPortPath(p, "rate"), p.rate_text);
     if (!p.link_layer.empty()) f.With(IbPortPath(p, "link_layer"), p.link_layer);
 
-    if (state_known && !p.IsUp()) {
-      if (used) {
-        f.outcome = Outcome::kFail;
-        f.code = DownCode(p);
-        f.message = StateText(p) + ", but NCCL would use this port (" + sel.Describe() +
-                    "); NCCL skips it silently and this node runs with one " + "rail less";
-        f.next_step = DownFix(p);
-      } else {
-        f.outcome = Outcome::kSkip;
-        f.code = "ib.port.state/down_not_used";
-        f.message = StateText(p) + "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
-      }
+    if (!p.state.empty() && !p.phys_state.empty() && !p.IsUp()) {
+      JudgeDownPort(f, p, sel);
       for (const auto* pr : problems) f.With(pr->path, "unreadable: " + pr->message);
-      out.push_back(std::move(f));
-      continue;
-    }
-    if (!problems.empty()) {
-      out.push_back(IbReadErrorFinding(kId, p, problems));
-      continue;
-    }
-    const std::string desc = StateText(p) + ", " + p.rate_text + ", " + p.link_layer;
-    if (!used) {
+    } else if (!problems.empty()) {
+      f = IbReadErrorFinding(kId, p, problems);
+    } else if (!sel.Uses(p)) {
       f.outcome = Outcome::kSkip;
       f.code = "ib.port.state/not_used";
-      f.message = desc + "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
-      out.push_back(std::move(f));
-      continue;
-    }
-    const double sibling = best.count(p.link_layer) ? best[p.link_layer] : p.rate_gbps;
-    if (ctx.thresholds.min_rate_gbps > 0 && p.rate_gbps < ctx.thresholds.min_rate_gbps) {
-      f.outcome = Outcome::kFail;
-      f.code = "ib.port.state/rate_below_min";
-      f.message = "runs at " + p.rate_text + ", below the required " +
-                  RateText(ctx.thresholds.min_rate_gbps);
-      f.next_step = "check the link width/speed with `mlxlink -d " + p.device +
-                    " -m` (a degraded lane or a wrong cable), reseat or replace the cable";
-    } else if (p.rate_gbps < sibling) {
-      f.outcome = Outcome::kWarn;
-      f.code = "ib.port.state/rate_below_siblings";
-      f.message = "runs at " + p.rate_text + " while its siblings run at " + RateText(sibling) +
-                  ": collectives pace to the slowest rail";
-      f.next_step = "a lane or cable is degraded: `mlxlink -d " + p.device +
-                    " -m` shows width/speed and errors; reseat or replace the cable, check the "
-                    "switch port speed setting";
+      f.message = StateText(p) + ", " + p.rate_text + ", " + p.link_layer +
+                  "; NCCL will not use this port (" + sel.WhyNot(p) + ")";
     } else {
-      f.outcome = Outcome::kPass;
-      f.code = "ib.port.state/ok";
-      f.message = desc;
+      auto it = best.find(p.link_layer);
+      JudgeUpPort(f, p, it != best.end() ? it->second : p.rate_gbps, ctx.thresholds);
     }
     out.push_back(std::move(f));
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kIbPortStateCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kIbPortStateCheck = {
+    "ib.port.state", "IB/RoCE ports NCCL would use are ACTIVE/LinkUp at matching rates",
+    CheckIbPortState, kCodes};
 
 }  // namespace sl::preflight

@@ -15,6 +15,33 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"kernel.log/unreadable", Outcome::kError, Outcome::kError, "the source file could not be read",
+     kFixReadSource},
+    {"kernel.log/bad_lines", Outcome::kError, Outcome::kError,
+     "lines of the kernel log are not kmsg records", kFixReadSource},
+    {"kernel.log/truncated", Outcome::kError, Outcome::kError,
+     "the kernel log is larger than safe-launch reads: its newest records were not checked",
+     "read the newest kernel messages yourself (dmesg, journalctl -k); see the finding's "
+     "next_step"},
+    {"kernel.log/mlx5_cmd_failure", Outcome::kWarn, Outcome::kWarn,
+     "mlx5 firmware command failures", kFixInFinding},
+    {"kernel.log/mlx5_mr_failure", Outcome::kWarn, Outcome::kWarn,
+     "RDMA memory registration failures", kFixInFinding},
+    {"kernel.log/link_flap", Outcome::kWarn, Outcome::kWarn, "a link went down (flapped)",
+     kFixInFinding},
+    {"kernel.log/xid", Outcome::kFail, Outcome::kWarn,
+     "an NVIDIA Xid (fail when in the fatal list of the Xid table)", kFixInFinding},
+    {"kernel.log/gpu_fell_off_bus", Outcome::kFail, Outcome::kFail, "a GPU fell off the bus",
+     kFixInFinding},
+    {"kernel.log/aer_corrected", Outcome::kWarn, Outcome::kWarn, "PCIe AER corrected errors",
+     kFixInFinding},
+    {"kernel.log/aer_uncorrected", Outcome::kFail, Outcome::kWarn,
+     "PCIe AER uncorrected errors (fail when fatal)", kFixInFinding},
+    {"kernel.log/clean", Outcome::kPass, Outcome::kPass, "no fault events in the kernel log", ""},
+};
+
 constexpr const char* kId = "kernel.log";
 constexpr const char* kKmsg = "/dev/kmsg";
 
@@ -100,6 +127,34 @@ void AddBadLines(const CheckContext& ctx, const Fact<KmsgParse>& kmsg, std::vect
   }
 }
 
+// /dev/kmsg is read from its oldest record on, up to a limit: past it, the newest records (the
+// ones that matter most before a job) were not looked at. Say so, with how much was read.
+void AddTruncation(const CheckContext& ctx, const Fact<KmsgParse>& kmsg,
+                   std::vector<Finding>* out) {
+  const HostEvidence& h = ctx.facts.host;
+  if (!h.kmsg_truncated) return;
+  const std::string upto = kmsg->records.empty()
+                               ? std::string()
+                               : " (up to " + Seconds(kmsg->records.back().usec) + " after boot)";
+  Finding f;
+  f.check_id = kId;
+  f.entity = "node";
+  f.outcome = Outcome::kError;
+  f.code = "kernel.log/truncated";
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "%.1f MiB", static_cast<double>(h.kmsg_bytes) / (1 << 20));
+  f.message = std::string("the kernel log holds more than safe-launch reads (") + mib +
+              " read): only its oldest " + std::to_string(kmsg->records.size()) + " records" +
+              upto + " were checked, later records were not read";
+  f.With(kmsg.path, "read " + std::to_string(h.kmsg_bytes) + " bytes, " +
+                        std::to_string(kmsg->records.size()) + " records; the log went on");
+  f.next_step =
+      "read the newest kernel messages yourself (`dmesg -T | tail -n 2000`, `journalctl -k -n "
+      "2000`); a log this large is usually one message flooding it: find it with `dmesg | cut "
+      "-c16- | sort | uniq -c | sort -rn | head` and fix its source";
+  out->push_back(std::move(f));
+}
+
 // Events grouped by what happened where, in log order; `checked` counts the records looked at.
 std::vector<Group> GroupEvents(const CheckContext& ctx, const KmsgParse& parsed,
                                std::size_t* checked_out) {
@@ -166,101 +221,131 @@ std::vector<Group> GroupEvents(const CheckContext& ctx, const KmsgParse& parsed,
   return groups;
 }
 
+std::string Times(const Group& g) {
+  return g.count == 1 ? "once" : std::to_string(g.count) + " times";
+}
+
+void DescribeMlx5Command(const Group& g, const std::string& since, Finding& f) {
+  f.outcome = Outcome::kWarn;
+  f.code = "kernel.log/mlx5_cmd_failure";
+  f.message = "mlx5 firmware command failures on " + g.entity + " " + since + ": " +
+              std::to_string(g.count) + " logged" +
+              (g.suppressed ? " + " + std::to_string(g.suppressed) + " ratelimited" : "") +
+              ", e.g. " + g.first_what;
+  f.next_step = g.first_what.find("CREATE_MKEY") != std::string::npos
+                    ? "the HCA ran out of memory keys (too many/too large registrations, status "
+                      "\"limits exceeded\"): check memlock, reduce registered memory (fewer "
+                      "NCCL_NCHANNELS/buffers, UCX/NCCL registration caches), update firmware; "
+                      "reboot or `mlxfwreset` to recover"
+                    : "check `dmesg | grep mlx5_core` around these lines and the firmware "
+                      "(`mlxfwmanager`); a SW reset or command timeout needs the HCA reset "
+                      "(`mlxfwreset -d <dev> reset`) or a reboot before the node runs jobs";
+}
+
+void DescribeMlx5Mr(const Group& g, const std::string& since, Finding& f) {
+  const std::string times = Times(g);
+  f.outcome = Outcome::kWarn;
+  f.code = "kernel.log/mlx5_mr_failure";
+  f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " + since + ": " +
+              g.first_what;
+  f.next_step =
+      "registration failures precede NCCL/UCX \"ibv_reg_mr failed\" errors: "
+      "check memlock (os.memlock) and the HCA's memory-key limits";
+}
+
+void DescribeLinkFlap(const Group& g, const std::string& since, Finding& f) {
+  f.outcome = Outcome::kWarn;
+  f.code = "kernel.log/link_flap";
+  f.message = "link of " + g.entity + " went down " +
+              (g.downs == 1 ? std::string("once") : std::to_string(g.downs) + " times") + " " +
+              since + (g.last_down ? " and the log shows no recovery" : " (up again afterwards)") +
+              ": a flapping link stalls NCCL collectives until they time out";
+  f.next_step =
+      "check cable/transceiver and the switch port (`mlxlink -d <dev> -m -c`, "
+      "port counters link_downed/symbol_error), reseat or replace";
+}
+
+void DescribeXid(const Group& g, const std::string& since, Finding& f) {
+  const std::string times = Times(g);
+  f.entity = g.entity;
+  f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+  f.code = "kernel.log/xid";
+  f.message = "NVIDIA " + g.first_what + " on " + g.entity + " " + times + " " + since +
+              (g.fatal ? ": a known-fatal Xid, the GPU needs a reset before it runs jobs"
+                       : ": usually an application fault; repeated Xids point at the GPU");
+  f.next_step = g.fatal ? "drain the node, run `nvidia-bug-report.sh`, reset the GPU "
+                          "(`nvidia-smi -r`) or reboot; replace the GPU if it recurs"
+                        : "check the job that ran at that time; if it repeats across "
+                          "jobs, run `dcgmi diag -r 2` on this GPU";
+}
+
+void DescribeFellOffBus(const Group& g, const std::string& since, Finding& f) {
+  f.outcome = Outcome::kFail;
+  f.code = "kernel.log/gpu_fell_off_bus";
+  f.message = "NVIDIA GPU " + g.entity + " fell off the bus " + since;
+  f.next_step =
+      "drain the node and reboot; check power, PCIe riser/cable and "
+      "`lspci -vvv` link status; replace the GPU/baseboard if it recurs";
+}
+
+void DescribeAerCorrected(const Group& g, const std::string& since, Finding& f) {
+  const std::string times = Times(g);
+  f.outcome = Outcome::kWarn;
+  f.code = "kernel.log/aer_corrected";
+  f.message = "PCIe corrected errors on " + g.entity + " " + times + " " + since +
+              ": the link retrains/replays, bandwidth to devices below it drops";
+  f.next_step = "check `lspci -vvv -s " + g.entity +
+                "` (LnkSta speed/width, error "
+                "status); reseat the riser/cable; a steady rate means failing hardware";
+}
+
+void DescribeAerUncorrected(const Group& g, const std::string& since, Finding& f) {
+  const std::string times = Times(g);
+  f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
+  f.code = "kernel.log/aer_uncorrected";
+  f.message = std::string(g.fatal ? "fatal" : "non-fatal") + " uncorrected PCIe errors on " +
+              g.entity + " " + times + " " + since;
+  f.next_step = "drain the node; check the device and slot below " + g.entity +
+                " (`lspci -vvv`), reseat or replace";
+}
+
 // The finding for one group; false for groups that report nothing.
 bool Describe(const Group& g, const std::string& since, Finding* out) {
-  Finding& f = *out;
-  const std::string times = g.count == 1 ? "once" : std::to_string(g.count) + " times";
   switch (g.kind) {
     case KernelEventKind::kMlx5CommandFailure:
-      f.outcome = Outcome::kWarn;
-      f.code = "kernel.log/mlx5_cmd_failure";
-      f.message = "mlx5 firmware command failures on " + g.entity + " " + since + ": " +
-                  std::to_string(g.count) + " logged" +
-                  (g.suppressed ? " + " + std::to_string(g.suppressed) + " ratelimited" : "") +
-                  ", e.g. " + g.first_what;
-      f.next_step =
-          g.first_what.find("CREATE_MKEY") != std::string::npos
-              ? "the HCA ran out of memory keys (too many/too large registrations, status "
-                "\"limits exceeded\"): check memlock, reduce registered memory (fewer "
-                "NCCL_NCHANNELS/buffers, UCX/NCCL registration caches), update firmware; "
-                "reboot or `mlxfwreset` to recover"
-              : "check `dmesg | grep mlx5_core` around these lines and the firmware "
-                "(`mlxfwmanager`); a SW reset or command timeout needs the HCA reset "
-                "(`mlxfwreset -d <dev> reset`) or a reboot before the node runs jobs";
-      break;
+      DescribeMlx5Command(g, since, *out);
+      return true;
     case KernelEventKind::kMlx5MrFailure:
-      f.outcome = Outcome::kWarn;
-      f.code = "kernel.log/mlx5_mr_failure";
-      f.message = "RDMA memory registration failed on " + g.entity + " " + times + " " + since +
-                  ": " + g.first_what;
-      f.next_step =
-          "registration failures precede NCCL/UCX \"ibv_reg_mr failed\" errors: "
-          "check memlock (os.memlock) and the HCA's memory-key limits";
-      break;
+      DescribeMlx5Mr(g, since, *out);
+      return true;
     case KernelEventKind::kLinkDown:
-      f.outcome = Outcome::kWarn;
-      f.code = "kernel.log/link_flap";
-      f.message = "link of " + g.entity + " went down " +
-                  (g.downs == 1 ? std::string("once") : std::to_string(g.downs) + " times") + " " +
-                  since +
-                  (g.last_down ? " and the log shows no recovery" : " (up again afterwards)") +
-                  ": a flapping link stalls NCCL collectives until they time out";
-      f.next_step =
-          "check cable/transceiver and the switch port (`mlxlink -d <dev> -m -c`, "
-          "port counters link_downed/symbol_error), reseat or replace";
-      break;
-    case KernelEventKind::kXid: {
-      f.entity = g.entity;
-      f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
-      f.code = "kernel.log/xid";
-      f.message = "NVIDIA " + g.first_what + " on " + g.entity + " " + times + " " + since +
-                  (g.fatal ? ": a known-fatal Xid, the GPU needs a reset before it runs jobs"
-                           : ": usually an application fault; repeated Xids point at the GPU");
-      f.next_step = g.fatal ? "drain the node, run `nvidia-bug-report.sh`, reset the GPU "
-                              "(`nvidia-smi -r`) or reboot; replace the GPU if it recurs"
-                            : "check the job that ran at that time; if it repeats across "
-                              "jobs, run `dcgmi diag -r 2` on this GPU";
-      break;
-    }
+      DescribeLinkFlap(g, since, *out);
+      return true;
+    case KernelEventKind::kXid:
+      DescribeXid(g, since, *out);
+      return true;
     case KernelEventKind::kGpuFellOffBus:
-      f.outcome = Outcome::kFail;
-      f.code = "kernel.log/gpu_fell_off_bus";
-      f.message = "NVIDIA GPU " + g.entity + " fell off the bus " + since;
-      f.next_step =
-          "drain the node and reboot; check power, PCIe riser/cable and "
-          "`lspci -vvv` link status; replace the GPU/baseboard if it recurs";
-      break;
+      DescribeFellOffBus(g, since, *out);
+      return true;
     case KernelEventKind::kPcieAerCorrected:
-      f.outcome = Outcome::kWarn;
-      f.code = "kernel.log/aer_corrected";
-      f.message = "PCIe corrected errors on " + g.entity + " " + times + " " + since +
-                  ": the link retrains/replays, bandwidth to devices below it drops";
-      f.next_step = "check `lspci -vvv -s " + g.entity +
-                    "` (LnkSta speed/width, error "
-                    "status); reseat the riser/cable; a steady rate means failing hardware";
-      break;
+      DescribeAerCorrected(g, since, *out);
+      return true;
     case KernelEventKind::kPcieAerUncorrected:
-      f.outcome = g.fatal ? Outcome::kFail : Outcome::kWarn;
-      f.code = "kernel.log/aer_uncorrected";
-      f.message = std::string(g.fatal ? "fatal" : "non-fatal") + " uncorrected PCIe errors on " +
-                  g.entity + " " + times + " " + since;
-      f.next_step = "drain the node; check the device and slot below " + g.entity +
-                    " (`lspci -vvv`), reseat or replace";
-      break;
+      DescribeAerUncorrected(g, since, *out);
+      return true;
     case KernelEventKind::kLinkUp:
     case KernelEventKind::kSuppressed:
       return false;
   }
-  return true;
+  return false;
 }
-
-}  // namespace
 
 std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
   std::vector<Finding> out;
   const Fact<KmsgParse>& kmsg = ctx.facts.host.kmsg;
   if (!kmsg.ok()) return {ReadErrorFinding(kmsg, ctx.facts.host)};
   AddBadLines(ctx, kmsg, &out);
+  AddTruncation(ctx, kmsg, &out);
   std::size_t checked = 0;
   std::vector<Group> groups = GroupEvents(ctx, *kmsg, &checked);
   // A GPU with an Xid 79 also logs "fallen off the bus": report it once, as the Xid.
@@ -295,5 +380,11 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kKernelLogCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kKernelLogCheck = {
+    "kernel.log", "no mlx5/link-flap/Xid events in the kernel log", CheckKernelLog, kCodes};
 
 }  // namespace sl::preflight

@@ -14,6 +14,29 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"net.ifname/file_unreadable", Outcome::kError, Outcome::kError,
+     "a file behind the facts could not be read", kFixReadSource},
+    {"net.ifname/no_interfaces", Outcome::kError, Outcome::kError, "no network interfaces found",
+     kFixReadSource},
+    {"net.ifname/ifname_invalid", Outcome::kFail, Outcome::kFail,
+     "NCCL_SOCKET_IFNAME is not a valid filter", kFixInFinding},
+    {"net.ifname/ifname_matches_none", Outcome::kFail, Outcome::kFail,
+     "NCCL_SOCKET_IFNAME matches no usable interface", kFixInFinding},
+    {"net.ifname/no_address", Outcome::kFail, Outcome::kFail, "no interface has a usable address",
+     kFixInFinding},
+    {"net.ifname/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
+    {"net.ifname/bootstrap_down", Outcome::kFail, Outcome::kFail, "the bootstrap interface is down",
+     kFixInFinding},
+    {"net.ifname/bootstrap_loopback", Outcome::kFail, Outcome::kFail,
+     "the bootstrap would use loopback", kFixInFinding},
+    {"net.ifname/bootstrap_container_bridge", Outcome::kWarn, Outcome::kWarn,
+     "the bootstrap would use a container bridge", kFixInFinding},
+    {"net.ifname/other_down", Outcome::kWarn, Outcome::kWarn,
+     "another interface NCCL would use is down", kFixInFinding},
+};
+
 constexpr const char* kId = "net.ifname";
 
 Finding Make(std::string entity, Outcome o, std::string message) {
@@ -182,8 +205,6 @@ Finding JudgeBootstrap(const NetInterface& boot, int family, const std::optional
   return f;
 }
 
-}  // namespace
-
 std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   const auto& ifs = ctx.facts.interfaces;
   std::vector<Finding> out;
@@ -253,5 +274,12 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kNetIfnameCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kNetIfnameCheck = {
+    "net.ifname", "NCCL's bootstrap interface exists, is up and has an address", CheckNetIfname,
+    kCodes};
 
 }  // namespace sl::preflight

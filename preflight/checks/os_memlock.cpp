@@ -11,6 +11,24 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"os.memlock/unlimited", Outcome::kPass, Outcome::kPass, "the limit is unlimited", ""},
+    {"os.memlock/meets_threshold", Outcome::kPass, Outcome::kPass,
+     "the limit meets the recipe threshold", ""},
+    {"os.memlock/soft_below_min", Outcome::kFail, Outcome::kFail,
+     "the soft limit is below the minimum", kFixInFinding},
+    {"os.memlock/low_without_rdma", Outcome::kWarn, Outcome::kWarn,
+     "the soft limit is below the minimum but the node has no RDMA device",
+     "see the finding's next_step"},
+    {"os.memlock/finite", Outcome::kWarn, Outcome::kWarn,
+     "the limit is finite but above the distro default", kFixInFinding},
+    {"os.memlock/limits_unreadable", Outcome::kError, Outcome::kError,
+     "/proc/self/limits could not be read", kFixReadSource},
+    {"os.memlock/limits_malformed", Outcome::kError, Outcome::kError,
+     "/proc/self/limits has a malformed row", kFixReadSource},
+};
+
 constexpr const char* kId = "os.memlock";
 constexpr std::uint64_t kSmallLimit = 64ull << 20;  // 64 KiB..64 MiB: distro/container defaults
 
@@ -32,8 +50,6 @@ std::string Fix(const Environment& env) {
   }
   return fix;
 }
-
-}  // namespace
 
 std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
   Finding f;
@@ -86,5 +102,11 @@ std::vector<Finding> CheckOsMemlock(const CheckContext& ctx) {
   }
   return {f};
 }
+
+}  // namespace
+
+extern const CheckInfo kOsMemlockCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kOsMemlockCheck = {
+    "os.memlock", "memlock limit is unlimited where the ranks run", CheckOsMemlock, kCodes};
 
 }  // namespace sl::preflight

@@ -7,6 +7,18 @@
 #include "preflight/proc_limits.h"
 
 namespace sl::preflight {
+namespace {
+
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"os.nofile/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
+    {"os.nofile/soft_below_min", Outcome::kWarn, Outcome::kWarn,
+     "the soft limit is below the minimum", kFixInFinding},
+    {"os.nofile/limits_unreadable", Outcome::kError, Outcome::kError,
+     "/proc/self/limits could not be read", kFixReadSource},
+    {"os.nofile/limits_malformed", Outcome::kError, Outcome::kError,
+     "/proc/self/limits has a malformed row", kFixReadSource},
+};
 
 std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {
   Finding f;
@@ -39,5 +51,11 @@ std::vector<Finding> CheckOsNofile(const CheckContext& ctx) {
   }
   return {f};
 }
+
+}  // namespace
+
+extern const CheckInfo kOsNofileCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kOsNofileCheck = {"os.nofile", "open-files limit is high enough", CheckOsNofile,
+                                      kCodes};
 
 }  // namespace sl::preflight

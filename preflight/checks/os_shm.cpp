@@ -6,6 +6,16 @@
 #include "preflight/check.h"
 
 namespace sl::preflight {
+namespace {
+
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"os.shm/size_unknown", Outcome::kError, Outcome::kError,
+     "the /dev/shm size could not be worked out", kFixReadSource},
+    {"os.shm/ok", Outcome::kPass, Outcome::kPass, "the check passed", ""},
+    {"os.shm/too_small", Outcome::kFail, Outcome::kFail, "/dev/shm is below the minimum size",
+     kFixInFinding},
+};
 
 std::vector<Finding> CheckOsShm(const CheckContext& ctx) {
   Finding f;
@@ -40,5 +50,11 @@ std::vector<Finding> CheckOsShm(const CheckContext& ctx) {
       "(`mount -o remount,size=50% /dev/shm`)";
   return {f};
 }
+
+}  // namespace
+
+extern const CheckInfo kOsShmCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kOsShmCheck = {
+    "os.shm", "/dev/shm is large enough for NCCL's shared-memory transport", CheckOsShm, kCodes};
 
 }  // namespace sl::preflight

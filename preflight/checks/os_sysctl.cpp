@@ -10,6 +10,25 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"os.sysctl/fit", Outcome::kPass, Outcome::kPass, "all socket sysctls fit", ""},
+    {"os.sysctl/not_gathered", Outcome::kError, Outcome::kError, "the facts were not gathered",
+     kFixReadSource},
+    {"os.sysctl/unreadable", Outcome::kError, Outcome::kError, "the source file could not be read",
+     kFixReadSource},
+    {"os.sysctl/malformed", Outcome::kError, Outcome::kError,
+     "the value is not what the kernel writes", kFixReadSource},
+    {"os.sysctl/mem_max_below_min", Outcome::kWarn, Outcome::kWarn,
+     "net.core.{r,w}mem_max is below the minimum", kFixInFinding},
+    {"os.sysctl/tcp_mem_max_below_min", Outcome::kWarn, Outcome::kWarn,
+     "the maximum of net.ipv4.tcp_{r,w}mem is below the minimum", kFixInFinding},
+    {"os.sysctl/port_range_invalid", Outcome::kFail, Outcome::kFail,
+     "ip_local_port_range is not a range", kFixInFinding},
+    {"os.sysctl/port_range_small", Outcome::kWarn, Outcome::kWarn,
+     "ip_local_port_range has too few ports", kFixInFinding},
+};
+
 constexpr const char* kId = "os.sysctl";
 
 std::string Persist(const std::string& setting) {
@@ -62,8 +81,6 @@ void JudgeSysctl(const std::string& name, const std::vector<std::uint64_t>& v,
     }
   }
 }
-
-}  // namespace
 
 std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
   std::vector<Finding> out;
@@ -125,5 +142,11 @@ std::vector<Finding> CheckOsSysctl(const CheckContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kOsSysctlCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kOsSysctlCheck = {"os.sysctl", "socket buffer sysctls and local port range",
+                                      CheckOsSysctl, kCodes};
 
 }  // namespace sl::preflight

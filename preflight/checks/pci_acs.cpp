@@ -14,6 +14,36 @@
 namespace sl::preflight {
 namespace {
 
+// The conditions this check reports, listed by `safe-launch preflight --list --codes`.
+constexpr FindingCode kCodes[] = {
+    {"pci.acs/iommu_unknown", Outcome::kError, Outcome::kError, "the IOMMU state could not be read",
+     kFixReadSource},
+    {"pci.acs/iommu_off_or_passthrough", Outcome::kPass, Outcome::kPass,
+     "the IOMMU is off or in passthrough mode", ""},
+    {"pci.acs/iommu_translating", Outcome::kWarn, Outcome::kWarn, "the IOMMU translates DMA",
+     kFixInFinding},
+    {"pci.acs/class_unreadable", Outcome::kError, Outcome::kError,
+     "a PCI class file could not be read", kFixReadSource},
+    {"pci.acs/class_malformed", Outcome::kError, Outcome::kError, "a PCI class is not a number",
+     kFixReadSource},
+    {"pci.acs/config_unreadable", Outcome::kError, Outcome::kError,
+     "a bridge config space could not be read", kFixReadSource},
+    {"pci.acs/config_malformed", Outcome::kError, Outcome::kError,
+     "a bridge config space is truncated or malformed", kFixReadSource},
+    {"pci.acs/acs_p2p_enabled", Outcome::kWarn, Outcome::kWarn,
+     "ACS redirect/source validation is on on a PCIe bridge", kFixInFinding},
+    {"pci.acs/unprivileged", Outcome::kSkip, Outcome::kSkip,
+     "config space hidden from a non-root reader", ""},
+    {"pci.acs/no_extended", Outcome::kSkip, Outcome::kSkip, "no extended config space readable",
+     ""},
+    {"pci.acs/no_bridges", Outcome::kSkip, Outcome::kSkip, "no PCIe bridges", ""},
+    {"pci.acs/acs_off", Outcome::kPass, Outcome::kPass,
+     "ACS redirect/source validation is off on all bridges", ""},
+    {"pci.acs/devices_unreadable", Outcome::kError, Outcome::kError,
+     "/sys/bus/pci/devices is there but could not be listed", kFixInFinding},
+    {"pci.acs/no_pci", Outcome::kSkip, Outcome::kSkip, "no PCI devices visible", ""},
+};
+
 constexpr const char* kId = "pci.acs";
 
 Finding Make(std::string entity, Outcome o, std::string message) {
@@ -209,8 +239,6 @@ void Summarise(const AcsTally& t, std::vector<Finding>* out) {
   }
 }
 
-}  // namespace
-
 std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
   std::vector<Finding> out;
   const auto& pci = ctx.facts.host.pci;
@@ -242,5 +270,11 @@ std::vector<Finding> CheckPciAcs(const CheckContext& ctx) {
   out.push_back(IommuFinding(ctx));
   return out;
 }
+
+}  // namespace
+
+extern const CheckInfo kPciAcsCheck;  // listed in preflight/registry.cpp
+constexpr CheckInfo kPciAcsCheck = {"pci.acs", "ACS redirect is off on PCIe bridges; IOMMU state",
+                                    CheckPciAcs, kCodes};
 
 }  // namespace sl::preflight

@@ -381,7 +381,7 @@ CollectorOutcome CollectIbCounters(const CaptureContext& ctx, Bundle& bundle) {
 
 CollectorOutcome CollectKernelLog(const CaptureContext& ctx, Bundle& bundle) {
   CollectorOutcome o;
-  auto kmsg = ctx.fs->ReadFile("/dev/kmsg", 16u << 20);
+  auto kmsg = ReadFileBounded(*ctx.fs, "/dev/kmsg", ctx.kmsg_max_bytes);
   if (!kmsg.ok()) {
     o.status = "error";
     o.error = kmsg.error().Describe() +
@@ -389,10 +389,22 @@ CollectorOutcome CollectKernelLog(const CaptureContext& ctx, Bundle& bundle) {
               "run dmesg on the host)";
     return o;
   }
-  std::string text = FilterKernelLog(*kmsg, ctx.start_monotonic_usec);
+  // A cut ends inside a record: keep whole records only.
+  if (kmsg->truncated) kmsg->text.resize(kmsg->text.rfind('\n') + 1);
+  std::string text = FilterKernelLog(kmsg->text, ctx.start_monotonic_usec);
   if (ctx.evidence && ctx.matcher) {
     std::lock_guard lock(*ctx.evidence_mu);
     ctx.evidence->AddText(*ctx.matcher, text, "kernel.log");
+  }
+  if (kmsg->truncated) {
+    // /dev/kmsg is read from its oldest record: what was cut is the newest, this job's included.
+    o.details["truncated"] = true;
+    o.details["bytes_read"] = kmsg->text.size();
+    text += fmt::format(
+        "[safe-launch] /dev/kmsg held more than the {} bytes read from its oldest record on: "
+        "later records, possibly this job's, are not in this file; read them on the node "
+        "(`dmesg -T | tail -n 2000`, `journalctl -k`)\n",
+        kmsg->text.size());
   }
   Account(&o, "node/kernel.log", bundle.WriteFile("node/kernel.log", text));
   return o;

@@ -80,6 +80,9 @@ struct CaptureContext {
   std::shared_ptr<const diagnose::LineMatcher> matcher;
   std::shared_ptr<std::mutex> evidence_mu;
   std::chrono::milliseconds fr_wait{6000};  ///< how long to wait for Flight Recorder dumps
+  /// The kernel_log collector reads at most this much of /dev/kmsg (oldest record first) and
+  /// says in node/kernel.log and its details when the log held more.
+  std::size_t kmsg_max_bytes = std::size_t{16} << 20;
   /// The job's user (owner of /proc/<job_pid>; safe-launch's euid when unknown): only files it
   /// owns are taken from shared places (NCCL debug files).
   uid_t job_uid = 0;

@@ -484,6 +484,16 @@ class RunTest(unittest.TestCase):
         self.assertEqual(st["state"], "not_started")
         self.assertEqual(st["command"], ["/bin/true", "--token", "<redacted>"])
 
+    def test_a_run_without_a_warm_up_does_not_load_libcrypto(self):
+        # Start-up cost (bench/startup.sh): only the warm-up signs store values, so libcrypto is
+        # loaded when it first does, not by every run. The job reads its parent's (our) maps.
+        r = self.run_sl(["/bin/sh", "-c", "cat /proc/$PPID/maps"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        maps = r.stdout.decode()
+        self.assertIn(os.path.basename(SL), maps)  # the supervisor's own map, not another's
+        self.assertIn("libstdc++", maps)
+        self.assertNotIn("libcrypto", maps)
+
     def test_non_utf8_bytes_never_abort_and_the_job_status_passes_through(self):
         # Latin-1 in argv, in a recognised output line (failure bundle), in an environment value
         # and in the run directory's path: every JSON file is written (bytes replaced by U+FFFD),

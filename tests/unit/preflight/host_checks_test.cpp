@@ -14,6 +14,17 @@ using namespace sl::preflight;
 
 namespace {
 
+// The checks under test, reached through the registry as the runner reaches them.
+const CheckFn CheckGpuGdr = FindCheck("gpu.gdr")->run;
+const CheckFn CheckGpuInventory = FindCheck("gpu.inventory")->run;
+const CheckFn CheckKernelLog = FindCheck("kernel.log")->run;
+const CheckFn CheckNetIfname = FindCheck("net.ifname")->run;
+const CheckFn CheckOsMemlock = FindCheck("os.memlock")->run;
+const CheckFn CheckOsNofile = FindCheck("os.nofile")->run;
+const CheckFn CheckOsShm = FindCheck("os.shm")->run;
+const CheckFn CheckOsSysctl = FindCheck("os.sysctl")->run;
+const CheckFn CheckPciAcs = FindCheck("pci.acs")->run;
+
 std::string Fixture(const char* name) { return std::string(SL_FIXTURES_DIR) + "/" + name; }
 
 struct Run {
@@ -419,6 +430,41 @@ TEST_CASE("kernel.log: garbage lines are an error naming the file; missing log t
   MemFileReader fs;
   auto missing = RunCheck(fs, CheckKernelLog);
   CHECK(missing.findings.at(0).outcome == Outcome::kError);
+}
+
+TEST_CASE("kernel.log: a log larger than what is read is an error saying how much was checked") {
+  // Three records; the limit cuts the third one in the middle.
+  const std::string r1 = "6,1,1000000,-;mlx5_core 0000:41:00.0: first\n";
+  const std::string r2 = "6,2,2000000,-;eth0: Link up\n";
+  const std::string r3 = "6,3,3000000,-;NVRM: Xid (PCI:0000:41:00): 79, GPU has fallen off\n";
+  MemFileReader fs;
+  fs.AddFile("/dev/kmsg", r1 + r2 + r3);
+  GatherOptions cut;
+  cut.kmsg_max_bytes = r1.size() + r2.size() + 10;
+  NodeFacts facts = GatherNodeFacts(fs, cut);
+  CHECK(facts.host.kmsg_truncated);
+  CHECK(facts.host.kmsg_bytes == r1.size() + r2.size());  // whole records only
+  Environment env;
+  Thresholds th;
+  CheckContext ctx{facts, env, th};
+  auto findings = CheckKernelLog(ctx);
+  auto errors = With(findings, Outcome::kError);
+  REQUIRE(errors.size() == 1);  // the cut record is not reported as a malformed line
+  CHECK(errors[0].code == "kernel.log/truncated");
+  CHECK(Has(errors[0].message, "only its oldest 2 records (up to 2.000000 s after boot)"));
+  REQUIRE(errors[0].evidence.size() == 1);
+  CHECK(errors[0].evidence[0].value ==
+        "read " + std::to_string(r1.size() + r2.size()) + " bytes, 2 records; the log went on");
+  CHECK(Has(errors[0].next_step, "dmesg"));
+  CHECK(With(findings, Outcome::kFail).empty());  // the Xid 79 was past the cut
+
+  // The whole log fits: no truncation finding, and the Xid is seen.
+  NodeFacts whole = GatherNodeFacts(fs);
+  CHECK_FALSE(whole.host.kmsg_truncated);
+  CheckContext ctx2{whole, env, th};
+  auto all = CheckKernelLog(ctx2);
+  CHECK(With(all, Outcome::kError).empty());
+  CHECK_FALSE(With(all, Outcome::kFail).empty());
 }
 
 // ---- net.ifname ------------------------------------------------------------------------------

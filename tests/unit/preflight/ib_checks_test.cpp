@@ -11,6 +11,12 @@ using namespace sl::preflight;
 
 namespace {
 
+// The checks under test, reached through the registry as the runner reaches them.
+const CheckFn CheckIbGid = FindCheck("ib.gid")->run;
+const CheckFn CheckIbMtu = FindCheck("ib.mtu")->run;
+const CheckFn CheckIbPortErrors = FindCheck("ib.port.errors")->run;
+const CheckFn CheckIbPortState = FindCheck("ib.port.state")->run;
+
 struct Node {
   std::shared_ptr<FileReader> fs;
   Environment env;

@@ -14,6 +14,12 @@ using namespace sl::preflight;
 
 namespace {
 
+// The checks under test, reached through the registry as the runner reaches them.
+const CheckFn CheckGpuGdr = FindCheck("gpu.gdr")->run;
+const CheckFn CheckGpuInventory = FindCheck("gpu.inventory")->run;
+const CheckFn CheckIbPortErrors = FindCheck("ib.port.errors")->run;
+const CheckFn CheckPciAcs = FindCheck("pci.acs")->run;
+
 constexpr const char* kVersion =
     "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Oct 14 00:00:00 UTC 2025\n"
     "GCC version:  gcc version 12.3.0\n";

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nccl/registry.h"
-#include "tests/unit/recipes/test_facts.h"
+#include "tests/unit/common/test_facts.h"
 
 using namespace sl;
 using namespace sl::recipes;

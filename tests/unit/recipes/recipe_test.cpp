@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "tests/unit/recipes/test_facts.h"
+#include "tests/unit/common/test_facts.h"
 
 using namespace sl;
 using namespace sl::recipes;

@@ -168,6 +168,49 @@ TEST_CASE("kernel log filter keeps fabric/GPU records since job start only") {
   CHECK(out.find("Xid") != std::string::npos);
 }
 
+TEST_CASE("the kernel_log collector says when /dev/kmsg held more than it read") {
+  const std::string r1 = "3,1,1000000,-;mlx5_core 0000:41:00.0: cmd_work_handler timeout\n";
+  const std::string r2 = "3,2,2000000,-;NVRM: Xid (PCI:0000:41:00): 79, GPU has fallen off\n";
+  auto mem = std::make_shared<sl::MemFileReader>();
+  mem->AddFile("/dev/kmsg", r1 + r2);
+  const Collector* kernel = nullptr;
+  for (const auto& c : Collectors()) {
+    if (std::string(c.id) == "kernel_log") kernel = &c;
+  }
+  REQUIRE(kernel != nullptr);
+  for (std::size_t limit : {r1.size() + r2.size() + 100, r1.size() + 10}) {
+    const std::string run = TempDir();
+    CaptureContext ctx;
+    ctx.fs = mem;
+    ctx.kmsg_max_bytes = limit;
+    auto b = Bundle::Create(run, "hang-k", nullptr);
+    REQUIRE(b.ok());
+    CollectorOutcome o = kernel->fn(ctx, **b);
+    CHECK(o.status == "ok");
+    std::string text;
+    for (const auto& e : fs::recursive_directory_iterator(run)) {
+      if (e.path().filename() == "kernel.log") {
+        std::ifstream in(e.path());
+        text.assign(std::istreambuf_iterator<char>(in), {});
+      }
+    }
+    INFO(text);
+    CHECK(text.find("cmd_work_handler") != std::string::npos);
+    if (limit > r1.size() + r2.size()) {
+      CHECK(o.details.count("truncated") == 0);
+      CHECK(text.find("Xid") != std::string::npos);
+      CHECK(text.find("held more than") == std::string::npos);
+    } else {
+      CHECK(o.details.value("truncated", false));
+      CHECK(o.details.value("bytes_read", std::size_t{0}) == r1.size());
+      CHECK(text.find("Xid") == std::string::npos);  // the cut record is not half-copied
+      CHECK(text.find("/dev/kmsg held more than the " + std::to_string(r1.size()) +
+                      " bytes read") != std::string::npos);
+    }
+    fs::remove_all(run);
+  }
+}
+
 TEST_CASE("rank processes are found by RANK in their environment, forked workers skipped") {
   sl::MemFileReader fsr;
   fsr.AddFile("/proc/10/stat", "10 (torchrun) S 1 10 10 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 100 0 0");

@@ -2,17 +2,20 @@
 
 #include "common/file_reader.h"
 #include "preflight/check.h"
-#include "tests/unit/recipes/test_facts.h"
+#include "tests/unit/common/test_facts.h"
 
 using namespace sl;
 
 namespace {
 
+// The checks under test, reached through the registry as the runner reaches them.
+const preflight::CheckFn CheckEnvNccl = preflight::FindCheck("env.nccl")->run;
+
 std::vector<Finding> Lint(const Environment& env, const NodeFacts& facts) {
   MemFileReader fs;
   Thresholds th;
   preflight::CheckContext ctx{facts, env, th};
-  return preflight::CheckEnvNccl(ctx);
+  return CheckEnvNccl(ctx);
 }
 
 const Finding* For(const std::vector<Finding>& fs, std::string_view entity) {
