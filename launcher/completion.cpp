@@ -106,7 +106,7 @@ std::string BashCompletion(const CLI::App& app) {
 void SetupCompletion(CLI::App& sub, int* exit_code) {
   auto shell = std::make_shared<std::string>("bash");
   sub.add_option("shell", *shell, "The shell (bash)")->check(CLI::IsMember({"bash"}));
-  sub.callback([&sub, exit_code] {
+  sub.callback([&sub, exit_code, shell] {  // shell: CLI11 writes into it when parsing
     std::fputs(BashCompletion(*sub.get_parent()).c_str(), stdout);
     *exit_code = exit_code::kOk;
   });
