@@ -7,7 +7,7 @@
 
 #include "common/install_layout.h"
 #include "recipes/recipe.h"
-#include "test_facts.h"
+#include "tests/unit/common/test_facts.h"
 
 using namespace sl;
 using namespace sl::recipes;
