@@ -49,7 +49,12 @@ std::vector<diagnose::CauseClaim> ClaimsOf(const std::vector<diagnose::fr::Cause
                                .category = c.category,
                                .confidence = c.confidence,
                                .why = c.message};
-    (c.entity.rfind("node", 0) == 0 ? claim.entity.node : claim.entity.rank) = c.entity;
+    if (c.entity.rfind("node", 0) == 0) {
+      claim.entity.node = c.entity;
+    } else {  // "rank 5", "ranks 3, 9-11 on gpu01": the report prints "rank " itself
+      const auto space = c.entity.find(' ');
+      claim.entity.rank = space == std::string::npos ? c.entity : c.entity.substr(space + 1);
+    }
     for (const auto& e : c.evidence) {
       claim.evidence.push_back(
           {e.file, static_cast<std::uint64_t>(std::max<std::int64_t>(e.line, 0)), e.text, ""});

@@ -160,6 +160,50 @@ void RecordIfAsked(const BandwidthRecord& record, const warmup::WarmupOutcome& o
                                     ctx.facts, ctx.base_env));
 }
 
+// Node 0's name resolves here (else the warm-up fails in seconds, naming it); loopback in a
+// multi-node job is only warned about (one host running every node is legitimate).
+bool RendezvousResolves(const warmup::Topology& t, RunContext& ctx) {
+  auto addrs = ResolveRendezvous(t, ctx.host);
+  if (!addrs.ok()) {
+    log::Error("warm-up: {}", addrs.error().Describe());
+    ctx.status_extra["warmup"] = {{"verdict", "fail"}, {"reason", addrs.error().message}};
+    return false;
+  }
+  ctx.status_extra["rendezvous"] = {
+      {"host", t.rendezvous_host}, {"port", t.rendezvous_port}, {"addresses", *addrs}};
+  if (!addrs->empty() && std::all_of(addrs->begin(), addrs->end(), IsLoopback))
+    log::Warn(
+        "rendezvous host '{}' resolves to loopback ({}) in a {}-node job: right only when "
+        "every node runs on this host; otherwise each node meets only itself (Debian maps "
+        "the host name to 127.0.1.1 in /etc/hosts: use an address or a name on the network)",
+        t.rendezvous_host, (*addrs)[0], t.nnodes);
+  return true;
+}
+
+warmup::WarmupOptions WarmupOptionsFor(const WarmupConfig& args, const RunContext& ctx,
+                                       const warmup::Topology& t, const BandwidthRecord& record) {
+  warmup::WarmupOptions o;
+  o.topology = t;
+  o.facts = ctx.facts;
+  o.node_name = !args.node_name.empty()       ? args.node_name
+                : !ctx.facts.hostname.empty() ? ctx.facts.hostname
+                                              : ctx.host;
+  o.env = ctx.job_env.empty() ? ctx.base_env : ctx.job_env;
+  o.run_dir = ctx.run_dir;
+  o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
+  o.backend = args.backend;
+  o.waive = args.waive;
+  o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
+  o.bandwidth = BandwidthPlanFor(ctx, record);
+  o.auth = warmup::ResolveWarmupAuth(o.env, t.warmup_port);
+  if (!o.auth.Authenticated() && t.nnodes > 1)
+    log::Warn(
+        "warm-up store unauthenticated: any process that reaches {}:{} can answer for a node; "
+        "export the same {} (e.g. `openssl rand -hex 32`) on every node of the job",
+        t.rendezvous_host, t.warmup_port, warmup::kWarmupSecretVar);
+  return o;
+}
+
 }  // namespace
 
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
@@ -193,46 +237,13 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
     if (int port = FreeLoopbackPort(); port > 0) t.warmup_port = port;
   }
   log::Init(ctx.host, std::to_string(t.node_rank), spdlog::get_level() <= spdlog::level::debug);
-  if (t.nnodes > 1) {
-    auto addrs = ResolveRendezvous(t, ctx.host);
-    if (!addrs.ok()) {
-      log::Error("warm-up: {}", addrs.error().Describe());
-      ctx.status_extra["warmup"] = {{"verdict", "fail"}, {"reason", addrs.error().message}};
-      return exit_code::kWarmupFailed;
-    }
-    ctx.status_extra["rendezvous"] = {
-        {"host", t.rendezvous_host}, {"port", t.rendezvous_port}, {"addresses", *addrs}};
-    if (!addrs->empty() && std::all_of(addrs->begin(), addrs->end(), IsLoopback))
-      log::Warn(
-          "rendezvous host '{}' resolves to loopback ({}) in a {}-node job: right only when "
-          "every node runs on this host; otherwise each node meets only itself (Debian maps "
-          "the host name to 127.0.1.1 in /etc/hosts: use an address or a name on the network)",
-          t.rendezvous_host, (*addrs)[0], t.nnodes);
-  }
+  if (t.nnodes > 1 && !RendezvousResolves(t, ctx)) return exit_code::kWarmupFailed;
   log::Info("warm-up: node {} of {}, {} rank(s) here, store {}:{} ({} from {}), timeout {:g} s",
             t.node_rank, t.nnodes, t.nproc_per_node, t.rendezvous_host, t.warmup_port, "rendezvous",
             t.source["rendezvous"], args.timeout_s);
 
-  warmup::WarmupOptions o;
-  o.topology = t;
-  o.facts = ctx.facts;
-  o.node_name = !args.node_name.empty()       ? args.node_name
-                : !ctx.facts.hostname.empty() ? ctx.facts.hostname
-                                              : ctx.host;
-  o.env = ctx.job_env.empty() ? ctx.base_env : ctx.job_env;
-  o.run_dir = ctx.run_dir;
-  o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
-  o.backend = args.backend;
-  o.waive = args.waive;
-  o.waive.insert(o.waive.end(), ctx.warmup_waive.begin(), ctx.warmup_waive.end());
   const BandwidthRecord record = BandwidthRecordFromEnv(ctx);
-  o.bandwidth = BandwidthPlanFor(ctx, record);
-  o.auth = warmup::ResolveWarmupAuth(o.env, t.warmup_port);
-  if (!o.auth.Authenticated() && t.nnodes > 1)
-    log::Warn(
-        "warm-up store unauthenticated: any process that reaches {}:{} can answer for a node; "
-        "export the same {} (e.g. `openssl rand -hex 32`) on every node of the job",
-        t.rendezvous_host, t.warmup_port, warmup::kWarmupSecretVar);
+  warmup::WarmupOptions o = WarmupOptionsFor(args, ctx, t, record);
   auto outcome = warmup::RunWarmup(o);
   if (StopSignalSeen()) {
     // A SIGTERM/SIGINT ended the warm-up: no verdict of its own to report; the stop check after

@@ -30,6 +30,9 @@ ldd "$B/bin/safe-launch" | awk '/=> \// {print $3}' | while read -r lib; do
     *) cp -L "$lib" "$P/lib/" ;;
   esac
 done
+# libcrypto is dlopen()ed by the warm-up's store signing (not in ldd's list): carried too, found
+# through the binary's RUNPATH like the rest (device-check.sh also links the helper against it).
+cp -L "$(ldconfig -p | awk '/libcrypto\.so\.3 .*x86-64/ {print $NF; exit}')" "$P/lib/"
 for lib in "$P"/lib/*; do
   chmod 0644 "$lib"
   strip --strip-unneeded "$lib"

@@ -175,6 +175,31 @@ def case_html_in_chromium():
         fail("no grid row of its own for rank 9")
 
 
+def case_run_root_joins_logs_and_dumps():
+    # `safe-launch diagnose RUN_ROOT` (no --flight-recorder): the logs' symptom (a watchdog
+    # timeout names no cause) and the dumps' laggard become one diagnosis naming the laggard.
+    d, summary = gen("root/node0/fr", "--scenario", "missing-rank", "--fault-rank", "6")
+    log = os.path.join(TMP, "root", "node0", "job.log")
+    with open(log, "w") as f:
+        f.write("[rank0]:[E1201 10:00:00.000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1024, "
+                "NumelOut=1024, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n")
+    root = os.path.join(TMP, "root")
+    rc, out, err = diagnose("--json", root)
+    if rc != 0:
+        fail(f"exit {rc}: {err}")
+    j = json.loads(out)
+    top = j["causes"][0]
+    if top["category"] != "straggler_or_slow_rank" or "6" not in json.dumps(top["entity"]):
+        fail(f"top cause {top}")
+    if not any(e["file"].endswith("fr_rank_6") for e in top["evidence"]):
+        fail(f"no evidence from rank 6's dump: {top['evidence']}")
+    # Without the dumps the same log names no cause (exit 1): the join is what decides.
+    rc, out, _ = diagnose(log)
+    if rc != 1:
+        fail(f"the log alone: exit {rc}, want 1")
+
+
 try:
     globals()["case_" + CASE]()
     print("ok")
