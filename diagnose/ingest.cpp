@@ -82,8 +82,8 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
   });
 }
 
-Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs,
-                                   std::FILE* stdin_stream, std::span<const CauseClaim> claims) {
+Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::FILE* stdin_stream,
+                                   std::span<const CauseClaim> claims) {
   static const LineMatcher matcher;
   Evidence evidence;
   LogIngest ingest(matcher, &evidence);

@@ -5,8 +5,6 @@
 // what the Flight Recorder analysis finds ranks with the log rules' causes (one engine).
 // Exit 0 when a cause was named, 1 when only symptoms or nothing were found (a healthy set of
 // dumps too), 2 on usage errors (an input that cannot be read, no dump where dumps were named).
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "common/exit_codes.h"
+#include "common/file_reader.h"
 #include "common/file_writer.h"
 #include "diagnose/flight_recorder/analysis.h"
 #include "diagnose/flight_recorder/report.h"
@@ -33,11 +32,6 @@ struct DiagnoseArgs {
   std::string html;
   int threads = 0;
 };
-
-bool IsDirectory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // The Flight Recorder's causes as claims for the engine. Its entity is a sentence ("node gpu07
 // (ranks 56-63)", "rank 5"): kept whole in the field it starts with.
@@ -98,9 +92,10 @@ int RunFlightRecorder(const DiagnoseArgs& args) {
 
 // Dumps found in the directory inputs (a bundle's fr/, a run root) become claims; none is fine.
 std::vector<diagnose::CauseClaim> FlightRecorderClaims(const DiagnoseArgs& args) {
+  const RootedFileReader host("");
   std::vector<std::string> dirs;
   for (const auto& in : args.inputs) {
-    if (in != "-" && IsDirectory(in)) dirs.push_back(in);
+    if (in != "-" && host.IsDir(in)) dirs.push_back(in);
   }
   if (dirs.empty()) return {};
   diagnose::fr::FrOptions options;

@@ -126,13 +126,8 @@ std::string SuspectCause(const NodeExpectation& e, const std::vector<NodeExpecta
 }
 
 Finding BandwidthFinding(std::string entity, Outcome o, std::string message, std::string fix) {
-  Finding f;
-  f.check_id = "warmup.bandwidth.expected";
-  f.entity = std::move(entity);
-  f.outcome = o;
-  f.message = std::move(message);
-  f.next_step = std::move(fix);
-  return f;
+  return MakeFinding("warmup.bandwidth.expected", std::move(entity), o, std::move(message),
+                     std::move(fix));
 }
 
 std::string Size(std::uint64_t bytes) {

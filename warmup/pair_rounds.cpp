@@ -53,13 +53,8 @@ std::string Label(const std::map<int, std::string>& labels, int node) {
 }
 
 Finding PairFinding(std::string entity, Outcome o, std::string message, std::string fix) {
-  Finding f;
-  f.check_id = "warmup.bandwidth.pairs";
-  f.entity = std::move(entity);
-  f.outcome = o;
-  f.message = std::move(message);
-  f.next_step = std::move(fix);
-  return f;
+  return MakeFinding("warmup.bandwidth.pairs", std::move(entity), o, std::move(message),
+                     std::move(fix));
 }
 
 // Pair figures at the largest size each pair measured: the slowest of its local ranks.
