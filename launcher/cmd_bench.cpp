@@ -207,12 +207,7 @@ Result<warmup::HistoryEntry> Sweep(const BenchArgs& a, BenchContext& c, nlohmann
   (outcome.passed ? log::Info("{}", outcome.verdict_line) : log::Error("{}", outcome.verdict_line));
   *report = outcome.report;
   if (!outcome.passed) {
-    Finding f;
-    f.check_id = "bench.sweep";
-    f.entity = "job";
-    f.outcome = Outcome::kFail;
-    f.message = outcome.verdict_line;
-    findings->push_back(std::move(f));
+    findings->push_back(MakeFinding("bench.sweep", "job", Outcome::kFail, outcome.verdict_line));
   }
   warmup::HistoryEntry e = warmup::EntryFromReport(outcome.report);
   e.source = "bench";

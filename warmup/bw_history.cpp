@@ -147,12 +147,8 @@ std::vector<Finding> CompareWithHistory(const HistoryEntry& now,
     if (e.Key() == key) same.push_back(&e);
   if (same.size() > static_cast<std::size_t>(last_n)) same.erase(same.begin(), same.end() - last_n);
   if (same.empty()) {
-    Finding f;
-    f.check_id = "warmup.bandwidth.history";
-    f.entity = "job";
-    f.outcome = Outcome::kSkip;
-    f.message = "no earlier run on these nodes with these versions in the history";
-    return {f};
+    return {MakeFinding("warmup.bandwidth.history", "job", Outcome::kSkip,
+                        "no earlier run on these nodes with these versions in the history")};
   }
   std::map<std::uint64_t, std::vector<double>> by_size;
   for (const auto* e : same)
@@ -192,13 +188,7 @@ HistoryEntry EntryFromNcclTests(const NcclTestsOutput& out) {
 std::vector<Finding> NcclTestsFindings(const NcclTestsOutput& out, const std::string& file) {
   std::vector<Finding> fs;
   auto add = [&](Outcome o, std::string msg, std::string fix) {
-    Finding f;
-    f.check_id = "bench.nccl_tests";
-    f.entity = file;
-    f.outcome = o;
-    f.message = std::move(msg);
-    f.next_step = std::move(fix);
-    fs.push_back(std::move(f));
+    fs.push_back(MakeFinding("bench.nccl_tests", file, o, std::move(msg), std::move(fix)));
   };
   std::vector<std::string> wrong;
   for (const auto& r : out.rows)
