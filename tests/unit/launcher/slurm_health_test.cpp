@@ -1,0 +1,118 @@
+#include "launcher/slurm_health.h"
+
+#include <catch2/catch.hpp>
+#include <ctime>
+
+using namespace sl;
+using namespace sl::launcher;
+
+TEST_CASE("a drain reason names the check and strips what would break scontrol or sinfo") {
+  CHECK(DrainReason("os.memlock", "memlock \"64 KiB\"\nis 'low'\\") ==
+        "safe-launch: os.memlock: memlock 64 KiB is low");
+  CHECK(DrainReason("ib.port.state", "mlx5_0:1 is DOWN", 2) ==
+        "safe-launch: ib.port.state: mlx5_0:1 is DOWN (+2 more)");
+}
+
+TEST_CASE("a long drain reason is cut on a UTF-8 boundary below what slurmdbd keeps") {
+  std::string message;
+  for (int i = 0; i < 100; ++i) message += "\xc3\xa9";  // é, two bytes each
+  const std::string r = DrainReason("kernel.log", message, 3);
+  CHECK(r.size() <= kDrainReasonMaxBytes);
+  CHECK(kDrainReasonMaxBytes < 255);
+  CHECK(r.substr(r.size() - 13) == "... (+3 more)");
+  const std::string body = r.substr(0, r.size() - 13);
+  // Whole characters only: the body ends after a complete two-byte sequence.
+  CHECK((body.size() - std::string("safe-launch: kernel.log: ").size()) % 2 == 0);
+}
+
+TEST_CASE("a node record from scontrol -o gives its state and reason without user and time") {
+  const char* drained =
+      "NodeName=vm-n1 Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 State=IDLE+DRAIN ThreadsPerCore=1 "
+      "Partitions=debug  BootTime=2026-12-01T07:20:35 CapWatts=n/a ExtSensorsTemp=n/s "
+      "Reason=safe-launch: exp: x [root@2026-12-01T13:30:09]\n";
+  SlurmNode n = ParseSlurmNode(drained);
+  CHECK(n.state == "IDLE+DRAIN");
+  CHECK(n.reason == "safe-launch: exp: x");
+  CHECK(n.out_of_service);
+
+  SlurmNode idle = ParseSlurmNode("NodeName=vm State=IDLE ThreadsPerCore=1 ExtSensorsTemp=n/s\n");
+  CHECK(idle.state == "IDLE");
+  CHECK(idle.reason.empty());
+  CHECK_FALSE(idle.out_of_service);
+  CHECK(ParseSlurmNode("NodeName=a State=DOWN* Reason=Not responding [slurm@2026]").out_of_service);
+  CHECK(ParseSlurmNode("NodeName=a State=MIXED+FAIL Reason=x").out_of_service);
+  CHECK(ParseSlurmNode("").state.empty());
+}
+
+TEST_CASE("a job's StartTime is read as local time and Unknown gives none") {
+  std::tm tm{};
+  tm.tm_year = 2026 - 1900;
+  tm.tm_mon = 11;
+  tm.tm_mday = 1;
+  tm.tm_hour = 13;
+  tm.tm_min = 32;
+  tm.tm_sec = 10;
+  tm.tm_isdst = -1;
+  const auto expected = static_cast<std::int64_t>(std::mktime(&tm));
+  auto t = ParseJobStartTime("JobId=1 JobState=RUNNING StartTime=2026-12-01T13:32:10 EndTime=x");
+  REQUIRE(t);
+  CHECK(*t == expected);
+  CHECK_FALSE(ParseJobStartTime("JobId=1 StartTime=Unknown EndTime=Unknown"));
+  CHECK_FALSE(ParseJobStartTime("JobId=1 JobState=PENDING"));
+}
+
+TEST_CASE("warnings never drain before a job, the epilog drains on kernel events of the job") {
+  Finding warn_xid =
+      Coded(MakeFinding("kernel.log", "gpu0", Outcome::kWarn, "Xid 13"), "kernel.log/xid");
+  Finding corrected = Coded(MakeFinding("kernel.log", "0000:00:01.0", Outcome::kWarn, "AER"),
+                            "kernel.log/aer_corrected");
+  Finding fail = Coded(MakeFinding("os.memlock", "node", Outcome::kFail, "low"), "x");
+  Finding error = MakeFinding("kernel.log", "node", Outcome::kError, "unreadable");
+  CHECK_FALSE(DrainsNode(warn_xid, false));
+  CHECK(DrainsNode(warn_xid, true));
+  CHECK_FALSE(DrainsNode(corrected, true));
+  CHECK(DrainsNode(fail, false));
+  CHECK(DrainsNode(fail, true));
+  CHECK_FALSE(DrainsNode(error, false));
+  CHECK_FALSE(DrainsNode(error, true));
+  fail.waived = true;
+  CHECK_FALSE(DrainsNode(fail, false));
+}
+
+TEST_CASE("processes holding NVIDIA devices are found with user and command, daemons are not") {
+  MemFileReader fs;
+  fs.AddFile("/etc/passwd", "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/a:/bin/sh\n");
+  fs.AddLink("/proc/100/fd/0", "/dev/null");
+  fs.AddLink("/proc/100/fd/3", "/dev/nvidia0");
+  fs.AddLink("/proc/100/fd/4", "/dev/nvidiactl");
+  fs.AddFile("/proc/100/comm", "python\n");
+  fs.AddFile("/proc/100/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n");
+  fs.AddFile("/proc/100/cmdline", std::string("python\0train.py\0", 16));
+  fs.AddLink("/proc/200/fd/3", "/dev/nvidia0");
+  fs.AddFile("/proc/200/comm", "nvidia-persistenced\n");
+  fs.AddLink("/proc/300/fd/1", "/dev/pts/0");
+  fs.AddFile("/proc/300/comm", "bash\n");
+  // Under a sysroot a real process's link points into the sysroot.
+  fs.AddLink("/proc/400/fd/5", "/tmp/root/dev/nvidia-uvm");
+  fs.AddFile("/proc/400/comm", "sleep\n");
+  fs.AddFile("/proc/400/status", "Uid:\t0\t0\t0\t0\n");
+  fs.AddLink("/proc/500/fd/5", "/dev/nvidia1");  // ourselves
+  fs.AddFile("/proc/self/comm", "x\n");
+
+  auto holders = FindGpuHolders(fs, "/tmp/root/", 500);
+  REQUIRE(holders.size() == 2);
+  CHECK(holders[0].pid == 100);
+  CHECK(holders[0].user == "alice");
+  CHECK(holders[0].command == "python train.py");
+  CHECK(holders[0].devices == std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl"});
+  CHECK(holders[1].pid == 400);
+  CHECK(holders[1].user == "root");
+  CHECK(holders[1].command == "[sleep]");
+  CHECK(holders[1].devices == std::vector<std::string>{"/dev/nvidia-uvm"});
+
+  Finding f = GpuLeftoverFinding(holders);
+  CHECK(f.outcome == Outcome::kFail);
+  CHECK(f.check_id == kGpuLeftoverCheckId);
+  CHECK(f.message.find("pid 100 (alice: python train.py)") != std::string::npos);
+  CHECK(GpuLeftoverFinding({}).outcome == Outcome::kPass);
+}
