@@ -80,6 +80,9 @@ class SlurmCluster:
 
     def write_conf(self, ctld_port, port_a, port_b):
         p = self.path
+        # A callable extra_conf writes what its lines name (prolog wrappers, sysroots) into the
+        # cluster's directory and returns the lines.
+        extra = self.extra_conf(self) if callable(self.extra_conf) else self.extra_conf
         conf = f"""ClusterName=sltest{os.getpid()}
 SlurmctldHost={self.host}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -114,7 +117,7 @@ MessageTimeout=20
 NodeName={self.nodes[0]} NodeAddr=127.0.0.1 NodeHostname=localhost Port={port_a} CPUs=4 RealMemory=1000 State=UNKNOWN
 NodeName={self.nodes[1]} NodeAddr=127.0.0.1 NodeHostname=localhost Port={port_b} CPUs=4 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-{self.extra_conf}
+{extra}
 """
         with open(p("slurm.conf"), "w") as f:
             f.write(conf)
@@ -206,6 +209,30 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
     def node(self, name):
         r = self.run(["scontrol", "-o", "show", "node", name])
         return r.stdout
+
+    def node_fields(self, name):
+        """State and Reason (without Slurm's "[user@time]") of a node."""
+        out = self.node(name).strip()
+        fields = {}
+        for tok in out.split():
+            if tok.startswith("State="):
+                fields["State"] = tok[len("State="):]
+        if " Reason=" in out:
+            reason = out.split(" Reason=", 1)[1]
+            fields["Reason"] = reason.rsplit(" [", 1)[0] if reason.endswith("]") else reason
+        return fields
+
+    def wait_node(self, name, pred, timeout=60):
+        """Waits until pred(node_fields) holds; returns the fields."""
+        end = time.time() + timeout
+        fields = {}
+        while time.time() < end:
+            fields = self.node_fields(name)
+            if pred(fields):
+                return fields
+            time.sleep(0.3)
+        raise RuntimeError(f"node {name} not as expected after {timeout} s: {fields}\n" +
+                           self.logs())
 
     def logs(self):
         out = []

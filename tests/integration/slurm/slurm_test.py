@@ -9,6 +9,8 @@ import glob
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -32,7 +34,9 @@ class SlurmTest(unittest.TestCase):
             need(tool)
         if os.geteuid() != 0:
             self.skipTest("the test cluster runs its daemons as root (CI does)")
-        self.cluster = SlurmCluster()
+        # A test may add slurm.conf lines: a method conf_<test name without "test_">(cluster).
+        self.cluster = SlurmCluster(extra_conf=getattr(self, "conf_" + self._testMethodName[5:],
+                                                       ""))
         self.cluster.__enter__()
         self.addCleanup(self.cluster.stop)
 
@@ -197,6 +201,150 @@ class SlurmTest(unittest.TestCase):
             bundle = st["stop"]["detail"]["bundle"]
             self.assertTrue(bundle.startswith(d), bundle)
             self.assertTrue(os.path.exists(bundle), bundle)
+
+    # ---- mpirun inside an allocation ----------------------------------------------------------
+
+    def test_mpirun_template_runs_a_two_rank_gloo_job_to_completed_0_0(self):
+        need("mpirun")
+        port = free_ports(1)[0]
+        env = {"SAFE_LAUNCH": SL, "PYTHON": "/usr/bin/python3", "MASTER_PORT": str(port),
+               # As root, and this host's loopback only (both nodes are this host).
+               "MPIRUN_ARGS": "--allow-run-as-root --mca btl self,vader,tcp "
+                              "--mca oob_tcp_if_include lo --mca btl_tcp_if_include lo",
+               "SAFE_LAUNCH_WARMUP_SECRET": "slurm-test-" + str(port)}
+        job = self.cluster.sbatch(os.path.join(SRC, "examples/sbatch/mpirun.sbatch"),
+                                  "-N1", "--ntasks-per-node=2", "--gpus-per-node=0",
+                                  "--cpus-per-task=1",
+                                  script_args=[os.path.join(SRC, "examples/allreduce_gloo.py")],
+                                  env=env)
+        fields = self.cluster.wait_job(job, timeout=180)
+        out = self.output(job)
+        self.assertEqual((fields["JobState"], fields["ExitCode"]), ("COMPLETED", "0:0"),
+                         self.describe(job))
+        self.assertNotIn("KeyError", out)
+        for r in (0, 1):
+            self.assertIn(f"/r{r}] info: job exited 0", out)
+
+    # ---- node health: prolog, health check, epilog ---------------------------------------------
+
+    def wrapper(self, c, name, body):
+        os.makedirs(c.path("etc"), exist_ok=True)
+        path = c.path("etc", name)
+        with open(path, "w") as f:
+            f.write("#!/bin/bash\n" + body + "\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def conf_prolog_template_drains_a_failing_node_with_the_check_id_and_warnings_do_not(self, c):
+        # Node 1 reads a fixture whose IB port is down (ib.port.state fails); node 0 one that
+        # only warns. slurmd gives the prolog no PATH and no environment of ours.
+        fixtures = os.path.join(SRC, "tests/fixtures")
+        w = self.wrapper(c, "prolog", f"""
+if [ "$SLURMD_NODENAME" = "{c.nodes[1]}" ]; then root={fixtures}/ib-port-down
+else root={fixtures}/acs-enabled; fi
+export SAFE_LAUNCH={SL} SAFE_LAUNCH_PROLOG_ARGS="--sysroot $root"
+exec {SRC}/examples/slurm/prolog.sh""")
+        return f"Prolog={w}"
+
+    def test_prolog_template_drains_a_failing_node_with_the_check_id_and_warnings_do_not(self):
+        s = self.script("p.sbatch", "true")
+        bad = self.cluster.sbatch(s, "-N1", "-w", self.cluster.nodes[1])
+        good = self.cluster.sbatch(s, "-N1", "-w", self.cluster.nodes[0])
+        node = self.cluster.wait_node(self.cluster.nodes[1], lambda f: "DRAIN" in f["State"])
+        self.assertTrue(node.get("Reason", "").startswith(
+            "safe-launch: ib.port.state: mlx5_3:1: DOWN/Polling"), node)
+        self.assertLessEqual(len(node["Reason"]), 200, node)
+        # The prolog's non-zero exit: the job is requeued off the node, not run on it.
+        fields = self.cluster.wait_job(bad, timeout=60, states=("PENDING",))
+        self.assertIn("launch_failed_requeued", self.cluster.job(bad).get("Reason", ""), fields)
+        self.assertEqual(self.cluster.wait_job(good, timeout=60)["JobState"], "COMPLETED")
+        self.assertNotIn("DRAIN", self.cluster.node_fields(self.cluster.nodes[0])["State"])
+
+    def test_a_node_drained_by_someone_else_keeps_its_reason(self):
+        c = self.cluster
+        node = c.nodes[0]
+        c.run(["scontrol", "update", f"nodename={node}", "state=drain", "reason=fan 3 loud (bob)"])
+        # As a HealthCheckProgram runs it: SLURMD_NODENAME set, nothing else of Slurm's.
+        env = dict(c.env, SLURMD_NODENAME=node)
+        r = c.run([SL, "preflight", "--slurm", "--sysroot",
+                   os.path.join(SRC, "tests/fixtures/memlock-64k")], check=False, env=env)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"node {node} is out of service already", r.stderr)
+        self.assertIn("fan 3 loud (bob)", r.stderr)
+        self.assertEqual(c.node_fields(node)["Reason"], "fan 3 loud (bob)")
+        # Not drained yet: drained now, with the check id; without a node name: a usage error.
+        c.run(["scontrol", "update", f"nodename={node}", "state=resume"])
+        r = c.run([SL, "preflight", "--slurm", "--sysroot",
+                   os.path.join(SRC, "tests/fixtures/memlock-64k")], check=False, env=env)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"drained node {node}", r.stderr)
+        self.assertTrue(c.node_fields(node)["Reason"].startswith("safe-launch: os.memlock: "),
+                        c.node_fields(node))
+        r = c.run([SL, "preflight", "--slurm"], check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--node-name", r.stderr)
+
+    def sysroot(self, c, node):
+        """A sysroot per node whose /proc is the real one (bind-mounted by the epilog wrapper in
+        its own mount namespace) and whose /dev/nvidia0 is a real character device."""
+        root = c.path("sysroot-" + node)
+        for d in ("proc", "dev", "etc"):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        shutil.copy("/etc/passwd", os.path.join(root, "etc", "passwd"))
+        dev = os.path.join(root, "dev", "nvidia0")
+        try:
+            os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))  # /dev/null's numbers: harmless
+        except OSError:
+            open(dev, "w").close()
+        return root
+
+    def conf_epilog_template_drains_on_a_leftover_gpu_process_and_a_kernel_error_of_the_job(self, c):
+        for node in c.nodes:
+            self.sysroot(c, node)
+        # An Xid from before the job (1 s after boot) must not count; the job adds one.
+        with open(os.path.join(c.path("sysroot-" + c.nodes[0]), "dev", "kmsg"), "w") as f:
+            f.write("4,1,1000000,-;NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off "
+                    "the bus.\n")
+        w = self.wrapper(c, "epilog", f"""
+root={c.path('sysroot-')}$SLURMD_NODENAME
+exec /usr/bin/unshare -m --propagation private /bin/bash -c \\
+  "mount --bind /proc $root/proc && SAFE_LAUNCH={SL} SAFE_LAUNCH_EPILOG_ARGS='--sysroot $root' \\
+   exec {SRC}/examples/slurm/epilog.sh"
+""")
+        return f"Epilog={w}"
+
+    def test_epilog_template_drains_on_a_leftover_gpu_process_and_a_kernel_error_of_the_job(self):
+        c = self.cluster
+        pidfile = c.path("holder.pid")
+        # The job leaves a process holding the GPU (reparented away from the job: Slurm's
+        # linuxproc tracking does not find it), as a stuck dataloader worker does.
+        leave = self.script("leave.sbatch", f"""
+(exec 3<{c.path('sysroot-' + c.nodes[1], 'dev', 'nvidia0')}; exec sleep 120) &
+echo $! > {pidfile}""")
+        kmsg = c.path("sysroot-" + c.nodes[0], "dev", "kmsg")
+        xid = self.script("xid.sbatch", f"""sleep 1
+awk '{{printf "4,2,%.0f,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, GPU has fallen off the bus.\\n", $1*1000000}}' /proc/uptime >> {kmsg}""")
+        try:
+            j1 = c.sbatch(leave, "-N1", "-w", c.nodes[1])
+            j2 = c.sbatch(xid, "-N1", "-w", c.nodes[0])
+            self.assertEqual(c.wait_job(j1, timeout=60)["JobState"], "COMPLETED")
+            self.assertEqual(c.wait_job(j2, timeout=60)["JobState"], "COMPLETED")
+            n1 = c.wait_node(c.nodes[1], lambda f: "DRAIN" in f["State"])
+            pid = open(pidfile).read().strip()
+            self.assertTrue(n1.get("Reason", "").startswith(
+                f"safe-launch: gpu.leftover_procs: 1 process(es) still hold /dev/nvidia* after "
+                f"the job: pid {pid} (root: sleep 120)"), n1)
+            n0 = c.wait_node(c.nodes[0], lambda f: "DRAIN" in f["State"])
+            self.assertTrue(n0.get("Reason", "").startswith(
+                "safe-launch: kernel.log: NVIDIA Xid 79"), n0)
+            self.assertIn("0000:18:00", n0["Reason"])
+            self.assertNotIn("(+", n0["Reason"])  # the Xid from before the job did not count
+        finally:
+            if os.path.exists(pidfile):
+                try:
+                    os.kill(int(open(pidfile).read().strip()), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
 
 
 if __name__ == "__main__":
