@@ -330,7 +330,8 @@ awk '{{printf "4,2,%.0f,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, GPU has fall
             self.assertEqual(c.wait_job(j1, timeout=60)["JobState"], "COMPLETED")
             self.assertEqual(c.wait_job(j2, timeout=60)["JobState"], "COMPLETED")
             n1 = c.wait_node(c.nodes[1], lambda f: "DRAIN" in f["State"])
-            pid = open(pidfile).read().strip()
+            with open(pidfile) as f:
+                pid = f.read().strip()
             self.assertTrue(n1.get("Reason", "").startswith(
                 f"safe-launch: gpu.leftover_procs: 1 process(es) still hold /dev/nvidia* after "
                 f"the job: pid {pid} (root: sleep 120)"), n1)
@@ -342,7 +343,8 @@ awk '{{printf "4,2,%.0f,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, GPU has fall
         finally:
             if os.path.exists(pidfile):
                 try:
-                    os.kill(int(open(pidfile).read().strip()), signal.SIGKILL)
+                    with open(pidfile) as f:
+                        os.kill(int(f.read().strip()), signal.SIGKILL)
                 except (OSError, ValueError):
                     pass
 
