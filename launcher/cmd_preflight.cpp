@@ -109,7 +109,7 @@ int DrainOnFindings(const PreflightArgs& args, const Environment& env,
   if (drainers.empty()) return exit_code::kOk;
   const Finding& first = *drainers.front();
   const std::string reason =
-      DrainReason(first.check_id, first.message, static_cast<int>(drainers.size()) - 1);
+      DrainReason(first.check_id, ReasonText(first), static_cast<int>(drainers.size()) - 1);
   if (!args.slurm) return exit_code::kChecksFailed;
   DrainOutcome d = DrainNode(args.node_name, reason, env, kScontrolTimeoutMs);
   if (d.drained) {

@@ -11,6 +11,7 @@
 
 #include "common/spawn.h"
 #include "common/strings.h"
+#include "preflight/finding_codes.h"
 
 namespace sl::launcher {
 namespace {
@@ -157,6 +158,21 @@ std::string DrainReason(std::string_view check_id, std::string_view message, int
   const std::string suffix = more > 0 ? " (+" + std::to_string(more) + " more)" : "";
   if (clean.size() + suffix.size() <= kDrainReasonMaxBytes) return clean + suffix;
   return CutUtf8(clean, kDrainReasonMaxBytes - suffix.size() - 3) + "..." + suffix;
+}
+
+std::string ReasonText(const Finding& f) {
+  // Node paths start with '/'; anything else in a finding's evidence is a variable's name.
+  const bool from_env = std::any_of(f.evidence.begin(), f.evidence.end(),
+                                    [](const Evidence& e) { return !StartsWith(e.source, "/"); });
+  std::string message = f.message;
+  if (from_env) {
+    const preflight::FindingCode* row = preflight::FindFindingCode(f.code);
+    message = row ? std::string(row->message) : "see `safe-launch preflight -v` on the node";
+  }
+  // The entity (mlx5_3:1, gpu2, NCCL_IB_HCA) says where; the message often names it already.
+  const bool named = f.entity.empty() || f.entity == "node" ||
+                     (!from_env && message.find(f.entity) != std::string::npos);
+  return named ? message : f.entity + ": " + message;
 }
 
 SlurmNode ParseSlurmNode(std::string_view text) {

@@ -32,6 +32,11 @@ inline constexpr const char* kGpuLeftoverCheckId = "gpu.leftover_procs";
 /// most kDrainReasonMaxBytes. `more` > 0 appends " (+N more)" for the other failing checks.
 std::string DrainReason(std::string_view check_id, std::string_view message, int more = 0);
 
+/// What the reason says about `finding` (after "<check id>: "): its entity when the message does
+/// not name it, then its message -- unless the finding's evidence includes an environment
+/// variable (its message may quote the value): then the catalogued meaning of its code.
+std::string ReasonText(const Finding& finding);
+
 /// A node as `scontrol -o show node NAME` prints it.
 struct SlurmNode {
   std::string state;   ///< "IDLE+DRAIN", "MIXED", "DOWN*+DRAIN", ... ("" when not found)

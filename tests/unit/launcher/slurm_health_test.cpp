@@ -116,3 +116,19 @@ TEST_CASE("processes holding NVIDIA devices are found with user and command, dae
   CHECK(f.message.find("pid 100 (alice: python train.py)") != std::string::npos);
   CHECK(GpuLeftoverFinding({}).outcome == Outcome::kPass);
 }
+
+TEST_CASE("a drain reason never carries an environment value: the code's meaning instead") {
+  Finding port = MakeFinding("ib.port.state", "mlx5_3:1", Outcome::kFail, "DOWN/Polling");
+  port.With("/sys/class/infiniband/mlx5_3/ports/1/state", "1: DOWN");
+  CHECK(ReasonText(port) == "mlx5_3:1: DOWN/Polling");
+  Finding named = MakeFinding("kernel.log", "gpu0", Outcome::kFail, "Xid 79 on gpu0");
+  CHECK(ReasonText(named) == "Xid 79 on gpu0");
+  Finding env = Coded(MakeFinding("env.nccl", "NCCL_IB_HCA", Outcome::kFail,
+                                  "NCCL_IB_HCA=secret-value-mlx5_9 names no device"),
+                      "env.nccl/deprecated_name");
+  env.With("NCCL_IB_HCA", "secret-value-mlx5_9");
+  const std::string text = ReasonText(env);
+  CHECK(text.find("secret-value") == std::string::npos);
+  CHECK(text.rfind("NCCL_IB_HCA: ", 0) == 0);
+  CHECK(text.size() > std::string("NCCL_IB_HCA: ").size());
+}
