@@ -284,6 +284,25 @@ exec {SRC}/examples/slurm/prolog.sh""")
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--node-name", r.stderr)
 
+    def conf_health_check_program_drains_a_failing_idle_node(self, c):
+        # slurmd gives a health check only SLURMD_NODENAME: the test cluster's slurm.conf is not
+        # the default one, so the wrapper names it. It fails only once the test says so (the
+        # cluster must come up idle first).
+        flag = c.path("etc", "fail-now")
+        w = self.wrapper(c, "health", f"""
+[ "$SLURMD_NODENAME" = "{c.nodes[1]}" ] && [ -e {flag} ] || exit 0
+export SLURM_CONF={c.path('slurm.conf')} SAFE_LAUNCH={SL}
+export SAFE_LAUNCH_PROLOG_ARGS="--sysroot {SRC}/tests/fixtures/shm-64m"
+exec {SRC}/examples/slurm/prolog.sh""")
+        return f"HealthCheckProgram={w}\nHealthCheckInterval=2\nHealthCheckNodeState=ANY"
+
+    def test_health_check_program_drains_a_failing_idle_node(self):
+        c = self.cluster
+        open(c.path("etc", "fail-now"), "w").close()
+        node = c.wait_node(c.nodes[1], lambda f: "DRAIN" in f["State"], timeout=30)
+        self.assertTrue(node.get("Reason", "").startswith("safe-launch: os.shm: "), node)
+        self.assertNotIn("DRAIN", c.node_fields(c.nodes[0])["State"])
+
     def sysroot(self, c, node):
         """A sysroot per node whose /proc is the real one (bind-mounted by the epilog wrapper in
         its own mount namespace) and whose /dev/nvidia0 is a real character device."""
