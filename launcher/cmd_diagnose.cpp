@@ -147,6 +147,10 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
       return;
     }
   }
+  if (chosen) {
+    std::error_code ec;  // --out names a directory that may not exist yet
+    std::filesystem::create_directories(dir, ec);
+  }
   const DiskFileWriter writer;
   const std::pair<const char*, std::string> files[] = {
       {"diagnosis.json", diagnose::JobDiagnosisJson(run, explain).dump(2) + "\n"},
