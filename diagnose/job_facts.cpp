@@ -114,6 +114,21 @@ constexpr FactCategory kCounters[] = {
     {"out_of_buffer", "qp_or_resource_limit", 0.35, "the HCA ran out of receive buffers"},
 };
 
+// Reports come from other users' run roots: a field of the wrong type reads as absent instead of
+// throwing (nlohmann's value() throws type_error on a type mismatch).
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+std::uint64_t UInt(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+}
+bool True(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
 const FactCategory* Find(std::span<const FactCategory> table, std::string_view key) {
   for (const FactCategory& row : table) {
     if (row.key == key) return &row;
@@ -137,17 +152,17 @@ bool LooksLikePort(const std::string& s) { return s.find(':') != std::string::np
 NodeFact FindingFact(std::string_view text, const std::string& file, std::size_t index,
                      const nlohmann::json& f, const FactCategory& row, std::string source,
                      std::string rule) {
-  const std::string message = f.value("message", "");
+  const std::string message = Str(f, "message");
   NodeFact fact;
   fact.source = std::move(source);
   fact.rule = std::move(rule);
   fact.category = std::string(row.category);
-  fact.confidence = f.value("outcome", "") == "fail" ? row.confidence : row.confidence * 0.75;
-  fact.evidence = {
-      file, LineOf(text, message),
-      fmt::format("/findings/{} {} {}: {}", index, f.value("code", f.value("check", "")),
-                  f.value("outcome", ""), message),
-      ""};
+  fact.confidence = Str(f, "outcome") == "fail" ? row.confidence : row.confidence * 0.75;
+  fact.evidence = {file, LineOf(text, message),
+                   fmt::format("/findings/{} {} {}: {}", index,
+                               Str(f, "code").empty() ? Str(f, "check") : Str(f, "code"),
+                               Str(f, "outcome"), message),
+                   ""};
   fact.why = std::string(row.why);
   return fact;
 }
@@ -160,8 +175,8 @@ std::optional<nlohmann::json> Parse(std::string_view text) {
 
 // Findings that count: fail and warn, not waived by the user.
 bool Counts(const nlohmann::json& f) {
-  if (!f.is_object() || f.value("waived", false)) return false;
-  const std::string o = f.value("outcome", "");
+  if (!f.is_object() || True(f, "waived")) return false;
+  const std::string o = Str(f, "outcome");
   return o == "fail" || o == "warn";
 }
 
@@ -191,12 +206,12 @@ std::vector<NodeFact> PreflightFacts(std::string_view text, const std::string& f
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
     if (!Counts(f)) continue;
-    const std::string code = f.value("code", "");
+    const std::string code = Str(f, "code");
     const FactCategory* row = Find(kPreflight, code);
     if (row == nullptr) continue;
     NodeFact fact = FindingFact(text, file, i, f, *row, "preflight", code);
     fact.node = node;
-    if (const std::string e = f.value("entity", ""); LooksLikePort(e)) fact.port = e;
+    if (const std::string e = Str(f, "entity"); LooksLikePort(e)) fact.port = e;
     out.push_back(std::move(fact));
   }
   return out;
@@ -206,14 +221,15 @@ std::vector<NodeFact> WarmupFacts(std::string_view text, const std::string& file
   std::vector<NodeFact> out;
   auto j = Parse(text);
   if (!j) return out;
-  if (nnodes != nullptr) *nnodes = (*j).value("nnodes", 0);
+  if (nnodes != nullptr)
+    *nnodes = static_cast<int>(std::min<std::uint64_t>(UInt(*j, "nnodes"), 1 << 20));
   if (!j->contains("findings") || !(*j)["findings"].is_array()) return out;
   const auto& findings = (*j)["findings"];
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
     if (!Counts(f)) continue;
-    std::string key = f.value("check", "");
-    const std::string message = f.value("message", "");
+    std::string key = Str(f, "check");
+    const std::string message = Str(f, "message");
     if (key == "warmup.consistency.env") key = "env:" + message.substr(0, message.find(' '));
     const FactCategory* row = Find(kWarmup, key);
     if (row == nullptr) continue;
@@ -221,7 +237,7 @@ std::vector<NodeFact> WarmupFacts(std::string_view text, const std::string& file
     static const std::regex kPort(R"(of (\S+:\d+) is )");
     std::smatch pm;
     std::string port = std::regex_search(message, pm, kPort) ? pm[1].str() : "";
-    for (const std::string& node : WarmupNodes(f.value("entity", ""))) {
+    for (const std::string& node : WarmupNodes(Str(f, "entity"))) {
       NodeFact fact = FindingFact(text, file, i, f, *row, "warmup", key);
       fact.node = node;
       fact.port = port;
@@ -240,9 +256,9 @@ std::vector<NodeFact> CounterFacts(std::string_view text, const std::string& fil
   for (std::size_t i = 0; i < deltas.size(); ++i) {
     const auto& d = deltas[i];
     if (!d.is_object()) continue;
-    const std::string counter = d.value("counter", "");
+    const std::string counter = Str(d, "counter");
     const FactCategory* row = Find(kCounters, counter);
-    const std::uint64_t delta = d.value("delta", std::uint64_t{0});
+    const std::uint64_t delta = UInt(d, "delta");
     if (row == nullptr || delta == 0) continue;
     NodeFact fact;
     fact.source = "ib_counters";
@@ -250,7 +266,7 @@ std::vector<NodeFact> CounterFacts(std::string_view text, const std::string& fil
     fact.category = std::string(row->category);
     fact.confidence = row->confidence;
     fact.node = node;
-    fact.port = d.value("port", "");
+    fact.port = Str(d, "port");
     fact.evidence = {file, LineOf(text, counter),
                      fmt::format("/error_deltas/{} {} {} +{}", i, fact.port, counter, delta), ""};
     fact.why = std::string(row->why);

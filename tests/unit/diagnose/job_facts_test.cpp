@@ -191,3 +191,18 @@ TEST_CASE("a kernel event in one node's bundle ranks with that node and how many
   CHECK(d.causes[0].category == "gpu_xid_or_driver");
   CHECK(d.causes[0].entity.node == "n2 only (1 of 2 nodes)");
 }
+
+TEST_CASE("reports with fields of the wrong type give no facts and no exception") {
+  CHECK(PreflightFacts(R"({"findings": [{"code": 5, "outcome": "fail", "waived": "x"},
+                                        {"code": "os.shm/too_small", "outcome": ["fail"]}, 7]})",
+                       "p", "n")
+            .empty());
+  int nnodes = -1;
+  CHECK(WarmupFacts(R"({"nnodes": "4", "findings": [{"check": {}, "entity": 1}]})", "w", &nnodes)
+            .empty());
+  CHECK(nnodes == 0);
+  CHECK(CounterFacts(R"({"error_deltas": [{"counter": "link_downed", "delta": "3"}, null]})", "c",
+                     "n")
+            .empty());
+  CHECK(CounterFacts(R"({"error_deltas": {"counter": "link_downed"}})", "c", "n").empty());
+}
