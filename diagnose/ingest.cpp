@@ -23,6 +23,22 @@ std::string NcclDevice(std::string_view line) {
   return std::string(dev);
 }
 
+bool IsOwnReport(std::string_view file) {
+  static constexpr std::string_view kReports[] = {
+      "preflight.json", "warmup.json",      "env-plan.json", "status.json",
+      "manifest.json",  "ib_counters.json", "host.json"};
+  const std::size_t slash = file.find_last_of("/:");
+  const std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
+  return std::find(std::begin(kReports), std::end(kReports), base) != std::end(kReports);
+}
+
+// The run root's diagnosis.{md,json,html} from an earlier `diagnose`: its own quotes.
+bool IsDiagnosisFile(std::string_view file) {
+  const std::size_t slash = file.find_last_of("/:");
+  const std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
+  return base == "diagnosis.md" || base == "diagnosis.json" || base == "diagnosis.html";
+}
+
 }  // namespace
 
 std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view line) {
@@ -47,12 +63,18 @@ LogIngest::~LogIngest() = default;
 
 void LogIngest::BeginFile(const std::string& name) {
   file_ = name;
+  node_ = node_of_dir_ != nullptr ? NodeOfFile(*node_of_dir_, name) : "";
+  // safe-launch's own reports in a run directory or bundle are facts (ReadJobFacts reads them),
+  // not log lines: their messages quote error strings ("ibv_reg_mr fails with ENOMEM") that the
+  // catalog would take for the job's own.
+  skip_ = (!node_.empty() && IsOwnReport(name)) ||
+          (node_of_dir_ != nullptr && !node_of_dir_->empty() && IsDiagnosisFile(name));
   assembler_ = std::make_unique<LineAssembler>(
       [this](std::string_view block, std::uint64_t first) { OnBlock(block, first); });
 }
 
 void LogIngest::Bytes(std::string_view bytes) {
-  if (assembler_) assembler_->Feed(bytes);
+  if (assembler_ && !skip_) assembler_->Feed(bytes);
 }
 
 void LogIngest::EndFile() {
@@ -77,25 +99,44 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
     if (auto m = RecognizeLine(matcher_, line)) {
       m->source = file_;
       m->line_number = first_line + index;
+      if (!node_.empty() && m->Field("host").empty()) m->fields["host"] = node_;
       evidence_->Add(std::move(*m));
     }
   });
 }
 
+void AnnotateNodes(const JobFacts& job, Diagnosis* diagnosis) {
+  if (job.job_nodes < 2) return;
+  for (Cause& c : diagnosis->causes) {
+    // Only a bare node name from the lines; a claim's entity already says how many nodes.
+    if (std::find(job.nodes.begin(), job.nodes.end(), c.entity.node) == job.nodes.end()) continue;
+    std::vector<std::string> seen;
+    for (const EvidenceLine& e : c.evidence) {
+      if (std::string n = NodeOfFile(job.node_of_dir, e.file); !n.empty()) seen.push_back(n);
+    }
+    if (!seen.empty()) c.entity.node = NodesText(seen, job.job_nodes);
+  }
+}
+
 Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::FILE* stdin_stream,
                                    std::span<const CauseClaim> claims) {
   static const LineMatcher matcher;
+  DiagnoseRun run;
+  run.job = ReadJobFacts(inputs, RootedFileReader(""));
   Evidence evidence;
   LogIngest ingest(matcher, &evidence);
+  ingest.SetNodeDirs(&run.job.node_of_dir);
   InputStats stats;
   for (const std::string& input : inputs) {
     if (Status s = ReadInput(input, ingest, &stats, stdin_stream); !s.ok()) return s.error();
   }
-  DiagnoseRun run;
   run.read = {inputs,         stats.files,        stats.bytes,
               ingest.lines(), ingest.cut_lines(), ingest.replaced_bytes(),
               stats.skipped};
-  run.diagnosis = Diagnose(evidence, claims);
+  std::vector<CauseClaim> all(claims.begin(), claims.end());
+  for (CauseClaim& c : run.job.Claims()) all.push_back(std::move(c));
+  run.diagnosis = Diagnose(evidence, all);
+  AnnotateNodes(run.job, &run.diagnosis);
   return run;
 }
 

@@ -8,6 +8,7 @@
 
 #include "diagnose/engine.h"
 #include "diagnose/evidence.h"
+#include "diagnose/job_facts.h"
 #include "diagnose/log_reader.h"
 #include "diagnose/report.h"
 #include "diagnose/signatures.h"
@@ -22,6 +23,11 @@ class LogIngest : public InputSink {
   void BeginFile(const std::string& name) override;
   void Bytes(std::string_view bytes) override;
   void EndFile() override;
+  /// Directories -> node names: a line of a file below one (a bundle's node/kernel.log) gets
+  /// that node as its "host" field when it names none itself. Not owned; may be null.
+  void SetNodeDirs(const std::map<std::string, std::string>* node_of_dir) {
+    node_of_dir_ = node_of_dir;
+  }
   /// One literal text as a whole file (tests, stdin already read).
   void AddText(const std::string& name, std::string_view text);
   std::uint64_t lines() const { return lines_; }
@@ -32,7 +38,9 @@ class LogIngest : public InputSink {
   void OnBlock(std::string_view block, std::uint64_t first_line);
   const LineMatcher& matcher_;
   Evidence* evidence_;
-  std::string file_;
+  std::string file_, node_;
+  bool skip_ = false;
+  const std::map<std::string, std::string>* node_of_dir_ = nullptr;
   std::unique_ptr<LineAssembler> assembler_;
   std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0;
 };
@@ -45,13 +53,19 @@ std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view 
 struct DiagnoseRun {
   Diagnosis diagnosis;
   ReadSummary read;
+  JobFacts job;  ///< the nodes and their facts found in the directory inputs
 };
+
+/// Where a cause names one node by its lines (a kernel event of one bundle), says how many of
+/// the job's nodes its evidence comes from: "n2 only (1 of 4 nodes)", "all 4 nodes".
+void AnnotateNodes(const JobFacts& job, Diagnosis* diagnosis);
 
 /// Reads every input (see ReadInput) into one Evidence and diagnoses it. An input that cannot
 /// be opened is an error (the command's usage error); what cannot be read inside a directory or
 /// archive is listed in read.skipped.
 /// `claims` are causes another source (the Flight Recorder analysis) found; they rank with the
-/// rules' causes.
+/// rules' causes, and so do the job's facts in the directory inputs (ReadJobFacts: preflight
+/// findings, warm-up differences, IB counter deltas of every node).
 Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs,
                                    std::FILE* stdin_stream = stdin,
                                    std::span<const CauseClaim> claims = {});

@@ -5,10 +5,16 @@
 // what the Flight Recorder analysis finds ranks with the log rules' causes (one engine).
 // Exit 0 when a cause was named, 1 when only symptoms or nothing were found (a healthy set of
 // dumps too), 2 on usage errors (an input that cannot be read, no dump where dumps were named).
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +24,7 @@
 #include "diagnose/flight_recorder/analysis.h"
 #include "diagnose/flight_recorder/report.h"
 #include "diagnose/ingest.h"
+#include "diagnose/job_report.h"
 #include "diagnose/report.h"
 #include "launcher/commands.h"
 
@@ -30,6 +37,8 @@ struct DiagnoseArgs {
   bool json = false;
   bool explain = false;
   std::string html;
+  std::string out_dir;
+  bool no_write = false;
   int threads = 0;
 };
 
@@ -90,19 +99,73 @@ int RunFlightRecorder(const DiagnoseArgs& args) {
   return causes.empty() ? exit_code::kChecksFailed : exit_code::kOk;
 }
 
-// Dumps found in the directory inputs (a bundle's fr/, a run root) become claims; none is fine.
-std::vector<diagnose::CauseClaim> FlightRecorderClaims(const DiagnoseArgs& args) {
+// Dumps found in the directory inputs (a bundle's fr/, a run root); none is fine (nullopt).
+std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArgs& args) {
   const RootedFileReader host("");
   std::vector<std::string> dirs;
   for (const auto& in : args.inputs) {
     if (in != "-" && host.IsDir(in)) dirs.push_back(in);
   }
-  if (dirs.empty()) return {};
+  if (dirs.empty()) return std::nullopt;
   diagnose::fr::FrOptions options;
   options.threads = args.threads;
   auto analysis = diagnose::fr::AnalyzeFlightRecorder(dirs, options);
-  if (!analysis || analysis->dumps.empty()) return {};
-  return ClaimsOf(diagnose::fr::FlightRecorderCauses(*analysis));
+  if (!analysis || analysis->dumps.empty()) return std::nullopt;
+  return std::move(*analysis);
+}
+
+// Where diagnosis.{md,json,html} go: --out DIR, else the single input when it is a run root
+// (children that are node run directories), else nowhere ("").
+std::string ReportDir(const DiagnoseArgs& args) {
+  if (args.no_write) return "";
+  if (!args.out_dir.empty()) return args.out_dir;
+  const RootedFileReader host("");
+  if (args.inputs.size() == 1 && diagnose::IsRunRoot(args.inputs[0], host)) return args.inputs[0];
+  return "";
+}
+
+// A run root owned by someone else (root diagnosing a user's job) is not written into: files
+// of ours in their directory would be theirs to trip over. Only a chosen --out is written.
+std::string ForeignOwner(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return "";
+  if (st.st_uid == ::geteuid()) return "";
+  return fmt::format("{} belongs to uid {}, not to this user (uid {})", dir, st.st_uid,
+                     ::geteuid());
+}
+
+// diagnosis.{json,md,html} into `dir`. A failure is said on stderr; the diagnosis was printed
+// already and the exit status stays what the diagnosis decides.
+void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseRun& run,
+                  const diagnose::fr::FrAnalysis* fr, bool explain) {
+  if (!chosen) {
+    if (std::string why = ForeignOwner(dir); !why.empty()) {
+      std::fprintf(stderr,
+                   "safe-launch diagnose: not writing diagnosis.{md,json,html}: %s (--out DIR "
+                   "writes them elsewhere)\n",
+                   why.c_str());
+      return;
+    }
+  }
+  if (chosen) {
+    std::error_code ec;  // --out names a directory that may not exist yet
+    std::filesystem::create_directories(dir, ec);
+  }
+  const DiskFileWriter writer;
+  const std::pair<const char*, std::string> files[] = {
+      {"diagnosis.json", diagnose::JobDiagnosisJson(run, explain).dump(2) + "\n"},
+      {"diagnosis.md", diagnose::JobDiagnosisMarkdown(run)},
+      {"diagnosis.html", diagnose::JobDiagnosisHtml(run, fr)},
+  };
+  for (const auto& [name, content] : files) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    if (auto st = writer.WriteAtomic(path, content, 0644); !st) {
+      std::fprintf(stderr, "safe-launch diagnose: %s not written: %s\n", name,
+                   st.error().Describe().c_str());
+      return;
+    }
+  }
+  std::fprintf(stderr, "safe-launch diagnose: wrote diagnosis.{md,json,html} in %s\n", dir.c_str());
 }
 
 int RunDiagnose(const DiagnoseArgs& args) {
@@ -125,17 +188,22 @@ int RunDiagnose(const DiagnoseArgs& args) {
     std::fprintf(stderr, "safe-launch diagnose: '-' (standard input) can be given once\n");
     return exit_code::kUsage;
   }
-  const auto claims = FlightRecorderClaims(args);
+  const auto fr = FlightRecorderOfInputs(args);
+  const auto claims =
+      fr ? ClaimsOf(diagnose::fr::FlightRecorderCauses(*fr)) : std::vector<diagnose::CauseClaim>{};
   auto run = diagnose::DiagnoseInputs(args.inputs, stdin, claims);
   if (!run.ok()) {
     std::fprintf(stderr, "safe-launch diagnose: %s\n", run.error().Describe().c_str());
     return exit_code::kUsage;
   }
   if (args.json) {
-    std::printf("%s\n",
-                diagnose::DiagnosisJson(run->diagnosis, run->read, args.explain).dump(2).c_str());
+    std::printf("%s\n", diagnose::JobDiagnosisJson(*run, args.explain).dump(2).c_str());
   } else {
     std::fputs(diagnose::DiagnosisText(run->diagnosis, run->read, args.explain).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  if (const std::string dir = ReportDir(args); !dir.empty()) {
+    WriteReports(dir, !args.out_dir.empty(), *run, fr ? &*fr : nullptr, args.explain);
   }
   return run->diagnosis.named() ? exit_code::kOk : exit_code::kChecksFailed;
 }
@@ -152,6 +220,11 @@ void SetupDiagnose(CLI::App& sub, int* exit_code) {
       ->expected(1, -1);
   sub.add_option("--html", args->html,
                  "With --flight-recorder: also write the self-contained diagnosis.html here");
+  sub.add_flag("--no-write", args->no_write,
+               "Do not write diagnosis.{md,json,html} into the run root");
+  sub.add_option("--out", args->out_dir,
+                 "Write diagnosis.{md,json,html} into DIR (default: the run root, when the one "
+                 "input is one)");
   sub.add_option("--threads", args->threads,
                  "Flight Recorder reader threads (default: one per core)")
       ->check(CLI::Range(0, 64));

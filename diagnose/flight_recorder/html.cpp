@@ -12,9 +12,7 @@
 
 namespace sl::diagnose::fr {
 
-namespace {
-
-std::string Esc(std::string_view s) {
+std::string EscapeHtml(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -37,6 +35,10 @@ std::string Esc(std::string_view s) {
   }
   return out;
 }
+
+namespace {
+
+std::string Esc(std::string_view s) { return EscapeHtml(s); }
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -183,6 +185,16 @@ std::string CauseBlock(const Cause& c, bool first) {
 
 }  // namespace
 
+std::string_view PageStyle() { return kStyle; }
+
+std::string GridHtml(const FrAnalysis& a) {
+  const PgFinding* f = a.Top();
+  if (f == nullptr) return "";
+  std::string out = fmt::format("<h2>Ranks x collectives of {}</h2>\n", Esc(CollectiveName(a, *f)));
+  out += Grid(a, *f);
+  return out + "<h2>Per node</h2>\n" + NodeTable(a, *f);
+}
+
 std::string DiagnosisHtml(const FrAnalysis& a, const std::vector<Cause>& causes) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -197,11 +209,7 @@ std::string DiagnosisHtml(const FrAnalysis& a, const std::vector<Cause>& causes)
   for (std::size_t i = 0; i < causes.size(); ++i) out += CauseBlock(causes[i], i == 0);
   out += fmt::format("<p>{} dumps read, {} unreadable, world of {} ranks, {} without a dump.</p>\n",
                      a.dumps.size(), a.errors.size(), a.world_size, a.missing.size());
-  if (const PgFinding* f = a.Top()) {
-    out += fmt::format("<h2>Ranks x collectives of {}</h2>\n", Esc(CollectiveName(a, *f)));
-    out += Grid(a, *f);
-    out += "<h2>Per node</h2>\n" + NodeTable(a, *f);
-  }
+  out += GridHtml(a);
   if (!a.errors.empty() || !a.notes.empty()) {
     out += "<h2>Files</h2><details open><summary>unreadable dumps and notes</summary><ul>";
     for (const auto& e : a.errors) {

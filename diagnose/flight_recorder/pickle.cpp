@@ -152,17 +152,22 @@ struct Unpickler::State {
   std::uint32_t memo_count = 0;
   std::optional<Error> error;
 
-  bool Fail(const std::string& what) {
+  // The error paths are cold and out of line, so the hot handlers stay small enough to inline
+  // into Run's loop (Get with its message formatting inline was 10% of the reader).
+  [[gnu::cold, gnu::noinline]] bool Fail(const std::string& what) {
     error = MakeError(fmt::format("{} (opcode {} 0x{:02x})", what, OpcodeName(op), op),
                       fmt::format("byte {}", op_at));
     return false;
   }
-  bool Truncated(std::uint64_t need) {
+  [[gnu::cold, gnu::noinline]] bool Truncated(std::uint64_t need) {
     error =
         MakeError(fmt::format("truncated: opcode {} needs {} more bytes, the file ends at byte {}",
                               OpcodeName(op), need - (in.size() - pos), in.size()),
                   fmt::format("byte {}", op_at));
     return false;
+  }
+  [[gnu::cold, gnu::noinline]] bool FailKey(const char* what, std::uint64_t key) {
+    return Fail(fmt::format(fmt::runtime(what), key));
   }
   bool Has(std::uint64_t n) const { return in.size() - pos >= n; }
   std::uint64_t Le(std::size_t n) {
@@ -171,24 +176,24 @@ struct Unpickler::State {
     pos += n;
     return v;
   }
-  std::uint32_t NewNode(Kind kind) {
+  [[gnu::always_inline]] std::uint32_t NewNode(Kind kind) {
     Node& n = doc.nodes_.emplace_back();
     n.kind = kind;
     n.c = {kNoChunk, kNoChunk};
     return static_cast<std::uint32_t>(doc.nodes_.size() - 1);
   }
-  bool PushInt(std::int64_t v, Kind kind = Kind::kInt) {
+  [[gnu::always_inline]] bool PushInt(std::int64_t v, Kind kind = Kind::kInt) {
     std::uint32_t id = NewNode(kind);
     doc.nodes_[id].i = v;
     u.stack_.push_back(id);
     return true;
   }
-  bool PushFixed(std::size_t n, bool is_signed) {
+  [[gnu::always_inline]] bool PushFixed(std::size_t n, bool is_signed) {
     if (!Has(n)) return Truncated(n);
     std::uint64_t v = Le(n);
     return PushInt(is_signed ? std::int32_t(std::uint32_t(v)) : std::int64_t(v));
   }
-  bool PushText(Kind kind, std::size_t len_bytes) {
+  [[gnu::always_inline]] bool PushText(Kind kind, std::size_t len_bytes) {
     if (!Has(len_bytes)) return Truncated(len_bytes);
     std::uint64_t len = Le(len_bytes);
     if (op == 'T' && (len & 0x80000000u)) return Fail("negative length");
@@ -220,7 +225,7 @@ struct Unpickler::State {
     return true;
   }
   // Appends stack_[from, end) to container `id` as one chunk and drops them from the stack.
-  void AddItems(std::uint32_t id, std::size_t from, std::uint32_t per_item) {
+  [[gnu::always_inline]] void AddItems(std::uint32_t id, std::size_t from, std::uint32_t per_item) {
     auto& st = u.stack_;
     std::uint32_t len = static_cast<std::uint32_t>(st.size() - from);
     if (len > 0) {
@@ -238,10 +243,10 @@ struct Unpickler::State {
     }
     st.resize(from);
   }
-  bool Put(std::uint64_t key) {
+  [[gnu::always_inline]] bool Put(std::uint64_t key) {
     // A memo key never exceeds the number of opcodes before it, so the file size bounds it and
     // a forged LONG_BINPUT cannot make us allocate gigabytes.
-    if (key > in.size()) return Fail(fmt::format("corrupted: memo key {} out of range", key));
+    if (key > in.size()) return FailKey("corrupted: memo key {} out of range", key);
     if (!Top()) return Fail("corrupted: nothing to memoize");
     auto& memo = u.memo_;
     // Keys come in order (BINPUT 0, 1, 2, ...): grow geometrically, not once per key.
@@ -250,14 +255,14 @@ struct Unpickler::State {
     memo[key] = u.stack_.back();
     return true;
   }
-  bool Get(std::uint64_t key) {
+  [[gnu::always_inline]] bool Get(std::uint64_t key) {
     if (key >= u.memo_.size() || u.memo_[key] == kNoChunk) {
-      return Fail(fmt::format("corrupted: memo key {} was never stored", key));
+      return FailKey("corrupted: memo key {} was never stored", key);
     }
     u.stack_.push_back(u.memo_[key]);
     return true;
   }
-  bool MemoArg(std::size_t n, bool put) {
+  [[gnu::always_inline]] bool MemoArg(std::size_t n, bool put) {
     if (!Has(n)) return Truncated(n);
     std::uint64_t key = Le(n);
     return put ? Put(key) : Get(key);
@@ -272,6 +277,7 @@ struct Unpickler::State {
   bool AddTo();
   bool Misc(bool* stop);
   bool Step(bool* stop);
+  bool Run();
 };
 
 bool Unpickler::State::Float() {
@@ -481,7 +487,9 @@ bool Unpickler::State::ScalarOp() {
   }
 }
 
-bool Unpickler::State::Step(bool* stop) {
+// Inlined into Run's loop: a call per opcode (saving and restoring six registers around a
+// jump-table dispatch) was a tenth of the reader's time on 512 dumps (perf annotate).
+[[gnu::always_inline]] inline bool Unpickler::State::Step(bool* stop) {
   op_at = pos;
   op = static_cast<std::uint8_t>(in[pos++]);
   switch (op) {
@@ -561,6 +569,20 @@ bool Unpickler::State::Step(bool* stop) {
   return Misc(stop);
 }
 
+bool Unpickler::State::Run() {
+  bool stop = false;
+  while (!stop) {
+    if (pos >= in.size()) {
+      error = MakeError(
+          fmt::format("truncated: the file ends at byte {} before the pickle's STOP", in.size()),
+          fmt::format("byte {}", in.size()));
+      return false;
+    }
+    if (!Step(&stop)) return false;
+  }
+  return true;
+}
+
 Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
   doc->input_ = data;
   doc->nodes_.clear();
@@ -575,15 +597,7 @@ Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
   }
   doc->nodes_.reserve(data.size() / 3);
   State s(*this, *doc, data);
-  bool stop = false;
-  while (!stop) {
-    if (s.pos >= data.size()) {
-      return MakeError(
-          fmt::format("truncated: the file ends at byte {} before the pickle's STOP", data.size()),
-          fmt::format("byte {}", data.size()));
-    }
-    if (!s.Step(&stop)) return *s.error;
-  }
+  if (!s.Run()) return *s.error;
   return OkStatus();
 }
 

@@ -40,6 +40,14 @@ nlohmann::json DiagnosisJson(const FrAnalysis& a, const std::vector<Cause>& caus
 /// The terminal report: verdict and fix first, then groups, missing ranks, unreadable files.
 std::string DiagnosisText(const FrAnalysis& a, const std::vector<Cause>& causes);
 
+/// The page's inline CSS (the job page of `diagnose RUN_ROOT` uses it too).
+std::string_view PageStyle();
+/// `s` with & < > " escaped.
+std::string EscapeHtml(std::string_view s);
+/// The rank x collective grid of the deciding group and its per-node table ("" when every
+/// collective completed).
+std::string GridHtml(const FrAnalysis& a);
+
 /// diagnosis.html: one self-contained page (inline CSS, no script, no network).
 std::string DiagnosisHtml(const FrAnalysis& a, const std::vector<Cause>& causes);
 

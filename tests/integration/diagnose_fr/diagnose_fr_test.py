@@ -4,6 +4,7 @@
 usage: diagnose_fr_test.py SAFE_LAUNCH SHARED_DIR CASE
 Exit 0 when the case passes, 1 with a message when not, 77 when it cannot run here (no chromium).
 """
+import glob
 import json
 import os
 import shutil
@@ -198,6 +199,181 @@ def case_run_root_joins_logs_and_dumps():
     rc, out, _ = diagnose(log)
     if rc != 1:
         fail(f"the log alone: exit {rc}, want 1")
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures")
+
+
+def sl_node(root, name, fixture, hang=False):
+    """One node's run directory, written by the real binary: status.json, preflight.json of the
+    fixture sysroot, and with hang=True a real hang bundle (the job prints once, then stalls)."""
+    cmd = [SL, "run", "--sysroot", os.path.join(FIXTURES, fixture), "--on-preflight-fail", "warn",
+           "--no-warmup", "--run-dir", os.path.join(root, name)]
+    if hang:
+        cmd += ["--stall-timeout", "1", "--", "sh", "-c", "echo started; exec sleep 60"]
+    else:
+        cmd += ["--", "true"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != (124 if hang else 0):
+        fail(f"run {name}: exit {p.returncode}: {p.stderr[-2000:]}")
+    if hang:
+        bundles = [b for b in glob.glob(os.path.join(root, name, "hang-*")) if os.path.isdir(b)]
+        if len(bundles) != 1:
+            fail(f"{name}: bundles {bundles}")
+        # The kernel-log collector copied this machine's /dev/kmsg since the job started:
+        # whatever other tests did to links here is not this job's. The cases plant their own.
+        with open(os.path.join(bundles[0], "node", "kernel.log"), "w") as f:
+            f.write("")
+        return bundles[0]
+    return None
+
+
+def four_nodes(name, memlock=()):
+    """n1..n4 (n4 with a hang bundle), the nodes named in `memlock` on the 64 KiB sysroot."""
+    root = os.path.join(TMP, name)
+    bundle = None
+    for n in ("n1", "n2", "n3", "n4"):
+        b = sl_node(root, n, "memlock-64k" if n in memlock else "ib-healthy", hang=n == "n4")
+        bundle = b or bundle
+    return root, bundle
+
+
+def root_json(root, *extra):
+    rc, out, err = diagnose("--json", "--no-write", *extra, root)
+    try:
+        return rc, json.loads(out), err
+    except ValueError:
+        fail(f"not JSON (rc {rc}): {out[:500]} {err[:500]}")
+
+
+def expect_top(root, category, node, port=None, evidence_in=None):
+    rc, j, err = root_json(root)
+    top = j["causes"][0]
+    if rc != 0 or top["category"] != category or top["entity"].get("node") != node:
+        fail(f"{root}: exit {rc}, top {top['category']} {top['entity']}, want {category} {node}")
+    if port and top["entity"].get("port") != port:
+        fail(f"{root}: port {top['entity']}, want {port}")
+    if evidence_in and not any(evidence_in in e["file"] for e in top["evidence"]):
+        fail(f"{root}: no evidence from {evidence_in}: {top['evidence']}")
+    return top
+
+
+def case_run_root_joins_node_facts():
+    base, bundle = four_nodes("base")
+    rc, j, _ = root_json(base)
+    if rc != 1 or j["named"]:
+        fail(f"healthy nodes and a bare stall: exit {rc}, causes {j['causes'][0]}")
+    # Preflight: one node's memlock limit, then every node's.
+    root, _ = four_nodes("memlock", memlock=("n2",))
+    top = expect_top(root, "memlock", "n2 only (1 of 4 nodes)", evidence_in="n2/preflight.json")
+    if not any(e["text"].startswith("/findings/") and e["line"] > 1 for e in top["evidence"]):
+        fail(f"no finding pointer and line: {top['evidence']}")
+    root, _ = four_nodes("memlock-all", memlock=("n1", "n2", "n3", "n4"))
+    expect_top(root, "memlock", "all 4 nodes")
+    # Warm-up: the report every node wrote names node 2 (n3) for the MTU of mlx5_0:1.
+    warm = os.path.join(TMP, "warm")
+    shutil.copytree(base, warm, symlinks=True)
+    report = {"schema": "safe-launch.warmup/1", "verdict": "fail", "passed": False, "nnodes": 4,
+              "findings": [{"check": "warmup.consistency.mtu", "code": "", "entity": "node 2 (n3)",
+                            "outcome": "fail", "waived": False, "evidence": [],
+                            "message": "the MTU of mlx5_0:1 is 1024 on node 2 (n3) but 4096 on 3 "
+                                       "other nodes (node 0 (n1), node 1 (n2), node 3 (n4))",
+                            "next_step": "set one MTU"}]}
+    for n in ("n1", "n2", "n3", "n4"):
+        with open(os.path.join(warm, n, "warmup.json"), "w") as f:
+            json.dump(report, f, indent=2)
+    expect_top(warm, "mtu_mismatch", "n3 only (1 of 4 nodes)", port="mlx5_0:1",
+               evidence_in="warmup.json")
+    # IB counters in n4's bundle: link_downed grew on mlx5_1:1 during the job.
+    ib = os.path.join(TMP, "ib")
+    shutil.copytree(base, ib, symlinks=True)
+    ib_bundle = bundle.replace(base, ib)
+    with open(os.path.join(ib_bundle, "node", "ib_counters.json"), "w") as f:
+        json.dump({"ports": {}, "error_deltas": [
+            {"port": "mlx5_1:1", "counter": "link_downed", "delta": 3}]}, f, indent=2)
+    expect_top(ib, "ib_port_down_or_link_flap", "n4 only (1 of 4 nodes)", port="mlx5_1:1",
+               evidence_in="node/ib_counters.json")
+    # Kernel log in n4's bundle: an Xid, named with its node.
+    kern = os.path.join(TMP, "kern")
+    shutil.copytree(base, kern, symlinks=True)
+    with open(os.path.join(bundle.replace(base, kern), "node", "kernel.log"), "w") as f:
+        f.write("[  812.100000] NVRM: Xid (PCI:0000:b3:00): 79, pid=1234, name=python, GPU has "
+                "fallen off the bus.\n")
+    expect_top(kern, "gpu_xid_or_driver", "n4 only (1 of 4 nodes)", evidence_in="kernel.log")
+
+
+def case_run_root_writes_diagnosis():
+    root, _ = four_nodes("w", memlock=("n2",))
+    # A link planted at one of the names is replaced, never written through.
+    target = os.path.join(TMP, "target")
+    with open(target, "w") as f:
+        f.write("keep\n")
+    os.symlink(target, os.path.join(root, "diagnosis.html"))
+    rc, out, err = diagnose("--json", root)
+    if rc != 0:
+        fail(f"exit {rc}: {err}")
+    for name in ("diagnosis.md", "diagnosis.json", "diagnosis.html"):
+        path = os.path.join(root, name)
+        if not os.path.isfile(path) or os.path.islink(path):
+            fail(f"{name} not written as a file: {os.listdir(root)}")
+    with open(target) as f:
+        if f.read() != "keep\n":
+            fail("written through the planted link")
+    with open(os.path.join(root, "diagnosis.json")) as f:
+        if json.load(f) != json.loads(out):
+            fail("diagnosis.json is not the --json document")
+    with open(os.path.join(root, "diagnosis.md")) as f:
+        md = f.read()
+    if "**Verdict: memlock**" not in md or "| n2 | preflight | memlock |" not in md:
+        fail(f"diagnosis.md: {md[:1500]}")
+    # A second run reads its own diagnosis files as nothing: the same answer.
+    rc2, out2, _ = diagnose("--json", root)
+    if rc2 != rc or json.loads(out2)["causes"] != json.loads(out)["causes"]:
+        fail("the second run differs (read its own diagnosis files?)")
+    # --no-write writes nothing; --out DIR writes there.
+    fresh, _ = four_nodes("w2", memlock=("n2",))
+    rc, _, _ = diagnose("--no-write", fresh)
+    if rc != 0 or any(n.startswith("diagnosis.") for n in os.listdir(fresh)):
+        fail(f"--no-write: exit {rc}, {os.listdir(fresh)}")
+    elsewhere = os.path.join(TMP, "elsewhere")
+    rc, _, _ = diagnose("--out", elsewhere, fresh)
+    if rc != 0 or sorted(os.listdir(elsewhere)) != ["diagnosis.html", "diagnosis.json",
+                                                    "diagnosis.md"]:
+        fail(f"--out: exit {rc}")
+    # Another user's run root: said on stderr, still printed, exit status unchanged.
+    if os.geteuid() == 0:
+        os.chown(fresh, 4242, 4242)
+        rc, out, err = diagnose(fresh)
+        if rc != 0 or "memlock" not in out or "not writing" not in err or "uid 4242" not in err:
+            fail(f"foreign root: exit {rc}, stderr {err!r}")
+        if any(n.startswith("diagnosis.") for n in os.listdir(fresh)):
+            fail("wrote into another user's run root")
+
+
+def case_run_root_html_in_chromium():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("SKIP: no chromium (bash scripts/install-deps.sh installs it)")
+        sys.exit(77)
+    root, bundle = four_nodes("html", memlock=("n2",))
+    # n4's bundle holds the ranks' dumps: rank 9 never entered the stuck all_reduce.
+    d, _ = gen("html-dumps", "--scenario", "missing-rank", "--fault-rank", "9")
+    shutil.copytree(d, os.path.join(bundle, "fr"))
+    rc, out, err = diagnose(root)
+    html = os.path.join(root, "diagnosis.html")
+    if rc != 0 or not os.path.exists(html):
+        fail(f"exit {rc}, {err}")
+    p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        f"--user-data-dir={os.path.join(TMP, 'chromium')}",
+                        "--dump-dom", "file://" + html],
+                       capture_output=True, text=True, timeout=120)
+    dom = p.stdout
+    if "<table" not in dom:
+        fail(f"chromium rendered nothing (rc {p.returncode}): {p.stderr[-2000:]}")
+    for want in ("Verdict: straggler_or_slow_rank", 'class="node-facts"', "<td>n2</td>",
+                 "os.memlock/soft_below_min", 'class="c absent"', "<details>"):
+        if want not in dom:
+            fail(f"{want!r} not in the rendered DOM")
 
 
 try:

@@ -1,0 +1,172 @@
+#include "diagnose/job_report.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "diagnose/flight_recorder/report.h"
+#include "diagnose/report.h"
+
+namespace sl::diagnose {
+
+namespace {
+
+std::string Where(const EvidenceLine& e) { return fmt::format("{}:{}", e.file, e.line); }
+
+std::string EntityLine(const Entity& e) {
+  std::string out;
+  auto put = [&out](const char* k, const std::string& v) {
+    if (!v.empty()) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", k, v);
+  };
+  put("node", e.node);
+  put("rank", e.rank);
+  put("port", e.port);
+  put("GPU", e.gpu);
+  put("peer", e.peer);
+  return out;
+}
+
+// Per-node table rows are capped: a node flooding one kernel message says it in a few rows.
+constexpr std::size_t kRowsPerNode = 20;
+
+}  // namespace
+
+nlohmann::json JobDiagnosisJson(const DiagnoseRun& run, bool explain) {
+  nlohmann::json j = DiagnosisJson(run.diagnosis, run.read, explain);
+  if (run.job.nodes.empty()) return j;
+  std::map<std::string, nlohmann::json> by_node;
+  for (const std::string& n : run.job.nodes) by_node[n] = nlohmann::json::array();
+  for (const NodeFact& f : run.job.facts) {
+    by_node[f.node].push_back({{"source", f.source},
+                               {"rule", f.rule},
+                               {"category", f.category},
+                               {"port", f.port},
+                               {"file", f.evidence.file},
+                               {"line", f.evidence.line},
+                               {"text", f.evidence.text}});
+  }
+  nlohmann::json nodes = nlohmann::json::array();
+  for (auto& [node, facts] : by_node) nodes.push_back({{"node", node}, {"facts", facts}});
+  j["nodes"] = std::move(nodes);
+  j["job_nodes"] = run.job.job_nodes;
+  return j;
+}
+
+std::vector<NodeRow> NodeRows(const DiagnoseRun& run) {
+  std::map<std::string, std::vector<NodeRow>> rows;
+  for (const std::string& n : run.job.nodes) rows[n];
+  for (const NodeFact& f : run.job.facts) {
+    auto& r = rows[f.node];
+    if (r.size() < kRowsPerNode) {
+      r.push_back({f.node, f.source, f.category, f.port, f.evidence.text, Where(f.evidence)});
+    }
+  }
+  for (const Cause& c : run.diagnosis.causes) {
+    for (const EvidenceLine& e : c.evidence) {
+      if (e.signature.empty()) continue;  // a claim's citation: already a fact above
+      const std::string node = NodeOfFile(run.job.node_of_dir, e.file);
+      if (node.empty() || rows[node].size() >= kRowsPerNode) continue;
+      rows[node].push_back({node, "log", c.category, "", e.text, Where(e)});
+    }
+  }
+  std::vector<NodeRow> out;
+  for (auto& [node, r] : rows) {
+    if (r.empty()) r.push_back({node, "", "", "", "nothing found", ""});
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
+}
+
+std::string JobDiagnosisMarkdown(const DiagnoseRun& run) {
+  const Diagnosis& d = run.diagnosis;
+  const Cause& top = d.causes.front();
+  std::string out = "# safe-launch diagnosis\n\n";
+  if (d.named()) {
+    out += fmt::format("**Verdict: {}** (confidence {:.2f}, {})", top.category, top.confidence,
+                       ConfidenceLevel(top.confidence));
+    if (std::string e = EntityLine(top.entity); !e.empty()) out += " — " + e;
+    out += fmt::format("\n\n{}\n\n**Fix:** {}\n\n", top.why, top.fix);
+  } else {
+    out += fmt::format("**No cause named** (unknown). {}\n\n**To decide:** {}\n\n", top.why,
+                       top.decide);
+  }
+  out += "## Causes\n\n";
+  for (std::size_t i = 0; i < d.causes.size() && i < 5; ++i) {
+    const Cause& c = d.causes[i];
+    out +=
+        fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.confidence, EntityLine(c.entity));
+    for (const EvidenceLine& e : c.evidence) {
+      out += fmt::format("   - `{}` {}\n", Where(e), e.text.substr(0, 200));
+    }
+  }
+  if (!run.job.nodes.empty()) {
+    out += fmt::format("\n## Per node ({} of the job's {} nodes here)\n\n", run.job.nodes.size(),
+                       run.job.job_nodes);
+    out += "| node | source | category | port | what | where |\n|---|---|---|---|---|---|\n";
+    for (const NodeRow& r : NodeRows(run)) {
+      std::string text = r.text.substr(0, 160);
+      for (char& ch : text) ch = ch == '|' ? '/' : ch;
+      out += fmt::format("| {} | {} | {} | {} | {} | `{}` |\n", r.node, r.source, r.category,
+                         r.port, text, r.where);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string CauseSection(const Cause& c, bool first) {
+  using fr::EscapeHtml;
+  std::string head = first ? "Verdict: " + c.category : c.category;
+  std::string out = fmt::format(
+      "<section class=\"{}\"><h{}>{} <small>(confidence {:.2f})</small></h{}>",
+      first ? "verdict" : "cause", first ? 1 : 2, EscapeHtml(head), c.confidence, first ? 1 : 2);
+  if (std::string e = EntityLine(c.entity); !e.empty()) {
+    out += "<p class=\"entity\">" + EscapeHtml(e) + "</p>";
+  }
+  out += "<p class=\"message\">" + EscapeHtml(c.why) + "</p>";
+  if (!c.fix.empty()) out += "<p class=\"fix\">Fix: " + EscapeHtml(c.fix) + "</p>";
+  if (c.category == "unknown") out += "<p>To decide: " + EscapeHtml(c.decide) + "</p>";
+  out += fmt::format("<details><summary>evidence ({})</summary><ul>", c.evidence.size());
+  for (const EvidenceLine& e : c.evidence) {
+    out += fmt::format("<li><code>{}</code> {}</li>", EscapeHtml(Where(e)),
+                       EscapeHtml(e.text.substr(0, 400)));
+  }
+  return out + "</ul></details></section>\n";
+}
+
+std::string NodeFactsTable(const DiagnoseRun& run) {
+  using fr::EscapeHtml;
+  std::string out = fmt::format(
+      "<h2>Findings per node ({} of the job's {} nodes here)</h2>\n<table class=\"node-facts\">"
+      "<tr><th>node</th><th>source</th><th>category</th><th>port</th><th>what</th>"
+      "<th>where</th></tr>\n",
+      run.job.nodes.size(), run.job.job_nodes);
+  for (const NodeRow& r : NodeRows(run)) {
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
+        "</tr>\n",
+        EscapeHtml(r.node), EscapeHtml(r.source), EscapeHtml(r.category), EscapeHtml(r.port),
+        EscapeHtml(r.text.substr(0, 300)), EscapeHtml(r.where));
+  }
+  return out + "</table>\n";
+}
+
+}  // namespace
+
+std::string JobDiagnosisHtml(const DiagnoseRun& run, const fr::FrAnalysis* fr) {
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>safe-launch diagnosis</title><style>";
+  out += fr::PageStyle();
+  out += "</style></head><body>\n";
+  const auto& causes = run.diagnosis.causes;
+  for (std::size_t i = 0; i < causes.size() && i < 5; ++i) out += CauseSection(causes[i], i == 0);
+  if (fr != nullptr) out += fr::GridHtml(*fr);
+  if (!run.job.nodes.empty()) out += NodeFactsTable(run);
+  out += fmt::format("<p>{} file(s), {} line(s) read, {} recognised.</p>\n", run.read.files,
+                     run.read.lines, run.diagnosis.recognised);
+  return out + "</body></html>\n";
+}
+
+}  // namespace sl::diagnose
