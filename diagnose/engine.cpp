@@ -415,6 +415,85 @@ bool SurvivorErrors(const Evidence& ev, Lines* out) {
       out);
 }
 
+// ---- conditions: progress output (the late rank) ----
+
+bool TimedOut(const Evidence& ev, const std::string& who) {
+  const auto& t = ev.timed_out();
+  return std::find(t.begin(), t.end(), who) != t.end();
+}
+
+// A process other than the ones that timed out. Frameworks print progress on rank 0 only
+// (rank_zero_info, log_dist(ranks=[0]), the Trainer's main process), so a line without a rank
+// stands for rank 0: it is that rank only while rank 0 is not among those that timed out.
+bool OutsideTimeouts(const Evidence& ev, const Progress& p) {
+  if (ev.timed_out().empty() || TimedOut(ev, p.who)) return false;
+  return !p.who.empty() || !TimedOut(ev, "0");
+}
+
+// Work one rank does alone while the others wait in the next collective.
+bool IsSavingOrEvaluating(const Match& m) {
+  const std::string_view id = m.signature->id;
+  for (std::string_view row : {"progress.saving_checkpoint", "progress.hf_saving_checkpoint",
+                               "progress.accelerate_save_state", "progress.deepspeed_checkpoint",
+                               "progress.lightning_checkpoint", "progress.lightning_validation"}) {
+    if (id == row) return true;
+  }
+  const std::string phase = Lower(m.Field("phase"));
+  return id == "progress.hf_phase" && (phase == "evaluation" || phase == "prediction");
+}
+
+// A rank that did not time out printed progress after the first timeout in the same file: it
+// was still working while the others waited for it.
+bool ProgressAfterTimeout(const Evidence& ev, Lines* out) {
+  bool any = false;
+  for (const Progress& p : ev.progress()) {
+    if (!OutsideTimeouts(ev, p)) continue;
+    for (const TimeoutSeen& t : ev.timeouts()) {
+      if (t.source == p.source && p.last.line_number > t.first.line_number) {
+        out->push_back(&p.last);
+        out->push_back(&t.first);
+        any = true;
+      }
+    }
+  }
+  return any;
+}
+
+// The last thing a rank that did not time out printed was a checkpoint save or an evaluation.
+bool SavingWhileOthersTimeOut(const Evidence& ev, Lines* out) {
+  bool any = false;
+  for (const Progress& p : ev.progress()) {
+    if (OutsideTimeouts(ev, p) && IsSavingOrEvaluating(p.last)) {
+      out->push_back(&p.last);
+      any = true;
+    }
+  }
+  if (any && !ev.timeouts().empty()) out->push_back(&ev.timeouts().front().first);
+  return any;
+}
+
+// Iteration counters per rank where a minority stands at another step than the rest (ahead:
+// it skipped a collective or keeps going; behind: it is late), while ranks time out.
+bool LastProgressDiffers(const Evidence& ev, Lines* out) {
+  if (ev.timed_out().empty()) return false;
+  std::map<std::string, const Progress*> by_who;
+  for (const Progress& p : ev.progress()) {
+    if (p.max_step < 0 || p.who.empty()) continue;
+    auto [it, fresh] = by_who.emplace(p.who, &p);
+    if (!fresh && p.max_step > it->second->max_step) it->second = &p;
+  }
+  if (by_who.size() < 3) return false;
+  std::map<long long, int> votes;
+  for (const auto& [w, p] : by_who) ++votes[p->max_step];
+  auto mode = std::max_element(votes.begin(), votes.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (votes.size() < 2 || mode->second * 2 <= static_cast<int>(by_who.size())) return false;
+  for (const auto& [w, p] : by_who) {
+    if (p->max_step != mode->first) out->push_back(&p->last);
+  }
+  return true;
+}
+
 constexpr NamedCondition kConditions[] = {
     {"retry_exceeded", RetryExceeded, "IB completions with status 12 (transport retry exceeded)"},
     {"link_local_gid", LinkLocalGid, "a NET/IB QP line whose GID has the link-local prefix fe80"},
@@ -442,6 +521,12 @@ constexpr NamedCondition kConditions[] = {
     {"rank_died", RankDied, "a rank killed by OOM, SIGKILL, SIGSEGV or SIGBUS"},
     {"survivor_errors", SurvivorErrors,
      "other ranks' errors that follow a death (remote exited, connection reset, timeouts)"},
+    {"progress_after_timeout", ProgressAfterTimeout,
+     "progress output of a rank that did not time out, after the first timeout in its file"},
+    {"saving_while_others_time_out", SavingWhileOthersTimeOut,
+     "a checkpoint save or evaluation as the last progress line of a rank that did not time out"},
+    {"last_progress_differs", LastProgressDiffers,
+     "per-rank iteration counters where a minority of ranks stands at another step, with timeouts"},
 };
 
 constexpr Rule kRules[] = {
@@ -568,6 +653,26 @@ constexpr Rule kRules[] = {
      {"rank_died"},
      "",
      "A rank died of OOM or a fatal signal."},
+    {"straggler_or_slow_rank.progress_after_timeout",
+     "straggler_or_slow_rank",
+     0.65,
+     {"progress_after_timeout"},
+     "rank_died",
+     "A rank kept printing progress after the others timed out in a collective: they waited "
+     "for it."},
+    {"straggler_or_slow_rank.saving_while_others_time_out",
+     "straggler_or_slow_rank",
+     0.6,
+     {"saving_while_others_time_out"},
+     "rank_died",
+     "The rank that did not time out was last saving a checkpoint or evaluating: the others "
+     "waited for it in the next collective."},
+    {"straggler_or_slow_rank.last_progress_differs",
+     "straggler_or_slow_rank",
+     0.55,
+     {"last_progress_differs"},
+     "rank_died",
+     "One rank's iteration counter stands apart from the others' while ranks time out."},
 };
 
 // A category another one explains: retry exceeded is the fabric's fault only when no GID, MTU

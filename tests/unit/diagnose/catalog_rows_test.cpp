@@ -1035,12 +1035,64 @@ TEST_CASE("the first catalog's rows match their sources' messages") {
   CheckCases(EarlierRowsCases());
 }
 
+std::vector<RowCase> ProgressCases() {
+  return {
+      // Megatron training_log: ' iteration {:8d}/{:8d} |' + ' consumed samples: {:12d} |' (the
+      // newer format with the timestamp in front).
+      {" [2024-05-01 10:00:00] iteration      120/  500000 | consumed samples:       122880 | "
+       "elapsed time per iteration (ms): 4401.2 |",
+       "progress.megatron_iteration",
+       {{"step", "120"}, {"total", "500000"}}},
+      // Megatron save_checkpoint: 'saving checkpoint at iteration {:7d} to {}'.
+      {"saving checkpoint at iteration     500 to /ckpt",
+       "progress.saving_checkpoint",
+       {{"step", "500"}}},
+      {"[rank3]:Saving checkpoint ...", "progress.saving_checkpoint", {{"rank", "3"}}},
+      // transformers Trainer._save: f"Saving model checkpoint to {output_dir}".
+      {"[INFO|trainer.py:2889] 2024-05-01 10:00:00,000 >> Saving model checkpoint to "
+       "out/checkpoint-500",
+       "progress.hf_saving_checkpoint",
+       {}},
+      // accelerate save_state: f"Saving current state to {output_dir}".
+      {"05/01/2024 10:00:00 - INFO - accelerate.accelerator - Saving current state to "
+       "out/step_500",
+       "progress.accelerate_save_state",
+       {}},
+      // DeepSpeed TorchCheckpointEngine.create via log_dist(ranks=[0]).
+      {"[2024-05-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint "
+       "global_step500 is about to be saved!",
+       "progress.deepspeed_checkpoint",
+       {{"tag", "global_step500"}, {"rank", "0"}}},
+      // Lightning ModelCheckpoint's rank_zero_info.
+      {"Epoch 2, global step 1500: 'val_loss' reached 0.41230 (best 0.41230), saving model to "
+       "'/ckpt/epoch=2-step=1500.ckpt' as top 1",
+       "progress.lightning_checkpoint",
+       {{"epoch", "2"}, {"step", "1500"}}},
+      // Trainer's phase banners and its log dict.
+      {"***** Running Evaluation *****", "progress.hf_phase", {{"phase", "Evaluation"}}},
+      {"{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 4.9e-05, 'epoch': 0.12}",
+       "progress.hf_log_dict",
+       {{"epoch", "0.12"}}},
+      // Lightning's tqdm bars: the validation loop's description and the epoch bar.
+      {"Validation DataLoader 0:  40%|####      | 4/10 [00:01<00:02,  2.50it/s]",
+       "progress.lightning_validation",
+       {}},
+      {"Epoch 3:  45%|####5     | 45/100 [00:10<00:12,  4.40it/s, v_num=0]",
+       "progress.lightning_epoch_bar",
+       {{"epoch", "3"}}},
+  };
+}
+TEST_CASE(
+    "progress rows: Megatron iterations and saves, Trainer, accelerate, DeepSpeed, Lightning") {
+  CheckCases(ProgressCases());
+}
+
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
-  for (auto table :
-       {IbCompletionCases, IbAsyncEventsCases, VerbsCases, IbFactsCases, ShmCases,
-        SocketErrorsCases, SocketFactsCases, InitCases, RasCases, TopologyCases, TorchC10dCases,
-        C10dStoreCases, GlooCases, TorchrunCases, KernelCases, MpiCases, EarlierRowsCases}) {
+  for (auto table : {IbCompletionCases, IbAsyncEventsCases, VerbsCases, IbFactsCases, ShmCases,
+                     SocketErrorsCases, SocketFactsCases, InitCases, RasCases, TopologyCases,
+                     TorchC10dCases, C10dStoreCases, GlooCases, TorchrunCases, KernelCases,
+                     MpiCases, EarlierRowsCases, ProgressCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;

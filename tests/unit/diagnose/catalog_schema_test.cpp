@@ -49,11 +49,11 @@ const std::set<std::string> kEvidenceCategories = {
     // facts
     "flight_recorder_dump", "collective_trace", "nccl_version", "nccl_init", "nccl_env",
     "net_device", "net_transport", "gid_info", "gdr_status", "bootstrap_interface",
-    "socket_interface", "p2p_status", "nvls_status", "cumem_status"};
+    "socket_interface", "p2p_status", "nvls_status", "cumem_status", "progress"};
 
 // "<project> <file>[, <file>...] <range>", e.g. "nccl src/transport/net_ib.cc 2.10-2.28".
 const std::regex kProvenance(
-    R"(^(nccl|torch|gloo|linux|nvidia|openmpi|mpich) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
+    R"(^(nccl|torch|gloo|linux|nvidia|openmpi|prrte|mpich|slurm|megatron|transformers|accelerate|deepspeed|lightning) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
 
 }  // namespace
 

@@ -300,3 +300,93 @@ TEST_CASE("the bundle summary carries the engine's ranked causes") {
   CHECK(j["causes"][0]["category"] == "gid_index");
   CHECK(SummaryMarkdown(v, {}).find("## Causes, best first") != std::string::npos);
 }
+
+namespace {
+
+// ProcessGroupNCCL.cpp (2.0-2.3 wording, torch >= 2.4 adds the "[rankN]:" prefix): the
+// watchdog's timeout line of rank `r`.
+std::string WatchdogTimeout(int r, int seq = 9) {
+  return "[rank" + std::to_string(r) + "]:[E1201 10:00:00.0 1 ProcessGroupNCCL.cpp:632] [Rank " +
+         std::to_string(r) +
+         "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(seq) +
+         ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600083 "
+         "milliseconds before timing out.\n";
+}
+
+// Megatron training_log: ' iteration {:8d}/{:8d} |' + ' consumed samples: {:12d} |'.
+std::string MegatronIteration(int r, int it) {
+  return "[rank" + std::to_string(r) + "]: iteration " + std::to_string(it) +
+         "/  500000 | consumed samples:       " + std::to_string(it * 1024) + " |\n";
+}
+
+bool Fired(const Diagnosis& d, std::string_view rule) {
+  for (const Firing& f : d.fired) {
+    if (f.rule == rule) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a rank that keeps printing iterations after the others timed out is the straggler") {
+  std::string text = MegatronIteration(0, 100);
+  for (int r = 1; r < 4; ++r) text += WatchdogTimeout(r);
+  text += MegatronIteration(0, 101);
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "0");
+  CHECK(Fired(d, "straggler_or_slow_rank.progress_after_timeout"));
+}
+
+// transformers Trainer._save: f"Saving model checkpoint to {output_dir}" on the main process
+// only, so the line has no rank; ranks 1..3 time out in the next collective.
+TEST_CASE("a checkpoint save as the last line of the rank that did not time out is the straggler") {
+  std::string text =
+      "[INFO|trainer.py:2889] 2024-05-01 10:00:00,000 >> Saving model checkpoint to "
+      "out/checkpoint-500\n";
+  for (int r = 1; r < 4; ++r) text += WatchdogTimeout(r);
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(Fired(d, "straggler_or_slow_rank.saving_while_others_time_out"));
+}
+
+TEST_CASE("one rank's iteration counter behind the others while all time out is the straggler") {
+  std::string text;
+  for (int r = 0; r < 4; ++r) text += MegatronIteration(r, r == 3 ? 150 : 200);
+  for (int r = 0; r < 4; ++r) text += WatchdogTimeout(r);
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "3");
+  CHECK(Fired(d, "straggler_or_slow_rank.last_progress_differs"));
+  CHECK(!Fired(d, "straggler_or_slow_rank.all_but_one_time_out"));
+}
+
+TEST_CASE("progress before a rank's own timeout, or rank 0's rank-less saves, name no straggler") {
+  // The rank that printed progress is the one that timed out: the job simply hung there.
+  Diagnosis own = Run(MegatronIteration(0, 100) + WatchdogTimeout(0) + WatchdogTimeout(1));
+  CHECK(!Names(own, "straggler_or_slow_rank", 3));
+  // A rank-less save (rank 0's) while rank 0 itself timed out says nothing about who is late.
+  Diagnosis saved = Run("Saving model checkpoint to out/checkpoint-500\n" + WatchdogTimeout(0));
+  CHECK(!Names(saved, "straggler_or_slow_rank", 3));
+  // The save of a rank that is not late (no timeouts at all) is not evidence either.
+  Diagnosis quiet = Run("Saving model checkpoint to out/checkpoint-500\n");
+  CHECK(!quiet.named());
+}
+
+TEST_CASE("progress records stay bounded however many ranks and lines a log has") {
+  static const LineMatcher matcher;
+  Evidence ev;
+  LogIngest ingest(matcher, &ev);
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += MegatronIteration(i % 400, i / 400);
+  ingest.AddText("job.log", text);
+  REQUIRE(ev.progress().size() == Evidence::kKeepProgress);
+  const Progress& p = ev.progress().front();
+  CHECK(p.who == "0");
+  CHECK(p.lines == 50);
+  CHECK(p.max_step == 49);
+  CHECK(p.last.line_number == 19601);
+}
