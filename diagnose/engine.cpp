@@ -386,16 +386,44 @@ bool AllButOneRankTimeOut(const Evidence& ev, Lines* out) {
   return true;
 }
 
-// A rank that died on its own: CUDA OOM, the kernel's OOM killer, SIGKILL/SIGSEGV/SIGBUS exit
-// codes in torchrun's failure table (-6 is not one: it is the watchdog taking the process down).
+// srun reports every task's end, and once one task failed it kills the others (SIGKILL after
+// the kill wait): only its first task line in a file is a death of its own.
+bool FirstSrunTaskLine(const Evidence& ev, const Match& m) {
+  for (const Match& o : ev.matches()) {
+    if ((Is(o, "slurm.task_signalled") || Is(o, "slurm.task_exit_code") ||
+         Is(o, "slurm.task_oom")) &&
+        o.source == m.source && o.line_number < m.line_number) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A rank that died on its own: CUDA OOM, the kernel's or Slurm's OOM killer, SIGKILL/SIGSEGV/
+// SIGBUS exit codes in torchrun's failure table or the launchers' banners (-6 is not one: it is
+// the watchdog taking the process down).
 bool RankDied(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
-      [](const Match& m) {
+      [&ev](const Match& m) {
         if (Is(m, "torch.cuda_oom") || Is(m, "kernel.oom_kill")) return true;
         // A CUDA call inside NCCL or torch that failed for memory ("Cuda failure 'out of
         // memory'", CUDA error: out of memory) is the same death by another row.
         if (m.signature->category == "cuda_error" && Has(m, "out of memory")) return true;
+        // Slurm's cgroup OOM kill of a task, a node the job lost (its ranks died with it).
+        if (Is(m, "slurm.task_oom") || Is(m, "slurm.oom_kill_event") ||
+            Is(m, "slurm.cancelled_node_failure")) {
+          return true;
+        }
+        // The launchers' signal reports (mpirun/prterun, Hydra, srun's strsignal text): 9 is the
+        // OOM killer (or a kill -9), 11 and 7 a crash.
+        const std::string sig = m.Field("signal");
+        const std::string name = m.Field("signal_name");
+        if (Is(m, "slurm.task_signalled") && !FirstSrunTaskLine(ev, m)) return false;
+        if (sig == "9" || sig == "11" || sig == "7" || name == "Killed" ||
+            name == "Segmentation fault" || name == "Bus error") {
+          return true;
+        }
         const std::string code = m.Field("exitcode");
         return code == "-9" || code == "-11" || code == "-7" || code == "137" || code == "139";
       },

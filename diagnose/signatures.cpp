@@ -62,6 +62,7 @@ constexpr Signature kCatalog[] = {
 #include "diagnose/catalog/kernel.inc"
 #include "diagnose/catalog/torch_elastic.inc"
 #include "diagnose/catalog/mpi.inc"
+#include "diagnose/catalog/slurm.inc"
 #include "diagnose/catalog/nccl_coll.inc"
 #include "diagnose/catalog/progress.inc"
 #include "diagnose/catalog/nccl_catchall.inc"

@@ -924,7 +924,71 @@ std::vector<RowCase> MpiCases() {
        "mpi.hydra_killed_by_signal",
        {{"signal", "9"}, {"signal_name", "Killed"}}},
       {"=   EXIT CODE: 139", "mpi.hydra_exit_code", {{"exitcode", "139"}}},
+      // PRRTE 3.0 help-prun.txt wraps [prun:proc-aborted-strsignal] after "exited on".
+      {"prterun noticed that process rank 2 with PID 1201 on node gpu01 exited on",
+       "mpi.ompi_rank_signalled",
+       {{"launcher", "prterun"}, {"rank", "2"}, {"host", "gpu01"}}},
+      {"signal 11 (Segmentation fault).",
+       "mpi.prrte_signal_line",
+       {{"signal", "11"}, {"signal_name", "Segmentation fault"}}},
+      // help-errmgr-base.txt [normal-termination-but] with ORTE's empty job id.
+      {"Primary job  terminated normally, but 1 process returned",
+       "mpi.ompi_normal_termination_but",
+       {{"count", "1"}}},
+      // help-orterun.txt [orterun:proc-exit-no-sync] (4.1) and help-prun.txt (3.0).
+      {"mpirun has exited due to process rank 3 with PID 48223 on",
+       "mpi.ompi_exited_due_to_rank",
+       {{"launcher", "mpirun"}, {"rank", "3"}, {"pid", "48223"}}},
+      {"prterun has exited due to process rank 1 with PID 7 on node gpu02 exiting",
+       "mpi.ompi_exited_due_to_rank",
+       {{"rank", "1"}, {"host", "gpu02"}}},
+      // help-mpi-api.txt [mpi-abort].
+      {"MPI_ABORT was invoked on rank 5 in communicator MPI_COMM_WORLD",
+       "mpi.ompi_mpi_abort",
+       {{"rank", "5"}}},
+      // [orterun:non-zero-exit] / [prun:non-zero-exit] detail lines.
+      {"  Process name: [[54049,1],3]", "mpi.ompi_process_name", {{"rank", "3"}}},
+      {"   Process name: [prterun-gpu07-1234@1,6]", "mpi.ompi_process_name", {{"rank", "6"}}},
+      {"  Exit code:    137", "mpi.ompi_exit_code", {{"exitcode", "137"}}},
   };
+}
+
+// srun's _task_finish lines through error(), slurmstepd's cgroup OOM count and its banners.
+std::vector<RowCase> SlurmCases() {
+  return {
+      {"srun: error: gpu03: task 5: Out Of Memory",
+       "slurm.task_oom",
+       {{"host", "gpu03"}, {"tasks", "5"}}},
+      {"srun: error: gpu03: tasks 0-2,5: Exited with exit code 1",
+       "slurm.task_exit_code",
+       {{"host", "gpu03"}, {"tasks", "0-2,5"}, {"exitcode", "1"}}},
+      {"srun: error: gpu04: task 7: Segmentation fault (core dumped)",
+       "slurm.task_signalled",
+       {{"host", "gpu04"}, {"tasks", "7"}, {"signal_name", "Segmentation fault"}}},
+      {"srun: error: gpu04: tasks 0-6: Killed",
+       "slurm.task_signalled",
+       {{"signal_name", "Killed"}}},
+      // 23.02+ and 20.11-22.05 wordings.
+      {"slurmstepd: error: Detected 1 oom_kill event in StepId=1054.0. Some of the step tasks "
+       "have been OOM Killed.",
+       "slurm.oom_kill_event",
+       {{"count", "1"}}},
+      {"slurmstepd: error: Detected 2 oom-kill event(s) in StepId=7.batch cgroup. Some of your "
+       "processes may have been killed by the cgroup out-of-memory handler.",
+       "slurm.oom_kill_event",
+       {{"count", "2"}}},
+      {"slurmstepd: error: *** STEP 524549.0 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 DUE TO "
+       "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+       "slurm.cancelled_node_failure",
+       {{"job", "524549.0"}, {"host", "gpu01"}}},
+      {"slurmstepd: error: *** JOB 524549 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 DUE TO TIME "
+       "LIMIT ***",
+       "slurm.cancelled",
+       {{"job", "524549"}, {"reason", "TIME LIMIT"}}},
+  };
+}
+TEST_CASE("Slurm rows: srun task exits and signals, cgroup OOM kills, cancellation banners") {
+  CheckCases(SlurmCases());
 }
 TEST_CASE("MPI launcher rows: Open MPI's and Hydra's process-failure banners") {
   CheckCases(MpiCases());
@@ -1092,7 +1156,7 @@ TEST_CASE("every catalog row is the first match of at least one message from its
   for (auto table : {IbCompletionCases, IbAsyncEventsCases, VerbsCases, IbFactsCases, ShmCases,
                      SocketErrorsCases, SocketFactsCases, InitCases, RasCases, TopologyCases,
                      TorchC10dCases, C10dStoreCases, GlooCases, TorchrunCases, KernelCases,
-                     MpiCases, EarlierRowsCases, ProgressCases}) {
+                     MpiCases, EarlierRowsCases, ProgressCases, SlurmCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;

@@ -390,3 +390,59 @@ TEST_CASE("progress records stay bounded however many ranks and lines a log has"
   CHECK(p.max_step == 49);
   CHECK(p.last.line_number == 19601);
 }
+
+// help-orterun.txt [orterun:proc-aborted-strsignal] (4.1): mpirun names the first rank that
+// died and its signal; the survivors' NCCL errors follow from it.
+TEST_CASE("mpirun's signal 9 banner with the survivors' errors is oom_or_crash_other_rank") {
+  Diagnosis d = Run(
+      "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n"
+      "mpirun noticed that process rank 3 with PID 48223 on node gpu07 exited on signal 9 "
+      "(Killed).\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.rank == "3");
+  CHECK(d.causes[0].entity.node == "gpu07");
+}
+
+// PRRTE 3.0 (Open MPI 5) wraps the banner: the signal is on the next line.
+TEST_CASE("prterun's wrapped banner with signal 11 on the next line is a crash") {
+  Diagnosis d =
+      Run("prterun noticed that process rank 2 with PID 1201 on node gpu01 exited on\n"
+          "signal 11 (Segmentation fault).\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+}
+
+// task_cgroup_memory.c and srun's SIG_OOM line.
+TEST_CASE("Slurm's cgroup OOM kill of a task is oom_or_crash_other_rank on that node") {
+  Diagnosis d = Run(
+      "slurmstepd: error: Detected 1 oom_kill event in StepId=1054.0. Some of the step tasks have "
+      "been OOM Killed.\n"
+      "srun: error: gpu03: task 5: Out Of Memory\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.node == "gpu03");
+}
+
+TEST_CASE("srun killing the other tasks after the first one aborted is not a death of its own") {
+  std::string text;
+  for (int r = 1; r < 4; ++r) text += WatchdogTimeout(r);
+  text +=
+      "srun: error: gpu01: task 1: Aborted (core dumped)\n"
+      "srun: error: gpu01: tasks 0,2-3: Killed\n";
+  Diagnosis d = Run(text);
+  CHECK(!Names(d, "oom_or_crash_other_rank", 1));
+  // The same kill as srun's first line is one.
+  Diagnosis first = Run("srun: error: gpu01: task 1: Killed\n" + WatchdogTimeout(0));
+  CHECK(Names(first, "oom_or_crash_other_rank", 1));
+}
+
+TEST_CASE("a Slurm time-limit cancellation alone is a symptom, not a cause") {
+  Diagnosis d =
+      Run("slurmstepd: error: *** JOB 524549 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 DUE TO TIME "
+          "LIMIT ***\n");
+  CHECK(!d.named());
+  REQUIRE(!d.symptoms.empty());
+  CHECK(d.symptoms[0].category == "job_signalled");
+}
