@@ -425,6 +425,11 @@ bool RankDied(const Evidence& ev, Lines* out) {
           return true;
         }
         const std::string code = m.Field("exitcode");
+        // Hydra's EXIT CODE is the raw wait status of a process killed by a signal.
+        if (auto c = ParseInt(code); Is(m, "mpi.hydra_exit_code") && c.ok()) {
+          const long long s = *c & 0x7f;
+          return s == 9 || s == 11 || s == 7;
+        }
         return code == "-9" || code == "-11" || code == "-7" || code == "137" || code == "139";
       },
       out);

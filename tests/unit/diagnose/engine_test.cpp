@@ -446,3 +446,15 @@ TEST_CASE("a Slurm time-limit cancellation alone is a symptom, not a cause") {
   REQUIRE(!d.symptoms.empty());
   CHECK(d.symptoms[0].category == "job_signalled");
 }
+
+// MPICH Hydra pmiserv_cb.c (3.3-4.3): the banner of a process that died by a signal, whose
+// "EXIT CODE" is the raw wait status (9 = SIGKILL); an exit code 1 there would be 0x01 = SIGHUP.
+TEST_CASE("Hydra's bad-termination banner with EXIT CODE 9 is a rank killed by SIGKILL") {
+  Diagnosis d =
+      Run("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+          "=   PID 48223 RUNNING AT gpu07\n"
+          "=   EXIT CODE: 9\n"
+          "=   CLEANING UP REMAINING PROCESSES\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+}
