@@ -440,6 +440,7 @@ bool SurvivorErrors(const Evidence& ev, Lines* out) {
       ev,
       [](const Match& m) {
         return Is(m, "nccl.remote_exited") || Has(m, "Connection reset by peer") ||
+               Has(m, "remote process exited") || Has(m, "ncclRemoteError") ||
                Has(m, "Connection closed by peer") ||
                m.signature->category == "collective_timeout" ||
                m.signature->category == "peer_exit_or_network" ||
@@ -527,6 +528,76 @@ bool LastProgressDiffers(const Evidence& ev, Lines* out) {
   return true;
 }
 
+// ---- conditions: CUDA error texts and launcher-level facts ----
+
+// cudaGetErrorString() texts (CUDA runtime driver_types.h, 11.x-12.x) that NCCL ("Cuda failure
+// '%s'") and torch ("CUDA error: %s") print, by what they point at.
+constexpr std::string_view kCudaHardwareErrors[] = {
+    "uncorrectable ECC error encountered",         // cudaErrorECCUncorrectable
+    "an uncorrectable NVLink error was detected",  // cudaErrorNvlinkUncorrectable
+    "system not yet initialized",                  // cudaErrorSystemNotReady
+    "system has unsupported display driver / cuda driver combination",  // ...SystemDriverMismatch
+    "GPU has fallen off the bus",
+};
+
+bool CudaText(const Evidence& ev, std::initializer_list<std::string_view> texts, Lines* out) {
+  return Collect(
+      ev,
+      [&](const Match& m) {
+        if (m.signature->kind == EvidenceKind::kFact) return false;
+        return std::any_of(texts.begin(), texts.end(),
+                           [&](std::string_view t) { return Has(m, t); });
+      },
+      out);
+}
+
+bool CudaHardwareError(const Evidence& ev, Lines* out) {
+  bool any = false;
+  for (std::string_view t : kCudaHardwareErrors) any = CudaText(ev, {t}, out) || any;
+  return any;
+}
+
+// cudaErrorInvalidDevice: a rank asked for a GPU index the node does not have (LOCAL_RANK
+// beyond the GPUs, or CUDA_VISIBLE_DEVICES narrowed): the device selection is wrong.
+bool InvalidDeviceOrdinal(const Evidence& ev, Lines* out) {
+  return CudaText(ev, {"invalid device ordinal"}, out);
+}
+
+// cudaErrorPeerAccessUnsupported in NCCL's P2P transport: the platform refuses peer access.
+bool PeerAccessUnsupported(const Evidence& ev, Lines* out) {
+  return CudaText(ev, {"peer access is not supported between these two devices"}, out);
+}
+
+bool StoreConnectTimeout(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"c10d.store_connect_timeout"}, out);
+}
+
+bool GlooLoopback(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"gloo.loopback_fallback"}, out);
+}
+
+// Gloo's own failures between ranks (connect timeouts, closed or reset pairs, op timeouts).
+bool GlooFailed(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return m.signature->id.substr(0, 5) == "gloo." &&
+               m.signature->kind == EvidenceKind::kSymptom;
+      },
+      out);
+}
+
+// net_socket.cc 2.12-2.28: "message truncated : receiving %d bytes instead of %d. ... there may
+// be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO)".
+bool SocketMessageTruncated(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"nccl.net_socket_truncated"}, out);
+}
+
+// bootstrap.cc: the peers' bootstrap messages or communicator sizes disagree.
+bool BootstrapMismatch(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"nccl.bootstrap_truncated", "nccl.bootstrap_root_mismatch"}, out);
+}
+
 constexpr NamedCondition kConditions[] = {
     {"retry_exceeded", RetryExceeded, "IB completions with status 12 (transport retry exceeded)"},
     {"link_local_gid", LinkLocalGid, "a NET/IB QP line whose GID has the link-local prefix fe80"},
@@ -554,6 +625,20 @@ constexpr NamedCondition kConditions[] = {
     {"rank_died", RankDied, "a rank killed by OOM, SIGKILL, SIGSEGV or SIGBUS"},
     {"survivor_errors", SurvivorErrors,
      "other ranks' errors that follow a death (remote exited, connection reset, timeouts)"},
+    {"cuda_hardware_error", CudaHardwareError,
+     "a CUDA error text of the GPU or driver (uncorrectable ECC/NVLink, system not ready, driver "
+     "mismatch, fallen off the bus)"},
+    {"invalid_device_ordinal", InvalidDeviceOrdinal, "CUDA 'invalid device ordinal'"},
+    {"peer_access_unsupported", PeerAccessUnsupported,
+     "CUDA 'peer access is not supported between these two devices'"},
+    {"store_connect_timeout", StoreConnectTimeout,
+     "the c10d client socket timed out connecting to the store"},
+    {"gloo_loopback", GlooLoopback, "Gloo fell back to the loopback address"},
+    {"gloo_failed", GlooFailed, "Gloo connect/read/timeout failures"},
+    {"socket_message_truncated", SocketMessageTruncated,
+     "NET/Socket message truncated (collective sizes or NCCL settings differ between ranks)"},
+    {"bootstrap_mismatch", BootstrapMismatch,
+     "bootstrap messages or communicator sizes that disagree between ranks"},
     {"progress_after_timeout", ProgressAfterTimeout,
      "progress output of a rank that did not time out, after the first timeout in its file"},
     {"saving_while_others_time_out", SavingWhileOthersTimeOut,
@@ -686,6 +771,55 @@ constexpr Rule kRules[] = {
      {"rank_died"},
      "",
      "A rank died of OOM or a fatal signal."},
+    {"gpu_xid_or_driver.cuda_hardware_error",
+     "gpu_xid_or_driver",
+     0.75,
+     {"cuda_hardware_error"},
+     "",
+     "A CUDA call failed with an error of the GPU or its driver (ECC, NVLink, fabric manager not "
+     "ready, driver mismatch)."},
+    {"duplicate_gpu.invalid_device_ordinal",
+     "duplicate_gpu",
+     0.55,
+     {"invalid_device_ordinal"},
+     "",
+     "A rank asked for a GPU index the node does not have: the device is not selected from "
+     "LOCAL_RANK (or more ranks than GPUs run on the node)."},
+    {"acs_iommu_p2p.peer_access_unsupported",
+     "acs_iommu_p2p",
+     0.45,
+     {"peer_access_unsupported"},
+     "",
+     "CUDA refused peer access between two GPUs of the node: the PCIe topology (ACS, IOMMU, "
+     "virtualisation) blocks P2P; NCCL_P2P_DISABLE=1 works around it."},
+    {"socket_ifname_wrong.gloo_loopback_and_failure",
+     "socket_ifname_wrong",
+     0.7,
+     {"gloo_loopback", "gloo_failed"},
+     "",
+     "Gloo bound to the loopback address (the hostname does not resolve to a routable address) "
+     "and its connections between ranks failed."},
+    {"version_mismatch.bootstrap_mismatch",
+     "version_mismatch",
+     0.45,
+     {"bootstrap_mismatch"},
+     "two_nccl_versions",
+     "NCCL's bootstrap messages had other sizes than the peer expected: the exchanged structures "
+     "differ, as when nodes run different NCCL releases."},
+    {"desync_collective_mismatch.socket_message_truncated",
+     "desync_collective_mismatch",
+     0.45,
+     {"socket_message_truncated"},
+     "two_nccl_versions",
+     "A peer sent more data than this rank posted for the operation: the ranks called it with "
+     "different sizes (or run with different NCCL_PROTO/NCCL_ALGO)."},
+    {"firewall_or_port.store_connect_timeout",
+     "firewall_or_port",
+     0.35,
+     {"store_connect_timeout"},
+     "rank_died",
+     "Connecting to the c10d store timed out (no refusal): packets to MASTER_ADDR:MASTER_PORT are "
+     "dropped, or the store host is not up."},
     {"straggler_or_slow_rank.progress_after_timeout",
      "straggler_or_slow_rank",
      0.65,
@@ -717,6 +851,8 @@ constexpr Supersede kSupersedes[] = {
     {"retry_exceeded_network", "gid_index"},
     {"retry_exceeded_network", "mtu_mismatch"},
     {"retry_exceeded_network", "ib_port_down_or_link_flap"},
+    // A worker killed by SIGBUS in a full /dev/shm is the shm's doing, not a crash of its own.
+    {"oom_or_crash_other_rank", "shm_too_small"},
 };
 
 // What symptoms point at when nothing decides, and what would.

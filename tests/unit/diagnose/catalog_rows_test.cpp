@@ -802,6 +802,12 @@ TEST_CASE("c10d store and socket rows: 1.13 and 2.x formats of connect, bind, wa
 
 std::vector<RowCase> GlooCases() {
   return {
+      // torch ProcessGroupGloo.cpp createDefaultDevice()'s TORCH_WARN_ONCE.
+      {"[rank0]:[W427 03:10:15.652192062 ProcessGroupGloo.cpp:715] Warning: Unable to resolve "
+       "hostname to a (local) address. Using the loopback address as fallback. Manually set the "
+       "network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
+       "gloo.loopback_fallback",
+       {{"rank", "0"}}},
       // gloo/transport/tcp/unbound_buffer.cc, pair.cc, device.cc (GLOO_ERROR_MSG "[file:line] ")
       {"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed "
        "out waiting 1800000ms for recv operation to complete",
@@ -987,6 +993,26 @@ std::vector<RowCase> SlurmCases() {
        {{"job", "524549"}, {"reason", "TIME LIMIT"}}},
   };
 }
+// torch/csrc/DataLoader.cpp: the SIGBUS handler's message and _error_if_any_worker_fails.
+std::vector<RowCase> DataLoaderCases() {
+  return {
+      {"ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+       "shared memory (shm).",
+       "torch.dataloader_bus_error",
+       {}},
+      {"RuntimeError: DataLoader worker (pid 2841) is killed by signal: Bus error. It is possible "
+       "that dataloader's workers are out of shared memory.",
+       "torch.dataloader_worker_killed",
+       {{"pid", "2841"}, {"signal_name", "Bus error"}}},
+      {"RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
+       "torch.dataloader_worker_killed",
+       {{"signal_name", "Killed"}}},
+  };
+}
+TEST_CASE("DataLoader rows: the SIGBUS shared-memory message and workers killed by a signal") {
+  CheckCases(DataLoaderCases());
+}
+
 TEST_CASE("Slurm rows: srun task exits and signals, cgroup OOM kills, cancellation banners") {
   CheckCases(SlurmCases());
 }
@@ -1153,10 +1179,11 @@ TEST_CASE(
 
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
-  for (auto table : {IbCompletionCases, IbAsyncEventsCases, VerbsCases, IbFactsCases, ShmCases,
-                     SocketErrorsCases, SocketFactsCases, InitCases, RasCases, TopologyCases,
-                     TorchC10dCases, C10dStoreCases, GlooCases, TorchrunCases, KernelCases,
-                     MpiCases, EarlierRowsCases, ProgressCases, SlurmCases}) {
+  for (auto table :
+       {IbCompletionCases, IbAsyncEventsCases, VerbsCases,    IbFactsCases,  ShmCases,
+        SocketErrorsCases, SocketFactsCases,   InitCases,     RasCases,      TopologyCases,
+        TorchC10dCases,    C10dStoreCases,     GlooCases,     TorchrunCases, KernelCases,
+        MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;

@@ -458,3 +458,99 @@ TEST_CASE("Hydra's bad-termination banner with EXIT CODE 9 is a rank killed by S
   REQUIRE(d.named());
   CHECK(d.causes[0].category == "oom_or_crash_other_rank");
 }
+
+// cudaGetErrorString texts through torch's "CUDA error: %s" (CUDAException.cpp) and NCCL's
+// "Cuda failure '%s'" (checks.h).
+TEST_CASE("an uncorrectable ECC or NVLink CUDA error is gpu_xid_or_driver without a kernel log") {
+  Diagnosis ecc = Run("RuntimeError: CUDA error: uncorrectable ECC error encountered\n");
+  REQUIRE(ecc.named());
+  CHECK(ecc.causes[0].category == "gpu_xid_or_driver");
+  Diagnosis nvl = Run(
+      "n1:1:1 [0] NCCL WARN Cuda failure 'an uncorrectable NVLink error was detected during the "
+      "execution'\n");
+  REQUIRE(nvl.named());
+  CHECK(nvl.causes[0].category == "gpu_xid_or_driver");
+  // cudaErrorSystemNotReady: the fabric manager is not running.
+  Diagnosis fm = Run("RuntimeError: CUDA error: system not yet initialized\n");
+  REQUIRE(fm.named());
+  CHECK(fm.causes[0].category == "gpu_xid_or_driver");
+}
+
+TEST_CASE("CUDA's invalid device ordinal is a device selection bug (duplicate_gpu)") {
+  Diagnosis d = Run("[rank9]:RuntimeError: CUDA error: invalid device ordinal\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "duplicate_gpu");
+  CHECK(d.causes[0].entity.rank == "9");
+}
+
+TEST_CASE("NCCL's CUDA peer-access refusal points at the PCIe topology (acs_iommu_p2p)") {
+  Diagnosis d =
+      Run("n1:1:1 [0] transport/p2p.cc:1 NCCL WARN Cuda failure 'peer access is not supported "
+          "between these two devices'\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "acs_iommu_p2p");
+}
+
+TEST_CASE("Gloo on the loopback address with Gloo failing between ranks is socket_ifname_wrong") {
+  const std::string loopback =
+      "[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. "
+      "Using the loopback address as fallback. Manually set the network interface to bind to "
+      "with GLOO_SOCKET_IFNAME. (function operator())\n";
+  Diagnosis d = Run(loopback +
+                    "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] Connect "
+                    "timeout [127.0.1.1]:31337\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "socket_ifname_wrong");
+  // The warning alone (one node, every rank on loopback) is harmless.
+  CHECK(!Run(loopback).named());
+}
+
+// net_socket.cc 2.12-2.28 and bootstrap.cc 2.10-2.28.
+TEST_CASE("NCCL's truncated messages: socket ones are a desync, bootstrap ones a version split") {
+  Diagnosis sock = Run(
+      "n1:1:1 [0] transport/net_socket.cc:486 NCCL WARN NET/Socket : peer 10.0.0.2<5677> message "
+      "truncated : receiving 1048576 bytes instead of 65536. If you believe your socket network "
+      "is in healthy state, there may be a mismatch in collective sizes or environment settings "
+      "(e.g. NCCL_PROTO, NCCL_ALGO) between ranks\n");
+  REQUIRE(sock.named());
+  CHECK(sock.causes[0].category == "desync_collective_mismatch");
+  Diagnosis boot =
+      Run("n1:1:1 [0] bootstrap.cc:77 NCCL WARN Message truncated : received 4096 bytes instead "
+          "of 256\n");
+  REQUIRE(boot.named());
+  CHECK(boot.causes[0].category == "version_mismatch");
+}
+
+TEST_CASE("a DataLoader worker's bus error is shm_too_small, ahead of the rank it took down") {
+  Diagnosis d = Run(
+      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+      "shared memory (shm).\n"
+      "RuntimeError: DataLoader worker (pid 2841) is killed by signal: Bus error.\n"
+      "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "shm_too_small");
+}
+
+// NCCLUtils getNcclErrorDetailStr / ncclGetErrorString(ncclRemoteError) as torch prints it.
+TEST_CASE("torch's remote-process-exited NCCL error counts as a survivor's error of a death") {
+  Diagnosis d = Run(
+      "[rank2]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+      "[rank0]:torch.distributed.DistBackendError: NCCL error in: "
+      "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, remote process exited or there "
+      "was a network error, NCCL version 2.19.3\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(Fired(d, "oom_or_crash_other_rank.died_then_survivors_fail"));
+}
+
+// socket.cpp (2.x): "The client socket has timed out after %s while trying to connect to (%s,
+// %d)."
+TEST_CASE("a c10d store connect that times out is firewall_or_port, weakly") {
+  Diagnosis d =
+      Run("torch.distributed.DistNetworkError: The client socket has timed out after 1800s while "
+          "trying to connect to (10.0.0.1, 29500).\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "firewall_or_port");
+  CHECK(d.causes[0].confidence < 0.5);
+}
