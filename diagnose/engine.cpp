@@ -568,6 +568,25 @@ bool PeerAccessUnsupported(const Evidence& ev, Lines* out) {
   return CudaText(ev, {"peer access is not supported between these two devices"}, out);
 }
 
+bool MemlockWarning(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"verbs.memlock_warning"}, out);
+}
+
+// What a small memlock limit breaks: verbs calls, IB completions, NCCL errors of the IB
+// transport.
+bool IbOrVerbsFailure(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        const std::string_view id = m.signature->id;
+        return m.signature->kind != EvidenceKind::kFact &&
+               (id.substr(0, 8) == "nccl.ib_" || id.substr(0, 9) == "nccl.ibv_" ||
+                m.signature->category == "nccl_error" ||
+                m.signature->category == "ib_completion_error");
+      },
+      out);
+}
+
 bool StoreConnectTimeout(const Evidence& ev, Lines* out) {
   return AnyOf(ev, {"c10d.store_connect_timeout"}, out);
 }
@@ -631,6 +650,8 @@ constexpr NamedCondition kConditions[] = {
     {"invalid_device_ordinal", InvalidDeviceOrdinal, "CUDA 'invalid device ordinal'"},
     {"peer_access_unsupported", PeerAccessUnsupported,
      "CUDA 'peer access is not supported between these two devices'"},
+    {"memlock_warning", MemlockWarning, "libibverbs' RLIMIT_MEMLOCK warning (limit <= 32 KiB)"},
+    {"ib_or_verbs_failure", IbOrVerbsFailure, "verbs call failures, IB completion or NCCL errors"},
     {"store_connect_timeout", StoreConnectTimeout,
      "the c10d client socket timed out connecting to the store"},
     {"gloo_loopback", GlooLoopback, "Gloo fell back to the loopback address"},
@@ -813,6 +834,19 @@ constexpr Rule kRules[] = {
      "two_nccl_versions",
      "A peer sent more data than this rank posted for the operation: the ranks called it with "
      "different sizes (or run with different NCCL_PROTO/NCCL_ALGO)."},
+    {"memlock.rlimit_warning_and_ib_failure",
+     "memlock",
+     0.8,
+     {"memlock_warning", "ib_or_verbs_failure"},
+     "",
+     "libibverbs warned that the locked-memory limit is tiny and verbs/IB operations failed: "
+     "memory registration needs that limit."},
+    {"memlock.rlimit_warning",
+     "memlock",
+     0.4,
+     {"memlock_warning"},
+     "ib_or_verbs_failure",
+     "libibverbs warned that the locked-memory limit is tiny (<= 32 KiB)."},
     {"firewall_or_port.store_connect_timeout",
      "firewall_or_port",
      0.35,

@@ -996,6 +996,10 @@ std::vector<RowCase> SlurmCases() {
 // torch/csrc/DataLoader.cpp: the SIGBUS handler's message and _error_if_any_worker_fails.
 std::vector<RowCase> DataLoaderCases() {
   return {
+      // rdma-core libibverbs/init.c check_memlock_limit() (PFX "libibverbs: ").
+      {"libibverbs: Warning: RLIMIT_MEMLOCK is 65536 bytes.",
+       "verbs.memlock_warning",
+       {{"memlock_bytes", "65536"}}},
       {"ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
        "shared memory (shm).",
        "torch.dataloader_bus_error",

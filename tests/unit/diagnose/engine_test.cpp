@@ -554,3 +554,17 @@ TEST_CASE("a c10d store connect that times out is firewall_or_port, weakly") {
   CHECK(d.causes[0].category == "firewall_or_port");
   CHECK(d.causes[0].confidence < 0.5);
 }
+
+TEST_CASE("libibverbs' RLIMIT_MEMLOCK warning with a failing IB transport is memlock") {
+  const std::string warning = "libibverbs: Warning: RLIMIT_MEMLOCK is 32768 bytes.\n";
+  // net_ib.cc's completion error (2.20 format) on the same job.
+  Diagnosis d = Run(warning +
+                    "n1:1:1 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer "
+                    "10.0.0.2<5> with status=10 opcode=1 len=0 vendor err 136 (Send)\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "memlock");
+  CHECK(d.causes[0].confidence >= 0.8);
+  Diagnosis alone = Run(warning);
+  REQUIRE(alone.named());
+  CHECK(alone.causes[0].confidence < 0.5);
+}
