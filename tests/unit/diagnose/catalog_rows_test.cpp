@@ -991,6 +991,9 @@ std::vector<RowCase> SlurmCases() {
        "LIMIT ***",
        "slurm.cancelled",
        {{"job", "524549"}, {"reason", "TIME LIMIT"}}},
+      {"slurmstepd: error: *** STEP 524549.0 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 ***",
+       "slurm.cancelled",
+       {{"job", "524549.0"}, {"host", "gpu01"}}},
   };
 }
 // torch/csrc/DataLoader.cpp: the SIGBUS handler's message and _error_if_any_worker_fails.
