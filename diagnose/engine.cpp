@@ -412,7 +412,7 @@ bool RankDied(const Evidence& ev, Lines* out) {
         if (m.signature->category == "cuda_error" && Has(m, "out of memory")) return true;
         // Slurm's cgroup OOM kill of a task, a node the job lost (its ranks died with it).
         if (Is(m, "slurm.task_oom") || Is(m, "slurm.oom_kill_event") ||
-            Is(m, "slurm.cancelled_node_failure")) {
+            Is(m, "slurm.oom_kill_event_old") || Is(m, "slurm.cancelled_node_failure")) {
           return true;
         }
         // The launchers' signal reports (mpirun/prterun, Hydra, srun's strsignal text): 9 is the

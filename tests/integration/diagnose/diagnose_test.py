@@ -141,9 +141,11 @@ class Diagnose(unittest.TestCase):
 
     def test_a_rank_printing_progress_while_the_others_time_out_is_named_the_straggler(self):
         # srun -l output: Megatron's training_log line (' iteration {:8d}/{:8d} |' + ' consumed
-        # samples: {:12d} |') on task 0 goes on after tasks 1-3 report the watchdog timeout.
+        # samples: {:12d} |' + ' elapsed time per iteration (ms): {:.1f} |') on task 0 goes on
+        # after tasks 1-3 report the watchdog timeout.
         def it(n):
-            return "0:  iteration %8d/  500000 | consumed samples: %12d |\n" % (n, n * 1024)
+            return ("0:  iteration %8d/  500000 | consumed samples: %12d | elapsed time per "
+                    "iteration (ms): 4401.2 |\n" % (n, n * 1024))
         lines = [it(100)]
         for r in (1, 2, 3):
             lines.append("%d: " % r + TIMEOUT_LINE.replace("rank1", "rank%d" % r)

@@ -934,9 +934,7 @@ std::vector<RowCase> MpiCases() {
       {"prterun noticed that process rank 2 with PID 1201 on node gpu01 exited on",
        "mpi.ompi_rank_signalled",
        {{"launcher", "prterun"}, {"rank", "2"}, {"host", "gpu01"}}},
-      {"signal 11 (Segmentation fault).",
-       "mpi.prrte_signal_line",
-       {{"signal", "11"}, {"signal_name", "Segmentation fault"}}},
+      {"signal 9 (Killed).", "mpi.prrte_signal_line", {{"signal", "9"}, {"signal_name", "Killed"}}},
       // help-errmgr-base.txt [normal-termination-but] with ORTE's empty job id.
       {"Primary job  terminated normally, but 1 process returned",
        "mpi.ompi_normal_termination_but",
@@ -955,7 +953,6 @@ std::vector<RowCase> MpiCases() {
       // [orterun:non-zero-exit] / [prun:non-zero-exit] detail lines.
       {"  Process name: [[54049,1],3]", "mpi.ompi_process_name", {{"rank", "3"}}},
       {"   Process name: [prterun-gpu07-1234@1,6]", "mpi.ompi_process_name", {{"rank", "6"}}},
-      {"  Exit code:    137", "mpi.ompi_exit_code", {{"exitcode", "137"}}},
   };
 }
 
@@ -981,7 +978,7 @@ std::vector<RowCase> SlurmCases() {
        {{"count", "1"}}},
       {"slurmstepd: error: Detected 2 oom-kill event(s) in StepId=7.batch cgroup. Some of your "
        "processes may have been killed by the cgroup out-of-memory handler.",
-       "slurm.oom_kill_event",
+       "slurm.oom_kill_event_old",
        {{"count", "2"}}},
       {"slurmstepd: error: *** STEP 524549.0 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 DUE TO "
        "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",

@@ -313,10 +313,12 @@ std::string WatchdogTimeout(int r, int seq = 9) {
          "milliseconds before timing out.\n";
 }
 
-// Megatron training_log: ' iteration {:8d}/{:8d} |' + ' consumed samples: {:12d} |'.
+// Megatron training_log: ' iteration {:8d}/{:8d} |' + ' consumed samples: {:12d} |' + '
+// elapsed time per iteration (ms): {:.1f} |'.
 std::string MegatronIteration(int r, int it) {
   return "[rank" + std::to_string(r) + "]: iteration " + std::to_string(it) +
-         "/  500000 | consumed samples:       " + std::to_string(it * 1024) + " |\n";
+         "/  500000 | consumed samples:       " + std::to_string(it * 1024) +
+         " | elapsed time per iteration (ms): 4401.2 |\n";
 }
 
 bool Fired(const Diagnosis& d, std::string_view rule) {
@@ -406,10 +408,10 @@ TEST_CASE("mpirun's signal 9 banner with the survivors' errors is oom_or_crash_o
 }
 
 // PRRTE 3.0 (Open MPI 5) wraps the banner: the signal is on the next line.
-TEST_CASE("prterun's wrapped banner with signal 11 on the next line is a crash") {
+TEST_CASE("prterun's wrapped banner with signal 9 on the next line is a rank killed") {
   Diagnosis d =
       Run("prterun noticed that process rank 2 with PID 1201 on node gpu01 exited on\n"
-          "signal 11 (Segmentation fault).\n");
+          "signal 9 (Killed).\n");
   REQUIRE(d.named());
   CHECK(d.causes[0].category == "oom_or_crash_other_rank");
 }
