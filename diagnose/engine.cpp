@@ -386,17 +386,50 @@ bool AllButOneRankTimeOut(const Evidence& ev, Lines* out) {
   return true;
 }
 
-// A rank that died on its own: CUDA OOM, the kernel's OOM killer, SIGKILL/SIGSEGV/SIGBUS exit
-// codes in torchrun's failure table (-6 is not one: it is the watchdog taking the process down).
+// srun reports every task's end, and once one task failed it kills the others (SIGKILL after
+// the kill wait): only its first task line in a file is a death of its own.
+bool FirstSrunTaskLine(const Evidence& ev, const Match& m) {
+  for (const Match& o : ev.matches()) {
+    if ((Is(o, "slurm.task_signalled") || Is(o, "slurm.task_exit_code") ||
+         Is(o, "slurm.task_oom")) &&
+        o.source == m.source && o.line_number < m.line_number) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A rank that died on its own: CUDA OOM, the kernel's or Slurm's OOM killer, SIGKILL/SIGSEGV/
+// SIGBUS exit codes in torchrun's failure table or the launchers' banners (-6 is not one: it is
+// the watchdog taking the process down).
 bool RankDied(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
-      [](const Match& m) {
+      [&ev](const Match& m) {
         if (Is(m, "torch.cuda_oom") || Is(m, "kernel.oom_kill")) return true;
         // A CUDA call inside NCCL or torch that failed for memory ("Cuda failure 'out of
         // memory'", CUDA error: out of memory) is the same death by another row.
         if (m.signature->category == "cuda_error" && Has(m, "out of memory")) return true;
+        // Slurm's cgroup OOM kill of a task, a node the job lost (its ranks died with it).
+        if (Is(m, "slurm.task_oom") || Is(m, "slurm.oom_kill_event") ||
+            Is(m, "slurm.oom_kill_event_old") || Is(m, "slurm.cancelled_node_failure")) {
+          return true;
+        }
+        // The launchers' signal reports (mpirun/prterun, Hydra, srun's strsignal text): 9 is the
+        // OOM killer (or a kill -9), 11 and 7 a crash.
+        const std::string sig = m.Field("signal");
+        const std::string name = m.Field("signal_name");
+        if (Is(m, "slurm.task_signalled") && !FirstSrunTaskLine(ev, m)) return false;
+        if (sig == "9" || sig == "11" || sig == "7" || name == "Killed" ||
+            name == "Segmentation fault" || name == "Bus error") {
+          return true;
+        }
         const std::string code = m.Field("exitcode");
+        // Hydra's EXIT CODE is the raw wait status of a process killed by a signal.
+        if (auto c = ParseInt(code); Is(m, "mpi.hydra_exit_code") && c.ok()) {
+          const long long s = *c & 0x7f;
+          return s == 9 || s == 11 || s == 7;
+        }
         return code == "-9" || code == "-11" || code == "-7" || code == "137" || code == "139";
       },
       out);
@@ -407,12 +440,181 @@ bool SurvivorErrors(const Evidence& ev, Lines* out) {
       ev,
       [](const Match& m) {
         return Is(m, "nccl.remote_exited") || Has(m, "Connection reset by peer") ||
+               Has(m, "remote process exited") || Has(m, "ncclRemoteError") ||
                Has(m, "Connection closed by peer") ||
                m.signature->category == "collective_timeout" ||
                m.signature->category == "peer_exit_or_network" ||
                m.signature->category == "store_timeout";
       },
       out);
+}
+
+// ---- conditions: progress output (the late rank) ----
+
+bool TimedOut(const Evidence& ev, const std::string& who) {
+  const auto& t = ev.timed_out();
+  return std::find(t.begin(), t.end(), who) != t.end();
+}
+
+// A process other than the ones that timed out. Frameworks print progress on rank 0 only
+// (rank_zero_info, log_dist(ranks=[0]), the Trainer's main process), so a line without a rank
+// stands for rank 0: it is that rank only while rank 0 is not among those that timed out.
+bool OutsideTimeouts(const Evidence& ev, const Progress& p) {
+  if (ev.timed_out().empty() || TimedOut(ev, p.who)) return false;
+  return !p.who.empty() || !TimedOut(ev, "0");
+}
+
+// Work one rank does alone while the others wait in the next collective.
+bool IsSavingOrEvaluating(const Match& m) {
+  const std::string_view id = m.signature->id;
+  for (std::string_view row : {"progress.saving_checkpoint", "progress.hf_saving_checkpoint",
+                               "progress.accelerate_save_state", "progress.deepspeed_checkpoint",
+                               "progress.lightning_checkpoint", "progress.lightning_validation"}) {
+    if (id == row) return true;
+  }
+  const std::string phase = Lower(m.Field("phase"));
+  return id == "progress.hf_phase" && (phase == "evaluation" || phase == "prediction");
+}
+
+// A rank that did not time out printed progress after the first timeout in the same file: it
+// was still working while the others waited for it.
+bool ProgressAfterTimeout(const Evidence& ev, Lines* out) {
+  bool any = false;
+  for (const Progress& p : ev.progress()) {
+    if (!OutsideTimeouts(ev, p)) continue;
+    for (const TimeoutSeen& t : ev.timeouts()) {
+      if (t.source == p.source && p.last.line_number > t.first.line_number) {
+        out->push_back(&p.last);
+        out->push_back(&t.first);
+        any = true;
+      }
+    }
+  }
+  return any;
+}
+
+// The last thing a rank that did not time out printed was a checkpoint save or an evaluation.
+bool SavingWhileOthersTimeOut(const Evidence& ev, Lines* out) {
+  bool any = false;
+  for (const Progress& p : ev.progress()) {
+    if (OutsideTimeouts(ev, p) && IsSavingOrEvaluating(p.last)) {
+      out->push_back(&p.last);
+      any = true;
+    }
+  }
+  if (any && !ev.timeouts().empty()) out->push_back(&ev.timeouts().front().first);
+  return any;
+}
+
+// Iteration counters per rank where a minority stands at another step than the rest (ahead:
+// it skipped a collective or keeps going; behind: it is late), while ranks time out.
+bool LastProgressDiffers(const Evidence& ev, Lines* out) {
+  if (ev.timed_out().empty()) return false;
+  std::map<std::string, const Progress*> by_who;
+  for (const Progress& p : ev.progress()) {
+    if (p.max_step < 0 || p.who.empty()) continue;
+    auto [it, fresh] = by_who.emplace(p.who, &p);
+    if (!fresh && p.max_step > it->second->max_step) it->second = &p;
+  }
+  if (by_who.size() < 3) return false;
+  std::map<long long, int> votes;
+  for (const auto& [w, p] : by_who) ++votes[p->max_step];
+  auto mode = std::max_element(votes.begin(), votes.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (votes.size() < 2 || mode->second * 2 <= static_cast<int>(by_who.size())) return false;
+  for (const auto& [w, p] : by_who) {
+    if (p->max_step != mode->first) out->push_back(&p->last);
+  }
+  return true;
+}
+
+// ---- conditions: CUDA error texts and launcher-level facts ----
+
+// cudaGetErrorString() texts (CUDA runtime driver_types.h, 11.x-12.x) that NCCL ("Cuda failure
+// '%s'") and torch ("CUDA error: %s") print, by what they point at.
+constexpr std::string_view kCudaHardwareErrors[] = {
+    "uncorrectable ECC error encountered",         // cudaErrorECCUncorrectable
+    "an uncorrectable NVLink error was detected",  // cudaErrorNvlinkUncorrectable
+    "system not yet initialized",                  // cudaErrorSystemNotReady
+    "system has unsupported display driver / cuda driver combination",  // ...SystemDriverMismatch
+    "GPU has fallen off the bus",
+};
+
+bool CudaText(const Evidence& ev, std::initializer_list<std::string_view> texts, Lines* out) {
+  return Collect(
+      ev,
+      [&](const Match& m) {
+        if (m.signature->kind == EvidenceKind::kFact) return false;
+        return std::any_of(texts.begin(), texts.end(),
+                           [&](std::string_view t) { return Has(m, t); });
+      },
+      out);
+}
+
+bool CudaHardwareError(const Evidence& ev, Lines* out) {
+  bool any = false;
+  for (std::string_view t : kCudaHardwareErrors) any = CudaText(ev, {t}, out) || any;
+  return any;
+}
+
+// cudaErrorInvalidDevice: a rank asked for a GPU index the node does not have (LOCAL_RANK
+// beyond the GPUs, or CUDA_VISIBLE_DEVICES narrowed): the device selection is wrong.
+bool InvalidDeviceOrdinal(const Evidence& ev, Lines* out) {
+  return CudaText(ev, {"invalid device ordinal"}, out);
+}
+
+// cudaErrorPeerAccessUnsupported in NCCL's P2P transport: the platform refuses peer access.
+bool PeerAccessUnsupported(const Evidence& ev, Lines* out) {
+  return CudaText(ev, {"peer access is not supported between these two devices"}, out);
+}
+
+bool MemlockWarning(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"verbs.memlock_warning"}, out);
+}
+
+// What a small memlock limit breaks: verbs calls, IB completions, NCCL errors of the IB
+// transport.
+bool IbOrVerbsFailure(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        const std::string_view id = m.signature->id;
+        return m.signature->kind != EvidenceKind::kFact &&
+               (id.substr(0, 8) == "nccl.ib_" || id.substr(0, 9) == "nccl.ibv_" ||
+                m.signature->category == "nccl_error" ||
+                m.signature->category == "ib_completion_error");
+      },
+      out);
+}
+
+bool StoreConnectTimeout(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"c10d.store_connect_timeout"}, out);
+}
+
+bool GlooLoopback(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"gloo.loopback_fallback"}, out);
+}
+
+// Gloo's own failures between ranks (connect timeouts, closed or reset pairs, op timeouts).
+bool GlooFailed(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return m.signature->id.substr(0, 5) == "gloo." &&
+               m.signature->kind == EvidenceKind::kSymptom;
+      },
+      out);
+}
+
+// net_socket.cc 2.12-2.28: "message truncated : receiving %d bytes instead of %d. ... there may
+// be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO)".
+bool SocketMessageTruncated(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"nccl.net_socket_truncated"}, out);
+}
+
+// bootstrap.cc: the peers' bootstrap messages or communicator sizes disagree.
+bool BootstrapMismatch(const Evidence& ev, Lines* out) {
+  return AnyOf(ev, {"nccl.bootstrap_truncated", "nccl.bootstrap_root_mismatch"}, out);
 }
 
 constexpr NamedCondition kConditions[] = {
@@ -442,6 +644,28 @@ constexpr NamedCondition kConditions[] = {
     {"rank_died", RankDied, "a rank killed by OOM, SIGKILL, SIGSEGV or SIGBUS"},
     {"survivor_errors", SurvivorErrors,
      "other ranks' errors that follow a death (remote exited, connection reset, timeouts)"},
+    {"cuda_hardware_error", CudaHardwareError,
+     "a CUDA error text of the GPU or driver (uncorrectable ECC/NVLink, system not ready, driver "
+     "mismatch, fallen off the bus)"},
+    {"invalid_device_ordinal", InvalidDeviceOrdinal, "CUDA 'invalid device ordinal'"},
+    {"peer_access_unsupported", PeerAccessUnsupported,
+     "CUDA 'peer access is not supported between these two devices'"},
+    {"memlock_warning", MemlockWarning, "libibverbs' RLIMIT_MEMLOCK warning (limit <= 32 KiB)"},
+    {"ib_or_verbs_failure", IbOrVerbsFailure, "verbs call failures, IB completion or NCCL errors"},
+    {"store_connect_timeout", StoreConnectTimeout,
+     "the c10d client socket timed out connecting to the store"},
+    {"gloo_loopback", GlooLoopback, "Gloo fell back to the loopback address"},
+    {"gloo_failed", GlooFailed, "Gloo connect/read/timeout failures"},
+    {"socket_message_truncated", SocketMessageTruncated,
+     "NET/Socket message truncated (collective sizes or NCCL settings differ between ranks)"},
+    {"bootstrap_mismatch", BootstrapMismatch,
+     "bootstrap messages or communicator sizes that disagree between ranks"},
+    {"progress_after_timeout", ProgressAfterTimeout,
+     "progress output of a rank that did not time out, after the first timeout in its file"},
+    {"saving_while_others_time_out", SavingWhileOthersTimeOut,
+     "a checkpoint save or evaluation as the last progress line of a rank that did not time out"},
+    {"last_progress_differs", LastProgressDiffers,
+     "per-rank iteration counters where a minority of ranks stands at another step, with timeouts"},
 };
 
 constexpr Rule kRules[] = {
@@ -568,6 +792,88 @@ constexpr Rule kRules[] = {
      {"rank_died"},
      "",
      "A rank died of OOM or a fatal signal."},
+    {"gpu_xid_or_driver.cuda_hardware_error",
+     "gpu_xid_or_driver",
+     0.75,
+     {"cuda_hardware_error"},
+     "",
+     "A CUDA call failed with an error of the GPU or its driver (ECC, NVLink, fabric manager not "
+     "ready, driver mismatch)."},
+    {"duplicate_gpu.invalid_device_ordinal",
+     "duplicate_gpu",
+     0.55,
+     {"invalid_device_ordinal"},
+     "",
+     "A rank asked for a GPU index the node does not have: the device is not selected from "
+     "LOCAL_RANK (or more ranks than GPUs run on the node)."},
+    {"acs_iommu_p2p.peer_access_unsupported",
+     "acs_iommu_p2p",
+     0.45,
+     {"peer_access_unsupported"},
+     "",
+     "CUDA refused peer access between two GPUs of the node: the PCIe topology (ACS, IOMMU, "
+     "virtualisation) blocks P2P; NCCL_P2P_DISABLE=1 works around it."},
+    {"socket_ifname_wrong.gloo_loopback_and_failure",
+     "socket_ifname_wrong",
+     0.7,
+     {"gloo_loopback", "gloo_failed"},
+     "",
+     "Gloo bound to the loopback address (the hostname does not resolve to a routable address) "
+     "and its connections between ranks failed."},
+    {"version_mismatch.bootstrap_mismatch",
+     "version_mismatch",
+     0.45,
+     {"bootstrap_mismatch"},
+     "two_nccl_versions",
+     "NCCL's bootstrap messages had other sizes than the peer expected: the exchanged structures "
+     "differ, as when nodes run different NCCL releases."},
+    {"desync_collective_mismatch.socket_message_truncated",
+     "desync_collective_mismatch",
+     0.45,
+     {"socket_message_truncated"},
+     "two_nccl_versions",
+     "A peer sent more data than this rank posted for the operation: the ranks called it with "
+     "different sizes (or run with different NCCL_PROTO/NCCL_ALGO)."},
+    {"memlock.rlimit_warning_and_ib_failure",
+     "memlock",
+     0.8,
+     {"memlock_warning", "ib_or_verbs_failure"},
+     "",
+     "libibverbs warned that the locked-memory limit is tiny and verbs/IB operations failed: "
+     "memory registration needs that limit."},
+    {"memlock.rlimit_warning",
+     "memlock",
+     0.4,
+     {"memlock_warning"},
+     "ib_or_verbs_failure",
+     "libibverbs warned that the locked-memory limit is tiny (<= 32 KiB)."},
+    {"firewall_or_port.store_connect_timeout",
+     "firewall_or_port",
+     0.35,
+     {"store_connect_timeout"},
+     "rank_died",
+     "Connecting to the c10d store timed out (no refusal): packets to MASTER_ADDR:MASTER_PORT are "
+     "dropped, or the store host is not up."},
+    {"straggler_or_slow_rank.progress_after_timeout",
+     "straggler_or_slow_rank",
+     0.65,
+     {"progress_after_timeout"},
+     "rank_died",
+     "A rank kept printing progress after the others timed out in a collective: they waited "
+     "for it."},
+    {"straggler_or_slow_rank.saving_while_others_time_out",
+     "straggler_or_slow_rank",
+     0.6,
+     {"saving_while_others_time_out"},
+     "rank_died",
+     "The rank that did not time out was last saving a checkpoint or evaluating: the others "
+     "waited for it in the next collective."},
+    {"straggler_or_slow_rank.last_progress_differs",
+     "straggler_or_slow_rank",
+     0.55,
+     {"last_progress_differs"},
+     "rank_died",
+     "One rank's iteration counter stands apart from the others' while ranks time out."},
 };
 
 // A category another one explains: retry exceeded is the fabric's fault only when no GID, MTU
@@ -579,6 +885,8 @@ constexpr Supersede kSupersedes[] = {
     {"retry_exceeded_network", "gid_index"},
     {"retry_exceeded_network", "mtu_mismatch"},
     {"retry_exceeded_network", "ib_port_down_or_link_flap"},
+    // A worker killed by SIGBUS in a full /dev/shm is the shm's doing, not a crash of its own.
+    {"oom_or_crash_other_rank", "shm_too_small"},
 };
 
 // What symptoms point at when nothing decides, and what would.

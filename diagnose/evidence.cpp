@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "common/strings.h"
+
 namespace sl::diagnose {
 
 namespace {
@@ -45,6 +47,8 @@ void Evidence::Add(Match m) {
     // Bound the trace map: a long job emits one line per collective.
     if (coll_first_.size() > 4096) coll_first_.erase(coll_first_.begin());
   }
+  if (sig.category == "progress") AddProgress(m);
+  if (sig.category == "collective_timeout") AddTimeout(m);
   AddDistinct(m);
   std::size_t& n = counts_[std::string(sig.id)];
   ++n;
@@ -78,6 +82,49 @@ void Evidence::AddDistinct(const Match& m) {
     if (copy.line.size() > 2048) copy.line.resize(2048);  // a cut line still names its file:line
     values.emplace_back(f->second, std::move(copy));
   }
+}
+
+std::string Evidence::Who(const Match& m) {
+  if (std::string r = m.Field("rank"); !r.empty()) return r;
+  if (std::string h = m.Field("host"); !h.empty()) return h + ":" + m.Field("pid");
+  return m.Field("pod");
+}
+
+namespace {
+Match Kept(const Match& m) {
+  Match copy = m;
+  if (copy.line.size() > 2048) copy.line.resize(2048);
+  return copy;
+}
+}  // namespace
+
+// One record per (file, process): a 100 MB log of iteration lines costs one record per rank,
+// and the straggler rules need only where each rank's progress started and last stood.
+void Evidence::AddProgress(const Match& m) {
+  const std::string who = Who(m);
+  const std::string key = m.source + "\n" + who;
+  auto it = progress_index_.find(key);
+  if (it == progress_index_.end()) {
+    if (progress_.size() >= kKeepProgress) return;
+    it = progress_index_.emplace(key, progress_.size()).first;
+    progress_.push_back({m.source, who, 0, Kept(m), Kept(m), -1});
+  }
+  Progress& p = progress_[it->second];
+  ++p.lines;
+  p.last = Kept(m);
+  if (auto step = ParseInt(m.Field("step")); step.ok()) p.max_step = std::max<long long>(p.max_step, *step);
+}
+
+void Evidence::AddTimeout(const Match& m) {
+  const std::string who = Who(m);
+  if (timed_out_.size() < kKeepProgress &&
+      std::find(timed_out_.begin(), timed_out_.end(), who) == timed_out_.end()) {
+    timed_out_.push_back(who);
+  }
+  for (const TimeoutSeen& t : timeouts_) {
+    if (t.source == m.source) return;
+  }
+  if (timeouts_.size() < kKeepProgress) timeouts_.push_back({m.source, Kept(m)});
 }
 
 std::vector<const Match*> Evidence::Distinct(std::string_view id, std::string_view field) const {

@@ -13,6 +13,22 @@
 
 namespace sl::diagnose {
 
+/// The progress output (catalog rows of category "progress": iteration counters, checkpoint
+/// saves, evaluation phases) of one process in one file, for the straggler rules.
+struct Progress {
+  std::string source;  ///< the file
+  std::string who;     ///< rank, else "host:pid" (NCCL's prefix), else pod, else "" (unknown)
+  std::size_t lines = 0;
+  Match first, last;        ///< the first and the latest progress line (text cut at 2 KiB)
+  long long max_step = -1;  ///< the highest "step" field seen, -1 when none
+};
+
+/// Where the collective timeouts (rows of category "collective_timeout") were seen.
+struct TimeoutSeen {
+  std::string source;
+  Match first;  ///< the first timeout line of that file
+};
+
 /// Accumulates matches. Keeps the first few lines of every signature and counts the rest, and
 /// the first line of each distinct value of the fields that tell nodes and ranks apart (a NCCL
 /// version per node, a GID per host, a rank's last enqueued op), so memory stays bounded.
@@ -32,9 +48,20 @@ class Evidence {
   /// The first line of each distinct value of `field` among the lines of signature `id`, in the
   /// order the values were first seen.
   std::vector<const Match*> Distinct(std::string_view id, std::string_view field) const;
+  /// Progress records per (file, process), at most kKeepProgress of them.
+  const std::vector<Progress>& progress() const { return progress_; }
+  /// The first collective timeout of each file (at most kKeepProgress files).
+  const std::vector<TimeoutSeen>& timeouts() const { return timeouts_; }
+  /// The processes (see Progress::who) that reported a collective timeout, at most kKeepProgress.
+  const std::vector<std::string>& timed_out() const { return timed_out_; }
+  static constexpr std::size_t kKeepProgress = 256;
+  /// The identity the progress and timeout records use for the process that printed `m`.
+  static std::string Who(const Match& m);
 
  private:
   void AddDistinct(const Match& m);
+  void AddProgress(const Match& m);
+  void AddTimeout(const Match& m);
   std::vector<Match> matches_;
   std::map<std::string, std::size_t, std::less<>> counts_;
   std::size_t total_ = 0;
@@ -43,6 +70,10 @@ class Evidence {
   std::optional<Match> desync_;
   // "id|field" -> values in first-seen order with their first line.
   std::map<std::string, std::vector<std::pair<std::string, Match>>, std::less<>> distinct_;
+  std::vector<Progress> progress_;
+  std::map<std::string, std::size_t> progress_index_;  // source + '\n' + who -> progress_
+  std::vector<TimeoutSeen> timeouts_;
+  std::vector<std::string> timed_out_;
 };
 
 }  // namespace sl::diagnose

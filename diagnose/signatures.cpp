@@ -59,10 +59,13 @@ constexpr Signature kCatalog[] = {
 #include "diagnose/catalog/nccl_socket.inc"
 #include "diagnose/catalog/nccl_topo.inc"
 #include "diagnose/catalog/cuda.inc"
+#include "diagnose/catalog/torch_dataloader.inc"
 #include "diagnose/catalog/kernel.inc"
 #include "diagnose/catalog/torch_elastic.inc"
 #include "diagnose/catalog/mpi.inc"
+#include "diagnose/catalog/slurm.inc"
 #include "diagnose/catalog/nccl_coll.inc"
+#include "diagnose/catalog/progress.inc"
 #include "diagnose/catalog/nccl_catchall.inc"
     // clang-format on
 };

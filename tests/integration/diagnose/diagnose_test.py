@@ -139,6 +139,39 @@ class Diagnose(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertEqual(json.loads(out)["causes"][0]["category"], "oom_or_crash_other_rank")
 
+    def test_a_rank_printing_progress_while_the_others_time_out_is_named_the_straggler(self):
+        # srun -l output: Megatron's training_log line (' iteration {:8d}/{:8d} |' + ' consumed
+        # samples: {:12d} |' + ' elapsed time per iteration (ms): {:.1f} |') on task 0 goes on
+        # after tasks 1-3 report the watchdog timeout.
+        def it(n):
+            return ("0:  iteration %8d/  500000 | consumed samples: %12d | elapsed time per "
+                    "iteration (ms): 4401.2 |\n" % (n, n * 1024))
+        lines = [it(100)]
+        for r in (1, 2, 3):
+            lines.append("%d: " % r + TIMEOUT_LINE.replace("rank1", "rank%d" % r)
+                         .replace("Rank 1", "Rank %d" % r))
+        lines.append(it(101))
+        p = self.write("slurm-42.out", "".join(lines))
+        rc, out, err = diagnose("--json", "--explain", p)
+        self.assertEqual(rc, 0, err)
+        cause = json.loads(out)["causes"][0]
+        self.assertEqual(cause["category"], "straggler_or_slow_rank")
+        self.assertEqual(cause["entity"]["rank"], "0")
+        self.assertIn((p, 5), {(e["file"], e["line"]) for e in cause["evidence"]})
+
+    def test_slurm_and_mpirun_banners_name_the_rank_that_died(self):
+        p = self.write("job.err",
+                       "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; "
+                       "remote process exited or there was a network error\n"
+                       "slurmstepd: error: Detected 1 oom_kill event in StepId=1054.0. Some of the "
+                       "step tasks have been OOM Killed.\n"
+                       "srun: error: gpu03: task 5: Out Of Memory\n")
+        rc, out, err = diagnose("--json", p)
+        self.assertEqual(rc, 0, err)
+        cause = json.loads(out)["causes"][0]
+        self.assertEqual(cause["category"], "oom_or_crash_other_rank")
+        self.assertEqual(cause["entity"]["node"], "gpu03")
+
 
 if __name__ == "__main__":
     SL = sys.argv.pop(1)

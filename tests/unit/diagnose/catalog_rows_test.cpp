@@ -802,6 +802,12 @@ TEST_CASE("c10d store and socket rows: 1.13 and 2.x formats of connect, bind, wa
 
 std::vector<RowCase> GlooCases() {
   return {
+      // torch ProcessGroupGloo.cpp createDefaultDevice()'s TORCH_WARN_ONCE.
+      {"[rank0]:[W427 03:10:15.652192062 ProcessGroupGloo.cpp:715] Warning: Unable to resolve "
+       "hostname to a (local) address. Using the loopback address as fallback. Manually set the "
+       "network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
+       "gloo.loopback_fallback",
+       {{"rank", "0"}}},
       // gloo/transport/tcp/unbound_buffer.cc, pair.cc, device.cc (GLOO_ERROR_MSG "[file:line] ")
       {"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed "
        "out waiting 1800000ms for recv operation to complete",
@@ -924,7 +930,95 @@ std::vector<RowCase> MpiCases() {
        "mpi.hydra_killed_by_signal",
        {{"signal", "9"}, {"signal_name", "Killed"}}},
       {"=   EXIT CODE: 139", "mpi.hydra_exit_code", {{"exitcode", "139"}}},
+      // PRRTE 3.0 help-prun.txt wraps [prun:proc-aborted-strsignal] after "exited on".
+      {"prterun noticed that process rank 2 with PID 1201 on node gpu01 exited on",
+       "mpi.ompi_rank_signalled",
+       {{"launcher", "prterun"}, {"rank", "2"}, {"host", "gpu01"}}},
+      {"signal 9 (Killed).", "mpi.prrte_signal_line", {{"signal", "9"}, {"signal_name", "Killed"}}},
+      // help-errmgr-base.txt [normal-termination-but] with ORTE's empty job id.
+      {"Primary job  terminated normally, but 1 process returned",
+       "mpi.ompi_normal_termination_but",
+       {{"count", "1"}}},
+      // help-orterun.txt [orterun:proc-exit-no-sync] (4.1) and help-prun.txt (3.0).
+      {"mpirun has exited due to process rank 3 with PID 48223 on",
+       "mpi.ompi_exited_due_to_rank",
+       {{"launcher", "mpirun"}, {"rank", "3"}, {"pid", "48223"}}},
+      {"prterun has exited due to process rank 1 with PID 7 on node gpu02 exiting",
+       "mpi.ompi_exited_due_to_rank",
+       {{"rank", "1"}, {"host", "gpu02"}}},
+      // help-mpi-api.txt [mpi-abort].
+      {"MPI_ABORT was invoked on rank 5 in communicator MPI_COMM_WORLD",
+       "mpi.ompi_mpi_abort",
+       {{"rank", "5"}}},
+      // [orterun:non-zero-exit] / [prun:non-zero-exit] detail lines.
+      {"  Process name: [[54049,1],3]", "mpi.ompi_process_name", {{"rank", "3"}}},
+      {"   Process name: [prterun-gpu07-1234@1,6]", "mpi.ompi_process_name", {{"rank", "6"}}},
   };
+}
+
+// srun's _task_finish lines through error(), slurmstepd's cgroup OOM count and its banners.
+std::vector<RowCase> SlurmCases() {
+  return {
+      {"srun: error: gpu03: task 5: Out Of Memory",
+       "slurm.task_oom",
+       {{"host", "gpu03"}, {"tasks", "5"}}},
+      {"srun: error: gpu03: tasks 0-2,5: Exited with exit code 1",
+       "slurm.task_exit_code",
+       {{"host", "gpu03"}, {"tasks", "0-2,5"}, {"exitcode", "1"}}},
+      {"srun: error: gpu04: task 7: Segmentation fault (core dumped)",
+       "slurm.task_signalled",
+       {{"host", "gpu04"}, {"tasks", "7"}, {"signal_name", "Segmentation fault"}}},
+      {"srun: error: gpu04: tasks 0-6: Killed",
+       "slurm.task_signalled",
+       {{"signal_name", "Killed"}}},
+      // 23.02+ and 20.11-22.05 wordings.
+      {"slurmstepd: error: Detected 1 oom_kill event in StepId=1054.0. Some of the step tasks "
+       "have been OOM Killed.",
+       "slurm.oom_kill_event",
+       {{"count", "1"}}},
+      {"slurmstepd: error: Detected 2 oom-kill event(s) in StepId=7.batch cgroup. Some of your "
+       "processes may have been killed by the cgroup out-of-memory handler.",
+       "slurm.oom_kill_event_old",
+       {{"count", "2"}}},
+      {"slurmstepd: error: *** STEP 524549.0 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 DUE TO "
+       "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+       "slurm.cancelled_node_failure",
+       {{"job", "524549.0"}, {"host", "gpu01"}}},
+      {"slurmstepd: error: *** JOB 524549 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 DUE TO TIME "
+       "LIMIT ***",
+       "slurm.cancelled",
+       {{"job", "524549"}, {"reason", "TIME LIMIT"}}},
+      {"slurmstepd: error: *** STEP 524549.0 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 ***",
+       "slurm.cancelled",
+       {{"job", "524549.0"}, {"host", "gpu01"}}},
+  };
+}
+// torch/csrc/DataLoader.cpp: the SIGBUS handler's message and _error_if_any_worker_fails.
+std::vector<RowCase> DataLoaderCases() {
+  return {
+      // rdma-core libibverbs/init.c check_memlock_limit() (PFX "libibverbs: ").
+      {"libibverbs: Warning: RLIMIT_MEMLOCK is 65536 bytes.",
+       "verbs.memlock_warning",
+       {{"memlock_bytes", "65536"}}},
+      {"ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+       "shared memory (shm).",
+       "torch.dataloader_bus_error",
+       {}},
+      {"RuntimeError: DataLoader worker (pid 2841) is killed by signal: Bus error. It is possible "
+       "that dataloader's workers are out of shared memory.",
+       "torch.dataloader_worker_killed",
+       {{"pid", "2841"}, {"signal_name", "Bus error"}}},
+      {"RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
+       "torch.dataloader_worker_killed",
+       {{"signal_name", "Killed"}}},
+  };
+}
+TEST_CASE("DataLoader rows: the SIGBUS shared-memory message and workers killed by a signal") {
+  CheckCases(DataLoaderCases());
+}
+
+TEST_CASE("Slurm rows: srun task exits and signals, cgroup OOM kills, cancellation banners") {
+  CheckCases(SlurmCases());
 }
 TEST_CASE("MPI launcher rows: Open MPI's and Hydra's process-failure banners") {
   CheckCases(MpiCases());
@@ -1035,12 +1129,65 @@ TEST_CASE("the first catalog's rows match their sources' messages") {
   CheckCases(EarlierRowsCases());
 }
 
+std::vector<RowCase> ProgressCases() {
+  return {
+      // Megatron training_log: ' iteration {:8d}/{:8d} |' + ' consumed samples: {:12d} |' (the
+      // newer format with the timestamp in front).
+      {" [2024-05-01 10:00:00] iteration      120/  500000 | consumed samples:       122880 | "
+       "elapsed time per iteration (ms): 4401.2 |",
+       "progress.megatron_iteration",
+       {{"step", "120"}, {"total", "500000"}}},
+      // Megatron save_checkpoint: 'saving checkpoint at iteration {:7d} to {}'.
+      {"saving checkpoint at iteration     500 to /ckpt",
+       "progress.saving_checkpoint",
+       {{"step", "500"}}},
+      {"[rank3]:Saving checkpoint ...", "progress.saving_checkpoint", {{"rank", "3"}}},
+      // transformers Trainer._save: f"Saving model checkpoint to {output_dir}".
+      {"[INFO|trainer.py:2889] 2024-05-01 10:00:00,000 >> Saving model checkpoint to "
+       "out/checkpoint-500",
+       "progress.hf_saving_checkpoint",
+       {}},
+      // accelerate save_state: f"Saving current state to {output_dir}".
+      {"05/01/2024 10:00:00 - INFO - accelerate.accelerator - Saving current state to "
+       "out/step_500",
+       "progress.accelerate_save_state",
+       {}},
+      // DeepSpeed TorchCheckpointEngine.create via log_dist(ranks=[0]).
+      {"[2024-05-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint "
+       "global_step500 is about to be saved!",
+       "progress.deepspeed_checkpoint",
+       {{"tag", "global_step500"}, {"rank", "0"}}},
+      // Lightning ModelCheckpoint's rank_zero_info.
+      {"Epoch 2, global step 1500: 'val_loss' reached 0.41230 (best 0.41230), saving model to "
+       "'/ckpt/epoch=2-step=1500.ckpt' as top 1",
+       "progress.lightning_checkpoint",
+       {{"epoch", "2"}, {"step", "1500"}}},
+      // Trainer's phase banners and its log dict.
+      {"***** Running Evaluation *****", "progress.hf_phase", {{"phase", "Evaluation"}}},
+      {"{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 4.9e-05, 'epoch': 0.12}",
+       "progress.hf_log_dict",
+       {{"epoch", "0.12"}}},
+      // Lightning's tqdm bars: the validation loop's description and the epoch bar.
+      {"Validation DataLoader 0:  40%|####      | 4/10 [00:01<00:02,  2.50it/s]",
+       "progress.lightning_validation",
+       {}},
+      {"Epoch 3:  45%|####5     | 45/100 [00:10<00:12,  4.40it/s, v_num=0]",
+       "progress.lightning_epoch_bar",
+       {{"epoch", "3"}}},
+  };
+}
+TEST_CASE(
+    "progress rows: Megatron iterations and saves, Trainer, accelerate, DeepSpeed, Lightning") {
+  CheckCases(ProgressCases());
+}
+
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
   for (auto table :
-       {IbCompletionCases, IbAsyncEventsCases, VerbsCases, IbFactsCases, ShmCases,
-        SocketErrorsCases, SocketFactsCases, InitCases, RasCases, TopologyCases, TorchC10dCases,
-        C10dStoreCases, GlooCases, TorchrunCases, KernelCases, MpiCases, EarlierRowsCases}) {
+       {IbCompletionCases, IbAsyncEventsCases, VerbsCases,    IbFactsCases,  ShmCases,
+        SocketErrorsCases, SocketFactsCases,   InitCases,     RasCases,      TopologyCases,
+        TorchC10dCases,    C10dStoreCases,     GlooCases,     TorchrunCases, KernelCases,
+        MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;

@@ -49,11 +49,11 @@ const std::set<std::string> kEvidenceCategories = {
     // facts
     "flight_recorder_dump", "collective_trace", "nccl_version", "nccl_init", "nccl_env",
     "net_device", "net_transport", "gid_info", "gdr_status", "bootstrap_interface",
-    "socket_interface", "p2p_status", "nvls_status", "cumem_status"};
+    "socket_interface", "p2p_status", "nvls_status", "cumem_status", "progress"};
 
 // "<project> <file>[, <file>...] <range>", e.g. "nccl src/transport/net_ib.cc 2.10-2.28".
 const std::regex kProvenance(
-    R"(^(nccl|torch|gloo|linux|nvidia|openmpi|mpich) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
+    R"(^(nccl|torch|gloo|linux|nvidia|openmpi|prrte|mpich|slurm|rdma-core|megatron|transformers|accelerate|deepspeed|lightning) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
 
 }  // namespace
 
@@ -101,7 +101,10 @@ TEST_CASE("every row's regex compiles and has no more groups than its fields nam
 // release ranges each project's rows cover.
 TEST_CASE("catalog provenance report") {
   std::map<std::string, int> per_source, per_kind, per_project;
-  const std::regex file(R"((src/|torch/|c10/|gloo/|mm/|drivers/|orte/|NVRM)\S*)");
+  // A file, optionally after the project it belongs to when that is not the row's first project
+  // ("openmpi orte/..., prrte src/...").
+  const std::regex file(
+      R"((?:\b(prrte|openmpi|mpich|slurm|torch|nccl) )?((?:src/|torch/|c10/|gloo/|mm/|drivers/|orte/|ompi/|NVRM|megatron/|deepspeed/|libibverbs/)\S*))");
   for (const Signature& s : Catalog()) {
     ++per_kind[std::string(EvidenceKindName(s.kind))];
     const std::string prov(s.provenance);
@@ -109,9 +112,9 @@ TEST_CASE("catalog provenance report") {
     ++per_project[project];
     std::set<std::string> files;
     for (std::sregex_iterator it(prov.begin(), prov.end(), file), end; it != end; ++it) {
-      std::string f = it->str();
+      std::string f = (*it)[2].str();
       while (!f.empty() && (f.back() == ',' || f.back() == ')')) f.pop_back();
-      files.insert(project + " " + f);
+      files.insert(((*it)[1].matched ? (*it)[1].str() : project) + " " + f);
     }
     if (files.empty()) files.insert(project + " (no file)");
     for (const std::string& f : files) ++per_source[f];

@@ -300,3 +300,273 @@ TEST_CASE("the bundle summary carries the engine's ranked causes") {
   CHECK(j["causes"][0]["category"] == "gid_index");
   CHECK(SummaryMarkdown(v, {}).find("## Causes, best first") != std::string::npos);
 }
+
+namespace {
+
+// ProcessGroupNCCL.cpp (2.0-2.3 wording, torch >= 2.4 adds the "[rankN]:" prefix): the
+// watchdog's timeout line of rank `r`.
+std::string WatchdogTimeout(int r, int seq = 9) {
+  return "[rank" + std::to_string(r) + "]:[E1201 10:00:00.0 1 ProcessGroupNCCL.cpp:632] [Rank " +
+         std::to_string(r) +
+         "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(seq) +
+         ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600083 "
+         "milliseconds before timing out.\n";
+}
+
+// Megatron training_log: ' iteration {:8d}/{:8d} |' + ' consumed samples: {:12d} |' + '
+// elapsed time per iteration (ms): {:.1f} |'.
+std::string MegatronIteration(int r, int it) {
+  return "[rank" + std::to_string(r) + "]: iteration " + std::to_string(it) +
+         "/  500000 | consumed samples:       " + std::to_string(it * 1024) +
+         " | elapsed time per iteration (ms): 4401.2 |\n";
+}
+
+bool Fired(const Diagnosis& d, std::string_view rule) {
+  for (const Firing& f : d.fired) {
+    if (f.rule == rule) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a rank that keeps printing iterations after the others timed out is the straggler") {
+  std::string text = MegatronIteration(0, 100);
+  for (int r = 1; r < 4; ++r) text += WatchdogTimeout(r);
+  text += MegatronIteration(0, 101);
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "0");
+  CHECK(Fired(d, "straggler_or_slow_rank.progress_after_timeout"));
+}
+
+// transformers Trainer._save: f"Saving model checkpoint to {output_dir}" on the main process
+// only, so the line has no rank; ranks 1..3 time out in the next collective.
+TEST_CASE("a checkpoint save as the last line of the rank that did not time out is the straggler") {
+  std::string text =
+      "[INFO|trainer.py:2889] 2024-05-01 10:00:00,000 >> Saving model checkpoint to "
+      "out/checkpoint-500\n";
+  for (int r = 1; r < 4; ++r) text += WatchdogTimeout(r);
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(Fired(d, "straggler_or_slow_rank.saving_while_others_time_out"));
+}
+
+TEST_CASE("one rank's iteration counter behind the others while all time out is the straggler") {
+  std::string text;
+  for (int r = 0; r < 4; ++r) text += MegatronIteration(r, r == 3 ? 150 : 200);
+  for (int r = 0; r < 4; ++r) text += WatchdogTimeout(r);
+  Diagnosis d = Run(text);
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "straggler_or_slow_rank");
+  CHECK(d.causes[0].entity.rank == "3");
+  CHECK(Fired(d, "straggler_or_slow_rank.last_progress_differs"));
+  CHECK(!Fired(d, "straggler_or_slow_rank.all_but_one_time_out"));
+}
+
+TEST_CASE("progress before a rank's own timeout, or rank 0's rank-less saves, name no straggler") {
+  // The rank that printed progress is the one that timed out: the job simply hung there.
+  Diagnosis own = Run(MegatronIteration(0, 100) + WatchdogTimeout(0) + WatchdogTimeout(1));
+  CHECK(!Names(own, "straggler_or_slow_rank", 3));
+  // A rank-less save (rank 0's) while rank 0 itself timed out says nothing about who is late.
+  Diagnosis saved = Run("Saving model checkpoint to out/checkpoint-500\n" + WatchdogTimeout(0));
+  CHECK(!Names(saved, "straggler_or_slow_rank", 3));
+  // The save of a rank that is not late (no timeouts at all) is not evidence either.
+  Diagnosis quiet = Run("Saving model checkpoint to out/checkpoint-500\n");
+  CHECK(!quiet.named());
+}
+
+TEST_CASE("progress records stay bounded however many ranks and lines a log has") {
+  static const LineMatcher matcher;
+  Evidence ev;
+  LogIngest ingest(matcher, &ev);
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += MegatronIteration(i % 400, i / 400);
+  ingest.AddText("job.log", text);
+  REQUIRE(ev.progress().size() == Evidence::kKeepProgress);
+  const Progress& p = ev.progress().front();
+  CHECK(p.who == "0");
+  CHECK(p.lines == 50);
+  CHECK(p.max_step == 49);
+  CHECK(p.last.line_number == 19601);
+}
+
+// help-orterun.txt [orterun:proc-aborted-strsignal] (4.1): mpirun names the first rank that
+// died and its signal; the survivors' NCCL errors follow from it.
+TEST_CASE("mpirun's signal 9 banner with the survivors' errors is oom_or_crash_other_rank") {
+  Diagnosis d = Run(
+      "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n"
+      "mpirun noticed that process rank 3 with PID 48223 on node gpu07 exited on signal 9 "
+      "(Killed).\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.rank == "3");
+  CHECK(d.causes[0].entity.node == "gpu07");
+}
+
+// PRRTE 3.0 (Open MPI 5) wraps the banner: the signal is on the next line.
+TEST_CASE("prterun's wrapped banner with signal 9 on the next line is a rank killed") {
+  Diagnosis d =
+      Run("prterun noticed that process rank 2 with PID 1201 on node gpu01 exited on\n"
+          "signal 9 (Killed).\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+}
+
+// task_cgroup_memory.c and srun's SIG_OOM line.
+TEST_CASE("Slurm's cgroup OOM kill of a task is oom_or_crash_other_rank on that node") {
+  Diagnosis d = Run(
+      "slurmstepd: error: Detected 1 oom_kill event in StepId=1054.0. Some of the step tasks have "
+      "been OOM Killed.\n"
+      "srun: error: gpu03: task 5: Out Of Memory\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.node == "gpu03");
+}
+
+TEST_CASE("srun killing the other tasks after the first one aborted is not a death of its own") {
+  std::string text;
+  for (int r = 1; r < 4; ++r) text += WatchdogTimeout(r);
+  text +=
+      "srun: error: gpu01: task 1: Aborted (core dumped)\n"
+      "srun: error: gpu01: tasks 0,2-3: Killed\n";
+  Diagnosis d = Run(text);
+  CHECK(!Names(d, "oom_or_crash_other_rank", 1));
+  // The same kill as srun's first line is one.
+  Diagnosis first = Run("srun: error: gpu01: task 1: Killed\n" + WatchdogTimeout(0));
+  CHECK(Names(first, "oom_or_crash_other_rank", 1));
+}
+
+TEST_CASE("a Slurm time-limit cancellation alone is a symptom, not a cause") {
+  Diagnosis d =
+      Run("slurmstepd: error: *** JOB 524549 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 DUE TO TIME "
+          "LIMIT ***\n");
+  CHECK(!d.named());
+  REQUIRE(!d.symptoms.empty());
+  CHECK(d.symptoms[0].category == "job_signalled");
+}
+
+// MPICH Hydra pmiserv_cb.c (3.3-4.3): the banner of a process that died by a signal, whose
+// "EXIT CODE" is the raw wait status (9 = SIGKILL); an exit code 1 there would be 0x01 = SIGHUP.
+TEST_CASE("Hydra's bad-termination banner with EXIT CODE 9 is a rank killed by SIGKILL") {
+  Diagnosis d =
+      Run("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+          "=   PID 48223 RUNNING AT gpu07\n"
+          "=   EXIT CODE: 9\n"
+          "=   CLEANING UP REMAINING PROCESSES\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+}
+
+// cudaGetErrorString texts through torch's "CUDA error: %s" (CUDAException.cpp) and NCCL's
+// "Cuda failure '%s'" (checks.h).
+TEST_CASE("an uncorrectable ECC or NVLink CUDA error is gpu_xid_or_driver without a kernel log") {
+  Diagnosis ecc = Run("RuntimeError: CUDA error: uncorrectable ECC error encountered\n");
+  REQUIRE(ecc.named());
+  CHECK(ecc.causes[0].category == "gpu_xid_or_driver");
+  Diagnosis nvl = Run(
+      "n1:1:1 [0] NCCL WARN Cuda failure 'an uncorrectable NVLink error was detected during the "
+      "execution'\n");
+  REQUIRE(nvl.named());
+  CHECK(nvl.causes[0].category == "gpu_xid_or_driver");
+  // cudaErrorSystemNotReady: the fabric manager is not running.
+  Diagnosis fm = Run("RuntimeError: CUDA error: system not yet initialized\n");
+  REQUIRE(fm.named());
+  CHECK(fm.causes[0].category == "gpu_xid_or_driver");
+}
+
+TEST_CASE("CUDA's invalid device ordinal is a device selection bug (duplicate_gpu)") {
+  Diagnosis d = Run("[rank9]:RuntimeError: CUDA error: invalid device ordinal\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "duplicate_gpu");
+  CHECK(d.causes[0].entity.rank == "9");
+}
+
+TEST_CASE("NCCL's CUDA peer-access refusal points at the PCIe topology (acs_iommu_p2p)") {
+  Diagnosis d =
+      Run("n1:1:1 [0] transport/p2p.cc:1 NCCL WARN Cuda failure 'peer access is not supported "
+          "between these two devices'\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "acs_iommu_p2p");
+}
+
+TEST_CASE("Gloo on the loopback address with Gloo failing between ranks is socket_ifname_wrong") {
+  const std::string loopback =
+      "[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. "
+      "Using the loopback address as fallback. Manually set the network interface to bind to "
+      "with GLOO_SOCKET_IFNAME. (function operator())\n";
+  Diagnosis d = Run(loopback +
+                    "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] Connect "
+                    "timeout [127.0.1.1]:31337\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "socket_ifname_wrong");
+  // The warning alone (one node, every rank on loopback) is harmless.
+  CHECK(!Run(loopback).named());
+}
+
+// net_socket.cc 2.12-2.28 and bootstrap.cc 2.10-2.28.
+TEST_CASE("NCCL's truncated messages: socket ones are a desync, bootstrap ones a version split") {
+  Diagnosis sock = Run(
+      "n1:1:1 [0] transport/net_socket.cc:486 NCCL WARN NET/Socket : peer 10.0.0.2<5677> message "
+      "truncated : receiving 1048576 bytes instead of 65536. If you believe your socket network "
+      "is in healthy state, there may be a mismatch in collective sizes or environment settings "
+      "(e.g. NCCL_PROTO, NCCL_ALGO) between ranks\n");
+  REQUIRE(sock.named());
+  CHECK(sock.causes[0].category == "desync_collective_mismatch");
+  Diagnosis boot =
+      Run("n1:1:1 [0] bootstrap.cc:77 NCCL WARN Message truncated : received 4096 bytes instead "
+          "of 256\n");
+  REQUIRE(boot.named());
+  CHECK(boot.causes[0].category == "version_mismatch");
+}
+
+TEST_CASE("a DataLoader worker's bus error is shm_too_small, ahead of the rank it took down") {
+  Diagnosis d = Run(
+      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+      "shared memory (shm).\n"
+      "RuntimeError: DataLoader worker (pid 2841) is killed by signal: Bus error.\n"
+      "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "shm_too_small");
+}
+
+// NCCLUtils getNcclErrorDetailStr / ncclGetErrorString(ncclRemoteError) as torch prints it.
+TEST_CASE("torch's remote-process-exited NCCL error counts as a survivor's error of a death") {
+  Diagnosis d = Run(
+      "[rank2]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+      "[rank0]:torch.distributed.DistBackendError: NCCL error in: "
+      "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, remote process exited or there "
+      "was a network error, NCCL version 2.19.3\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(Fired(d, "oom_or_crash_other_rank.died_then_survivors_fail"));
+}
+
+// socket.cpp (2.x): "The client socket has timed out after %s while trying to connect to (%s,
+// %d)."
+TEST_CASE("a c10d store connect that times out is firewall_or_port, weakly") {
+  Diagnosis d =
+      Run("torch.distributed.DistNetworkError: The client socket has timed out after 1800s while "
+          "trying to connect to (10.0.0.1, 29500).\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "firewall_or_port");
+  CHECK(d.causes[0].confidence < 0.5);
+}
+
+TEST_CASE("libibverbs' RLIMIT_MEMLOCK warning with a failing IB transport is memlock") {
+  const std::string warning = "libibverbs: Warning: RLIMIT_MEMLOCK is 32768 bytes.\n";
+  // net_ib.cc's completion error (2.20 format) on the same job.
+  Diagnosis d = Run(warning +
+                    "n1:1:1 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer "
+                    "10.0.0.2<5> with status=10 opcode=1 len=0 vendor err 136 (Send)\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "memlock");
+  CHECK(d.causes[0].confidence >= 0.8);
+  Diagnosis alone = Run(warning);
+  REQUIRE(alone.named());
+  CHECK(alone.causes[0].confidence < 0.5);
+}
