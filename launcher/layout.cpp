@@ -506,6 +506,24 @@ Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                       MpiHints(env), SlurmHints(env)});
 }
 
+std::optional<JobEndpoint> TorchEndpoint(const std::vector<std::string>& command,
+                                         const Environment& env) {
+  const std::vector<LayoutHints> hints = {TorchrunHints(command, env), TorchEnvHints(env)};
+  const Hint<Endpoint>* ep = First(hints, &LayoutHints::rendezvous);
+  if (!ep || !ep->value.ok() || ep->value->host.empty()) return std::nullopt;
+  JobEndpoint out{ep->value->host, ep->value->port, ep->source};
+  if (out.port <= 0) {
+    const Hint<int>* p = First(hints, &LayoutHints::port);
+    if (p && p->value.ok()) {
+      out.port = *p->value;
+      if (p->source != out.source) out.source += " + " + p->source;
+    } else {
+      out.port = kDefaultRendezvousPort;  // torch.distributed's default when no port is given
+    }
+  }
+  return out;
+}
+
 Status ResolveLocalGpus(warmup::Topology* topology, int local_gpus) {
   if (topology->nproc_per_node_spec.empty()) return OkStatus();
   if (local_gpus <= 0)

@@ -113,6 +113,18 @@ Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                                      const std::vector<std::string>& command,
                                      const Environment& env);
 
+/// The rendezvous endpoint the job's torch will use, from the launched command and environment
+/// alone (not safe-launch's flags, not Slurm): torchrun's --rdzv-endpoint or --master-addr with
+/// --master-port (or their PET_* defaults), else MASTER_ADDR/MASTER_PORT (env://). nullopt when
+/// neither names one or the one named does not parse.
+struct JobEndpoint {
+  std::string host;
+  int port = 0;
+  std::string source;  ///< "torchrun --rdzv-endpoint", "MASTER_ADDR + MASTER_PORT", ...
+};
+std::optional<JobEndpoint> TorchEndpoint(const std::vector<std::string>& command,
+                                         const Environment& env);
+
 /// Turns ranks-per-local-GPU into the count once the node's GPUs are known; an error naming the
 /// source and --nproc-per-node when there are none.
 Status ResolveLocalGpus(warmup::Topology* topology, int local_gpus);

@@ -149,7 +149,7 @@ TEST_CASE("the list shows every preflight check, then every warm-up comparison")
     CHECK(text.find(c.summary) != std::string::npos);
     ++comparisons;
   }
-  CHECK(comparisons == 13);
+  CHECK(comparisons == 14);
 }
 
 TEST_CASE("two safe-launch on one Slurm node are refused, naming the variable and the fix") {
