@@ -95,6 +95,15 @@ struct LocalTasks {
 };
 LocalTasks TasksOnThisNode(const Environment& env);
 
+/// The id of this launch that every task sees: Slurm's SLURM_JOB_ID[.SLURM_STEP_ID], else
+/// PMIx's PMIX_NAMESPACE (Open MPI 4+, srun --mpi=pmix), else OMPI_MCA_ess_base_jobid; "" when
+/// none is set (MPICH/Hydra exports no id of its launch).
+std::string JobKey(const Environment& env);
+
+/// Where several --per-task tasks share a node, the layout the node's warm-up uses: ranks per
+/// node = the node's task count when no source gave it (srun --ntasks-per-node=N).
+void PerTaskLayout(warmup::Topology* topology, const LocalTasks& tasks);
+
 /// The refusal when `tasks` says several safe-launch share this node: names the variable and
 /// the fix (srun --ntasks-per-node=1, or --per-task).
 Status CheckOncePerNode(const LocalTasks& tasks);

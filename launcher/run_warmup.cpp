@@ -248,8 +248,13 @@ warmup::WarmupOptions WarmupOptionsFor(const WarmupConfig& args, const RunContex
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   const WarmupConfig& args = config.warmup;
   if (args.skip || !config.topology) {
-    log::Info("warm-up skipped (--no-warmup)");
-    ctx.status_extra["warmup"] = {{"verdict", "skipped"}};
+    if (args.skip_reason.empty()) {
+      log::Info("warm-up skipped (--no-warmup)");
+      ctx.status_extra["warmup"] = {{"verdict", "skipped"}};
+    } else {
+      log::Warn("warm-up skipped: {}", args.skip_reason);
+      ctx.status_extra["warmup"] = {{"verdict", "skipped"}, {"reason", args.skip_reason}};
+    }
     return exit_code::kOk;
   }
   if (!ctx.have_facts) {
@@ -275,7 +280,6 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
     t.rendezvous_host = "127.0.0.1";
     if (int port = FreeLoopbackPort(); port > 0) t.warmup_port = port;
   }
-  log::Init(ctx.host, std::to_string(t.node_rank), spdlog::get_level() <= spdlog::level::debug);
   warmup::RendezvousEndpoint job = JobRendezvous(config, ctx, t);
   if (t.nnodes > 1 && !RendezvousResolves(t, ctx, &job)) return exit_code::kWarmupFailed;
   log::Info("warm-up: node {} of {}, {} rank(s) here, store {}:{} ({} from {}), timeout {:g} s",

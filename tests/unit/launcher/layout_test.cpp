@@ -313,3 +313,11 @@ TEST_CASE("the endpoint torch will use comes from torchrun, else MASTER_ADDR, ne
   CHECK(env->source == "MASTER_ADDR + MASTER_PORT");
   CHECK_FALSE(TorchEndpoint({"python", "train.py"}, {{"SLURM_JOB_NODELIST", "gpu[01-02]"}}));
 }
+
+TEST_CASE("the launch's id comes from Slurm, else PMIx, else Open MPI, else none") {
+  using sl::launcher::JobKey;
+  CHECK(JobKey({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "2"}, {"PMIX_NAMESPACE", "9"}}) == "7.2");
+  CHECK(JobKey({{"PMIX_NAMESPACE", "9"}, {"OMPI_MCA_ess_base_jobid", "8"}}) == "mpi-9");
+  CHECK(JobKey({{"OMPI_MCA_ess_base_jobid", "8"}}) == "mpi-8");
+  CHECK(JobKey({{"PMI_RANK", "1"}}).empty());
+}
