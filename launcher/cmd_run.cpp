@@ -302,9 +302,11 @@ std::string LogRank(const RunConfig& args) {
 
 // Environment plan, preflight and warm-up: nullopt to start the job, else the status to exit
 // with (status.json written). On a shared node in --per-task mode the tasks other than local
-// rank 0 wait for its verdict instead of running preflight and warm-up themselves.
+// rank 0 wait for its verdict instead of running preflight and warm-up themselves. `report`
+// holds the preflight report ctx.preflight points at: it must outlive the job.
 std::optional<int> PrepareJob(const RunConfig& args, RunContext& ctx,
-                              const std::string& verdict_path) {
+                              const std::string& verdict_path,
+                              std::optional<preflight::PreflightReport>* report) {
   // The plan gives preflight its thresholds and waivers, so it is resolved first when a resolver
   // exists; preflight.json and env-plan.json are both written before anything starts.
   preflight::PreflightOptions preflight_opts;
@@ -322,8 +324,7 @@ std::optional<int> PrepareJob(const RunConfig& args, RunContext& ctx,
     if (rc && *rc != exit_code::kOk) return WriteNotStarted(ctx, *rc);
     return std::nullopt;
   }
-  std::optional<preflight::PreflightReport> report;
-  if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
+  if (int rc = PreflightPhase(args, ctx, report, preflight_opts); rc != exit_code::kOk) {
     if (auto by_signal = stopped("preflight")) return *by_signal;
     return WriteNotStarted(ctx, rc);
   }
@@ -366,7 +367,8 @@ int Run(const RunConfig& args) {
   // verdict to come from one that never will (it died).
   const std::string verdict = NodeVerdictPath(args, ctx);
   PublishNodeVerdict(args, ctx, verdict, std::nullopt);
-  const std::optional<int> rc = PrepareJob(args, ctx, verdict);
+  std::optional<preflight::PreflightReport> report;
+  const std::optional<int> rc = PrepareJob(args, ctx, verdict, &report);
   PublishNodeVerdict(args, ctx, verdict, rc.value_or(exit_code::kOk));
   if (rc) return *rc;
   return SupervisePhase(args, ctx);
