@@ -3,7 +3,7 @@
 # warm-up ranks (real libtorch Gloo), on loopback or in two network namespaces joined by a veth
 # pair. Usage: warmup_pair.sh CASE SAFE_LAUNCH FIXTURES_DIR
 #   healthy | mtu | mtu-waived | mtu-waived-recipe | hca | missing | no-node0 | usage | no-binary | torchrun | netns-healthy |
-#   netns-mtu | secret-healthy | impostor | duplicate | preset-verdict | nproc-mismatch | rdzv-differs | rdzv-same
+#   netns-mtu | netns-rdzv-elsewhere | secret-healthy | impostor | duplicate | preset-verdict | nproc-mismatch | rdzv-differs | rdzv-same
 set -u
 CASE=$1
 SL=$2
@@ -18,6 +18,7 @@ cleanup() {
   wait 2>/dev/null
   [ -n "$NS_A" ] && ip netns del "$NS_A" 2>/dev/null
   [ -n "$NS_B" ] && ip netns del "$NS_B" 2>/dev/null
+  [ -n "$NS_A" ] && { rm -rf "/etc/netns/$NS_A" "/etc/netns/$NS_B"; rmdir /etc/netns 2>/dev/null; }
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -394,6 +395,25 @@ PYEOF
     MASTER_ADDR=localhost MASTER_PORT=$PORT run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
     wait_all
     check_pass_pair
+    ;;
+  netns-rdzv-elsewhere)
+    # One name, resolved differently per node: `ip netns exec` gives each namespace its own
+    # /etc/hosts (/etc/netns/NAME/hosts), and node 1's maps the head's name elsewhere.
+    setup_netns
+    mkdir -p "/etc/netns/$NS_A" "/etc/netns/$NS_B"
+    echo "$HOST rdzvhead" > "/etc/netns/$NS_A/hosts"
+    echo "${HOST%.1}.77 rdzvhead" > "/etc/netns/$NS_B/hosts"
+    start=$(date +%s)
+    MASTER_ADDR=rdzvhead MASTER_PORT=$PORT run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    MASTER_ADDR=rdzvhead MASTER_PORT=$PORT run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    wait_all
+    [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69"
+    [ "${RCS[1]}" = 69 ] || fail "node 1 exited ${RCS[1]}, expected 69"
+    [ $(( $(date +%s) - start )) -le 45 ] || fail "the endpoint mismatch was not named at once"
+    for n in 0 1; do
+      expect_in "$WORK/n$n.out" "the rendezvous endpoint resolves elsewhere on node 1 (roce-b): 'rdzvhead:$PORT' (from MASTER_ADDR + MASTER_PORT, resolves to ${HOST%.1}.77) there, 'rdzvhead:$PORT' (from MASTER_ADDR + MASTER_PORT, resolves to $HOST) on node 0 (roce-a)"
+    done
+    expect_in "$WORK/n0.out" "make 'rdzvhead' resolve to node 0's address on node 1 (roce-b)"
     ;;
   netns-healthy)
     setup_netns
