@@ -38,6 +38,14 @@ int Fail(const Error& e) {
   return exit_code::kUsage;
 }
 
+// The sh line that makes the default run directory when the exports are eval'd; a failure stops a
+// `set -e` script there, like a failing `safe-launch env --run-dir` does.
+std::string MakeRunDirLine(const std::string& dir) {
+  const std::string q = recipes::ShellQuote(dir);
+  return "mkdir -p -m 700 -- " + q + " || { echo \"safe-launch env: cannot create the run " +
+         "directory \"" + q + "\" (give a writable --run-dir DIR)\" >&2; false; }\n";
+}
+
 int Run(const EnvArgs& args) {
   const Environment env = ProcessEnvironment();
   if (!args.sysroot.empty()) {
@@ -78,13 +86,20 @@ int Run(const EnvArgs& args) {
     std::cout << JsonText(recipes::PlanToJson(*plan)) << "\n";
   } else {
     // The exports point NCCL and torch at files in the run directory: it must exist before the
-    // job starts or the logs and Flight Recorder dumps are silently lost.
-    // So without it nothing is printed and the exit status says so (as `run` does): an
-    // `eval "$(safe-launch env)"` in a job script with `set -e` stops there.
-    std::filesystem::create_directories(plan->run_dir, ec);
-    if (ec) {
-      return Fail(MakeError("cannot create the run directory the exports point at: " + ec.message(),
-                            plan->run_dir, "give a writable --run-dir DIR"));
+    // job starts or the logs and Flight Recorder dumps are silently lost. A --run-dir the user
+    // named is made here, and without it nothing is printed and the exit status says so (as
+    // `run` does). The default one is new on every call (UTC time and pid outside Slurm): made
+    // here it would leave an empty directory behind each look at the exports, so the printed
+    // code makes it when it is eval'd, in the job that uses it.
+    if (!args.run_dir.empty()) {
+      std::filesystem::create_directories(plan->run_dir, ec);
+      if (ec) {
+        return Fail(
+            MakeError("cannot create the run directory the exports point at: " + ec.message(),
+                      plan->run_dir, "give a writable --run-dir DIR"));
+      }
+    } else {
+      std::cout << MakeRunDirLine(plan->run_dir);
     }
     std::cout << recipes::PlanToShell(*plan);
   }

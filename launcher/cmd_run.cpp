@@ -300,6 +300,43 @@ std::string LogRank(const RunConfig& args) {
   return rank;
 }
 
+// Environment plan, preflight and warm-up: nullopt to start the job, else the status to exit
+// with (status.json written). On a shared node in --per-task mode the tasks other than local
+// rank 0 wait for its verdict instead of running preflight and warm-up themselves. `report`
+// holds the preflight report ctx.preflight points at: it must outlive the job.
+std::optional<int> PrepareJob(const RunConfig& args, RunContext& ctx,
+                              const std::string& verdict_path,
+                              std::optional<preflight::PreflightReport>* report) {
+  // The plan gives preflight its thresholds and waivers, so it is resolved first when a resolver
+  // exists; preflight.json and env-plan.json are both written before anything starts.
+  preflight::PreflightOptions preflight_opts;
+  preflight_opts.verbose = args.verbose;
+  preflight_opts.waive = args.waive;
+  // A SIGTERM/SIGINT taken during a phase (its waits end within a tick) ends the run there.
+  auto stopped = [&ctx](const char* phase) { return StopBeforeStart(ctx, phase); };
+  if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) {
+    return StopBeforeStart(ctx, "environment plan").value_or(rc);
+  }
+  if (auto rc = stopped("environment plan")) return *rc;
+  if (!args.NodeLeader()) {
+    std::optional<int> rc = WaitForNodeVerdict(args, ctx, verdict_path);
+    if (auto by_signal = stopped("wait for local rank 0")) return *by_signal;
+    if (rc && *rc != exit_code::kOk) return WriteNotStarted(ctx, *rc);
+    return std::nullopt;
+  }
+  if (int rc = PreflightPhase(args, ctx, report, preflight_opts); rc != exit_code::kOk) {
+    if (auto by_signal = stopped("preflight")) return *by_signal;
+    return WriteNotStarted(ctx, rc);
+  }
+  if (auto rc = stopped("preflight")) return *rc;
+  if (int rc = RunWarmupPhase(args, ctx); rc != exit_code::kOk) {
+    if (auto by_signal = stopped("warm-up")) return *by_signal;  // not the warm-up's failure
+    return WriteNotStarted(ctx, rc);
+  }
+  if (auto rc = stopped("warm-up")) return *rc;
+  return std::nullopt;
+}
+
 int Run(const RunConfig& args) {
   if (args.list) {
     std::fputs(ListText().c_str(), stdout);
@@ -326,28 +363,14 @@ int Run(const RunConfig& args) {
   ctx.run_dir = *dir;
   ctx.status_extra["run_dir"] = ctx.run_dir;
 
-  // The plan gives preflight its thresholds and waivers, so it is resolved first when a resolver
-  // exists; preflight.json and env-plan.json are both written before anything starts.
-  preflight::PreflightOptions preflight_opts;
-  preflight_opts.verbose = args.verbose;
-  preflight_opts.waive = args.waive;
-  // A SIGTERM/SIGINT taken during a phase (its waits end within a tick) ends the run there.
-  auto stopped = [&ctx](const char* phase) { return StopBeforeStart(ctx, phase); };
-  if (int rc = EnvPlanPhase(args, ctx, &preflight_opts); rc != exit_code::kOk) {
-    return StopBeforeStart(ctx, "environment plan").value_or(rc);
-  }
-  if (auto rc = stopped("environment plan")) return *rc;
+  // Local rank 0 of a shared node says "running" first, so its node's other tasks can tell a
+  // verdict to come from one that never will (it died).
+  const std::string verdict = NodeVerdictPath(args, ctx);
+  PublishNodeVerdict(args, ctx, verdict, std::nullopt);
   std::optional<preflight::PreflightReport> report;
-  if (int rc = PreflightPhase(args, ctx, &report, preflight_opts); rc != exit_code::kOk) {
-    if (auto by_signal = stopped("preflight")) return *by_signal;
-    return WriteNotStarted(ctx, rc);
-  }
-  if (auto rc = stopped("preflight")) return *rc;
-  if (int rc = RunWarmupPhase(args, ctx); rc != exit_code::kOk) {
-    if (auto by_signal = stopped("warm-up")) return *by_signal;  // not the warm-up's failure
-    return WriteNotStarted(ctx, rc);
-  }
-  if (auto rc = stopped("warm-up")) return *rc;
+  const std::optional<int> rc = PrepareJob(args, ctx, verdict, &report);
+  PublishNodeVerdict(args, ctx, verdict, rc.value_or(exit_code::kOk));
+  if (rc) return *rc;
   return SupervisePhase(args, ctx);
 }
 

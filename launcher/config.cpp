@@ -138,7 +138,8 @@ void AddRunOptions(CLI::App& app, RunFlags* f) {
       ->check(CLI::IsMember({"USR1", "USR2", "SIGUSR1", "SIGUSR2"}));
   app.add_flag("--per-task", c.per_task,
                "Allow one safe-launch per Slurm/MPI task on a node (default: refuse; one per "
-               "node); each gets its own run directory, no warm-up");
+               "node); each gets its own run directory; local rank 0 runs the node's preflight and "
+               "warm-up, the others wait for its verdict");
   AddWarmupOptions(app, f);
   c.hang = AddHangOptions(app);
   app.add_option("command", c.command, "The job: everything after --");
@@ -155,8 +156,17 @@ Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env)
   c.tasks = TasksOnThisNode(env);
   if (!c.per_task) {
     if (auto s = CheckOncePerNode(c.tasks); !s.ok()) return s.error();
-  } else if (c.tasks.count > 1 && !c.warmup.skip) {
-    c.warmup.skip = true;  // the warm-up pairs nodes: N tasks of one node would all be "node 0"
+  } else if (c.tasks.count > 1) {
+    // The node's tasks meet in the job directory, named by an id every task sees.
+    c.job_key = JobKey(env);
+    if (c.job_key.empty() && !c.warmup.skip) {
+      // N tasks of one node would each be a "node" of the warm-up: without a shared id they
+      // cannot leave it to one of them.
+      c.warmup.skip = true;
+      c.warmup.skip_reason = "--per-task: " + c.tasks.source +
+                             " but no id of the launch (SLURM_JOB_ID, PMIX_NAMESPACE) to let "
+                             "local rank 0 run it for the node";
+    }
   }
   for (const auto& id : flags.waive) {
     if (!IsKnownId(id)) return UnknownIdError(id, "--waive", "safe-launch run --list");
@@ -169,6 +179,13 @@ Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env)
     return c;
   }
   auto topology = InferLayout(flags.layout, c.command, env);
+  if (!topology.ok() && c.SharesNode()) {
+    // Per-rank mode was never refused for want of a layout (an MPI job need not be a torch job):
+    // the warm-up is skipped, and said so.
+    c.warmup.skip = true;
+    c.warmup.skip_reason = "--per-task: cannot tell the job's layout: " + topology.error().message;
+    return c;
+  }
   if (!topology.ok()) {
     Error e = topology.error();
     e.message = "cannot tell the job's layout: " + e.message;
@@ -177,6 +194,7 @@ Result<RunConfig> ConfigFromFlags(const RunFlags& flags, const Environment& env)
     return e;
   }
   c.topology = *topology;
+  if (c.SharesNode()) PerTaskLayout(&*c.topology, c.tasks);
   return c;
 }
 

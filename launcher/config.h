@@ -26,6 +26,7 @@ struct WarmupConfig {
   std::string node_name;           ///< "" = the host name
   std::string backend = "auto";    ///< auto | nccl | gloo
   std::vector<std::string> waive;  ///< comparison ids (warmup.*) whose mismatches do not fail
+  std::string skip_reason;         ///< why it is skipped when not --no-warmup ("" = not skipped)
 };
 
 /// What `run` needs, decided before anything starts.
@@ -45,10 +46,19 @@ struct RunConfig {
   std::optional<warmup::Topology> topology;
   std::shared_ptr<HangArgs> hang;  ///< --stall-timeout, --on-hang (run_hang.cpp)
   /// --per-task: one safe-launch per launcher task is allowed; each gets its own run directory
-  /// ("-rank<R>") and log prefix, and the warm-up (once per node by nature) is skipped.
+  /// ("-rank<R>") and log prefix. Where several share a node, local rank 0 does the node's
+  /// duties (preflight, the warm-up among the nodes) and the others wait for its verdict.
   bool per_task = false;
   std::vector<std::string> signal_ranks;  ///< --signal-ranks USR1,USR2
   LocalTasks tasks;  ///< what the launcher says about safe-launch processes on this node
+  /// The launch's id that every task of the node sees (JobKey); set when --per-task tasks share
+  /// the node, "" otherwise or when the launcher gives none (then every task is on its own).
+  std::string job_key;
+
+  /// Several --per-task tasks on this node coordinate through local rank 0's verdict.
+  bool SharesNode() const { return per_task && tasks.count > 1 && !job_key.empty(); }
+  /// This task does the node's duties: always, except a shared node's local ranks above 0.
+  bool NodeLeader() const { return !SharesNode() || tasks.local_rank == 0; }
 };
 
 /// Where CLI11 stores `run`'s flags before ConfigFromFlags decides the rest.

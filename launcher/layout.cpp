@@ -486,6 +486,23 @@ Environment RankEnvironment(const Environment& env, const LocalTasks& tasks,
   return out;
 }
 
+std::string JobKey(const Environment& env) {
+  if (auto job = EnvValue(env, {"SLURM_JOB_ID"})) {
+    std::string key = std::string(Trim(job->first));
+    if (auto step = EnvValue(env, {"SLURM_STEP_ID"})) key += "." + std::string(Trim(step->first));
+    return key;
+  }
+  if (auto ns = EnvValue(env, {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"}))
+    return "mpi-" + std::string(Trim(ns->first));
+  return "";
+}
+
+void PerTaskLayout(warmup::Topology* topology, const LocalTasks& tasks) {
+  if (topology->source["nproc_per_node"] != "default" || tasks.count <= 1) return;
+  topology->nproc_per_node = tasks.count;
+  topology->source["nproc_per_node"] = tasks.source;
+}
+
 Status CheckOncePerNode(const LocalTasks& tasks) {
   if (tasks.count <= 1) return OkStatus();
   const bool mpi = StartsWith(tasks.source, "OMPI_") || StartsWith(tasks.source, "MPI_");
@@ -504,6 +521,24 @@ Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                                      const Environment& env) {
   return MergeLayout({FlagHints(flags), TorchrunHints(command, env), TorchEnvHints(env),
                       MpiHints(env), SlurmHints(env)});
+}
+
+std::optional<JobEndpoint> TorchEndpoint(const std::vector<std::string>& command,
+                                         const Environment& env) {
+  const std::vector<LayoutHints> hints = {TorchrunHints(command, env), TorchEnvHints(env)};
+  const Hint<Endpoint>* ep = First(hints, &LayoutHints::rendezvous);
+  if (!ep || !ep->value.ok() || ep->value->host.empty()) return std::nullopt;
+  JobEndpoint out{ep->value->host, ep->value->port, ep->source};
+  if (out.port <= 0) {
+    const Hint<int>* p = First(hints, &LayoutHints::port);
+    if (p && p->value.ok()) {
+      out.port = *p->value;
+      if (p->source != out.source) out.source += " + " + p->source;
+    } else {
+      out.port = kDefaultRendezvousPort;  // torch.distributed's default when no port is given
+    }
+  }
+  return out;
 }
 
 Status ResolveLocalGpus(warmup::Topology* topology, int local_gpus) {

@@ -95,6 +95,15 @@ struct LocalTasks {
 };
 LocalTasks TasksOnThisNode(const Environment& env);
 
+/// The id of this launch that every task sees: Slurm's SLURM_JOB_ID[.SLURM_STEP_ID], else
+/// PMIx's PMIX_NAMESPACE (Open MPI 4+, srun --mpi=pmix), else OMPI_MCA_ess_base_jobid; "" when
+/// none is set (MPICH/Hydra exports no id of its launch).
+std::string JobKey(const Environment& env);
+
+/// Where several --per-task tasks share a node, the layout the node's warm-up uses: ranks per
+/// node = the node's task count when no source gave it (srun --ntasks-per-node=N).
+void PerTaskLayout(warmup::Topology* topology, const LocalTasks& tasks);
+
 /// The refusal when `tasks` says several safe-launch share this node: names the variable and
 /// the fix (srun --ntasks-per-node=1, or --per-task).
 Status CheckOncePerNode(const LocalTasks& tasks);
@@ -112,6 +121,18 @@ Environment RankEnvironment(const Environment& env, const LocalTasks& tasks,
 Result<warmup::Topology> InferLayout(const LayoutFlags& flags,
                                      const std::vector<std::string>& command,
                                      const Environment& env);
+
+/// The rendezvous endpoint the job's torch will use, from the launched command and environment
+/// alone (not safe-launch's flags, not Slurm): torchrun's --rdzv-endpoint or --master-addr with
+/// --master-port (or their PET_* defaults), else MASTER_ADDR/MASTER_PORT (env://). nullopt when
+/// neither names one or the one named does not parse.
+struct JobEndpoint {
+  std::string host;
+  int port = 0;
+  std::string source;  ///< "torchrun --rdzv-endpoint", "MASTER_ADDR + MASTER_PORT", ...
+};
+std::optional<JobEndpoint> TorchEndpoint(const std::vector<std::string>& command,
+                                         const Environment& env);
 
 /// Turns ranks-per-local-GPU into the count once the node's GPUs are known; an error naming the
 /// source and --nproc-per-node when there are none.

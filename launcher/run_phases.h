@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,21 @@ struct RunConfig;  // launcher/config.h: the flags (--nnodes ... --on-warmup-fai
 /// Runs the warm-up before the job; returns exit_code::kOk to go on, or the status to exit with
 /// (exit_code::kWarmupFailed) without starting the job. May add to ctx.status_extra.
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx);
+
+// ---- per-task mode on a shared node (launcher/run_node.cpp) -----------------------------------
+/// Where local rank 0 writes the node's verdict: the job directory (the run directory's parent),
+/// "node<N>_<host>.<job key>.verdict.json"; "" unless config.SharesNode().
+std::string NodeVerdictPath(const RunConfig& config, const RunContext& ctx);
+/// Local rank 0 only (nothing for the others, nothing when `path` is ""): writes the verdict,
+/// "running" with its pid when `rc` is empty, else "done" with the exit status its preflight and
+/// warm-up gave (0 = the node's tasks start) and their status.json sections.
+void PublishNodeVerdict(const RunConfig& config, const RunContext& ctx, const std::string& path,
+                        std::optional<int> rc);
+/// The node's other tasks: waits (warm-up timeout + 120 s at most) for local rank 0's verdict and
+/// returns exit_code::kOk when it passed, else the status to exit with (its status; 69 when it
+/// gave none in time or died without one); nullopt when a SIGTERM/SIGINT ended the wait.
+std::optional<int> WaitForNodeVerdict(const RunConfig& config, RunContext& ctx,
+                                      const std::string& path);
 
 // ---- hang detection (launcher/run_hang.cpp) ---------------------------------------------------
 struct HangArgs;

@@ -76,17 +76,17 @@ void LogOutcome(const warmup::WarmupOutcome& outcome) {
 // (and torchrun after it) waits its whole timeout and only the other nodes' rank logs say
 // "Name or service not known". Returns the addresses, or an error naming the name, where it
 // came from and this node.
-Result<std::vector<std::string>> ResolveRendezvous(const warmup::Topology& t,
+Result<std::vector<std::string>> ResolveRendezvous(const std::string& host,
+                                                   const std::string& source, int node_rank,
                                                    const std::string& node) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  const int rc = ::getaddrinfo(t.rendezvous_host.c_str(), nullptr, &hints, &res);
-  const std::string source = t.source.count("rendezvous") ? t.source.at("rendezvous") : "";
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
   if (rc != 0) {
-    return MakeError("node " + std::to_string(t.node_rank) + " (" + node +
-                         "): the rendezvous host '" + t.rendezvous_host + "' (from " + source +
+    return MakeError("node " + std::to_string(node_rank) + " (" + node +
+                         "): the rendezvous host '" + host + "' (from " + source +
                          ") does not resolve: " + ::gai_strerror(rc),
                      source,
                      "give node 0 a name every node resolves (DNS or /etc/hosts), or its address, "
@@ -99,7 +99,9 @@ Result<std::vector<std::string>> ResolveRendezvous(const warmup::Topology& t,
         a->ai_family == AF_INET
             ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
             : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
-    if (::inet_ntop(a->ai_family, addr, buf, sizeof buf)) out.emplace_back(buf);
+    if (::inet_ntop(a->ai_family, addr, buf, sizeof buf) &&
+        std::find(out.begin(), out.end(), buf) == out.end())
+      out.emplace_back(buf);
   }
   ::freeaddrinfo(res);
   return out;
@@ -160,17 +162,54 @@ void RecordIfAsked(const BandwidthRecord& record, const warmup::WarmupOutcome& o
                                     ctx.facts, ctx.base_env));
 }
 
-// Node 0's name resolves here (else the warm-up fails in seconds, naming it); loopback in a
-// multi-node job is only warned about (one host running every node is legitimate).
-bool RendezvousResolves(const warmup::Topology& t, RunContext& ctx) {
-  auto addrs = ResolveRendezvous(t, ctx.host);
+// What this node gives torchrun: the command's or the environment's endpoint, else (--per-task)
+// the MASTER_ADDR/MASTER_PORT RankEnvironment sets from the layout; host "" when none.
+warmup::RendezvousEndpoint JobRendezvous(const RunConfig& config, const RunContext& ctx,
+                                         const warmup::Topology& t) {
+  warmup::RendezvousEndpoint e;
+  const Environment& env = ctx.job_env.empty() ? ctx.base_env : ctx.job_env;
+  if (auto j = TorchEndpoint(config.command, env)) {
+    e.host = j->host;
+    e.port = j->port;
+    e.source = j->source;
+  } else if (config.per_task) {
+    e.host = t.rendezvous_host;
+    e.port = t.rendezvous_port;
+    e.source = "MASTER_ADDR set by safe-launch from " + t.source.at("rendezvous");
+  } else {
+    e.source = "none";
+  }
+  return e;
+}
+
+// Node 0's name and the endpoint torchrun gets resolve here (else the warm-up fails in seconds,
+// naming them); node 0 compares every node's endpoint, loopback across hosts included.
+// The store itself on loopback in a multi-node job is only warned about: one host running
+// every node is legitimate.
+bool RendezvousResolves(const warmup::Topology& t, RunContext& ctx,
+                        warmup::RendezvousEndpoint* job) {
+  const std::string source = t.source.count("rendezvous") ? t.source.at("rendezvous") : "";
+  auto addrs = ResolveRendezvous(t.rendezvous_host, source, t.node_rank, ctx.host);
+  if (addrs.ok() && !job->host.empty()) {
+    auto job_addrs = ResolveRendezvous(job->host, job->source, t.node_rank, ctx.host);
+    if (job_addrs.ok())
+      job->addresses = *job_addrs;
+    else
+      addrs = job_addrs.error();
+  }
   if (!addrs.ok()) {
     log::Error("warm-up: {}", addrs.error().Describe());
     ctx.status_extra["warmup"] = {{"verdict", "fail"}, {"reason", addrs.error().message}};
     return false;
   }
-  ctx.status_extra["rendezvous"] = {
-      {"host", t.rendezvous_host}, {"port", t.rendezvous_port}, {"addresses", *addrs}};
+  ctx.status_extra["rendezvous"] = {{"host", t.rendezvous_host},
+                                    {"port", t.rendezvous_port},
+                                    {"addresses", *addrs},
+                                    {"job",
+                                     {{"host", job->host},
+                                      {"port", job->port},
+                                      {"source", job->source},
+                                      {"addresses", job->addresses}}}};
   if (!addrs->empty() && std::all_of(addrs->begin(), addrs->end(), IsLoopback))
     log::Warn(
         "rendezvous host '{}' resolves to loopback ({}) in a {}-node job: right only when "
@@ -209,8 +248,13 @@ warmup::WarmupOptions WarmupOptionsFor(const WarmupConfig& args, const RunContex
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   const WarmupConfig& args = config.warmup;
   if (args.skip || !config.topology) {
-    log::Info("warm-up skipped (--no-warmup)");
-    ctx.status_extra["warmup"] = {{"verdict", "skipped"}};
+    if (args.skip_reason.empty()) {
+      log::Info("warm-up skipped (--no-warmup)");
+      ctx.status_extra["warmup"] = {{"verdict", "skipped"}};
+    } else {
+      log::Warn("warm-up skipped: {}", args.skip_reason);
+      ctx.status_extra["warmup"] = {{"verdict", "skipped"}, {"reason", args.skip_reason}};
+    }
     return exit_code::kOk;
   }
   if (!ctx.have_facts) {
@@ -236,14 +280,15 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
     t.rendezvous_host = "127.0.0.1";
     if (int port = FreeLoopbackPort(); port > 0) t.warmup_port = port;
   }
-  log::Init(ctx.host, std::to_string(t.node_rank), spdlog::get_level() <= spdlog::level::debug);
-  if (t.nnodes > 1 && !RendezvousResolves(t, ctx)) return exit_code::kWarmupFailed;
+  warmup::RendezvousEndpoint job = JobRendezvous(config, ctx, t);
+  if (t.nnodes > 1 && !RendezvousResolves(t, ctx, &job)) return exit_code::kWarmupFailed;
   log::Info("warm-up: node {} of {}, {} rank(s) here, store {}:{} ({} from {}), timeout {:g} s",
             t.node_rank, t.nnodes, t.nproc_per_node, t.rendezvous_host, t.warmup_port, "rendezvous",
             t.source["rendezvous"], args.timeout_s);
 
   const BandwidthRecord record = BandwidthRecordFromEnv(ctx);
   warmup::WarmupOptions o = WarmupOptionsFor(args, ctx, t, record);
+  o.rendezvous = std::move(job);
   auto outcome = warmup::RunWarmup(o);
   if (StopSignalSeen()) {
     // A SIGTERM/SIGINT ended the warm-up: no verdict of its own to report; the stop check after

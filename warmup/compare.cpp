@@ -139,6 +139,11 @@ void to_json(nlohmann::json& j, const NodeReport& r) {
   j = nlohmann::json{
       {"node_rank", r.node_rank},         {"node_name", r.node_name},       {"facts", r.facts},
       {"torch_version", r.torch_version}, {"nccl_version", r.nccl_version}, {"env", r.env}};
+  if (!r.rendezvous.source.empty())
+    j["rendezvous"] = {{"host", r.rendezvous.host},
+                       {"port", r.rendezvous.port},
+                       {"source", r.rendezvous.source},
+                       {"addresses", r.rendezvous.addresses}};
 }
 
 void from_json(const nlohmann::json& j, NodeReport& r) {
@@ -151,6 +156,16 @@ void from_json(const nlohmann::json& j, NodeReport& r) {
   if (j.contains("env") && j.at("env").is_object())
     for (const auto& [k, v] : j.at("env").items())
       if (v.is_string()) r.env[k] = v.get<std::string>();
+  r.rendezvous = {};
+  if (j.contains("rendezvous") && j.at("rendezvous").is_object()) {
+    const auto& e = j.at("rendezvous");
+    r.rendezvous.host = e.value("host", "");
+    r.rendezvous.port = e.value("port", 0);
+    r.rendezvous.source = e.value("source", "");
+    if (e.contains("addresses") && e.at("addresses").is_array())
+      for (const auto& a : e.at("addresses"))
+        if (a.is_string()) r.rendezvous.addresses.push_back(a.get<std::string>());
+  }
 }
 
 Environment ComparableEnvironment(const Environment& env) {
@@ -380,6 +395,96 @@ void CompareEnv(const std::vector<NodeReport>& nodes, std::vector<Finding>* out)
   }
 }
 
+bool IsLoopbackAddress(const std::string& a) {
+  return StartsWith(a, "127.") || a == "::1" || StartsWith(a, "::ffff:127.");
+}
+
+// "'gpu01:29400' (from torchrun --rdzv-endpoint, resolves to 10.0.0.1)".
+std::string EndpointText(const RendezvousEndpoint& e) {
+  if (e.host.empty()) return "no endpoint (no --rdzv-endpoint, --master-addr or MASTER_ADDR)";
+  std::string addrs;
+  for (const auto& a : e.addresses) addrs += (addrs.empty() ? "" : ", ") + a;
+  const bool v6 = e.host.find(':') != std::string::npos;
+  return fmt::format("'{}{}{}:{}' (from {}{})", v6 ? "[" : "", e.host, v6 ? "]" : "", e.port,
+                     e.source, addrs.empty() ? "" : ", resolves to " + addrs);
+}
+
+// Same endpoint: same port, and the same place (a common address, or the same unresolved text).
+bool SameEndpoint(const RendezvousEndpoint& a, const RendezvousEndpoint& b) {
+  if (a.host.empty() || b.host.empty()) return a.host.empty() && b.host.empty();
+  if (a.port != b.port) return false;
+  if (a.addresses.empty() || b.addresses.empty()) return a.host == b.host;
+  return std::any_of(a.addresses.begin(), a.addresses.end(), [&](const std::string& x) {
+    return std::find(b.addresses.begin(), b.addresses.end(), x) != b.addresses.end();
+  });
+}
+
+// Loopback is right only when every node runs on one host: otherwise each node's torchrun meets
+// only itself (Debian's /etc/hosts maps the host name to 127.0.1.1).
+void CompareRendezvousLoopback(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
+  std::set<std::string> hosts;
+  std::string loop;
+  for (const auto& n : nodes) {
+    hosts.insert(n.facts.hostname);
+    const auto& a = n.rendezvous.addresses;
+    if (!a.empty() && std::all_of(a.begin(), a.end(), IsLoopbackAddress))
+      loop += (loop.empty() ? "" : ", ") + n.Label();
+  }
+  if (loop.empty() || hosts.size() < 2) return;
+  Finding f;
+  f.check_id = "warmup.consistency.rendezvous";
+  f.entity = loop;
+  f.outcome = Outcome::kFail;
+  f.message = fmt::format(
+      "the rendezvous endpoint is loopback on {} in a job on {} hosts: each node's torchrun would "
+      "wait for a rendezvous of its own",
+      loop, hosts.size());
+  f.next_step =
+      "give torchrun node 0's address or a name that resolves to it on the network "
+      "(--rdzv-endpoint / MASTER_ADDR), not localhost or a name /etc/hosts maps to 127.0.1.1";
+  for (const auto& n : nodes) f.With(n.Label(), EndpointText(n.rendezvous));
+  out->push_back(std::move(f));
+}
+
+// Every node's endpoint against node 0's (it hosts torchrun's store): a node whose endpoint is
+// elsewhere waits for a rendezvous nobody hosts, and torchrun says so only at its timeout.
+void CompareRendezvous(const std::vector<NodeReport>& nodes, std::vector<Finding>* out) {
+  auto ref = std::min_element(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
+    return a.node_rank < b.node_rank;
+  });
+  if (ref == nodes.end() || ref->rendezvous.source.empty()) return;
+  const RendezvousEndpoint& r = ref->rendezvous;
+  for (const auto& n : nodes) {
+    const RendezvousEndpoint& e = n.rendezvous;
+    if (&n == &*ref || e.source.empty() || SameEndpoint(e, r)) continue;
+    Finding f;
+    f.check_id = "warmup.consistency.rendezvous";
+    f.entity = n.Label();
+    f.outcome = Outcome::kFail;
+    if (e.host == r.host && e.port == r.port) {
+      f.message =
+          fmt::format("the rendezvous endpoint resolves elsewhere on {}: {} there, {} on {}",
+                      n.Label(), EndpointText(e), EndpointText(r), ref->Label());
+      f.next_step = fmt::format(
+          "make '{}' resolve to node 0's address on {} (DNS, /etc/hosts), or give torchrun node "
+          "0's address",
+          e.host, n.Label());
+    } else {
+      f.message = fmt::format(
+          "{} gives torchrun the rendezvous endpoint {} but {} gives {}: its ranks would wait "
+          "for a rendezvous nobody hosts",
+          n.Label(), EndpointText(e), ref->Label(), EndpointText(r));
+      f.next_step =
+          "give every node node 0's endpoint: compute it once for the job (e.g. MASTER_ADDR="
+          "$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)), not per node "
+          "($(hostname)), and the same --rdzv-endpoint/--master-port everywhere";
+    }
+    f.With(ref->Label(), EndpointText(r)).With(n.Label(), EndpointText(e));
+    out->push_back(std::move(f));
+  }
+  CompareRendezvousLoopback(nodes, out);
+}
+
 // The comparisons, in the order they run and print; ids are stable (--waive, --list, JSON).
 constexpr ComparisonInfo kComparisons[] = {
     {"warmup.consistency.nccl_version", "every node loads the same NCCL version",
@@ -399,6 +504,9 @@ constexpr ComparisonInfo kComparisons[] = {
     {"warmup.consistency.memlock", "every node has the same memlock limit", CompareMemlock},
     {"warmup.consistency.nofile", "every node has the same open-files limit", CompareNofile},
     {"warmup.consistency.env", "NCCL_*/TORCH_* variables agree across nodes", CompareEnv},
+    {"warmup.consistency.rendezvous",
+     "every node gives torchrun node 0's rendezvous endpoint, not loopback across hosts",
+     CompareRendezvous},
 };
 
 }  // namespace
@@ -430,8 +538,8 @@ std::vector<Finding> CompareNodes(const std::vector<NodeReport>& nodes,
     f.entity = "job";
     f.outcome = Outcome::kPass;
     f.message = fmt::format(
-        "{} nodes agree on NCCL/torch versions, driver, GPUs, HCAs, ports, GIDs, limits and "
-        "NCCL_*/TORCH_* environment",
+        "{} nodes agree on NCCL/torch versions, driver, GPUs, HCAs, ports, GIDs, limits, "
+        "NCCL_*/TORCH_* environment and rendezvous endpoint",
         nodes.size());
     out.push_back(std::move(f));
   }

@@ -15,14 +15,24 @@
 
 namespace sl::warmup {
 
+/// The rendezvous endpoint one node gives the job's torch (torchrun's --rdzv-endpoint /
+/// --master-addr, or MASTER_ADDR/MASTER_PORT): every node must give the same one.
+struct RendezvousEndpoint {
+  std::string host;  ///< as written; "" = the job is given none
+  int port = 0;
+  std::string source;                  ///< "torchrun --rdzv-endpoint", ...; "" = not published
+  std::vector<std::string> addresses;  ///< what `host` resolved to on that node
+};
+
 /// What one node publishes to the warm-up store.
 struct NodeReport {
   int node_rank = 0;
   std::string node_name;  ///< host name (from the facts) or --node-name
   NodeFacts facts;
-  std::string torch_version;  ///< as the warm-up binary's libtorch reports it
-  std::string nccl_version;   ///< NCCL the job will load ("" for a CPU-only torch)
-  Environment env;            ///< resolved NCCL_* / TORCH_* variables (per-rank ones dropped)
+  std::string torch_version;      ///< as the warm-up binary's libtorch reports it
+  std::string nccl_version;       ///< NCCL the job will load ("" for a CPU-only torch)
+  Environment env;                ///< resolved NCCL_* / TORCH_* variables (per-rank ones dropped)
+  RendezvousEndpoint rendezvous;  ///< what this node gives torchrun
 
   /// "node 1 (gpu02)".
   std::string Label() const;

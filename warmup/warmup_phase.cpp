@@ -240,6 +240,7 @@ WarmupPlan MakePlan(const WarmupOptions& o, double spawn_ms) {
   plan.node.node_name = o.node_name.empty() ? o.facts.hostname : o.node_name;
   plan.node.facts = o.facts;
   plan.node.env = ComparableEnvironment(o.env);
+  plan.node.rendezvous = o.rendezvous;
   return plan;
 }
 

@@ -36,6 +36,8 @@ struct WarmupOptions {
   /// Thresholds, baseline and pair rounds (recipe [thresholds], bench's flags).
   BandwidthPlan bandwidth;
   int iterations = 0;  ///< timed all_reduces per size; 0 = the plan's default
+  /// What this node gives torchrun, published with its facts; node 0 compares every node's.
+  RendezvousEndpoint rendezvous;
 };
 
 struct WarmupOutcome {

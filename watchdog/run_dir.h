@@ -1,7 +1,7 @@
 #pragma once
 // The run directory: one per job and host, holding status.json, preflight.json, env-plan.json,
 // the output tails and hang bundles. Default
-// ${SLURM_SUBMIT_DIR:-$PWD}/safe-launch-runs/<jobid[.stepid] | UTC timestamp-pid>/<host>.
+// ${SLURM_SUBMIT_DIR:-$PWD}/safe-launch-runs/<jobid[.stepid] | mpi-<ns> | UTC time-pid>/<host>.
 #include <sys/types.h>
 
 #include <chrono>
@@ -13,9 +13,11 @@
 namespace sl::watchdog {
 
 /// The directory to use (not created). `explicit_dir` (--run-dir) wins when non-empty; `cwd` is
-/// used when SLURM_SUBMIT_DIR is unset. The leaf is the host, plus "_<SLURMD_NODENAME>" when
-/// Slurm's node name differs (several slurmd on one host), plus "-rank<task>" when `task` is
-/// given (--per-task, MPI per-rank mode). Pure: tested without touching the disk.
+/// used when SLURM_SUBMIT_DIR is unset. The job part is Slurm's job[.step], else mpirun's
+/// "mpi-<PMIX_NAMESPACE or OMPI_MCA_ess_base_jobid>", else UTC time and pid. The leaf is the host,
+/// plus "_<SLURMD_NODENAME>" when Slurm's node name differs (several slurmd on one host), plus
+/// "-rank<task>" when `task` is given (--per-task, MPI per-rank mode). Pure: tested without
+/// touching the disk.
 std::string DefaultRunDir(const std::string& explicit_dir, const Environment& env,
                           const std::string& cwd, const std::string& host,
                           std::chrono::system_clock::time_point now, int pid,

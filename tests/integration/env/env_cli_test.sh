@@ -268,6 +268,17 @@ rundir)
   # --format json and --explain create nothing and still work.
   "$SL" env --nccl-version 2.28.9 --torch-version 2.11.0 --run-dir "$T/file/run" --format json >"$T/out" 2>"$T/err"
   check "json does not need the run dir" test $? -eq 0
+  # Without --run-dir, looking at the exports creates nothing (the default directory is new on
+  # every call); the printed code makes it when it is eval'd, and the exports point into it.
+  mkdir "$T/cwd"
+  for i in 1 2; do
+    (cd "$T/cwd" && "$SL" env --nccl-version 2.28.9 --torch-version 2.11.0 >"$T/out$i" 2>"$T/err")
+    check "env without --run-dir, call $i: exit 0" test $? -eq 0
+  done
+  check "two env calls left nothing in the cwd" test -z "$(ls -A "$T/cwd")"
+  (cd "$T/cwd" && bash -c 'set -e; eval "$(cat "$1")"; test -d "${TORCH_FR_DUMP_TEMP_FILE%/fr_rank_}"' _ "$T/out1")
+  check "eval of the exports makes the run directory they point at" test $? -eq 0
+  check "one run directory after the eval" test "$(find "$T/cwd" -mindepth 3 -maxdepth 3 -type d | wc -l)" -eq 1
   ;;
 *)
   echo "unknown case $CASE"

@@ -30,7 +30,7 @@ n=$(wc -l </tmp/sl-pf-out.$$)
 [ "$n" -ge 14 ] && ok "--list has 14+ checks" || bad "--list has $n checks"
 expect_grep "--list names the warm-up comparisons after the checks" "^warmup\.consistency\.mtu " /tmp/sl-pf-out.$$
 nw=$(grep -c '^warmup\.' /tmp/sl-pf-out.$$)
-[ "$nw" = 13 ] && ok "--list has the 13 warm-up comparisons" || bad "--list has $nw warm-up comparisons"
+[ "$nw" = 14 ] && ok "--list has the 14 warm-up comparisons" || bad "--list has $nw warm-up comparisons"
 [ "$(grep -n '^warmup\.' /tmp/sl-pf-out.$$ | head -1 | cut -d: -f1)" -gt "$(grep -n '^net\.ifname ' /tmp/sl-pf-out.$$ | cut -d: -f1)" ] &&
   ok "--list shows the comparisons after the checks" || bad "--list order"
 expect_rc "run --list exits 0 without a job" 0 "$SL" run --list

@@ -3,7 +3,7 @@
 # warm-up ranks (real libtorch Gloo), on loopback or in two network namespaces joined by a veth
 # pair. Usage: warmup_pair.sh CASE SAFE_LAUNCH FIXTURES_DIR
 #   healthy | mtu | mtu-waived | mtu-waived-recipe | hca | missing | no-node0 | usage | no-binary | torchrun | netns-healthy |
-#   netns-mtu | secret-healthy | impostor | duplicate | preset-verdict | nproc-mismatch
+#   netns-mtu | netns-rdzv-elsewhere | secret-healthy | impostor | duplicate | preset-verdict | nproc-mismatch | rdzv-differs | rdzv-same
 set -u
 CASE=$1
 SL=$2
@@ -18,6 +18,7 @@ cleanup() {
   wait 2>/dev/null
   [ -n "$NS_A" ] && ip netns del "$NS_A" 2>/dev/null
   [ -n "$NS_B" ] && ip netns del "$NS_B" 2>/dev/null
+  [ -n "$NS_A" ] && { rm -rf "/etc/netns/$NS_A" "/etc/netns/$NS_B"; rmdir /etc/netns 2>/dev/null; }
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -360,6 +361,59 @@ PYEOF
     for n in 0 1; do
       expect_in "$WORK/n$n.out" "node 1 (roce-b) runs 3 rank(s) per node (--nproc-per-node) but node 0 runs 2"
     done
+    ;;
+  rdzv-differs)
+    # Node 1 gives its job another MASTER_ADDR, then (torchrun) another --master_port: node 0
+    # names both nodes and values in seconds, not at torchrun's rendezvous timeout.
+    start=$(date +%s)
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    MASTER_ADDR=127.0.0.2 MASTER_PORT=$PORT run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    wait_all
+    [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69"
+    [ "${RCS[1]}" = 69 ] || fail "node 1 exited ${RCS[1]}, expected 69"
+    [ $(( $(date +%s) - start )) -le 45 ] || fail "the endpoint mismatch was not named at once"
+    for n in 0 1; do
+      expect_in "$WORK/n$n.out" "node 1 (roce-b) gives torchrun the rendezvous endpoint '127.0.0.2:$PORT' (from MASTER_ADDR + MASTER_PORT, resolves to 127.0.0.2) but node 0 (roce-a) gives '127.0.0.1:$PORT'"
+    done
+    expect_in "$WORK/n0.out" "compute it once for the job"
+    [ "$(json "$WORK/n0/warmup.json" '[f["entity"] for f in d["findings"] if f["check"]=="warmup.consistency.rendezvous"]')" = "['node 1 (roce-b)']" ] ||
+      fail "warmup.json does not name node 1 for the rendezvous"
+    [ "$(json "$WORK/n1/status.json" 'd["rendezvous"]["job"]["host"]')" = 127.0.0.2 ] ||
+      fail "node 1 status.json does not record the endpoint it gives torchrun"
+    for i in 0 1; do
+      run_node $i "$FX/roce-jumbo" "roce-$i" $(pair_args $i) -- /usr/bin/torchrun --nnodes=2 \
+        --node_rank=$i --nproc_per_node=2 --master_addr=127.0.0.1 --master_port=$((PORT + 7 * i)) \
+        "$WORK/never.py"
+    done
+    wait_all
+    [ "${RCS[1]}" = 69 ] || fail "torchrun: node 1 exited ${RCS[1]}, expected 69"
+    expect_in "$WORK/n0.out" "node 1 (roce-1) gives torchrun the rendezvous endpoint '127.0.0.1:$((PORT + 7))' (from torchrun --master-addr + torchrun --master-port"
+    ;;
+  rdzv-same)
+    # The same endpoint written two ways (a name and its address) is the same endpoint.
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    MASTER_ADDR=localhost MASTER_PORT=$PORT run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    wait_all
+    check_pass_pair
+    ;;
+  netns-rdzv-elsewhere)
+    # One name, resolved differently per node: `ip netns exec` gives each namespace its own
+    # /etc/hosts (/etc/netns/NAME/hosts), and node 1's maps the head's name elsewhere.
+    setup_netns
+    mkdir -p "/etc/netns/$NS_A" "/etc/netns/$NS_B"
+    echo "$HOST rdzvhead" > "/etc/netns/$NS_A/hosts"
+    echo "${HOST%.1}.77 rdzvhead" > "/etc/netns/$NS_B/hosts"
+    start=$(date +%s)
+    MASTER_ADDR=rdzvhead MASTER_PORT=$PORT run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- true
+    MASTER_ADDR=rdzvhead MASTER_PORT=$PORT run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- true
+    wait_all
+    [ "${RCS[0]}" = 69 ] || fail "node 0 exited ${RCS[0]}, expected 69"
+    [ "${RCS[1]}" = 69 ] || fail "node 1 exited ${RCS[1]}, expected 69"
+    [ $(( $(date +%s) - start )) -le 45 ] || fail "the endpoint mismatch was not named at once"
+    for n in 0 1; do
+      expect_in "$WORK/n$n.out" "the rendezvous endpoint resolves elsewhere on node 1 (roce-b): 'rdzvhead:$PORT' (from MASTER_ADDR + MASTER_PORT, resolves to ${HOST%.1}.77) there, 'rdzvhead:$PORT' (from MASTER_ADDR + MASTER_PORT, resolves to $HOST) on node 0 (roce-a)"
+    done
+    expect_in "$WORK/n0.out" "make 'rdzvhead' resolve to node 0's address on node 1 (roce-b)"
     ;;
   netns-healthy)
     setup_netns

@@ -149,7 +149,7 @@ TEST_CASE("the list shows every preflight check, then every warm-up comparison")
     CHECK(text.find(c.summary) != std::string::npos);
     ++comparisons;
   }
-  CHECK(comparisons == 13);
+  CHECK(comparisons == 14);
 }
 
 TEST_CASE("two safe-launch on one Slurm node are refused, naming the variable and the fix") {
@@ -164,7 +164,8 @@ TEST_CASE("two safe-launch on one Slurm node are refused, naming the variable an
   CHECK(e.find("SLURM_STEP_TASKS_PER_NODE=2(x2)") != std::string::npos);
   CHECK(e.find("--ntasks-per-node=1") != std::string::npos);
   CHECK(e.find("--per-task") != std::string::npos);
-  // --per-task allows it: its own run directory per task, no warm-up.
+  // --per-task allows it: its own run directory per task; no warm-up here, as this step's
+  // layout is incomplete (node 1 of an unknown node count).
   auto c = BuildConfig({"--per-task", "true"}, step);
   REQUIRE(c.ok());
   CHECK(c->warmup.skip);
@@ -175,4 +176,44 @@ TEST_CASE("two safe-launch on one Slurm node are refused, naming the variable an
   CHECK(BuildConfig({"--no-warmup", "true"}, one).ok());
   Environment batch{{"SLURM_JOB_ID", "5"}, {"SLURM_NTASKS_PER_NODE", "4"}};
   CHECK(BuildConfig({"--no-warmup", "true"}, batch).ok());
+}
+
+TEST_CASE("in per-task mode local rank 0 of each node runs the warm-up among the nodes") {
+  Environment ompi{{"OMPI_COMM_WORLD_SIZE", "4"},       {"OMPI_COMM_WORLD_RANK", "3"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                   {"PMIX_NAMESPACE", "4242"},          {"MASTER_ADDR", "gpu01"}};
+  auto c = BuildConfig({"--per-task", "true"}, ompi);
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->warmup.skip);
+  REQUIRE(c->topology);
+  CHECK(c->topology->nnodes == 2);  // world = node count, node rank = rank / local size
+  CHECK(c->topology->node_rank == 1);
+  CHECK(c->topology->nproc_per_node == 2);
+  CHECK(c->job_key == "mpi-4242");
+  CHECK(c->SharesNode());
+  CHECK_FALSE(c->NodeLeader());  // local rank 1 waits for local rank 0's verdict
+  ompi["OMPI_COMM_WORLD_LOCAL_RANK"] = "0";
+  CHECK(BuildConfig({"--per-task", "true"}, ompi)->NodeLeader());
+  // Without an id of the launch the tasks cannot meet: each is on its own, warm-up skipped.
+  ompi.erase("PMIX_NAMESPACE");
+  auto alone = BuildConfig({"--per-task", "true"}, ompi);
+  REQUIRE(alone.ok());
+  CHECK(alone->warmup.skip);
+  CHECK(alone->warmup.skip_reason.find("PMIX_NAMESPACE") != std::string::npos);
+  CHECK(alone->NodeLeader());
+  // srun --ntasks-per-node=2 --per-task: ranks per node from the step's task count.
+  const Environment step{{"SLURM_JOB_ID", "5"},
+                         {"SLURM_STEP_ID", "0"},
+                         {"SLURM_NODEID", "1"},
+                         {"SLURM_LOCALID", "1"},
+                         {"SLURM_NNODES", "2"},
+                         {"SLURM_JOB_NODELIST", "gpu[01-02]"},
+                         {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+                         {"SLURM_PROCID", "3"}};
+  auto s = BuildConfig({"--per-task", "true"}, step);
+  REQUIRE(s.ok());
+  CHECK(s->job_key == "5.0");
+  CHECK(s->topology->nproc_per_node == 2);
+  CHECK(s->topology->rendezvous_host == "gpu01");
+  CHECK_FALSE(s->NodeLeader());
 }

@@ -292,3 +292,32 @@ TEST_CASE("mpirun's rank variables give the layout and each rank's torch variabl
   CHECK(add.at("MASTER_PORT") == "29500");
   CHECK(sl::launcher::RankEnvironment(ompi, tasks, "", 0).at("RANK") == "5");
 }
+
+TEST_CASE("the endpoint torch will use comes from torchrun, else MASTER_ADDR, never the flags") {
+  using sl::launcher::TorchEndpoint;
+  const std::vector<std::string> tr = {"torchrun", "--nnodes=2", "--rdzv_endpoint=gpu01",
+                                       "train.py"};
+  auto e = TorchEndpoint(tr, {{"MASTER_ADDR", "other"}});
+  REQUIRE(e);
+  CHECK(e->host == "gpu01");
+  CHECK(e->port == 29400);  // torchrun's c10d default
+  CHECK(e->source == "torchrun --rdzv-endpoint");
+  auto m = TorchEndpoint({"torchrun", "--master_addr=h0", "--master-port=1234", "x.py"}, {});
+  REQUIRE(m);
+  CHECK(m->port == 1234);
+  CHECK(m->source == "torchrun --master-addr + torchrun --master-port");
+  auto env = TorchEndpoint({"python", "train.py"}, {{"MASTER_ADDR", "h1"}, {"MASTER_PORT", "77"}});
+  REQUIRE(env);
+  CHECK(env->host == "h1");
+  CHECK(env->port == 77);
+  CHECK(env->source == "MASTER_ADDR + MASTER_PORT");
+  CHECK_FALSE(TorchEndpoint({"python", "train.py"}, {{"SLURM_JOB_NODELIST", "gpu[01-02]"}}));
+}
+
+TEST_CASE("the launch's id comes from Slurm, else PMIx, else Open MPI, else none") {
+  using sl::launcher::JobKey;
+  CHECK(JobKey({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "2"}, {"PMIX_NAMESPACE", "9"}}) == "7.2");
+  CHECK(JobKey({{"PMIX_NAMESPACE", "9"}, {"OMPI_MCA_ess_base_jobid", "8"}}) == "mpi-9");
+  CHECK(JobKey({{"OMPI_MCA_ess_base_jobid", "8"}}) == "mpi-8");
+  CHECK(JobKey({{"PMI_RANK", "1"}}).empty());
+}

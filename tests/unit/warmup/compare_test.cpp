@@ -241,7 +241,7 @@ TEST_CASE("similar bandwidth on all nodes passes") {
   CHECK(fs[0].outcome == Outcome::kPass);
 }
 
-TEST_CASE("the comparisons table has 13 rows with unique warmup ids and summaries") {
+TEST_CASE("the comparisons table has 14 rows with unique warmup ids and summaries") {
   std::set<std::string> ids;
   for (const auto& c : sl::warmup::Comparisons()) {
     CHECK(std::string(c.id).rfind("warmup.", 0) == 0);
@@ -249,8 +249,8 @@ TEST_CASE("the comparisons table has 13 rows with unique warmup ids and summarie
     CHECK(c.run != nullptr);
     ids.insert(c.id);
   }
-  CHECK(sl::warmup::Comparisons().size() == 13);
-  CHECK(ids.size() == 13);
+  CHECK(sl::warmup::Comparisons().size() == 14);
+  CHECK(ids.size() == 14);
 }
 
 TEST_CASE("every finding of a mismatch carries the id of a table row") {
@@ -294,4 +294,74 @@ TEST_CASE("a waiver names only its comparison; a group prefix waives them all") 
   CHECK(sl::Worst(fs) == Outcome::kFail);
   CHECK(sl::Worst(CompareNodes({Node(0, "a"), b}, {"warmup.consistency"})) == Outcome::kPass);
   CHECK(sl::Worst(CompareNodes({Node(0, "a"), b}, {"warmup"})) == Outcome::kPass);
+}
+
+namespace {
+
+NodeReport WithEndpoint(NodeReport r, const std::string& host, int port,
+                        std::vector<std::string> addrs) {
+  r.rendezvous = {host, port, "MASTER_ADDR + MASTER_PORT", std::move(addrs)};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a node giving torchrun another rendezvous endpoint than node 0 is named with both") {
+  auto fs = CompareNodes({WithEndpoint(Node(0, "a"), "gpu01", 29500, {"10.0.0.1"}),
+                          WithEndpoint(Node(1, "b"), "gpu02", 29500, {"10.0.0.2"}),
+                          WithEndpoint(Node(2, "c"), "10.0.0.1", 29500, {"10.0.0.1"})});
+  auto bad = Fails(fs, "warmup.consistency.rendezvous");
+  REQUIRE(bad.size() == 1);  // node 2 wrote node 0's address: the same endpoint
+  CHECK(bad[0].outcome == Outcome::kFail);
+  CHECK(bad[0].entity == "node 1 (b)");
+  CHECK_THAT(bad[0].message, Catch::Contains("node 1 (b) gives torchrun the rendezvous endpoint "
+                                             "'gpu02:29500'") &&
+                                 Catch::Contains("node 0 (a) gives 'gpu01:29500'"));
+  CHECK_THAT(bad[0].next_step, Catch::Contains("compute it once"));
+}
+
+TEST_CASE("the same name resolving elsewhere on one node, or another port, is named") {
+  auto fs = CompareNodes({WithEndpoint(Node(0, "a"), "head", 29500, {"10.0.0.1"}),
+                          WithEndpoint(Node(1, "b"), "head", 29500, {"10.9.9.9"}),
+                          WithEndpoint(Node(2, "c"), "head", 29501, {"10.0.0.1"})});
+  auto bad = Fails(fs, "warmup.consistency.rendezvous");
+  REQUIRE(bad.size() == 2);
+  CHECK_THAT(bad[0].message, Catch::Contains("resolves elsewhere on node 1 (b)"));
+  CHECK_THAT(bad[0].next_step, Catch::Contains("make 'head' resolve to node 0's address"));
+  CHECK(bad[1].entity == "node 2 (c)");
+  CHECK_THAT(bad[1].message, Catch::Contains("'head:29501'"));
+}
+
+TEST_CASE("a node that gives torchrun no endpoint where node 0 gives one is named") {
+  NodeReport none = Node(1, "b");
+  none.rendezvous.source = "none";
+  auto bad = Fails(CompareNodes({WithEndpoint(Node(0, "a"), "gpu01", 29500, {"10.0.0.1"}), none}),
+                   "warmup.consistency.rendezvous");
+  REQUIRE(bad.size() == 1);
+  CHECK_THAT(bad[0].message, Catch::Contains("no endpoint"));
+}
+
+TEST_CASE("loopback fails across hosts and passes when every node runs on one host") {
+  auto a = WithEndpoint(Node(0, "a"), "localhost", 29500, {"127.0.0.1", "::1"});
+  auto b = WithEndpoint(Node(1, "b"), "127.0.0.1", 29500, {"127.0.0.1"});
+  auto bad = Fails(CompareNodes({a, b}), "warmup.consistency.rendezvous");
+  REQUIRE(bad.size() == 1);
+  CHECK_THAT(bad[0].message, Catch::Contains("loopback on node 0 (a), node 1 (b) in a job on 2 "
+                                             "hosts"));
+  b.facts.hostname = a.facts.hostname;  // two "nodes" on one host: loopback is right
+  CHECK(Fails(CompareNodes({a, b}), "warmup.consistency.rendezvous").empty());
+}
+
+TEST_CASE("nodes that published no endpoint (older safe-launch) are not compared") {
+  auto fs = CompareNodes({WithEndpoint(Node(0, "a"), "gpu01", 29500, {"10.0.0.1"}), Node(1, "b")});
+  CHECK(Fails(fs, "warmup.consistency.rendezvous").empty());
+}
+
+TEST_CASE("the rendezvous endpoint survives the store's JSON round trip") {
+  NodeReport r = WithEndpoint(Node(1, "b"), "gpu01", 29400, {"10.0.0.1", "fe80::1"});
+  NodeReport back = nlohmann::json(r).get<NodeReport>();
+  CHECK(back.rendezvous.host == "gpu01");
+  CHECK(back.rendezvous.port == 29400);
+  CHECK(back.rendezvous.source == "MASTER_ADDR + MASTER_PORT");
+  CHECK(back.rendezvous.addresses == std::vector<std::string>{"10.0.0.1", "fe80::1"});
 }
