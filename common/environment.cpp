@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/strings.h"
+
 extern char** environ;
 
 namespace sl {
@@ -20,6 +22,23 @@ std::optional<std::string> Lookup(const Environment& env, std::string_view name)
   auto it = env.find(name);
   if (it == env.end()) return std::nullopt;
   return it->second;
+}
+
+std::string LaunchId(const Environment& env) {
+  auto value = [&](const char* name) {
+    auto v = Lookup(env, name);
+    return v ? std::string(Trim(*v)) : std::string();
+  };
+  std::string ns = value("PMIX_NAMESPACE");
+  if (ns.empty()) ns = value("OMPI_MCA_ess_base_jobid");
+  const std::string job = value("SLURM_JOB_ID");
+  if (!ns.empty() && !value("OMPI_COMM_WORLD_SIZE").empty())
+    return (job.empty() ? "" : job + ".") + "mpi-" + ns;
+  if (!job.empty()) {
+    const std::string step = value("SLURM_STEP_ID");
+    return step.empty() ? job : job + "." + step;
+  }
+  return ns.empty() ? "" : "mpi-" + ns;
 }
 
 }  // namespace sl

@@ -486,16 +486,7 @@ Environment RankEnvironment(const Environment& env, const LocalTasks& tasks,
   return out;
 }
 
-std::string JobKey(const Environment& env) {
-  if (auto job = EnvValue(env, {"SLURM_JOB_ID"})) {
-    std::string key = std::string(Trim(job->first));
-    if (auto step = EnvValue(env, {"SLURM_STEP_ID"})) key += "." + std::string(Trim(step->first));
-    return key;
-  }
-  if (auto ns = EnvValue(env, {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"}))
-    return "mpi-" + std::string(Trim(ns->first));
-  return "";
-}
+std::string JobKey(const Environment& env) { return LaunchId(env); }
 
 void PerTaskLayout(warmup::Topology* topology, const LocalTasks& tasks) {
   if (topology->source["nproc_per_node"] != "default" || tasks.count <= 1) return;

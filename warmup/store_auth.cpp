@@ -8,6 +8,7 @@
 #include <array>
 
 #include "common/log.h"
+#include "common/strings.h"
 
 // CMake passes the file it found (warmup/CMakeLists.txt); a plain-compiler build gets OpenSSL 3's.
 #ifndef SL_LIBCRYPTO_SONAME
@@ -89,13 +90,13 @@ std::string HmacSha256Hex(std::string_view key, std::string_view data) {
 
 WarmupAuth ResolveWarmupAuth(const Environment& env, int store_port) {
   WarmupAuth a;
-  auto job = Lookup(env, "SLURM_JOB_ID");
-  if (job && !job->empty()) {
-    a.job_id = "slurm-" + *job;
-    if (auto step = Lookup(env, "SLURM_STEP_ID"); step && !step->empty()) a.job_id += "." + *step;
-  } else {
+  // The launch's id, as the run directory has it, so every node of one launch meets in one
+  // namespace (mpirun inside an allocation: its ranks see different Slurm steps).
+  const std::string id = LaunchId(env);
+  if (id.empty())
     a.job_id = "port-" + std::to_string(store_port);
-  }
+  else
+    a.job_id = StartsWith(id, "mpi-") || id.find(".mpi-") != std::string::npos ? id : "slurm-" + id;
   std::string secret;
   if (auto s = Lookup(env, kWarmupSecretVar); s && !s->empty()) {
     secret = *s;

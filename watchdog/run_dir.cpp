@@ -68,17 +68,8 @@ std::string DefaultRunDir(const std::string& explicit_dir, const Environment& en
   if (!explicit_dir.empty()) return explicit_dir;
   std::string base = Lookup(env, "SLURM_SUBMIT_DIR").value_or("");
   if (base.empty()) base = cwd.empty() ? "." : cwd;
-  std::string id;
-  if (auto job = Lookup(env, "SLURM_JOB_ID"); job && !job->empty()) {
-    id = *job;
-    if (auto step = Lookup(env, "SLURM_STEP_ID"); step && !step->empty()) id += "." + *step;
-  } else if (auto ns = Lookup(env, "PMIX_NAMESPACE"); ns && !ns->empty()) {
-    // mpirun (Open MPI 4+, PMIx): every rank of one launch shares the namespace, so per-task
-    // ranks meet in one job directory (and a node's ranks find local rank 0's verdict there).
-    id = "mpi-" + *ns;
-  } else if (auto jobid = Lookup(env, "OMPI_MCA_ess_base_jobid"); jobid && !jobid->empty()) {
-    id = "mpi-" + *jobid;
-  } else {
+  std::string id = LaunchId(env);
+  if (id.empty()) {
     const std::time_t secs = std::chrono::system_clock::to_time_t(now);
     std::tm tm{};
     gmtime_r(&secs, &tm);

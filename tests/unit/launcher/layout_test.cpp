@@ -320,4 +320,12 @@ TEST_CASE("the launch's id comes from Slurm, else PMIx, else Open MPI, else none
   CHECK(JobKey({{"PMIX_NAMESPACE", "9"}, {"OMPI_MCA_ess_base_jobid", "8"}}) == "mpi-9");
   CHECK(JobKey({{"OMPI_MCA_ess_base_jobid", "8"}}) == "mpi-8");
   CHECK(JobKey({{"PMI_RANK", "1"}}).empty());
+  // mpirun inside an allocation: its ranks on the first node run in the batch step, the others
+  // under the srun that started their daemon (step 0); they must still meet.
+  sl::Environment batch{{"SLURM_JOB_ID", "7"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                        {"PMIX_NAMESPACE", "12@1"}};
+  sl::Environment stepped = batch;
+  stepped["SLURM_STEP_ID"] = "0";
+  CHECK(JobKey(batch) == "7.mpi-12@1");
+  CHECK(JobKey(stepped) == JobKey(batch));
 }
