@@ -134,7 +134,13 @@ struct Decided {
 struct PeerNotes {
   std::optional<PeerEvent> hang;     ///< the notice of a peer_hang capture
   std::optional<PeerEvent> failure;  ///< another node's earlier root failure: the verdict
+  std::optional<PeerEvent> local;    ///< this node's rank failure before the hang: the verdict
 };
+
+// When an event happened, as people read it.
+std::string EventTime(const PeerEvent& e) {
+  return nlohmann::json::parse(EventJson(e)).value("time_utc", "?");
+}
 
 nlohmann::json EventEvidence(const PeerEvent& e) {
   return {{"signature", "peer_event." + e.kind},
@@ -182,6 +188,24 @@ void ApplyPeerNotes(const PeerNotes& peer, diagnose::Verdict& v) {
     if (f.rank) v.ranks.insert(std::to_string(*f.rank));
     v.hosts.insert(f.node);
   }
+  if (peer.local) {
+    const PeerEvent& f = *peer.local;
+    const std::string own = v.headline;
+    v.category = "rank_process_failed";
+    v.signature = "torchrun.failed_exitcode";
+    v.severity = "error";
+    std::string who = f.rank ? fmt::format("rank {}", *f.rank) : std::string("a rank");
+    v.headline = fmt::format(
+        "rank_process_failed: {} on this node failed first (exit {} at {}){}; "
+        "then: {}",
+        who, f.exit_status.value_or(1), EventTime(f),
+        f.first_error.empty() ? "" : ": " + f.first_error, own);
+    v.fix = fmt::format(
+        "Fix the failure of {} (its traceback in output/ of this bundle): the {} that followed "
+        "is torchrun waiting for the other nodes, not a hang of its own.",
+        who, diagnose::TriggerName(v.trigger));
+    if (f.rank) v.ranks.insert(std::to_string(*f.rank));
+  }
 }
 
 // Decides on a snapshot of the evidence taken under its lock. The verdict points into the
@@ -195,7 +219,7 @@ Decided DecideOnSnapshot(std::mutex& evidence_mu, const diagnose::Evidence& evid
   ApplyPeerNotes(peer, v);
   Decided d{{}, diagnose::SummaryJson(v, timing), diagnose::SummaryMarkdown(v, timing)};
   nlohmann::json events = nlohmann::json::array();
-  for (const auto* e : {&peer.failure, &peer.hang}) {
+  for (const auto* e : {&peer.local, &peer.failure, &peer.hang}) {
     if (!*e) continue;
     events.push_back(nlohmann::json::parse(EventJson(**e)));
     events.back()["file"] = (*e)->file;
@@ -240,6 +264,7 @@ nlohmann::json BundleManifest(const CaptureRun& run, const PeerNotes& peer, cons
                         {"trigger", peer.hang->trigger},
                         {"event", peer.hang->file}};
   }
+  if (peer.local) manifest["rank_failure"] = nlohmann::json::parse(EventJson(*peer.local));
   if (peer.failure)
     manifest["peer_failure"] = {{"node", peer.failure->node}, {"event", peer.failure->file}};
   manifest["collectors"] = std::move(collectors);
@@ -300,6 +325,7 @@ void CaptureIntoBundle(std::unique_ptr<Bundle> created, const CaptureRun& run,
   info.verdict = d.verdict;
   info.peer_hang = notes.hang;
   info.peer_failure = notes.failure;
+  info.local_failure = notes.local;
   auto r1 = bundle->WriteFile("summary.json", JsonText(d.json));
   auto r2 = bundle->WriteFile("summary.md", d.markdown);
   nlohmann::json manifest =
@@ -435,6 +461,22 @@ void HangMonitor::Record(int stream, diagnose::Match m, std::uint64_t line_no,
   m.source = stream == watchdog::kStderr ? "stderr" : "stdout";
   m.at_s = std::chrono::duration<double>(t - start_).count();
   bool hang = m.signature->severity == diagnose::Severity::kHang;
+  if (hang) hang_seen_ = true;
+  if (m.signature->id == "torchrun.failed_exitcode" && !hang_seen_.load()) {
+    // torchrun saw a rank fail: the job may still run on for minutes (torch 1.13 waits in its
+    // exit barrier for the other nodes), so the failure is told to them now, not at the exit.
+    // Not after a hang signature, nor -6 (SIGABRT): that is the watchdog taking a hung rank
+    // down, the hang's consequence.
+    std::lock_guard lock(rank_failure_mu_);
+    if (!rank_failure_ && m.Field("exitcode") != "-6") {
+      RankFailure f;
+      f.time_unix = WallSeconds();
+      f.exitcode = std::atoi(m.Field("exitcode").c_str());
+      f.local_rank = m.Field("local_rank").empty() ? -1 : std::atoi(m.Field("local_rank").c_str());
+      f.pid = static_cast<pid_t>(std::atoi(m.Field("pid").c_str()));
+      if (f.exitcode != 0) rank_failure_ = f;
+    }
+  }
   {
     std::lock_guard lock(*evidence_mu_);
     m.line_number = line_no;
@@ -457,6 +499,14 @@ void HangMonitor::OnTick(Clock::time_point now) {
     if (std::string stuck = peers_->Stuck(); !stuck.empty()) {
       log::Warn("peer events: {} (slow or dead file system?); the job is not held up", stuck);
       stuck_logged_ = true;
+    }
+  }
+  if (peers_ && !captured_.load()) RefreshRankPids(now);
+  if (peers_ && !failure_posted_) {
+    if (auto f = LocalFailure()) {
+      failure_posted_ = true;
+      log::Warn("rank failure: {}; telling the other nodes", PeerFailureHeadline(*f));
+      PostEvent("failure", diagnose::Trigger::kJobFailed, f->exit_status, &*f);
     }
   }
   if (captured_.load()) return;
@@ -513,8 +563,9 @@ void HangMonitor::OnTick(Clock::time_point now) {
   BundleInfo info = Capture(trigger, std::nullopt);
   if (options_.on_hang == OnHang::kCaptureAndStop && control_) {
     // A hang that follows another node's failure is that failure's consequence: not 124.
-    const int status =
-        info.peer_failure ? PeerFailureExitStatus(*info.peer_failure) : exit_code::kHang;
+    const int status = info.peer_failure    ? PeerFailureExitStatus(*info.peer_failure)
+                       : info.local_failure ? PeerFailureExitStatus(*info.local_failure)
+                                            : exit_code::kHang;
     control_->RequestStop("hang detected: " + info.verdict.headline, status);
   }
 }
@@ -524,7 +575,8 @@ void HangMonitor::OnExit(const watchdog::JobExit& exit) {
                 (exit.how == watchdog::JobExit::How::kExited && exit.code != 0);
   // Stopped by Slurm/user/us: not a failure of its own.
   const bool own_failure = failed && exit.stopped_by.empty();
-  if (own_failure && peers_ && !captured_.load()) {
+  if (own_failure && peers_ && !failure_posted_) {
+    failure_posted_ = true;
     PostEvent("failure", diagnose::Trigger::kJobFailed, exit.exit_status);
   }
   if (own_failure && !captured_.load() && options_.bundle_on_failure) {
@@ -545,7 +597,7 @@ int PeerFailureExitStatus(const PeerEvent& failure) {
 }
 
 void HangMonitor::PostEvent(const char* kind, diagnose::Trigger trigger,
-                            std::optional<int> exit_status) {
+                            std::optional<int> exit_status, const PeerEvent* rank_failure) {
   PeerEvent e;
   e.kind = kind;
   e.node = options_.node.empty() ? options_.host : options_.node;
@@ -565,12 +617,50 @@ void HangMonitor::PostEvent(const char* kind, diagnose::Trigger trigger,
     e.rank = f.rank;
     e.first_error = f.first_error;
   }
+  if (rank_failure) {
+    e.time_unix = rank_failure->time_unix;
+    if (rank_failure->rank) e.rank = rank_failure->rank;
+    // Not the job's end: the verdict so far may be a hang symptom, but the rank did fail.
+    e.severity = "error";
+  }
   // The event leaves the node: the same redaction as the bundle's.
   Redactor redactor(options_.job_env);
   redactor.LearnArgv(options_.job_argv);
   e.headline = redactor.Redact(e.headline);
   e.first_error = redactor.Redact(e.first_error);
   peers_->Post(std::move(e));
+}
+
+void HangMonitor::RefreshRankPids(Clock::time_point now) {
+  if (now - rank_pids_at_ < std::chrono::seconds(2) || !control_) return;
+  rank_pids_at_ = now;
+  RootedFileReader fs(options_.proc_root == "/" ? "" : options_.proc_root);
+  for (const RankProc& r : FindRanks(fs, control_->Descendants())) {
+    if (r.rank >= 0) rank_by_pid_[r.pid] = r.rank;
+  }
+}
+
+std::optional<PeerEvent> HangMonitor::LocalFailure() const {
+  std::optional<RankFailure> f;
+  {
+    std::lock_guard lock(rank_failure_mu_);
+    f = rank_failure_;
+  }
+  if (!f) return std::nullopt;
+  PeerEvent e;
+  e.kind = "failure";
+  e.node = options_.node.empty() ? options_.host : options_.node;
+  e.time_unix = f->time_unix;
+  e.trigger = "rank_failed";
+  e.category = "rank_process_failed";
+  e.severity = "error";
+  // torchrun's exitcode: negative = killed by that signal.
+  e.exit_status = f->exitcode < 0 ? exit_code::kSignalBase - f->exitcode : f->exitcode;
+  if (auto it = rank_by_pid_.find(f->pid); it != rank_by_pid_.end()) e.rank = it->second;
+  if (control_) {
+    e.first_error = FailureFromOutput(control_->TailLines(watchdog::kStderr, 200)).first_error;
+  }
+  return e;
 }
 
 std::optional<PeerEvent> HangMonitor::CausingFailure(double by_unix) const {
@@ -712,10 +802,18 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
                  t0,
                  {}};
   const double at_unix = WallSeconds();
-  run.peer_notes = [this, at_unix] {
+  run.peer_notes = [this, at_unix, trigger] {
     PeerNotes notes;
     notes.hang = peer_hang_;
     notes.failure = CausingFailure(at_unix);
+    // This node's own rank failed before the hang: the hang (a stall in torchrun's exit
+    // barrier, a store timeout) follows from it, unless another node failed even earlier.
+    if (auto local = LocalFailure();
+        local && trigger != diagnose::Trigger::kJobFailed && local->time_unix <= at_unix &&
+        (!notes.failure || local->time_unix < notes.failure->time_unix)) {
+      notes.failure.reset();
+      notes.local = std::move(local);
+    }
     return notes;
   };
 

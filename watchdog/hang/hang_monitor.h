@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,9 +91,10 @@ struct BundleInfo {
   std::string error;     ///< why incomplete
   std::string manifest;  ///< where the manifest of an incomplete bundle went ("" = nowhere)
   diagnose::Verdict verdict;
-  double capture_s = 0;                   ///< detection to complete bundle
-  std::optional<PeerEvent> peer_hang;     ///< the notice a peer_hang capture answered
-  std::optional<PeerEvent> peer_failure;  ///< another node's earlier failure, taken as verdict
+  double capture_s = 0;                    ///< detection to complete bundle
+  std::optional<PeerEvent> peer_hang;      ///< the notice a peer_hang capture answered
+  std::optional<PeerEvent> peer_failure;   ///< another node's earlier failure, taken as verdict
+  std::optional<PeerEvent> local_failure;  ///< this node's rank failure the hang followed from
 };
 
 class HangMonitor {
@@ -137,12 +139,19 @@ class HangMonitor {
                                     watchdog::Clock::time_point t0) const;
   /// Posts this node's event (a hang declared here, or the job's own failure) with a quick
   /// verdict; returns at once.
-  void PostEvent(const char* kind, diagnose::Trigger trigger, std::optional<int> exit_status);
+  void PostEvent(const char* kind, diagnose::Trigger trigger, std::optional<int> exit_status,
+                 const PeerEvent* rank_failure = nullptr);
   /// Another node's root failure that this node's capture follows from (seen before `by_unix`
   /// plus a few seconds: a node posts when its torchrun exits, a little after the rank died).
   std::optional<PeerEvent> CausingFailure(double by_unix) const;
   /// After a hang declared here: waits for the other nodes' bundles, runs `diagnose job_root`.
   void RunPostMortem();
+  /// While the job runs (events on): which pid is which rank, so that a rank torchrun reports
+  /// failed ("failed (exitcode: 1) local_rank: 0 (pid: 4242)": the process is gone by then) is
+  /// named by its global rank. Every 2 s at most.
+  void RefreshRankPids(watchdog::Clock::time_point now);
+  /// The rank failure torchrun reported while the job still runs, as an event ("" kind = none).
+  std::optional<PeerEvent> LocalFailure() const;
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;
@@ -172,6 +181,19 @@ class HangMonitor {
   bool declared_here_ = false;          // a hang declared by this node's own detectors
   bool stuck_logged_ = false;
   std::string post_mortem_;
+  // A rank failure seen in the output (torchrun's "failed (exitcode: ...)" line), pump threads.
+  struct RankFailure {
+    double time_unix = 0;
+    int exitcode = 0;
+    int local_rank = -1;
+    pid_t pid = 0;
+  };
+  mutable std::mutex rank_failure_mu_;
+  std::optional<RankFailure> rank_failure_;
+  std::map<pid_t, int> rank_by_pid_;  // main thread
+  watchdog::Clock::time_point rank_pids_at_{};
+  bool failure_posted_ = false;
+  std::atomic<bool> hang_seen_{false};  // a hang signature was recorded (pump threads)
 };
 
 }  // namespace sl::hang

@@ -306,3 +306,32 @@ TEST_CASE("the exit status after a peer's failure is its status, or 1 when it ha
   f.exit_status = 0;
   CHECK(PeerFailureExitStatus(f) == 1);
 }
+
+TEST_CASE("a stall after torchrun reported a rank failed is that failure, not a 124 hang") {
+  std::string run = TempDir();
+  HangOptions o;
+  o.stall_timeout_s = 5;
+  o.run_dir = run;
+  o.host = "b";
+  HangMonitor m(o);
+  auto job = std::make_unique<FakeJob>();
+  FakeJob* fake = job.get();
+  job->stderr_tail = {"RuntimeError: planted failure on rank 1"};
+  m.SetControl(std::move(job));
+  m.OnStart(0);
+  auto t0 = Clock::now();
+  m.OnOutput(sl::watchdog::kStderr,
+             "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) "
+             "local_rank: 0 (pid: 4242) of binary: /usr/bin/python3\n",
+             t0);
+  m.OnTick(t0 + 6s);  // torchrun then waits, silent, in its exit barrier
+  REQUIRE(fake->stops.size() == 1);
+  CHECK(fake->stops[0].second == 1);
+  auto b = m.LastBundle();
+  REQUIRE(b);
+  REQUIRE(b->local_failure);
+  CHECK(b->verdict.category == "rank_process_failed");
+  CHECK(b->verdict.headline.find("on this node failed first (exit 1 at ") != std::string::npos);
+  CHECK(b->verdict.headline.find("RuntimeError: planted failure on rank 1") != std::string::npos);
+  fs::remove_all(run);
+}
