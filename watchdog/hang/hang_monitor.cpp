@@ -135,7 +135,20 @@ struct PeerNotes {
   std::optional<PeerEvent> hang;     ///< the notice of a peer_hang capture
   std::optional<PeerEvent> failure;  ///< another node's earlier root failure: the verdict
   std::optional<PeerEvent> local;    ///< this node's rank failure before the hang: the verdict
+  /// Where the local failure's line was in the output: what came after it is its consequence.
+  std::string local_source;
+  std::uint64_t local_line = 0;
 };
+
+// Whether the match that decided `v` came after the given output line (same stream: by line
+// number; else by time).
+bool DecidedAfter(const diagnose::Verdict& v, const PeerNotes& peer) {
+  for (const diagnose::Match* m : v.evidence) {
+    if (m->signature->id != v.signature) continue;
+    return m->source == peer.local_source && m->line_number > peer.local_line;
+  }
+  return false;
+}
 
 // When an event happened, as people read it.
 std::string EventTime(const PeerEvent& e) {
@@ -157,6 +170,24 @@ nlohmann::json EventEvidence(const PeerEvent& e) {
 // that declared the hang (and keeps its category when this node saw nothing better), and an
 // earlier root failure elsewhere is the verdict (oom_or_crash_other_rank), this node's own
 // finding kept after "here:".
+// Whether this node's verdict is only a consequence (a hang symptom, a store timeout, a generic
+// failure) that an earlier rank failure explains; a root cause of its own (CUDA OOM, an IB
+// error) stays the verdict.
+bool IsConsequence(const diagnose::Verdict& v) {
+  static constexpr std::string_view kConsequences[] = {"stall",
+                                                       "job_failed",
+                                                       "store_timeout",
+                                                       "collective_timeout",
+                                                       "rank_process_failed",
+                                                       "peer_exit_or_network",
+                                                       "unknown"};
+  if (v.severity == "hang") return true;
+  for (std::string_view c : kConsequences) {
+    if (v.category == c) return true;
+  }
+  return false;
+}
+
 void ApplyPeerNotes(const PeerNotes& peer, diagnose::Verdict& v) {
   if (peer.hang) {
     const std::string own = v.category == "stall" ? "" : v.headline;
@@ -172,7 +203,7 @@ void ApplyPeerNotes(const PeerNotes& peer, diagnose::Verdict& v) {
         v.category + ": " + PeerHangHeadline(*peer.hang) + (own.empty() ? "" : "; here: " + own);
     v.hosts.insert(peer.hang->node);
   }
-  if (peer.failure) {
+  if (peer.failure && IsConsequence(v)) {
     const PeerEvent& f = *peer.failure;
     const std::string own = v.headline;
     v.category = "oom_or_crash_other_rank";
@@ -188,7 +219,7 @@ void ApplyPeerNotes(const PeerNotes& peer, diagnose::Verdict& v) {
     if (f.rank) v.ranks.insert(std::to_string(*f.rank));
     v.hosts.insert(f.node);
   }
-  if (peer.local) {
+  if (peer.local && (IsConsequence(v) || DecidedAfter(v, peer))) {
     const PeerEvent& f = *peer.local;
     const std::string own = v.headline;
     v.category = "rank_process_failed";
@@ -474,6 +505,8 @@ void HangMonitor::Record(int stream, diagnose::Match m, std::uint64_t line_no,
       f.exitcode = std::atoi(m.Field("exitcode").c_str());
       f.local_rank = m.Field("local_rank").empty() ? -1 : std::atoi(m.Field("local_rank").c_str());
       f.pid = static_cast<pid_t>(std::atoi(m.Field("pid").c_str()));
+      f.source = stream == watchdog::kStderr ? "stderr" : "stdout";
+      f.line = line_no;
       if (f.exitcode != 0) rank_failure_ = f;
     }
   }
@@ -802,17 +835,22 @@ BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> ex
                  t0,
                  {}};
   const double at_unix = WallSeconds();
-  run.peer_notes = [this, at_unix, trigger] {
+  run.peer_notes = [this, at_unix] {
     PeerNotes notes;
     notes.hang = peer_hang_;
     notes.failure = CausingFailure(at_unix);
     // This node's own rank failed before the hang: the hang (a stall in torchrun's exit
     // barrier, a store timeout) follows from it, unless another node failed even earlier.
     if (auto local = LocalFailure();
-        local && trigger != diagnose::Trigger::kJobFailed && local->time_unix <= at_unix &&
+        local && local->time_unix <= at_unix &&
         (!notes.failure || local->time_unix < notes.failure->time_unix)) {
       notes.failure.reset();
       notes.local = std::move(local);
+      std::lock_guard lock(rank_failure_mu_);
+      if (rank_failure_) {
+        notes.local_source = rank_failure_->source;
+        notes.local_line = rank_failure_->line;
+      }
     }
     return notes;
   };

@@ -187,6 +187,8 @@ class HangMonitor {
     int exitcode = 0;
     int local_rank = -1;
     pid_t pid = 0;
+    std::string source;      // stdout / stderr
+    std::uint64_t line = 0;  // its line number there
   };
   mutable std::mutex rank_failure_mu_;
   std::optional<RankFailure> rank_failure_;

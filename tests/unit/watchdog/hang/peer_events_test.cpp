@@ -335,3 +335,31 @@ TEST_CASE("a stall after torchrun reported a rank failed is that failure, not a 
   CHECK(b->verdict.headline.find("RuntimeError: planted failure on rank 1") != std::string::npos);
   fs::remove_all(run);
 }
+
+TEST_CASE("on the failing node the rank's failure outranks a later store error in its output") {
+  std::string run = TempDir();
+  HangOptions o;
+  o.run_dir = run;
+  o.host = "b";
+  HangMonitor m(o);
+  m.SetControl(std::make_unique<FakeJob>());
+  m.OnStart(0);
+  auto t0 = Clock::now();
+  m.OnOutput(sl::watchdog::kStderr,
+             "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) "
+             "local_rank: 0 (pid: 4242) of binary: /usr/bin/python3\n"
+             "RuntimeError: The client socket has failed to connect to [gpu01]:29500 "
+             "(errno: 111 - Connection refused).\n",
+             t0);
+  sl::watchdog::JobExit e;
+  e.how = sl::watchdog::JobExit::How::kExited;
+  e.code = 1;
+  e.exit_status = 1;
+  m.OnExit(e);
+  auto b = m.LastBundle();
+  REQUIRE(b);
+  CHECK(b->verdict.category == "rank_process_failed");
+  CHECK(b->verdict.headline.find("on this node failed first (exit 1 at ") != std::string::npos);
+  CHECK(b->verdict.headline.find("; then: ") != std::string::npos);
+  fs::remove_all(run);
+}
