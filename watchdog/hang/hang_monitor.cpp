@@ -710,7 +710,12 @@ void HangMonitor::RunPostMortem() {
   const std::string root = options_.job_root;
   std::string self_dir = options_.run_dir.substr(options_.run_dir.rfind('/') + 1);
   const int expected_peers = std::max(0, options_.expected_nodes - 1);
-  auto seen = std::make_shared<PeerBundles>();
+  // Shared with the worker, which may still write it after the wait gave up on it.
+  struct Seen {
+    std::mutex mu;
+    PeerBundles bundles;
+  };
+  auto seen = std::make_shared<Seen>();
   auto started = Clock::now();
   // On the channel's worker: a dead file system holds that thread, not this one past `wait`.
   bool in_time = !peers_ || peers_->RunOnWorker(
@@ -720,14 +725,22 @@ void HangMonitor::RunPostMortem() {
                                     PeerBundles b = ScanPeerBundles(root, self_dir, ::geteuid());
                                     bool all = b.complete.size() == b.nodes.size() &&
                                                b.nodes.size() >= std::size_t(expected_peers);
-                                    *seen = b;
+                                    {
+                                      std::lock_guard lock(seen->mu);
+                                      seen->bundles = b;
+                                    }
                                     if (all || Clock::now() >= end) return;
                                     std::this_thread::sleep_for(std::chrono::milliseconds(250));
                                   }
                                 },
                                 wait + std::chrono::seconds(2));
-  log::Info("post-mortem: {} of {} other node(s) bundled after {:.1f} s{}", seen->complete.size(),
-            std::max<std::size_t>(seen->nodes.size(), expected_peers),
+  PeerBundles got;
+  {
+    std::lock_guard lock(seen->mu);
+    got = seen->bundles;
+  }
+  log::Info("post-mortem: {} of {} other node(s) bundled after {:.1f} s{}", got.complete.size(),
+            std::max<std::size_t>(got.nodes.size(), expected_peers),
             std::chrono::duration<double>(Clock::now() - started).count(),
             in_time ? "" : " (the run root did not answer in time)");
   if (options_.diagnose_argv.empty() || !control_) return;
