@@ -363,3 +363,18 @@ TEST_CASE("on the failing node the rank's failure outranks a later store error i
   CHECK(b->verdict.headline.find("; then: ") != std::string::npos);
   fs::remove_all(run);
 }
+
+TEST_CASE("a peer's bundle counts once it has its final name; partial ones and links do not") {
+  std::string root = TempDir();
+  fs::create_directories(root + "/self/hang-self-1");
+  fs::create_directories(root + "/a/hang-a-20261201T000000Z");
+  fs::create_directories(root + "/b/.hang-b-20261201T000000Z.partial");
+  fs::create_directories(root + "/c");
+  { std::ofstream(root + "/c/failure-c-1.tar.gz") << "x"; }  // the tar alone is not the bundle
+  fs::create_directories(root + "/.events");
+  fs::create_directory_symlink(root + "/a", root + "/d");
+  PeerBundles p = ScanPeerBundles(root, "self", ::geteuid());
+  CHECK(p.nodes == std::vector<std::string>{"a", "b", "c"});
+  CHECK(p.complete == std::vector<std::string>{"a"});
+  fs::remove_all(root);
+}
