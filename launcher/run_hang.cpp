@@ -40,10 +40,10 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
                "On the first SIGTERM/SIGINT (scancel, time limit), capture a bundle before the "
                "signal reaches the job (a hung job's stacks); counts against the grace");
   sub.add_option("--coordinate", args->coordinate,
-                 "auto (default: when the run directory is <root>/safe-launch-runs/<job>/<node>, "
-                 "shared by every node), on (the run directory's parent is the job's run root), "
-                 "off: nodes post hang/failure events in <job run root>/.events and capture on "
-                 "each other's hang")
+                 "The nodes of a job post hang/failure events in <job run root>/.events and "
+                 "capture on each other's hang: auto (default: when the run directory is "
+                 "<root>/safe-launch-runs/<job>/<node>), on (the run directory's parent is the "
+                 "job run root), off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   sub.add_option("--post-mortem-wait", args->post_mortem_wait_s,
                  "After a hang declared on this node: seconds to wait for the other nodes' "
