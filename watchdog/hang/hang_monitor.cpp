@@ -188,9 +188,18 @@ bool IsConsequence(const diagnose::Verdict& v) {
   return false;
 }
 
+// The headline without its leading "<category>: ", to be quoted inside another one.
+std::string HeadlineBody(const diagnose::Verdict& v) {
+  const std::string prefix = v.category + ": ";
+  return v.headline.rfind(prefix, 0) == 0 ? v.headline.substr(prefix.size()) : v.headline;
+}
+
 void ApplyPeerNotes(const PeerNotes& peer, diagnose::Verdict& v) {
   if (peer.hang) {
-    const std::string own = v.category == "stall" ? "" : v.headline;
+    // Decide's own headline for a peer_hang says only that: nothing of this node's to keep.
+    const bool nothing_here = v.category == "stall" ||
+                              v.headline.find("hang declared on another node") != std::string::npos;
+    const std::string own = nothing_here ? "" : HeadlineBody(v);
     if (v.category == "stall") {
       if (!peer.hang->category.empty()) v.category = peer.hang->category;
       v.fix = fmt::format(
@@ -205,7 +214,7 @@ void ApplyPeerNotes(const PeerNotes& peer, diagnose::Verdict& v) {
   }
   if (peer.failure && IsConsequence(v)) {
     const PeerEvent& f = *peer.failure;
-    const std::string own = v.headline;
+    const std::string own = HeadlineBody(v);
     v.category = "oom_or_crash_other_rank";
     v.signature = "peer_event.failure";
     v.severity = "error";
@@ -221,7 +230,7 @@ void ApplyPeerNotes(const PeerNotes& peer, diagnose::Verdict& v) {
   }
   if (peer.local && (IsConsequence(v) || DecidedAfter(v, peer))) {
     const PeerEvent& f = *peer.local;
-    const std::string own = v.headline;
+    const std::string own = HeadlineBody(v);
     v.category = "rank_process_failed";
     v.signature = "torchrun.failed_exitcode";
     v.severity = "error";
@@ -493,13 +502,14 @@ void HangMonitor::Record(int stream, diagnose::Match m, std::uint64_t line_no,
   m.at_s = std::chrono::duration<double>(t - start_).count();
   bool hang = m.signature->severity == diagnose::Severity::kHang;
   if (hang) hang_seen_ = true;
-  if (m.signature->id == "torchrun.failed_exitcode" && !hang_seen_.load()) {
+  if (m.signature->id == "torchrun.failed_exitcode" && !hang_seen_.load() && !captured_.load()) {
     // torchrun saw a rank fail: the job may still run on for minutes (torch 1.13 waits in its
     // exit barrier for the other nodes), so the failure is told to them now, not at the exit.
-    // Not after a hang signature, nor -6 (SIGABRT): that is the watchdog taking a hung rank
-    // down, the hang's consequence.
+    // Not after a hang signature or a capture (our own stop), nor -6 (SIGABRT: the watchdog
+    // taking a hung rank down) or -15 (SIGTERM: a stop from outside): consequences.
     std::lock_guard lock(rank_failure_mu_);
-    if (!rank_failure_ && m.Field("exitcode") != "-6") {
+    const std::string code = m.Field("exitcode");
+    if (!rank_failure_ && code != "-6" && code != "-15") {
       RankFailure f;
       f.time_unix = WallSeconds();
       f.exitcode = std::atoi(m.Field("exitcode").c_str());
@@ -535,7 +545,7 @@ void HangMonitor::OnTick(Clock::time_point now) {
     }
   }
   if (peers_ && !captured_.load()) RefreshRankPids(now);
-  if (peers_ && !failure_posted_) {
+  if (peers_ && !failure_posted_ && !captured_.load()) {
     if (auto f = LocalFailure()) {
       failure_posted_ = true;
       log::Warn("rank failure: {}; telling the other nodes", PeerFailureHeadline(*f));

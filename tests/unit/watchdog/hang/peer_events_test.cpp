@@ -378,3 +378,30 @@ TEST_CASE("a peer's bundle counts once it has its final name; partial ones and l
   CHECK(p.complete == std::vector<std::string>{"a"});
   fs::remove_all(root);
 }
+
+TEST_CASE("a rank torchrun reports failed after our own capture is not posted as a failure") {
+  std::string root = TempDir();
+  HangMonitor a(NodeOptions(root, "a"));
+  a.SetControl(std::make_unique<FakeJob>());
+  a.OnStart(0);
+  auto t0 = Clock::now();
+  a.OnOutput(sl::watchdog::kStdout, "epoch 1\n", t0);
+  a.OnTick(t0 + 6s);  // a's stall: captured, the job is being stopped
+  REQUIRE(a.HangDetected());
+  // torchrun, stopped by us, reports its worker killed.
+  a.OnOutput(sl::watchdog::kStderr,
+             "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) "
+             "local_rank: 0 (pid: 4242) of binary: /usr/bin/python3\n",
+             t0 + 7s);
+  a.OnTick(t0 + 8s);
+  sl::watchdog::JobExit e;
+  e.how = sl::watchdog::JobExit::How::kExited;
+  e.code = 1;
+  e.exit_status = 124;
+  e.stopped_by = "hang detector";
+  a.OnExit(e);
+  auto events = ReadEvents(root + "/.events", ::geteuid());
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == "hang");
+  fs::remove_all(root);
+}
