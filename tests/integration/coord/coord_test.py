@@ -112,8 +112,8 @@ class CoordTest(unittest.TestCase):
         with open(os.path.join(self.tmp, f"{name}.out"), "rb") as f:
             return f.read().decode(errors="replace")[-6000:]
 
-    def bundle(self, name, prefix="hang-"):
-        found = sorted(d for d in glob.glob(os.path.join(self.root, name, prefix + "*"))
+    def bundle(self, name, prefixes=("hang-",)):
+        found = sorted(d for p in prefixes for d in glob.glob(os.path.join(self.root, name, p + "*"))
                        if os.path.isdir(d))
         self.assertEqual(len(found), 1, f"{name}: {found}\n{self.output(name)}")
         with open(os.path.join(found[0], "manifest.json")) as f:
@@ -214,10 +214,12 @@ class CoordTest(unittest.TestCase):
         self.assertEqual(failures[0]["rank"], 1)
         self.assertEqual(failures[0]["exit_status"], 1)
         self.assertEqual(failures[0]["first_error"], "RuntimeError: planted failure on rank 1")
-        # On B, its own rank's failure outranks the stall in torchrun's exit barrier.
+        # On B, its own rank's failure outranks the stall in torchrun's exit barrier. B captures
+        # on its stall or A's notice; or, when A's stop ends A's store first, B's torchrun leaves
+        # its exit barrier with an error and B's job fails on its own (a failure bundle).
         self.assertEqual(rc_b, 1, self.output("B"))
-        _, manifest_b, summary_b = self.bundle("B")
-        self.assertIn(manifest_b["trigger"], ("stall", "peer_hang"))
+        _, manifest_b, summary_b = self.bundle("B", ("hang-", "failure-"))
+        self.assertIn(manifest_b["trigger"], ("stall", "peer_hang", "job_failed"))
         self.assertEqual(summary_b["category"], "rank_process_failed")
         self.assertIn("rank 1 on this node failed first (exit 1 at ", summary_b["headline"])
         self.assertIn("RuntimeError: planted failure on rank 1", summary_b["headline"])

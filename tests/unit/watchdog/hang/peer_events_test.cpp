@@ -405,3 +405,32 @@ TEST_CASE("a rank torchrun reports failed after our own capture is not posted as
   CHECK(events[0].kind == "hang");
   fs::remove_all(root);
 }
+
+TEST_CASE("a failed rank, then torchrun's exit barrier reset by the other node, is the rank's") {
+  std::string run = TempDir();
+  HangOptions o;
+  o.run_dir = run;
+  o.host = "b";
+  HangMonitor m(o);
+  m.SetControl(std::make_unique<FakeJob>());
+  m.OnStart(0);
+  m.OnOutput(sl::watchdog::kStderr,
+             "RuntimeError: planted failure on rank 1\n"
+             "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) "
+             "local_rank: 0 (pid: 4242) of binary: /usr/bin/python3\n"
+             "ERROR:torch.distributed.elastic.agent.server.api:Error waiting on exit barrier. "
+             "Elapsed: 12.9 seconds\n"
+             "RuntimeError: Connection reset by peer\n"
+             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
+             Clock::now());
+  sl::watchdog::JobExit e;
+  e.how = sl::watchdog::JobExit::How::kExited;
+  e.code = 1;
+  e.exit_status = 1;
+  m.OnExit(e);
+  auto b = m.LastBundle();
+  REQUIRE(b);
+  CHECK(b->verdict.category == "rank_process_failed");
+  CHECK(b->verdict.headline.find("on this node failed first (exit 1 at ") != std::string::npos);
+  fs::remove_all(run);
+}
