@@ -22,6 +22,8 @@ std::string_view TriggerName(Trigger t) {
       return "heartbeat";
     case Trigger::kJobFailed:
       return "job_failed";
+    case Trigger::kPeerHang:
+      return "peer_hang";
   }
   return "none";
 }
@@ -64,7 +66,8 @@ void SetCause(const std::vector<const Match*>& ranked, Trigger trigger, const Di
     v->signature = std::string(s.id);
     v->severity = std::string(SeverityName(s.severity));
     v->fix = std::string(s.fix);
-  } else if (trigger == Trigger::kStall || trigger == Trigger::kHeartbeat) {
+  } else if (trigger == Trigger::kStall || trigger == Trigger::kHeartbeat ||
+             trigger == Trigger::kPeerHang) {
     v->category = "stall";
     v->severity = "hang";
     v->fix =
@@ -120,6 +123,8 @@ std::string WhatFired(Trigger trigger, const JobTiming& timing) {
     case Trigger::kJobFailed:
       return timing.exit_status ? fmt::format("job failed with status {}", *timing.exit_status)
                                 : "job failed";
+    case Trigger::kPeerHang:
+      return "hang declared on another node of the job";
     case Trigger::kNone:
       break;
   }

@@ -18,7 +18,8 @@
 namespace sl::diagnose {
 
 /// What started the capture.
-enum class Trigger { kNone, kSignature, kStall, kHeartbeat, kJobFailed };
+/// kPeerHang: another node of the job declared a hang and this one captured on its notice.
+enum class Trigger { kNone, kSignature, kStall, kHeartbeat, kJobFailed, kPeerHang };
 std::string_view TriggerName(Trigger t);
 
 struct Verdict {

@@ -1,6 +1,12 @@
 // Hang detection phase of `run` (owner: hang detection): --stall-timeout and --on-hang, the job
 // environment that makes evidence exist (heartbeat file, Flight Recorder dump/pipe paths in the
-// run directory), and the HangMonitor attached to the supervisor's hooks.
+// run directory), and the HangMonitor attached to the supervisor's hooks; the coordination of the
+// job's nodes through <job run root>/.events (watchdog/hang/peer_events.h): --coordinate,
+// --post-mortem-wait.
+#include <unistd.h>
+
+#include <climits>
+
 #include "common/log.h"
 #include "diagnose/verdict.h"
 #include "launcher/config.h"
@@ -14,6 +20,8 @@ struct HangArgs {
   std::string on_hang = "capture-and-stop";
   bool no_bundle_on_failure = false;
   bool capture_on_term = false;
+  std::string coordinate = "auto";
+  double post_mortem_wait_s = 30;
 };
 
 std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
@@ -31,8 +39,70 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
   sub.add_flag("--capture-on-term", args->capture_on_term,
                "On the first SIGTERM/SIGINT (scancel, time limit), capture a bundle before the "
                "signal reaches the job (a hung job's stacks); counts against the grace");
+  sub.add_option("--coordinate", args->coordinate,
+                 "The nodes of a job post hang/failure events in <job run root>/.events and "
+                 "capture on each other's hang: auto (default: when the run directory is "
+                 "<root>/safe-launch-runs/<job>/<node>), on (the run directory's parent is the "
+                 "job run root), off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  sub.add_option("--post-mortem-wait", args->post_mortem_wait_s,
+                 "After a hang declared on this node: seconds to wait for the other nodes' "
+                 "bundles before running `safe-launch diagnose <job run root>`; 0: neither "
+                 "(default 30)")
+      ->check(SecondsValidator(0, 3600, /*lo_open=*/false));
   return args;
 }
+
+namespace {
+
+std::string Parent(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  auto slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string OwnExecutable() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// The job run root shared by the nodes: the run directory's parent, when asked for (on) or when
+// the run directory has the default layout <root>/safe-launch-runs/<job id>/<node> (auto): an
+// explicit --run-dir elsewhere (/tmp/x) has no parent of its own to share.
+std::string JobRunRoot(const std::string& mode, const std::string& run_dir) {
+  if (mode == "off" || run_dir.empty()) return "";
+  const std::string root = Parent(run_dir);
+  if (mode == "on") return root;
+  return BaseName(Parent(root)) == "safe-launch-runs" ? root : "";
+}
+
+void SetCoordination(const HangArgs& args, const RunContext& ctx, hang::HangOptions& h) {
+  h.job_root = JobRunRoot(args.coordinate, ctx.run_dir);
+  if (h.job_root.empty()) return;
+  h.events_dir = h.job_root + "/.events";
+  h.node = ctx.host;
+  h.post_mortem_wait = std::chrono::milliseconds(static_cast<long>(args.post_mortem_wait_s * 1000));
+  if (std::string self = OwnExecutable(); !self.empty()) h.diagnose_argv = {self, "diagnose"};
+  for (const char* k : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES"}) {
+    auto v = Lookup(ctx.base_env, k);
+    if (v && !v->empty() && v->find_first_not_of("0123456789") == std::string::npos) {
+      h.expected_nodes = std::stoi(*v);
+      break;
+    }
+  }
+}
+
+}  // namespace
 
 Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext& ctx,
                                                 watchdog::Supervisor& sup) {
@@ -50,6 +120,8 @@ Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext
   h.job_argv = opts.argv;
   h.host = ctx.host;
   h.bundle_on_failure = !args.no_bundle_on_failure;
+  SetCoordination(args, ctx, h);
+  const std::string events_dir = h.events_dir;
   auto monitor = std::make_shared<hang::HangMonitor>(std::move(h));
   monitor->SetControl(hang::MakeSupervisorControl(&sup));
   sup.SetHooks(monitor->Hooks());
@@ -65,7 +137,10 @@ Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext
   ctx.status_extra["hang_detection"] = {
       {"stall_timeout_s", args.stall_timeout_s},
       {"on_hang", args.on_hang},
-      {"heartbeat", Lookup(opts.env, "SAFE_LAUNCH_HEARTBEAT").value_or("")}};
+      {"heartbeat", Lookup(opts.env, "SAFE_LAUNCH_HEARTBEAT").value_or("")},
+      {"coordinate", args.coordinate},
+      {"events", events_dir.empty() ? nlohmann::json() : nlohmann::json(events_dir)},
+      {"post_mortem_wait_s", args.post_mortem_wait_s}};
   return std::static_pointer_cast<void>(monitor);
 }
 

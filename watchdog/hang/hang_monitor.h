@@ -6,10 +6,14 @@
 //                            (collectors run in parallel, bounded by deadlines, <= ~10 s) and,
 //                            with --on-hang=capture-and-stop, RequestStop(reason, kHang = 124).
 //   on_exit  (main thread):  a job that failed on its own gets a post-mortem bundle too.
+// With a peer channel (events_dir, watchdog/hang/peer_events.h) the monitor also posts "hang"
+// when it declares one and "failure" when the job fails, captures on another node's "hang"
+// notice (trigger peer_hang), and takes another node's earlier failure as the verdict.
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +25,7 @@
 #include "diagnose/signatures.h"
 #include "diagnose/verdict.h"
 #include "watchdog/hang/collectors.h"
+#include "watchdog/hang/peer_events.h"
 #include "watchdog/hang/ras_client.h"
 #include "watchdog/supervisor.h"
 
@@ -42,7 +47,22 @@ struct HangOptions {
   std::string proc_root = "/";  ///< root of /proc and /sys (tests)
   std::chrono::milliseconds fr_wait{6000};
   bool bundle_on_failure = true;
+  // ---- coordination with the other nodes of the job (peer_events.h) ----
+  std::string events_dir;  ///< <job run root>/.events; "" = no coordination
+  std::string node;        ///< this node's name in events; "" = host
+  std::string job_root;    ///< the job run root (the parent of run_dir) for the post-mortem
+  std::chrono::milliseconds peer_poll{500};
+  /// After a hang declared here: how long to wait for the other nodes' bundles, then run
+  /// `diagnose_argv job_root`. 0 = neither.
+  std::chrono::milliseconds post_mortem_wait{30000};
+  std::vector<std::string> diagnose_argv;  ///< {"<own executable>", "diagnose"}; empty = none
+  std::chrono::milliseconds diagnose_deadline{120000};
+  int expected_nodes = 0;  ///< nodes of the job when known (SLURM_NNODES), else 0
 };
+
+/// How the verdict's exit status is chosen when a hang here follows another node's failure:
+/// that node's job status when it is 1..255 (and not 124), else 1.
+int PeerFailureExitStatus(const PeerEvent& failure);
 
 /// The supervisor calls the monitor needs, as an interface so the monitor is testable alone.
 class JobControl {
@@ -71,7 +91,10 @@ struct BundleInfo {
   std::string error;     ///< why incomplete
   std::string manifest;  ///< where the manifest of an incomplete bundle went ("" = nowhere)
   diagnose::Verdict verdict;
-  double capture_s = 0;  ///< detection to complete bundle
+  double capture_s = 0;                    ///< detection to complete bundle
+  std::optional<PeerEvent> peer_hang;      ///< the notice a peer_hang capture answered
+  std::optional<PeerEvent> peer_failure;   ///< another node's earlier failure, taken as verdict
+  std::optional<PeerEvent> local_failure;  ///< this node's rank failure the hang followed from
 };
 
 class HangMonitor {
@@ -94,6 +117,8 @@ class HangMonitor {
 
   std::optional<BundleInfo> LastBundle() const;
   bool HangDetected() const { return hang_detected_.load(); }
+  /// The job-level post-mortem's run root, once `diagnose` ran there ("" = not run).
+  const std::string& PostMortem() const { return post_mortem_; }
 
  private:
   void OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
@@ -112,6 +137,21 @@ class HangMonitor {
   /// The verdict's timing, measured at the tick that detected the hang (`t0` when none did).
   diagnose::JobTiming CaptureTiming(diagnose::Trigger trigger, std::optional<int> exit_status,
                                     watchdog::Clock::time_point t0) const;
+  /// Posts this node's event (a hang declared here, or the job's own failure) with a quick
+  /// verdict; returns at once.
+  void PostEvent(const char* kind, diagnose::Trigger trigger, std::optional<int> exit_status,
+                 const PeerEvent* rank_failure = nullptr);
+  /// Another node's root failure that this node's capture follows from (seen before `by_unix`
+  /// plus a few seconds: a node posts when its torchrun exits, a little after the rank died).
+  std::optional<PeerEvent> CausingFailure(double by_unix) const;
+  /// After a hang declared here: waits for the other nodes' bundles, runs `diagnose job_root`.
+  void RunPostMortem();
+  /// While the job runs (events on): which pid is which rank, so that a rank torchrun reports
+  /// failed ("failed (exitcode: 1) local_rank: 0 (pid: 4242)": the process is gone by then) is
+  /// named by its global rank. Every 2 s at most.
+  void RefreshRankPids(watchdog::Clock::time_point now);
+  /// The rank failure torchrun reported while the job still runs, as an event ("" kind = none).
+  std::optional<PeerEvent> LocalFailure() const;
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;
@@ -136,6 +176,26 @@ class HangMonitor {
   std::string stall_source_;
   mutable std::mutex bundle_mu_;
   std::optional<BundleInfo> last_bundle_;
+  std::unique_ptr<PeerChannel> peers_;
+  std::optional<PeerEvent> peer_hang_;  // the notice being answered (main thread)
+  bool declared_here_ = false;          // a hang declared by this node's own detectors
+  bool stuck_logged_ = false;
+  std::string post_mortem_;
+  // A rank failure seen in the output (torchrun's "failed (exitcode: ...)" line), pump threads.
+  struct RankFailure {
+    double time_unix = 0;
+    int exitcode = 0;
+    int local_rank = -1;
+    pid_t pid = 0;
+    std::string source;      // stdout / stderr
+    std::uint64_t line = 0;  // its line number there
+  };
+  mutable std::mutex rank_failure_mu_;
+  std::optional<RankFailure> rank_failure_;
+  std::map<pid_t, int> rank_by_pid_;  // main thread
+  watchdog::Clock::time_point rank_pids_at_{};
+  bool failure_posted_ = false;
+  std::atomic<bool> hang_seen_{false};  // a hang signature was recorded (pump threads)
 };
 
 }  // namespace sl::hang
