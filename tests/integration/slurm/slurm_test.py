@@ -55,8 +55,10 @@ class SlurmTest(unittest.TestCase):
         return out
 
     def run_dirs(self, job_id, step="0"):
-        return sorted(glob.glob(self.cluster.path("submit", "safe-launch-runs",
-                                                  f"{job_id}.{step}", "*")))
+        # The node run directories: the job directory also holds the post-mortem's diagnosis.*
+        return sorted(d for d in glob.glob(self.cluster.path("submit", "safe-launch-runs",
+                                                             f"{job_id}.{step}", "*"))
+                      if os.path.isdir(d))
 
     def status(self, run_dir):
         with open(os.path.join(run_dir, "status.json")) as f:
@@ -117,6 +119,11 @@ class SlurmTest(unittest.TestCase):
             self.assertTrue(glob.glob(os.path.join(d, "hang-*.tar.gz")), os.listdir(d))
             if st["exit_status"] != HANG_EXIT:
                 self.assertEqual(st["stop"]["detail"]["slurm"]["cause"], "step_stopped", st)
+        # The detecting node waited for the other's bundle and left the job's post-mortem.
+        with open(os.path.join(os.path.dirname(dirs[0]), "diagnosis.json")) as f:
+            diagnosis = json.load(f)
+        self.assertEqual(diagnosis["schema"], "safe-launch.diagnosis/1", diagnosis)
+        self.assertEqual(diagnosis.get("job_nodes"), 2, diagnosis.get("job_nodes"))
 
     # ---- once per node ------------------------------------------------------------------------
 
