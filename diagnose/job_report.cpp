@@ -13,19 +13,6 @@ namespace {
 
 std::string Where(const EvidenceLine& e) { return fmt::format("{}:{}", e.file, e.line); }
 
-std::string EntityLine(const Entity& e) {
-  std::string out;
-  auto put = [&out](const char* k, const std::string& v) {
-    if (!v.empty()) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", k, v);
-  };
-  put("node", e.node);
-  put("rank", e.rank);
-  put("port", e.port);
-  put("GPU", e.gpu);
-  put("peer", e.peer);
-  return out;
-}
-
 // Per-node table rows are capped: a node flooding one kernel message says it in a few rows.
 constexpr std::size_t kRowsPerNode = 20;
 
@@ -84,7 +71,7 @@ std::string JobDiagnosisMarkdown(const DiagnoseRun& run) {
   if (d.named()) {
     out += fmt::format("**Verdict: {}** (confidence {:.2f}, {})", top.category, top.confidence,
                        ConfidenceLevel(top.confidence));
-    if (std::string e = EntityLine(top.entity); !e.empty()) out += " — " + e;
+    if (std::string e = EntityText(top.entity); !e.empty()) out += " — " + e;
     out += fmt::format("\n\n{}\n\n**Fix:** {}\n\n", top.why, top.fix);
   } else {
     out += fmt::format("**No cause named** (unknown). {}\n\n**To decide:** {}\n\n", top.why,
@@ -94,7 +81,7 @@ std::string JobDiagnosisMarkdown(const DiagnoseRun& run) {
   for (std::size_t i = 0; i < d.causes.size() && i < 5; ++i) {
     const Cause& c = d.causes[i];
     out +=
-        fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.confidence, EntityLine(c.entity));
+        fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.confidence, EntityText(c.entity));
     for (const EvidenceLine& e : c.evidence) {
       out += fmt::format("   - `{}` {}\n", Where(e), e.text.substr(0, 200));
     }
@@ -121,7 +108,7 @@ std::string CauseSection(const Cause& c, bool first) {
   std::string out = fmt::format(
       "<section class=\"{}\"><h{}>{} <small>(confidence {:.2f})</small></h{}>",
       first ? "verdict" : "cause", first ? 1 : 2, EscapeHtml(head), c.confidence, first ? 1 : 2);
-  if (std::string e = EntityLine(c.entity); !e.empty()) {
+  if (std::string e = EntityText(c.entity); !e.empty()) {
     out += "<p class=\"entity\">" + EscapeHtml(e) + "</p>";
   }
   out += "<p class=\"message\">" + EscapeHtml(c.why) + "</p>";

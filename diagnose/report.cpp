@@ -34,6 +34,11 @@ nlohmann::json EntityJson(const Entity& e) {
   return j;
 }
 
+// Two causes this close are worth telling apart before acting on the first.
+constexpr double kClose = 0.15;
+
+}  // namespace
+
 std::string EntityText(const Entity& e) {
   std::string out;
   auto put = [&out](const char* k, const std::string& v) {
@@ -46,11 +51,6 @@ std::string EntityText(const Entity& e) {
   put("peer", e.peer);
   return out;
 }
-
-// Two causes this close are worth telling apart before acting on the first.
-constexpr double kClose = 0.15;
-
-}  // namespace
 
 nlohmann::json CausesJson(const std::vector<Cause>& all) {
   nlohmann::json causes = nlohmann::json::array();

@@ -16,6 +16,9 @@ struct ReadSummary {
   std::vector<std::string> skipped;
 };
 
+/// "node n1, rank 3, port mlx5_0, GPU 2, peer n2": the entity's non-empty parts, or "".
+std::string EntityText(const Entity& e);
+
 /// "high" (>= 0.75), "medium" (>= 0.5) or "low".
 std::string_view ConfidenceLevel(double confidence);
 

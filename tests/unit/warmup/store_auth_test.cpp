@@ -128,3 +128,21 @@ TEST_CASE("the store view namespaces keys and refuses pre-set or forged values")
   CHECK(*store.HasAll({"verdict", "report"}));
   CHECK_FALSE(*store.HasAll({"verdict", "result/0"}));
 }
+
+TEST_CASE("mpirun's ranks in the batch step and in their daemon's srun step share one key") {
+  // mpirun inside an allocation: ranks on the first node run in the batch step (no
+  // SLURM_STEP_ID), the others under the srun that started their daemon (step 0).
+  sl::Environment batch{{"SAFE_LAUNCH_WARMUP_SECRET", "s3cret"},
+                        {"SLURM_JOB_ID", "42"},
+                        {"OMPI_COMM_WORLD_SIZE", "2"},
+                        {"PMIX_NAMESPACE", "1059651585"}};
+  sl::Environment stepped = batch;
+  stepped["SLURM_STEP_ID"] = "0";
+  auto a = ResolveWarmupAuth(batch, 29501);
+  auto b = ResolveWarmupAuth(stepped, 29501);
+  CHECK(a.job_id == "42.mpi-1059651585");
+  CHECK(a.key_hex == b.key_hex);
+  // Another mpirun of the same allocation: another namespace, another key.
+  stepped["PMIX_NAMESPACE"] = "1059651586";
+  CHECK(ResolveWarmupAuth(stepped, 29501).key_hex != a.key_hex);
+}
