@@ -339,6 +339,13 @@ void Supervisor::Impl::RunPump(
       const std::size_t take = nl == std::string_view::npos ? data.size() : nl + 1;
       partial.append(data.substr(0, take));
       data.remove_prefix(take);
+      // The pending piece and this read's part of the line may together pass the cap (a line
+      // longer than kMaxHookLine split across reads): cut the pieces off first.
+      while (partial.size() > kMaxHookLine ||
+             (partial.size() == kMaxHookLine && partial.back() != '\n')) {
+        hook(p.stream, std::string_view(partial).substr(0, kMaxHookLine), now);
+        partial.erase(0, kMaxHookLine);
+      }
       if (nl != std::string_view::npos) {
         hook(p.stream, partial, now);
         partial.clear();

@@ -86,6 +86,36 @@ TEST_CASE("on_output joins a line split across writes and cuts an over-long line
   CHECK(lines.back() == "end");
 }
 
+TEST_CASE("a long line whose start was held back is still cut at kMaxHookLine") {
+  // 40000 bytes wait as the pending piece; the next read brings 40000 more and the newline:
+  // together they pass the cap and must not reach the hook (the catalog matcher) as one line.
+  std::vector<std::string> blocks;
+  SupervisorHooks hooks;
+  hooks.on_output = [&](int stream, std::string_view block, Clock::time_point) {
+    if (stream == kStdout) blocks.emplace_back(block);
+  };
+  // One write() each (tr and printf write in small chunks, which the old code handled).
+  Supervisor sup(Options({"/usr/bin/python3", "-c",
+                          "import os, time\n"
+                          "os.write(1, b'x' * 40000)\n"
+                          "time.sleep(0.3)\n"
+                          "os.write(1, b'y' * 40000 + b'\\nend\\n')\n"}),
+                 hooks);
+  auto r = sup.Run();
+  REQUIRE(r.ok());
+  std::string all;
+  std::vector<std::string> lines;
+  for (const auto& b : blocks) {
+    all += b;
+    sl::ForEachLine(b, [&](std::string_view l) { lines.emplace_back(l); });
+  }
+  CHECK(all == std::string(40000, 'x') + std::string(40000, 'y') + "\nend\n");
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].size() == kMaxHookLine);
+  CHECK(lines[1].size() == 80000 - kMaxHookLine);
+  CHECK(lines[2] == "end");
+}
+
 TEST_CASE("a pipe held open outside the job's tree does not keep the supervisor waiting") {
   // The test process opens the job's stdout pipe through /proc (as a process handed the fd
   // would), so the pipe never reaches end of stream: the blocking pump read must be interrupted.
