@@ -90,7 +90,11 @@ void SetCoordination(const HangArgs& args, const RunContext& ctx, hang::HangOpti
   h.job_root = JobRunRoot(args.coordinate, ctx.run_dir);
   if (h.job_root.empty()) return;
   h.events_dir = h.job_root + "/.events";
-  h.node = ctx.host;
+  // Each supervisor's own name in the job: its run directory's leaf, which is unique in the job
+  // directory ("gpu01", "vm_vm-n1" for a second slurmd on one host, "gpu01-rank1" for
+  // --per-task): the host alone would make the ranks of one node ignore each other's events.
+  h.node = BaseName(ctx.run_dir);
+  if (h.node.empty()) h.node = ctx.host;
   h.post_mortem_wait = std::chrono::milliseconds(static_cast<long>(args.post_mortem_wait_s * 1000));
   if (std::string self = OwnExecutable(); !self.empty()) h.diagnose_argv = {self, "diagnose"};
   for (const char* k : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES"}) {

@@ -175,6 +175,7 @@ SupervisorHooks GuardHooks(SupervisorHooks h) {
   h.on_start = Guarded("on_start", std::move(h.on_start));
   h.on_output = Guarded("on_output", std::move(h.on_output));
   h.on_tick = Guarded("on_tick", std::move(h.on_tick));
+  h.on_ended = Guarded("on_ended", std::move(h.on_ended));
   h.on_exit = Guarded("on_exit", std::move(h.on_exit));
   if (h.on_stop_signal) {
     h.on_stop_signal = [f = std::move(h.on_stop_signal)](int sig, long from) -> nlohmann::json {
@@ -954,6 +955,7 @@ Result<JobExit> Supervisor::Run() {
   if (im.child.exec_errno == 0 && hooks_.on_start) hooks_.on_start(im.pid);
   im.Loop();
   im.Drain();
+  if (hooks_.on_ended) hooks_.on_ended(im.child.exec_errno == 0 ? im.job_wait_status : 0);
   JobExit exit = im.MakeExit();
   for (auto& p : im.pumps) {
     if (!dir) break;

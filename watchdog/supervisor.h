@@ -77,6 +77,11 @@ struct SupervisorHooks {
   std::function<void(int stream, std::string_view lines, Clock::time_point t)> on_output;
   /// Main thread, every tick while the job runs (and during the stop grace).
   std::function<void(Clock::time_point now)> on_tick;
+  /// Main thread, once, after the job ended and its output drained, before its exit is made: a
+  /// last RequestStop() here still sets the exit status and stop reason (a job that died
+  /// because another node's hang capture stopped its peers is that hang, not a failure).
+  /// `wait_status` is the job's raw waitpid() status (0 when it could not be started).
+  std::function<void(int wait_status)> on_ended;
   /// Main thread, once, after the job exited, descendants were swept and output drained.
   std::function<void(const JobExit& exit)> on_exit;
   /// Main thread, once, at the first stop signal (SIGTERM/SIGINT from outside), *before* it is

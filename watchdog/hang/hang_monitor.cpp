@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -412,6 +413,10 @@ watchdog::SupervisorHooks HangMonitor::Hooks(watchdog::SupervisorHooks inner) {
     if (f) f(now);
     OnTick(now);
   };
+  h.on_ended = [this, f = inner.on_ended](int wait_status) {
+    if (f) f(wait_status);
+    OnEnded(wait_status);
+  };
   h.on_exit = [this, f = inner.on_exit](const watchdog::JobExit& e) {
     OnExit(e);
     if (f) f(e);
@@ -613,7 +618,40 @@ void HangMonitor::OnTick(Clock::time_point now) {
   }
 }
 
+void HangMonitor::OnEnded(int wait_status) {
+  // The job ended before this node heard of another node's hang: its ranks most likely died of
+  // that node's capture stopping their peers ("Connection closed by peer" in Gloo/NCCL) within
+  // the poll interval. One last read, bounded: a hang posted before now is the cause, and this
+  // node reports it as a capture on peer notice (exit 124) instead of a failure of its own.
+  const bool failed =
+      WIFSIGNALED(wait_status) || (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0);
+  if (!failed || !peers_ || captured_.load() || options_.on_hang != OnHang::kCaptureAndStop ||
+      !control_)
+    return;
+  // A rank of this node failed on its own first (posted as the failure the others answer).
+  if (failure_posted_ || LocalFailure()) return;
+  auto found = std::make_shared<std::vector<PeerEvent>>();
+  const std::string dir = peers_->dir();
+  const uid_t uid = ::geteuid();
+  if (!peers_->RunOnWorker([found, dir, uid] { *found = ReadEvents(dir, uid); },
+                           std::chrono::milliseconds(1500)))
+    return;  // a slow file system: the job's own status stands
+  const std::string self = options_.node.empty() ? options_.host : options_.node;
+  const double now = WallSeconds();
+  const double since =
+      std::chrono::duration<double>(start_wall_.time_since_epoch()).count() - kStaleEventS;
+  for (PeerEvent& e : *found) {
+    if (e.kind != "hang" || e.node == self || e.time_unix < since || e.time_unix > now) continue;
+    peer_hang_ = std::move(e);
+    peer_ended_ = true;
+    log::Warn("peer notice: {} (this node's job ended meanwhile)", PeerHangHeadline(*peer_hang_));
+    control_->RequestStop("hang detected: " + PeerHangHeadline(*peer_hang_), exit_code::kHang);
+    return;
+  }
+}
+
 void HangMonitor::OnExit(const watchdog::JobExit& exit) {
+  if (peer_ended_ && !captured_.load()) Capture(diagnose::Trigger::kPeerHang, exit.exit_status);
   bool failed = exit.how == watchdog::JobExit::How::kSignaled ||
                 (exit.how == watchdog::JobExit::How::kExited && exit.code != 0);
   // Stopped by Slurm/user/us: not a failure of its own.

@@ -110,6 +110,9 @@ class HangMonitor {
   /// A block of whole lines of the job's output (see SupervisorHooks::on_output).
   void OnOutput(int stream, std::string_view lines, watchdog::Clock::time_point t);
   void OnTick(watchdog::Clock::time_point now);
+  /// After the job ended (SupervisorHooks::on_ended): a job that failed after another node
+  /// declared a hang reports that hang (trigger peer_hang, exit 124), not a failure of its own.
+  void OnEnded(int wait_status);
   void OnExit(const watchdog::JobExit& exit);
 
   /// Captures now (used by the hooks; public for tests and `diagnose`).
@@ -178,7 +181,8 @@ class HangMonitor {
   std::optional<BundleInfo> last_bundle_;
   std::unique_ptr<PeerChannel> peers_;
   std::optional<PeerEvent> peer_hang_;  // the notice being answered (main thread)
-  bool declared_here_ = false;          // a hang declared by this node's own detectors
+  bool peer_ended_ = false;     // the job ended before the notice was seen (OnEnded, main thread)
+  bool declared_here_ = false;  // a hang declared by this node's own detectors
   bool stuck_logged_ = false;
   std::string post_mortem_;
   // A rank failure seen in the output (torchrun's "failed (exitcode: ...)" line), pump threads.

@@ -184,12 +184,22 @@ class MpiTest(unittest.TestCase):
         self.assertEqual(len(dirs), 2, dirs)
         bundled = [d for d in dirs if glob.glob(os.path.join(d, "hang-*.tar.gz"))]
         self.assertTrue(bundled, [os.listdir(d) for d in dirs])
-        # The stacks are labelled with the rank each task ran (the RANK safe-launch gave it).
+        # The stacks are labelled with the rank each task ran (the RANK safe-launch gave it), in
+        # every bundle taken while the job was alive (a rank whose job died of the other's stop
+        # before it heard of the hang bundles it on notice, with no stacks left to take).
+        alive = 0
         for d in bundled:
             rank = d.rsplit("-rank", 1)[1]
             with tarfile.open(glob.glob(os.path.join(d, "hang-*.tar.gz"))[0]) as tar:
                 names = tar.getnames()
+                manifest = json.load(tar.extractfile(
+                    next(n for n in names if n.endswith("/manifest.json"))))
+            if not manifest["job_alive_at_capture"]:
+                self.assertEqual(manifest["trigger"], "peer_hang", manifest)
+                continue
+            alive += 1
             self.assertTrue([n for n in names if f"stacks/rank_{rank}_pid_" in n], names)
+        self.assertGreaterEqual(alive, 1, bundled)
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
