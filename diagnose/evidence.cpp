@@ -112,7 +112,8 @@ void Evidence::AddProgress(const Match& m) {
   Progress& p = progress_[it->second];
   ++p.lines;
   p.last = Kept(m);
-  if (auto step = ParseInt(m.Field("step")); step.ok()) p.max_step = std::max<long long>(p.max_step, *step);
+  if (auto step = ParseInt(m.Field("step")); step.ok())
+    p.max_step = std::max<long long>(p.max_step, *step);
 }
 
 void Evidence::AddTimeout(const Match& m) {

@@ -22,7 +22,8 @@ inline constexpr std::string_view kWarmupSecretVar = "SAFE_LAUNCH_WARMUP_SECRET"
 
 /// How this node's warm-up authenticates the store (travels to the ranks in the plan, 0600).
 struct WarmupAuth {
-  std::string job_id;   ///< namespace of every key: "slurm-<job>.<step>", mpirun's "[<job>.]mpi-<ns>" (LaunchId) or "port-<P>"
+  std::string job_id;   ///< namespace of every key: "slurm-<job>.<step>", mpirun's
+                        ///< "[<job>.]mpi-<ns>" (LaunchId) or "port-<P>"
   std::string key_hex;  ///< HMAC key, hex; never the secret itself
   std::string source;   ///< where the secret came from: kWarmupSecretVar, or "" (none)
   bool Authenticated() const { return !source.empty(); }

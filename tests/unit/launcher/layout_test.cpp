@@ -322,8 +322,8 @@ TEST_CASE("the launch's id comes from Slurm, else PMIx, else Open MPI, else none
   CHECK(JobKey({{"PMI_RANK", "1"}}).empty());
   // mpirun inside an allocation: its ranks on the first node run in the batch step, the others
   // under the srun that started their daemon (step 0); they must still meet.
-  sl::Environment batch{{"SLURM_JOB_ID", "7"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                        {"PMIX_NAMESPACE", "12@1"}};
+  sl::Environment batch{
+      {"SLURM_JOB_ID", "7"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"PMIX_NAMESPACE", "12@1"}};
   sl::Environment stepped = batch;
   stepped["SLURM_STEP_ID"] = "0";
   CHECK(JobKey(batch) == "7.mpi-12@1");
