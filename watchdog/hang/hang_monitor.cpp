@@ -630,18 +630,12 @@ void HangMonitor::OnEnded(int wait_status) {
     return;
   // A rank of this node failed on its own first (posted as the failure the others answer).
   if (failure_posted_ || LocalFailure()) return;
-  auto found = std::make_shared<std::vector<PeerEvent>>();
-  const std::string dir = peers_->dir();
-  const uid_t uid = ::geteuid();
-  if (!peers_->RunOnWorker([found, dir, uid] { *found = ReadEvents(dir, uid); },
-                           std::chrono::milliseconds(1500)))
+  if (!peers_->PollNow(std::chrono::milliseconds(1500)))
     return;  // a slow file system: the job's own status stands
-  const std::string self = options_.node.empty() ? options_.host : options_.node;
+  // The channel keeps out this node's own events and those older than the job.
   const double now = WallSeconds();
-  const double since =
-      std::chrono::duration<double>(start_wall_.time_since_epoch()).count() - kStaleEventS;
-  for (PeerEvent& e : *found) {
-    if (e.kind != "hang" || e.node == self || e.time_unix < since || e.time_unix > now) continue;
+  for (PeerEvent& e : peers_->Events()) {
+    if (e.kind != "hang" || e.time_unix > now) continue;
     peer_hang_ = std::move(e);
     peer_ended_ = true;
     log::Warn("peer notice: {} (this node's job ended meanwhile)", PeerHangHeadline(*peer_hang_));

@@ -413,6 +413,14 @@ bool PeerChannel::RunOnWorker(std::function<void()> task, std::chrono::milliseco
   return state_->done_cv.wait_for(lock, deadline, [&] { return *done; });
 }
 
+bool PeerChannel::PollNow(std::chrono::milliseconds deadline) {
+  return RunOnWorker(
+      [weak = std::weak_ptr<State>(state_)] {
+        if (auto s = weak.lock()) s->Poll();
+      },
+      deadline);
+}
+
 std::vector<PeerEvent> PeerChannel::Events() const {
   std::lock_guard lock(state_->mu);
   return state_->events;

@@ -123,6 +123,9 @@ class PeerChannel {
   /// Runs `task` on the worker (after queued posts) and waits for it at most `deadline`; false
   /// when it did not finish in time (it still runs to its end, later, on the worker).
   bool RunOnWorker(std::function<void()> task, std::chrono::milliseconds deadline);
+  /// Polls the directory now, on the worker (after queued posts), and waits for it at most
+  /// `deadline`; false when it did not finish in time. Events() then has what it found.
+  bool PollNow(std::chrono::milliseconds deadline);
   /// The events seen so far from other nodes, oldest first.
   std::vector<PeerEvent> Events() const;
   /// The oldest event of `kind` from another node, if any.
