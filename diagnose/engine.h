@@ -61,9 +61,9 @@ struct CauseClaim {
   std::string rule;    ///< the source's own rule id, shown by --explain
   std::string category;
   double confidence = 0;
-  Entity entity;
-  std::vector<EvidenceLine> evidence;
-  std::string why;
+  Entity entity{};
+  std::vector<EvidenceLine> evidence{};
+  std::string why{};
 };
 
 struct Diagnosis {
@@ -96,7 +96,7 @@ struct NamedCondition {
   std::string_view means;  ///< what the condition looks for, for --explain
 };
 
-/// One category of the vocabulary (../shared/corpus/CATEGORIES.md) with its fix and what tells
+/// One category of the vocabulary (doc/causes.md) with its fix and what tells
 /// it apart.
 struct CategoryInfo {
   std::string_view name, fix, decide;

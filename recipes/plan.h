@@ -37,11 +37,11 @@ struct PlanEntry {
   std::string name;  ///< as exported (already renamed for the detected torch version)
   std::string value;
   Source source = Source::kRecipe;
-  std::string origin;  ///< "environment", "recipes/default.toml:12"
-  std::string reason;  ///< why this value (for computed: the facts used)
+  std::string origin{};  ///< "environment", "recipes/default.toml:12"
+  std::string reason{};  ///< why this value (for computed: the facts used)
   /// For kUser/kConfFile entries: what the recipe would have set ("" when the recipe has no
   /// opinion).
-  std::string recipe_value;
+  std::string recipe_value{};
 };
 
 using nccl::Conflict;

@@ -1,5 +1,5 @@
 #pragma once
-// From an FrAnalysis to causes in the diagnosis vocabulary (/work/shared/corpus/CATEGORIES.md,
+// From an FrAnalysis to causes in the diagnosis vocabulary (doc/causes.md,
 // doc/manual.md "Flight Recorder"), and their text, JSON (safe-launch.diagnosis/1) and HTML forms.
 #include <nlohmann/json_fwd.hpp>
 #include <string>

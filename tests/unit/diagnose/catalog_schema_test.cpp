@@ -16,7 +16,7 @@ using namespace sl::diagnose;
 
 namespace {
 
-// The causes of ../shared/corpus/CATEGORIES.md (the labels the classifier is scored on).
+// The cause vocabulary (the labels the classifier is scored on).
 const std::set<std::string> kCauseCategories = {"mtu_mismatch",
                                                 "gid_index",
                                                 "memlock",

@@ -254,9 +254,12 @@ TEST_CASE("{run_dir} without a run directory is an error") {
 TEST_CASE("shell output single-quotes hostile values") {
   Plan p;
   p.recipe = "x";
+  p.entries.push_back({.name = "NCCL_DEBUG_FILE",
+                       .value = "a'b $(touch /tmp/pwn) `id`\nnext",
+                       .source = Source::kUser,
+                       .origin = "environment"});
   p.entries.push_back(
-      {"NCCL_DEBUG_FILE", "a'b $(touch /tmp/pwn) `id`\nnext", Source::kUser, "environment", ""});
-  p.entries.push_back({"NCCL_BAD;NAME", "v", Source::kUser, "environment", ""});
+      {.name = "NCCL_BAD;NAME", .value = "v", .source = Source::kUser, .origin = "environment"});
   p.conflicts.push_back({"NCCL_X", "v\nexport EVIL=1", "bad\nexport EVIL=2", "fix", false});
   std::string sh = PlanToShell(p);
   CHECK_THAT(sh,
