@@ -29,14 +29,14 @@ struct PyFrame {
   std::string file;
   std::uint64_t line = 0;
   std::string function;
-  bool native = false;     ///< py-spy --native: a C/C++ frame ("file" is the library)
-  std::string text;        ///< the frame's line as printed, trimmed (for evidence)
+  bool native = false;        ///< py-spy --native: a C/C++ frame ("file" is the library)
+  std::string text;           ///< the frame's line as printed, trimmed (for evidence)
   std::uint64_t line_no = 0;  ///< its 1-based line number in the text
 };
 
 struct PyThread {
-  std::string id;    ///< as printed: "0x00007f3a1e8bb740" (faulthandler), "4242" (py-spy)
-  std::string name;  ///< py-spy's thread name ("MainThread"); "" for faulthandler
+  std::string id;        ///< as printed: "0x00007f3a1e8bb740" (faulthandler), "4242" (py-spy)
+  std::string name;      ///< py-spy's thread name ("MainThread"); "" for faulthandler
   bool current = false;  ///< faulthandler's "Current thread" (the one that took the signal)
   bool main = false;     ///< the process's main thread, as far as the text tells
   std::vector<PyFrame> frames;  ///< most recent call first

@@ -15,16 +15,31 @@ namespace {
 
 // torch.distributed's Python entry points that block until the other ranks take part (and
 // Work.wait / the autograd engine's wait for DDP's bucketed all-reduces).
-constexpr std::string_view kCollectives[] = {
-    "all_reduce",       "all_gather",           "all_gather_into_tensor",
-    "_all_gather_base", "all_gather_object",    "reduce_scatter",
-    "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast",
-    "broadcast_object_list", "barrier",         "monitored_barrier",
-    "all_to_all",       "all_to_all_single",    "reduce",
-    "gather",           "gather_object",        "scatter",
-    "scatter_object_list", "send",              "recv",
-    "isend",            "irecv",                "batch_isend_irecv",
-    "wait"};
+constexpr std::string_view kCollectives[] = {"all_reduce",
+                                             "all_gather",
+                                             "all_gather_into_tensor",
+                                             "_all_gather_base",
+                                             "all_gather_object",
+                                             "reduce_scatter",
+                                             "reduce_scatter_tensor",
+                                             "_reduce_scatter_base",
+                                             "broadcast",
+                                             "broadcast_object_list",
+                                             "barrier",
+                                             "monitored_barrier",
+                                             "all_to_all",
+                                             "all_to_all_single",
+                                             "reduce",
+                                             "gather",
+                                             "gather_object",
+                                             "scatter",
+                                             "scatter_object_list",
+                                             "send",
+                                             "recv",
+                                             "isend",
+                                             "irecv",
+                                             "batch_isend_irecv",
+                                             "wait"};
 
 bool InTorchDistributed(const PyFrame& f) {
   return f.file.find("torch/distributed/") != std::string::npos;
@@ -71,13 +86,13 @@ std::string ActivityOf(const PyThread& t, const std::string& wchan) {
     if (f.native && Contains(f.function, {"nanosleep", "usleep"})) return "sleep";
   }
   if (Contains(wchan, {"nanosleep"})) return "sleep";
-  if (Contains(wchan, {"nfs", "lustre", "gpfs", "fuse", "io_schedule", "folio", "page_bit",
-                       "jbd2", "ext4", "xfs", "btrfs", "blk_"})) {
+  if (Contains(wchan, {"nfs", "lustre", "gpfs", "fuse", "io_schedule", "folio", "page_bit", "jbd2",
+                       "ext4", "xfs", "btrfs", "blk_"})) {
     return "file I/O";
   }
   for (const PyFrame& f : t.frames) {
-    if (f.native && Contains(f.function, {"__libc_write", "__libc_read", "fsync", "pwrite",
-                                          "pread", "__write", "__read"})) {
+    if (f.native && Contains(f.function, {"__libc_write", "__libc_read", "fsync", "pwrite", "pread",
+                                          "__write", "__read"})) {
       return "file I/O";
     }
   }
@@ -115,8 +130,8 @@ std::vector<EvidenceLine> StackLines(const RankStacks& r, std::size_t n) {
     out.push_back({r.file, f.line_no, fmt::format("rank {} main thread: {}", r.rank, f.text), ""});
   }
   if (!r.wchan.empty() && out.size() < n + 1) {
-    out.push_back({r.file, 0, fmt::format("rank {} main thread in the kernel: wchan {}", r.rank,
-                                          r.wchan),
+    out.push_back({r.file, 0,
+                   fmt::format("rank {} main thread in the kernel: wchan {}", r.rank, r.wchan),
                    ""});
   }
   return out;
@@ -215,8 +230,8 @@ CauseClaim DifferentCollectivesClaim(const Waiting& w) {
     if (&ps == w.major) continue;
     for (const Placed* p : ps) {
       odd.push_back(p->rank);
-      what.push_back(fmt::format("rank {} in {} at {}", p->rank->rank, p->place.collective,
-                                 p->place.where));
+      what.push_back(
+          fmt::format("rank {} in {} at {}", p->rank->rank, p->place.collective, p->place.where));
     }
   }
   CauseClaim c;
@@ -275,8 +290,8 @@ std::vector<CauseClaim> StacksClaims(const std::vector<RankStacks>& ranks) {
     if (!w.major || ps.size() > w.major->size()) w.major = &ps;
   }
   w.ref = w.major->front();
-  w.text = fmt::format("{} ({} waiting: rank {} at {})", w.ref->place.collective,
-                       w.major->size(), w.ref->rank->rank, w.ref->place.where);
+  w.text = fmt::format("{} ({} waiting: rank {} at {})", w.ref->place.collective, w.major->size(),
+                       w.ref->rank->rank, w.ref->place.where);
   w.ref_lines = StackLines(*w.ref->rank, 2);
   if (!w.elsewhere.empty()) out.push_back(ElsewhereClaim(w));
   if (w.by_key.size() > 1) out.push_back(DifferentCollectivesClaim(w));

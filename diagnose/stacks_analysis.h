@@ -22,16 +22,16 @@ namespace sl::diagnose {
 struct RankStacks {
   int rank = -1;
   long pid = -1;
-  std::string node;   ///< the bundle's host ("" when unknown)
-  std::string file;   ///< the file the Python stacks came from (cited as evidence)
+  std::string node;  ///< the bundle's host ("" when unknown)
+  std::string file;  ///< the file the Python stacks came from (cited as evidence)
   PyStacks stacks;
   std::string wchan;  ///< what the main thread waits on in the kernel (/proc), "" when unknown
 };
 
 /// Where a rank's main thread is.
 struct MainPlace {
-  std::string key;         ///< what ranks are compared by: "collective all_reduce", or file:function
-  bool waiting = false;    ///< inside a collective (or a wait on one): waiting for the others
+  std::string key;       ///< what ranks are compared by: "collective all_reduce", or file:function
+  bool waiting = false;  ///< inside a collective (or a wait on one): waiting for the others
   std::string collective;  ///< "all_reduce", "barrier", ... when waiting
   std::string activity;    ///< "sleep", "checkpoint save", "file I/O", "data loading",
                            ///< "evaluation"; "" when the frames do not say

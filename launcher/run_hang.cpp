@@ -124,9 +124,10 @@ std::optional<recipes::PythonStacks> PythonStacksFor(const HangArgs& args, const
   // Shipped with the binary: P/share/safe-launch/python/ (build/share/... in the build tree).
   const std::string site = SelfLayout().data_dir + "/python";
   if (SelfLayout().data_dir.empty() || ::access((site + "/sitecustomize.py").c_str(), R_OK) != 0) {
-    log::Warn("no {}/sitecustomize.py next to the binary: a hang bundle will have no Python "
-              "stacks of the ranks unless py-spy is installed",
-              site);
+    log::Warn(
+        "no {}/sitecustomize.py next to the binary: a hang bundle will have no Python "
+        "stacks of the ranks unless py-spy is installed",
+        site);
     return std::nullopt;
   }
   // A real-time signal: frameworks take SIGUSR1/SIGUSR2 (Lightning requeues on SIGUSR1 under

@@ -622,10 +622,11 @@ void AddPythonStacks(Plan* plan, const Environment& env, const PythonStacks& sta
            e.name == "SAFE_LAUNCH_PYSTACKS_SIGNAL";
   });
   plan->entries.push_back(
-      {"PYTHONPATH", own.empty() ? stacks.site_dir : stacks.site_dir + ":" + own,
-       Source::kComputed, kCaptureOrigin,
+      {"PYTHONPATH", own.empty() ? stacks.site_dir : stacks.site_dir + ":" + own, Source::kComputed,
+       kCaptureOrigin,
        "safe-launch's sitecustomize first (Python stacks on signal " +
-           std::to_string(stacks.signal) + " for the hang capture; it then imports the job's own "
+           std::to_string(stacks.signal) +
+           " for the hang capture; it then imports the job's own "
            "sitecustomize), then " +
            (own.empty() ? std::string("nothing: PYTHONPATH was unset") : "your PYTHONPATH, kept"),
        ""});

@@ -58,7 +58,7 @@ struct PgFinding {
   std::vector<int> started;
   bool states_kept = false;      ///< NCCL dumps: entry states are kept (Gloo leaves "scheduled")
   bool starts_recorded = false;  ///< some entry of the group has a start time or state "started"
-  std::vector<OddRank> odd;  ///< kDesync: ranks in a different op/shape
+  std::vector<OddRank> odd;      ///< kDesync: ranks in a different op/shape
   /// Evidence: (rank, entry index) of one rank on each side, most telling first.
   std::vector<std::pair<int, std::uint32_t>> samples;
   std::int64_t first_created_ns = 0;  ///< earliest time_created of the stuck collective

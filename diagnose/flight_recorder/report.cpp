@@ -140,11 +140,12 @@ void OneRankCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* 
     c.rule = started ? "fr.one_rank_started_not_completed" : "fr.one_rank_not_started";
     c.confidence = started ? 0.45 : 0.55;
     c.entity = entity;
-    c.message =
-        started ? fmt::format("{} is a group of one rank ({}): {} started on its GPU and never "
+    c.message = started ? fmt::format(
+                              "{} is a group of one rank ({}): {} started on its GPU and never "
                               "completed; with no peer to wait for, the GPU or driver is stuck",
                               PgLabel(f), c.entity, coll)
-                : fmt::format("{} is a group of one rank ({}): {} never started on its GPU "
+                        : fmt::format(
+                              "{} is a group of one rank ({}): {} never started on its GPU "
                               "(state {}){}, so it waits behind the rank's own earlier work on "
                               "its stream (a long or hung kernel), not in the transport: a "
                               "one-rank collective sends nothing over the network",
@@ -163,10 +164,11 @@ void OneRankCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* 
       g.rule = "fr.one_rank_not_started_gpu";
       g.confidence = 0.25;
       g.entity = entity;
-      g.message = fmt::format(
-          "a wedged GPU or driver would also keep {} from starting on {}'s GPU", coll, entity);
-      g.fix = "nvidia-smi and the kernel log (Xid, NVRM) on the rank's node tell a hung GPU "
-              "from long work";
+      g.message = fmt::format("a wedged GPU or driver would also keep {} from starting on {}'s GPU",
+                              coll, entity);
+      g.fix =
+          "nvidia-smi and the kernel log (Xid, NVRM) on the rank's node tell a hung GPU "
+          "from long work";
       g.evidence = Samples(a, f);
       out->push_back(std::move(g));
     }
@@ -198,8 +200,9 @@ void StuckCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* ou
         "{} entered {} but it never started on their GPU (state scheduled) while {} started it "
         "and wait: the late ranks' streams are busy with earlier work",
         c.entity, coll, a.DescribeRanks(f.started));
-    c.fix = "find the GPU work queued before the collective on the late ranks (their stacks in "
-            "the hang bundle, a profiler trace): uneven compute, a long kernel, a slow GPU";
+    c.fix =
+        "find the GPU work queued before the collective on the late ranks (their stacks in "
+        "the hang bundle, a profiler trace): uneven compute, a long kernel, a slow GPU";
     c.evidence = Samples(a, f);
     out->push_back(std::move(c));
     return;
@@ -214,8 +217,9 @@ void StuckCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* ou
         "every rank of {} entered {} and it started on none of their GPUs (state scheduled, "
         "starts recorded): the GPUs are busy with earlier work, not the transport",
         PgLabel(f), coll);
-    c.fix = "look at what runs on the GPUs before the collective (stacks, nvidia-smi, a "
-            "profiler trace) and at the kernel log (Xid)";
+    c.fix =
+        "look at what runs on the GPUs before the collective (stacks, nvidia-smi, a "
+        "profiler trace) and at the kernel log (Xid)";
     c.evidence = Samples(a, f);
     out->push_back(std::move(c));
     return;
@@ -224,13 +228,14 @@ void StuckCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* ou
   c.category = "retry_exceeded_network";
   c.confidence = f.states_kept && !f.started.empty() ? 0.55 : 0.5;
   c.entity = fmt::format("{} ({} ranks)", PgLabel(f), f.entered.size());
-  c.message =
-      f.states_kept && !f.started.empty()
-          ? fmt::format("every rank of {} entered {} with the same op and sizes, it started on "
+  c.message = f.states_kept && !f.started.empty()
+                  ? fmt::format(
+                        "every rank of {} entered {} with the same op and sizes, it started on "
                         "every GPU and none completed it: the collective is stuck in the "
                         "transport (network/fabric suspect)",
                         PgLabel(f), coll)
-          : fmt::format("every rank of {} entered {} with the same op and sizes and none "
+                  : fmt::format(
+                        "every rank of {} entered {} with the same op and sizes and none "
                         "completed it: the program is consistent, the collective is stuck in the "
                         "transport (network/fabric suspect){}",
                         PgLabel(f), coll, f.states_kept ? timing_note : "");

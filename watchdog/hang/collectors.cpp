@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -385,9 +385,10 @@ std::string WhyNotAsk(const CaptureContext& ctx, const RankProc& r, int sig,
   }
   auto status = ctx.fs->ReadFile(fmt::format("/proc/{}/status", r.pid), 16384);
   if (!status.ok() || !CatchesSignal(*status, sig)) {
-    return fmt::format("signal {} is not caught by pid {} now (its handler is gone): not sent, "
-                       "it would kill the rank",
-                       sig, r.pid);
+    return fmt::format(
+        "signal {} is not caught by pid {} now (its handler is gone): not sent, "
+        "it would kill the rank",
+        sig, r.pid);
   }
   *size = st.st_size;
   return "";
@@ -412,6 +413,26 @@ Result<std::string> ReadNewStacks(const AskedRank& a) {
   return header + data.substr(std::max(from, header.size()));
 }
 
+// faulthandler writes from the signal handler at once; a rank is done when its file grew and
+// kept its size for one poll. Returns the indexes of the ranks done within `wait`.
+std::set<std::size_t> WaitForStacks(const std::vector<AskedRank>& asked,
+                                    std::chrono::milliseconds wait) {
+  std::map<std::size_t, off_t> last;
+  std::set<std::size_t> done;
+  const auto until = Clock::now() + wait;
+  while (done.size() < asked.size() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+      struct stat st {};
+      if (done.count(i) || ::lstat(asked[i].path.c_str(), &st) != 0) continue;
+      if (st.st_size > asked[i].size_before && last.count(i) && last[i] == st.st_size)
+        done.insert(i);
+      last[i] = st.st_size;
+    }
+  }
+  return done;
+}
+
 // Python stacks of every rank through faulthandler (safe-launch's sitecustomize registered it on
 // SAFE_LAUNCH_PYSTACKS_SIGNAL): signal each registered rank, wait for its file to grow and settle.
 CollectorOutcome CollectPythonStacks(const CaptureContext& ctx, Bundle& bundle) {
@@ -431,14 +452,16 @@ CollectorOutcome CollectPythonStacks(const CaptureContext& ctx, Bundle& bundle) 
       ranks.push_back({{"rank", r.rank},
                        {"pid", r.pid},
                        {"status", "not_enabled"},
-                       {"error", "no SAFE_LAUNCH_PYSTACKS_DIR/SIGNAL in its environment "
-                                 "(--no-python-stacks or SAFE_LAUNCH_PYTHON_STACKS=0)"}});
+                       {"error",
+                        "no SAFE_LAUNCH_PYSTACKS_DIR/SIGNAL in its environment "
+                        "(--no-python-stacks or SAFE_LAUNCH_PYTHON_STACKS=0)"}});
       continue;
     }
     AskedRank a{&r, fmt::format("{}/pid_{}.txt", *dir, r.pid)};
     if (std::string why = WhyNotAsk(ctx, r, static_cast<int>(*sig), a.path, &a.size_before);
         !why.empty()) {
-      ranks.push_back({{"rank", r.rank}, {"pid", r.pid}, {"status", "not_signalled"}, {"error", why}});
+      ranks.push_back(
+          {{"rank", r.rank}, {"pid", r.pid}, {"status", "not_signalled"}, {"error", why}});
       continue;
     }
     if (::kill(r.pid, static_cast<int>(*sig)) != 0) {
@@ -450,29 +473,16 @@ CollectorOutcome CollectPythonStacks(const CaptureContext& ctx, Bundle& bundle) 
     }
     asked.push_back(std::move(a));
   }
-  // faulthandler writes from the signal handler at once; a rank is done when its file grew and
-  // kept its size for one poll.
-  std::map<std::size_t, off_t> last;
-  std::set<std::size_t> done;
-  const auto until = Clock::now() + ctx.pystacks_wait;
-  while (done.size() < asked.size() && Clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (std::size_t i = 0; i < asked.size(); ++i) {
-      struct stat st {};
-      if (done.count(i) || ::lstat(asked[i].path.c_str(), &st) != 0) continue;
-      if (st.st_size > asked[i].size_before && last.count(i) && last[i] == st.st_size)
-        done.insert(i);
-      last[i] = st.st_size;
-    }
-  }
+  const std::set<std::size_t> done = WaitForStacks(asked, ctx.pystacks_wait);
   for (std::size_t i = 0; i < asked.size(); ++i) {
     const RankProc& r = *asked[i].rank;
     const std::string rel = fmt::format("stacks/rank_{}_pid_{}.py.txt", r.rank, r.pid);
     nlohmann::json j = {{"rank", r.rank}, {"pid", r.pid}, {"status", "ok"}};
     if (!done.count(i)) {
       j["status"] = "error";
-      j["error"] = "signalled, but no stacks were written in time (the rank may be stuck "
-                   "holding its output file, or it exited)";
+      j["error"] =
+          "signalled, but no stacks were written in time (the rank may be stuck "
+          "holding its output file, or it exited)";
     }
     auto text = ReadNewStacks(asked[i]);
     if (text.ok() && done.count(i)) {

@@ -128,7 +128,8 @@ TEST_CASE("py-spy's dump is read too: MainThread by name, native frames marked")
 }
 
 TEST_CASE("the rank whose main thread is not in the collective the other waits in is named") {
-  auto claims = StacksClaims({Rank(0, kRank0AllReduce), Rank(1, kRank1Sleeping, "hrtimer_nanosleep")});
+  auto claims =
+      StacksClaims({Rank(0, kRank0AllReduce), Rank(1, kRank1Sleeping, "hrtimer_nanosleep")});
   const CauseClaim* c = Find(claims, "stacks.main_thread_elsewhere");
   REQUIRE(c != nullptr);
   CHECK(c->source == "stacks");
@@ -165,9 +166,9 @@ TEST_CASE("what the late rank does is said from its frames: checkpoint, data loa
 }
 
 TEST_CASE("every rank waiting in the same collective and nobody elsewhere points to the fabric") {
-  auto claims = StacksClaims({Rank(0, InCollective(0, "all_reduce")),
-                              Rank(1, InCollective(1, "all_reduce")),
-                              Rank(2, InCollective(2, "all_reduce", 35))});
+  auto claims =
+      StacksClaims({Rank(0, InCollective(0, "all_reduce")), Rank(1, InCollective(1, "all_reduce")),
+                    Rank(2, InCollective(2, "all_reduce", 35))});
   REQUIRE(claims.size() == 1);
   CHECK(claims[0].rule == "stacks.all_wait_in_same_collective");
   CHECK(claims[0].category == "retry_exceeded_network");
@@ -176,9 +177,9 @@ TEST_CASE("every rank waiting in the same collective and nobody elsewhere points
 }
 
 TEST_CASE("ranks waiting in different collectives are a desync, the minority named") {
-  auto claims = StacksClaims({Rank(0, InCollective(0, "all_reduce")),
-                              Rank(1, InCollective(1, "broadcast")),
-                              Rank(2, InCollective(2, "all_reduce"))});
+  auto claims =
+      StacksClaims({Rank(0, InCollective(0, "all_reduce")), Rank(1, InCollective(1, "broadcast")),
+                    Rank(2, InCollective(2, "all_reduce"))});
   const CauseClaim* c = Find(claims, "stacks.different_collectives");
   REQUIRE(c != nullptr);
   CHECK(c->category == "desync_collective_mismatch");

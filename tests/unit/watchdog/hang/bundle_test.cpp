@@ -372,7 +372,8 @@ TEST_CASE("copying a host file follows no link and refuses a FIFO, a regular fil
 }
 
 TEST_CASE("SigCgt says which signals a process catches") {
-  const std::string status = "Name:\tpython3\nSigBlk:\t0000000000000000\nSigCgt:\t0000010100004802\n";
+  const std::string status =
+      "Name:\tpython3\nSigBlk:\t0000000000000000\nSigCgt:\t0000010100004802\n";
   CHECK(CatchesSignal(status, 41));  // bit 40
   CHECK(CatchesSignal(status, 2));   // SIGINT, bit 1
   CHECK_FALSE(CatchesSignal(status, 40));
