@@ -23,6 +23,8 @@ struct Cause {
   std::string message;  ///< one sentence: what the dumps show
   std::vector<EvidenceItem> evidence;
   std::string fix;
+  /// The finding's stable id as the engine's claims name it ("" = "fr.<category>").
+  std::string rule;
 };
 
 /// The causes the analysis supports, best first; empty when every group is healthy.
