@@ -32,6 +32,15 @@ done
 if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  log=$(mktemp "${TMPDIR:-/tmp}/safe-launch-apt.XXXXXX.log")
+  echo "  installing ${#missing[@]} package(s) and their dependencies with apt (log: $log)"
+  if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends \
+           "${missing[@]}"; } >"$log" 2>&1; then
+    tail -20 "$log"
+    echo "install-deps: apt-get failed; the whole log is $log" >&2
+    exit 1
+  fi
+  echo "  installed: $(grep -c '^Setting up ' "$log") package(s)"
+else
+  echo "  all ${#PKGS[@]} packages installed already"
 fi
