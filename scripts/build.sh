@@ -20,7 +20,9 @@ case $mode in
   --configure-only) exit 0 ;;
   --demo)
     targets=(safe-launch)
-    ninja -C "$BUILD_DIR" -t targets all | grep -q '^safe-launch-warmup:' && targets+=(safe-launch-warmup)
+    # (grep reads all of ninja's list: with -q, ninja's SIGPIPE would fail the pipeline)
+    ninja -C "$BUILD_DIR" -t targets all | grep -c '^safe-launch-warmup:' >/dev/null &&
+      targets+=(safe-launch-warmup)
     ;;
   all) targets=(all) ;;
   *) echo "usage: build.sh [--demo|--configure-only]" >&2; exit 2 ;;
