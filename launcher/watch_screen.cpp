@@ -26,13 +26,20 @@ enum Pair : short { kRed = 1, kYellow, kGreen, kCyan };
 attr_t Attr(watch::Style s, bool color) {
   const auto pair = [color](short p) { return color ? COLOR_PAIR(p) : 0; };
   switch (s) {
-    case watch::Style::kBad: return A_BOLD | pair(kRed);
-    case watch::Style::kStale: return (color ? 0 : A_BOLD) | pair(kYellow);
-    case watch::Style::kGood: return pair(kGreen);
-    case watch::Style::kTitle: return A_BOLD | pair(kCyan);
-    case watch::Style::kHeader: return A_UNDERLINE;
-    case watch::Style::kDim: return A_DIM;
-    case watch::Style::kNormal: return A_NORMAL;
+    case watch::Style::kBad:
+      return A_BOLD | pair(kRed);
+    case watch::Style::kStale:
+      return (color ? 0 : A_BOLD) | pair(kYellow);
+    case watch::Style::kGood:
+      return pair(kGreen);
+    case watch::Style::kTitle:
+      return A_BOLD | pair(kCyan);
+    case watch::Style::kHeader:
+      return A_UNDERLINE;
+    case watch::Style::kDim:
+      return A_DIM;
+    case watch::Style::kNormal:
+      return A_NORMAL;
   }
   return A_NORMAL;
 }
@@ -60,19 +67,19 @@ void PutLine(int y, const watch::Line& l, bool color, attr_t extra = 0) {
 }
 
 void DrawList(const View& v, bool color) {
-  auto lines = watch::RenderSnapshot(v.snap, static_cast<std::size_t>(COLS), v.filter);
+  // The header's height first (no rows formatted), then only the rows that fit.
+  auto head = watch::RenderSnapshot(v.snap, static_cast<std::size_t>(COLS), v.filter, 0, 0);
   std::size_t first_row = 0;
-  while (first_row < lines.size() && lines[first_row].style != watch::Style::kHeader) ++first_row;
+  while (first_row < head.size() && head[first_row].style != watch::Style::kHeader) ++first_row;
   ++first_row;  // rows start after the column titles
-  const int room = std::max(1, LINES - 1 - static_cast<int>(first_row));
-  const std::size_t rows = lines.size() - std::min(lines.size(), first_row);
-  std::size_t top = v.selected >= static_cast<std::size_t>(room) ? v.selected - room + 1 : 0;
+  const auto room = static_cast<std::size_t>(std::max(1, LINES - 2 - static_cast<int>(first_row)));
+  const std::size_t top = v.selected >= room ? v.selected - room + 1 : 0;
+  auto lines = watch::RenderSnapshot(v.snap, static_cast<std::size_t>(COLS), v.filter, top, room);
   int y = 0;
-  for (std::size_t i = 0; i < first_row && i < lines.size() && y < LINES - 1; ++i) {
-    PutLine(y++, lines[i], color);
-  }
-  for (std::size_t i = top; i < rows && y < LINES - 1; ++i) {
-    PutLine(y++, lines[first_row + i], color, i == v.selected ? A_REVERSE : 0);
+  for (std::size_t i = 0; i < lines.size() && y < LINES - 1; ++i) {
+    const bool is_row = i >= first_row && lines[i].style != watch::Style::kDim;
+    const bool selected = is_row && top + (i - first_row) == v.selected;
+    PutLine(y++, lines[i], color, selected ? A_REVERSE : 0);
   }
 }
 
@@ -85,9 +92,9 @@ void DrawDetail(const View& v, watch::RunRootReader& reader, bool color) {
     mvaddstr(0, 0, ("node " + v.detail_dir + " is gone from the run root").c_str());
     return;
   }
-  watch::Row shown = *row;
-  if (shown.tail.empty()) shown.tail = reader.EndTail(shown.dir, 20);
-  auto lines = watch::RenderDetail(shown, static_cast<std::size_t>(COLS));
+  // A running node's tail is what its supervisor published; an ended one's, its .tail files.
+  const auto tail = reader.Tail(row->dir, 20);
+  auto lines = watch::RenderDetail(*row, tail, static_cast<std::size_t>(COLS));
   for (int y = 0; y < LINES - 1 && y < static_cast<int>(lines.size()); ++y) {
     PutLine(y, lines[static_cast<std::size_t>(y)], color);
   }
@@ -100,7 +107,7 @@ void Draw(const View& v, watch::RunRootReader& reader, bool color) {
   } else {
     DrawList(v, color);
   }
-  std::string foot = v.editing ? "filter: " + v.filter + "_  (Enter apply, Esc clear)"
+  std::string foot = v.editing  ? "filter: " + v.filter + "_  (Enter apply, Esc clear)"
                      : v.detail ? "Enter/Esc back  q quit"
                                 : "q quit  / filter  Up/Down select  Enter details";
   attrset(A_REVERSE);
@@ -121,12 +128,24 @@ bool OnKey(int ch, View* v) {
   }
   const std::size_t n = v->Visible().size();
   switch (ch) {
-    case 'q': return false;
-    case '/': v->editing = !v->detail; break;
-    case KEY_UP: case 'k': v->selected = v->selected ? v->selected - 1 : 0; break;
-    case KEY_DOWN: case 'j': v->selected = n && v->selected + 1 < n ? v->selected + 1 : v->selected; break;
-    case 27: v->detail = false; break;
-    case '\n': case KEY_ENTER:
+    case 'q':
+      return false;
+    case '/':
+      v->editing = !v->detail;
+      break;
+    case KEY_UP:
+    case 'k':
+      v->selected = v->selected ? v->selected - 1 : 0;
+      break;
+    case KEY_DOWN:
+    case 'j':
+      v->selected = n && v->selected + 1 < n ? v->selected + 1 : v->selected;
+      break;
+    case 27:
+      v->detail = false;
+      break;
+    case '\n':
+    case KEY_ENTER:
       if (v->detail) {
         v->detail = false;
       } else if (v->selected < n) {
@@ -134,7 +153,8 @@ bool OnKey(int ch, View* v) {
         v->detail_dir = v->Visible()[v->selected]->dir;
       }
       break;
-    default: break;
+    default:
+      break;
   }
   return true;
 }

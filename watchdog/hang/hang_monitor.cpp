@@ -689,8 +689,8 @@ void HangMonitor::PublishLive(Clock::time_point now, const char* phase, bool for
   const std::uint64_t lines = lines_[1].load() + lines_[2].load();
   const bool new_phase = live_state_.phase != phase;
   const auto since = now - live_at_;
-  if (!force && !new_phase &&
-      !(lines != live_lines_ && since >= kLiveBusyPeriod) && since < kLiveIdlePeriod) {
+  if (!force && !new_phase && !(lines != live_lines_ && since >= kLiveBusyPeriod) &&
+      since < kLiveIdlePeriod) {
     return;
   }
   const double wall = WallSeconds();
@@ -717,9 +717,10 @@ void HangMonitor::PublishLive(Clock::time_point now, const char* phase, bool for
     live_state_.event_line = live_redactor_->Redact(last_event_.event_line);
     live_state_.event_unix = last_event_.event_unix;
   }
+  const bool tail_changed = lines != live_lines_;
   live_lines_ = lines;
   live_at_ = now;
-  live_->Publish(LiveJson(live_state_, wall));
+  live_->Publish(LiveJson(live_state_, wall), tail_changed ? LiveTail(live_state_) : "");
 }
 
 int PeerFailureExitStatus(const PeerEvent& failure) {

@@ -28,9 +28,14 @@ std::string LiveJson(const LiveState& s, double updated_unix) {
       {"updated_unix", updated_unix},
       {"last_output_unix", s.last_output_unix > 0 ? nlohmann::json(s.last_output_unix) : nullptr},
       {"lines", {{"stdout", s.stdout_lines}, {"stderr", s.stderr_lines}}},
-      {"last_event", event},
-      {"tail", s.tail}};
+      {"last_event", event}};
   return JsonText(j) + "\n";
+}
+
+std::string LiveTail(const LiveState& s) {
+  std::string text;
+  for (const auto& l : s.tail) text += l + "\n";
+  return text;
 }
 
 struct LiveWriter::State {
@@ -38,6 +43,7 @@ struct LiveWriter::State {
   std::condition_variable cv;
   std::string dir;
   std::optional<std::string> pending;
+  std::string pending_tail;
   bool writing = false, stop = false, done = false, warned = false;
 };
 
@@ -49,10 +55,13 @@ void WriterLoop(std::shared_ptr<LiveWriter::State> s) {
     s->cv.wait(lock, [&] { return s->stop || s->pending; });
     if (!s->pending) break;
     std::string content = std::move(*s->pending);
+    std::string tail = std::move(s->pending_tail);
     s->pending.reset();
+    s->pending_tail.clear();
     s->writing = true;
     lock.unlock();
-    Status st = watchdog::WriteRunFile(s->dir, "live.json", content);
+    Status st = tail.empty() ? OkStatus() : watchdog::WriteRunFile(s->dir, "live.tail", tail);
+    if (st.ok()) st = watchdog::WriteRunFile(s->dir, "live.json", content);
     lock.lock();
     s->writing = false;
     if (!st.ok() && !s->warned) {
@@ -80,16 +89,16 @@ LiveWriter::~LiveWriter() {
   state_->cv.wait_for(lock, std::chrono::seconds(1), [&] { return state_->done; });
 }
 
-void LiveWriter::Publish(std::string content) {
+void LiveWriter::Publish(std::string content, std::string tail) {
   std::lock_guard lock(state_->mu);
   state_->pending = std::move(content);
+  if (!tail.empty()) state_->pending_tail = std::move(tail);
   state_->cv.notify_all();
 }
 
 bool LiveWriter::Flush(std::chrono::milliseconds deadline) {
   std::unique_lock lock(state_->mu);
-  return state_->cv.wait_for(lock, deadline,
-                             [&] { return !state_->pending && !state_->writing; });
+  return state_->cv.wait_for(lock, deadline, [&] { return !state_->pending && !state_->writing; });
 }
 
 }  // namespace sl::hang

@@ -58,7 +58,8 @@ void ReadOpen(int fd, const struct stat& st, std::size_t cap, bool tail, FileRea
   f->text.resize(std::min(size, cap));
   std::size_t got = 0;
   while (got < f->text.size()) {
-    ssize_t n = ::pread(fd, f->text.data() + got, f->text.size() - got, at + static_cast<off_t>(got));
+    ssize_t n =
+        ::pread(fd, f->text.data() + got, f->text.size() - got, at + static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
@@ -93,7 +94,8 @@ FileRead ReadAt(int dirfd, const std::string& key, const std::string& name, std:
   FileRead f{.state = FileRead::State::kOk, .name = name, .mtime_unix = Mtime(st)};
   if (!(cap == 0)) {
     Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    if (fd.fd < 0) return Problem(name, errno == EACCES ? "permission denied" : std::strerror(errno));
+    if (fd.fd < 0)
+      return Problem(name, errno == EACCES ? "permission denied" : std::strerror(errno));
     struct stat again {};
     if (::fstat(fd.fd, &again) != 0 || !S_ISREG(again.st_mode) || again.st_ino != st.st_ino) {
       return Problem(name, "replaced while being read");
@@ -158,8 +160,8 @@ void ReadBundles(int nodefd, const std::string& key, const std::vector<std::stri
     if (complete) {
       Fd bfd(OpenDirAt(nodefd, name));
       if (bfd.fd >= 0) {
-        b.summary = ReadAt(bfd.fd, key + "/" + name + "/summary.json", "summary.json",
-                           lim.json_cap, false, cache, &n->signature);
+        b.summary = ReadAt(bfd.fd, key + "/" + name + "/summary.json", "summary.json", lim.json_cap,
+                           false, cache, &n->signature);
         b.summary.name = name + "/summary.json";
       }
     }
@@ -207,7 +209,8 @@ void ReadEvents(int rootfd, const ReaderLimits& lim, RunRootReader::Cache* cache
   }
   Fd fd(OpenDirAt(rootfd, ".events"));
   std::string error;
-  auto names = fd.fd >= 0 ? List(fd.fd, ".events", cache, 4096, &error) : std::vector<std::string>{};
+  auto names =
+      fd.fd >= 0 ? List(fd.fd, ".events", cache, 4096, &error) : std::vector<std::string>{};
   if (fd.fd < 0 || !error.empty()) {
     out->rejected.push_back(std::string("not readable: ") + std::strerror(errno));
     return;
@@ -215,14 +218,16 @@ void ReadEvents(int rootfd, const ReaderLimits& lim, RunRootReader::Cache* cache
   for (const auto& name : names) {
     if (StartsWith(name, ".") || !EndsWith(name, ".json")) continue;
     if (out->events.size() >= lim.max_events) {
-      out->rejected.push_back("more than " + std::to_string(lim.max_events) + " events, rest not read");
+      out->rejected.push_back("more than " + std::to_string(lim.max_events) +
+                              " events, rest not read");
       break;
     }
     FileRead f = ReadAt(fd.fd, ".events/" + name, name, lim.event_cap, false, cache, nullptr, true);
     if (f.ok() && !f.truncated) {
       out->events.push_back(std::move(f));
     } else if (f.ok()) {
-      out->rejected.push_back(name + ": over " + std::to_string(lim.event_cap) + " bytes, not read");
+      out->rejected.push_back(name + ": over " + std::to_string(lim.event_cap) +
+                              " bytes, not read");
     } else if (f.state == FileRead::State::kProblem) {
       out->rejected.push_back(name + ": " + f.problem);
     }
@@ -255,7 +260,8 @@ RunRootFiles RunRootReader::Read() {
       continue;
     }
     if (!S_ISDIR(st.st_mode)) {
-      out.nodes.push_back({.name = name, .problem = std::string("run directory is ") + KindOf(st.st_mode)});
+      out.nodes.push_back(
+          {.name = name, .problem = std::string("run directory is ") + KindOf(st.st_mode)});
       continue;
     }
     out.nodes.push_back(ReadNode(root.fd, name, limits_, cache_.get()));
@@ -266,13 +272,25 @@ RunRootFiles RunRootReader::Read() {
   return out;
 }
 
+std::vector<std::string> RunRootReader::Tail(const std::string& node, std::size_t lines) {
+  auto live = TailOf(node, {"live.tail"}, lines);
+  return live.empty() ? EndTail(node, lines) : live;
+}
+
 std::vector<std::string> RunRootReader::EndTail(const std::string& node, std::size_t lines) {
+  return TailOf(node, {"stdout.tail", "stderr.tail"}, lines);
+}
+
+std::vector<std::string> RunRootReader::TailOf(const std::string& node,
+                                               std::initializer_list<const char*> files,
+                                               std::size_t lines) {
   std::vector<std::string> out;
   Fd root(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   Fd fd(root.fd >= 0 ? OpenDirAt(root.fd, node) : -1);
   if (fd.fd < 0) return out;
-  for (const char* name : {"stdout.tail", "stderr.tail"}) {
-    FileRead f = ReadAt(fd.fd, node + "/" + name, name, limits_.tail_cap, true, cache_.get(), nullptr);
+  for (const char* name : files) {
+    FileRead f =
+        ReadAt(fd.fd, node + "/" + name, name, limits_.tail_cap, true, cache_.get(), nullptr);
     if (f.state == FileRead::State::kProblem) out.push_back(std::string(name) + ": " + f.problem);
     if (!f.ok()) continue;
     auto all = SplitLines(f.text);
@@ -286,7 +304,8 @@ std::vector<std::string> RunRootReader::EndTail(const std::string& node, std::si
 std::string FindJobRoot(const std::string& base, const std::string& job_id, std::string* error) {
   Fd dir(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.fd < 0) {
-    *error = base + ": " + std::strerror(errno) + " (run from the job's submit directory, or give RUN_ROOT)";
+    *error = base + ": " + std::strerror(errno) +
+             " (run from the job's submit directory, or give RUN_ROOT)";
     return "";
   }
   RunRootReader::Cache cache;
@@ -296,7 +315,8 @@ std::string FindJobRoot(const std::string& base, const std::string& job_id, std:
   for (const auto& name : List(dir.fd, base, &cache, 100000, &list_error)) {
     if (name != job_id && !StartsWith(name, job_id + ".")) continue;
     struct stat st {};
-    if (::fstatat(dir.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (::fstatat(dir.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+      continue;
     if (name == job_id) return base + "/" + name;
     if (Mtime(st) > best_mtime) {
       best_mtime = Mtime(st);

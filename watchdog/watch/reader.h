@@ -11,6 +11,7 @@
 //     user, at most 64 KiB, no dot names; the others are listed with why.
 #include <sys/types.h>
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,18 +42,23 @@ class RunRootReader {
   /// The detail view of one run directory when its supervisor published no tail (it ended):
   /// the last lines of stdout.tail and stderr.tail, at most tail_cap bytes each.
   std::vector<std::string> EndTail(const std::string& node, std::size_t lines);
+  /// The detail view of a running node: the last lines its supervisor published (live.tail),
+  /// else EndTail.
+  std::vector<std::string> Tail(const std::string& node, std::size_t lines);
 
   struct Cache;
 
  private:
+  std::vector<std::string> TailOf(const std::string& node, std::initializer_list<const char*> files,
+                                  std::size_t lines);
   std::string root_;
   ReaderLimits limits_;
   std::unique_ptr<Cache> cache_;
 };
 
-/// The job run root of Slurm job `job_id` under `base` (${SLURM_SUBMIT_DIR:-$PWD}/safe-launch-runs):
-/// the directory named `job_id`, else the only `job_id.<step>`, else the newest of them. Error
-/// text when none exists.
+/// The job run root of Slurm job `job_id` under `base`
+/// (${SLURM_SUBMIT_DIR:-$PWD}/safe-launch-runs): the directory named `job_id`, else the only
+/// `job_id.<step>`, else the newest of them. Error text when none exists.
 std::string FindJobRoot(const std::string& base, const std::string& job_id, std::string* error);
 
 }  // namespace sl::watch

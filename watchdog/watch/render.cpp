@@ -36,9 +36,11 @@ std::string RowText(const Row& r) {
     if (r.problems.size() > 1) verdict += fmt::format(" (+{} more)", r.problems.size() - 1);
   }
   if (r.posted_hang) verdict = "posted hang; " + verdict;
+  std::string event = r.last_event.empty() ? "-" : r.last_event;
+  if (event.size() > 30) event = event.substr(0, 27) + "...";
   return fmt::format("{} {:<16} {:<9} {:>8} {:>7} {:>9}  {:<30} {:>4}  {}", mark, r.name,
                      PhaseName(r.phase), FormatAge(r.in_phase_s), FormatAge(r.output_age_s),
-                     FormatAge(r.heartbeat_age_s), r.last_event.empty() ? "-" : r.last_event,
+                     FormatAge(r.heartbeat_age_s), event,
                      r.exit_status ? std::to_string(*r.exit_status) : "-", verdict);
 }
 
@@ -67,21 +69,24 @@ bool RowMatches(const Row& r, std::string_view filter) {
          r.verdict.find(filter) != std::string::npos;
 }
 
-std::vector<Line> RenderSnapshot(const Snapshot& s, std::size_t width, std::string_view filter) {
+std::vector<Line> RenderSnapshot(const Snapshot& s, std::size_t width, std::string_view filter,
+                                 std::size_t first, std::size_t max_rows) {
   std::vector<Line> out;
   Header(s, width, &out);
-  out.push_back({Cut(fmt::format("  {:<16} {:<9} {:>8} {:>7} {:>9}  {:<30} {:>4}  {}", "NODE",
-                                 "PHASE", "IN PHASE", "OUTPUT", "HEARTBEAT", "LAST EVENT", "EXIT",
-                                 "VERDICT"),
-                     width),
-                 Style::kHeader});
-  std::size_t hidden = 0;
+  out.push_back(
+      {Cut(fmt::format("  {:<16} {:<9} {:>8} {:>7} {:>9}  {:<30} {:>4}  {}", "NODE", "PHASE",
+                       "IN PHASE", "OUTPUT", "HEARTBEAT", "LAST EVENT", "EXIT", "VERDICT"),
+           width),
+       Style::kHeader});
+  std::size_t hidden = 0, shown = 0;
   for (const auto& r : s.rows) {
     if (!RowMatches(r, filter)) {
       ++hidden;
       continue;
     }
-    out.push_back({Cut(RowText(r), width), RowStyle(r)});
+    if (shown >= first && shown - first < max_rows)
+      out.push_back({Cut(RowText(r), width), RowStyle(r)});
+    ++shown;
   }
   if (!filter.empty()) {
     out.push_back({fmt::format("filter '{}': {} row(s) hidden", filter, hidden), Style::kDim});
@@ -89,7 +94,8 @@ std::vector<Line> RenderSnapshot(const Snapshot& s, std::size_t width, std::stri
   return out;
 }
 
-std::vector<Line> RenderDetail(const Row& r, std::size_t width) {
+std::vector<Line> RenderDetail(const Row& r, const std::vector<std::string>& tail,
+                               std::size_t width) {
   std::vector<Line> out;
   out.push_back({Cut(fmt::format("{}  {} for {}  exit {}  {}", r.name, PhaseName(r.phase),
                                  FormatAge(r.in_phase_s),
@@ -104,8 +110,8 @@ std::vector<Line> RenderDetail(const Row& r, std::size_t width) {
     out.push_back({Cut("  " + summary.substr(at, nl == std::string::npos ? nl : nl - at), width)});
     at = nl == std::string::npos ? nl : nl + 1;
   }
-  out.push_back({fmt::format("last output lines ({}):", r.tail.size()), Style::kHeader});
-  for (const auto& l : r.tail) out.push_back({Cut("  " + l, width)});
+  out.push_back({fmt::format("last output lines ({}):", tail.size()), Style::kHeader});
+  for (const auto& l : tail) out.push_back({Cut("  " + l, width)});
   return out;
 }
 

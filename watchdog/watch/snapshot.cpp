@@ -46,10 +46,14 @@ double Num(const json& j, const char* key) {
 
 int PhaseOrder(Phase p) {
   switch (p) {
-    case Phase::kPreflight: return 0;
-    case Phase::kWarmup: return 1;
-    case Phase::kUnknown: return 2;
-    default: return 3;
+    case Phase::kPreflight:
+      return 0;
+    case Phase::kWarmup:
+      return 1;
+    case Phase::kUnknown:
+      return 2;
+    default:
+      return 3;
   }
 }
 
@@ -84,7 +88,8 @@ void FromStatus(const json& st, const FileRead& f, NodeState* s) {
       }
       s->row.verdict = "not started" + (why.empty() ? "" : ": " + why);
     } else if (s->row.exit_status) {
-      s->row.verdict = *s->row.exit_status == 0 ? "ok" : "exit " + std::to_string(*s->row.exit_status);
+      s->row.verdict =
+          *s->row.exit_status == 0 ? "ok" : "exit " + std::to_string(*s->row.exit_status);
     }
   } else {
     s->row.phase = Phase::kUnknown;
@@ -103,11 +108,6 @@ void FromLive(const json& live, NodeState* s) {
   if (auto ev = live.find("last_event"); ev != live.end() && ev->is_object()) {
     s->row.last_event = Str(*ev, "signature");
     if (std::string c = Str(*ev, "category"); !c.empty()) s->row.last_event += " (" + c + ")";
-  }
-  if (auto tail = live.find("tail"); tail != live.end() && tail->is_array()) {
-    for (const auto& line : *tail) {
-      if (line.is_string()) s->row.tail.push_back(Printable(line.get<std::string>(), 400));
-    }
   }
 }
 
@@ -131,7 +131,10 @@ void FromBundles(const NodeFiles& n, NodeState* s) {
   if (sum.is_null()) return;
   const std::string category = Str(sum, "category");
   const std::string headline = Str(sum, "headline");
-  s->row.verdict = category + (headline.empty() ? "" : ": " + headline);
+  // Headlines usually start with their category already ("collective_timeout: ...").
+  s->row.verdict = headline.empty()                 ? category
+                   : StartsWith(headline, category) ? headline
+                                                    : category + ": " + headline;
   if (std::string sig = Str(sum, "signature"); !sig.empty() && s->row.last_event.empty()) {
     s->row.last_event = sig + " (" + category + ")";
   }
@@ -143,13 +146,20 @@ void FromBundles(const NodeFiles& n, NodeState* s) {
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kPreflight: return "preflight";
-    case Phase::kWarmup: return "warm-up";
-    case Phase::kRunning: return "running";
-    case Phase::kStopping: return "stopping";
-    case Phase::kCapturing: return "capturing";
-    case Phase::kEnded: return "ended";
-    case Phase::kUnknown: return "unknown";
+    case Phase::kPreflight:
+      return "preflight";
+    case Phase::kWarmup:
+      return "warm-up";
+    case Phase::kRunning:
+      return "running";
+    case Phase::kStopping:
+      return "stopping";
+    case Phase::kCapturing:
+      return "capturing";
+    case Phase::kEnded:
+      return "ended";
+    case Phase::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -193,9 +203,7 @@ int Badness(const Row& r) {
 }
 
 // The silence that marks a row stale: the heartbeat once the job touched it, else output.
-double Silence(const Row& r) {
-  return r.heartbeat_age_s >= 0 ? r.heartbeat_age_s : r.output_age_s;
-}
+double Silence(const Row& r) { return r.heartbeat_age_s >= 0 ? r.heartbeat_age_s : r.output_age_s; }
 
 Row Aged(const NodeState& s, double now, const WatchOptions& o) {
   Row r = s.row;
@@ -301,7 +309,8 @@ void SlowestAndStalest(Snapshot* s) {
     if (Silence(r) >= 0 && (!stale || Silence(r) > Silence(*stale))) stale = &r;
   }
   if (slow) {
-    s->slowest = slow->name + " (" + PhaseName(slow->phase) + " for " + FormatAge(slow->in_phase_s) + ")";
+    s->slowest =
+        slow->name + " (" + PhaseName(slow->phase) + " for " + FormatAge(slow->in_phase_s) + ")";
   }
   if (stale) s->stalest = stale->name + " (silent " + FormatAge(Silence(*stale)) + ")";
 }
@@ -322,16 +331,18 @@ Snapshot BuildSnapshot(const RunRootFiles& files, double now, const WatchOptions
   AddDiagnosis(files, &snap);
   std::vector<Row> rows;
   for (const auto& n : files.nodes) {
-    NodeState parsed;
+    NodeState fresh;
+    const NodeState* parsed = &fresh;
     if (memo && !n.signature.empty()) {
       auto& slot = (*memo)[n.name];
       if (slot.first != n.signature) slot = {n.signature, ParseNode(n)};
-      parsed = slot.second;
+      parsed = &slot.second;
     } else {
-      parsed = ParseNode(n);
+      fresh = ParseNode(n);
     }
-    Row r = Aged(parsed, now, o);
-    for (const auto& e : snap.events) r.posted_hang = r.posted_hang || (e.kind == "hang" && e.node == r.name);
+    Row r = Aged(*parsed, now, o);
+    for (const auto& e : snap.events)
+      r.posted_hang = r.posted_hang || (e.kind == "hang" && e.node == r.name);
     r.badness = Badness(r);
     rows.push_back(std::move(r));
   }

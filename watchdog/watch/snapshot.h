@@ -6,6 +6,7 @@
 // tests feed literal strings; the reader (reader.h) and the screen (launcher/) stay thin.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,11 +18,11 @@ namespace sl::watch {
 struct FileRead {
   enum class State { kMissing, kOk, kProblem };
   State state = State::kMissing;
-  std::string name{};     ///< file name (events: the event file's name)
-  std::string text{};     ///< what was read (at most the reader's cap)
+  std::string name{};      ///< file name (events: the event file's name)
+  std::string text{};      ///< what was read (at most the reader's cap)
   bool truncated = false;  ///< the file was longer than the cap (a tail read keeps its end)
   double mtime_unix = 0;   ///< modification time, seconds since the epoch
-  std::string problem{};  ///< why it was not read (kProblem)
+  std::string problem{};   ///< why it was not read (kProblem)
   bool ok() const { return state == State::kOk; }
 };
 
@@ -49,10 +50,10 @@ struct RunRootFiles {
   std::string root{};
   std::string problem{};  ///< the run root itself ("" = fine)
   std::vector<NodeFiles> nodes{};
-  std::vector<FileRead> events{};          ///< .events/*.json, trusted files only
-  std::vector<std::string> rejected{};     ///< "name: why" for event files not trusted/parsed
-  FileRead diagnosis{};                    ///< diagnosis.json of the run root
-  std::size_t nodes_left_out = 0;          ///< run directories over the reader's node cap
+  std::vector<FileRead> events{};       ///< .events/*.json, trusted files only
+  std::vector<std::string> rejected{};  ///< "name: why" for event files not trusted/parsed
+  FileRead diagnosis{};                 ///< diagnosis.json of the run root
+  std::size_t nodes_left_out = 0;       ///< run directories over the reader's node cap
 };
 
 enum class Phase { kPreflight, kWarmup, kRunning, kStopping, kCapturing, kEnded, kUnknown };
@@ -76,9 +77,9 @@ struct Row {
   std::string dir{};   ///< the run directory's name (the worst task's when grouped)
   int tasks = 1;       ///< run directories this row stands for (tasks grouped by node)
   Phase phase = Phase::kUnknown;
-  double in_phase_s = -1;      ///< -1 = unknown
-  double output_age_s = -1;    ///< since the job's last output line (-1 = none seen)
-  double heartbeat_age_s = -1;  ///< since the job's last heartbeat touch (-1 = never)
+  double in_phase_s = -1;        ///< -1 = unknown
+  double output_age_s = -1;      ///< since the job's last output line (-1 = none seen)
+  double heartbeat_age_s = -1;   ///< since the job's last heartbeat touch (-1 = never)
   double supervisor_age_s = -1;  ///< since the supervisor last published live.json
   std::string last_event{};      ///< last recognised log line: "signature (category)"
   std::optional<int> exit_status{};
@@ -88,7 +89,6 @@ struct Row {
   bool posted_hang = false;
   std::vector<std::string> problems{};  ///< files that could not be read, with why
   int badness = 0;                      ///< sort key: higher is worse
-  std::vector<std::string> tail{};      ///< last output lines the supervisor published
   std::string bundle_summary{};         ///< newest bundle's headline and fix
 };
 
@@ -106,8 +106,8 @@ struct Snapshot {
 };
 
 struct WatchOptions {
-  bool per_task = false;       ///< one row per run directory instead of per node
-  double stale_after_s = 60;   ///< silence that marks a running row stale
+  bool per_task = false;            ///< one row per run directory instead of per node
+  double stale_after_s = 60;        ///< silence that marks a running row stale
   double supervisor_silent_s = 90;  ///< live.json older than this while running: stale
 };
 

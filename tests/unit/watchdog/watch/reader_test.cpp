@@ -109,6 +109,8 @@ TEST_CASE("An ended node's tails are read from their end, bounded") {
   CHECK(lines[0] == "line 4997");
   CHECK(lines[2] == "line 4999");
   CHECK(lines[3] == "err \\x1b[31mred");
+  t.Write("A/live.tail", "step 41\nstep 42\n");
+  CHECK(reader.Tail("A", 20) == std::vector<std::string>{"step 41", "step 42"});
 }
 
 TEST_CASE("A missing run root is a problem, not a crash") {
