@@ -118,8 +118,33 @@ void AnnotateNodes(const JobFacts& job, Diagnosis* diagnosis) {
   }
 }
 
+namespace {
+// Passes every call on, counting files and bytes for a progress line.
+class ProgressSink : public InputSink {
+ public:
+  ProgressSink(InputSink& inner, const ReadProgress& progress)
+      : inner_(inner), progress_(progress) {}
+  void BeginFile(const std::string& name) override {
+    if (progress_) progress_(name, files_, bytes_);
+    ++files_;
+    inner_.BeginFile(name);
+  }
+  void Bytes(std::string_view bytes) override {
+    bytes_ += bytes.size();
+    inner_.Bytes(bytes);
+  }
+  void EndFile() override { inner_.EndFile(); }
+
+ private:
+  InputSink& inner_;
+  const ReadProgress& progress_;
+  std::uint64_t files_ = 0, bytes_ = 0;
+};
+}  // namespace
+
 Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::FILE* stdin_stream,
-                                   std::span<const CauseClaim> claims) {
+                                   std::span<const CauseClaim> claims,
+                                   const ReadProgress& progress) {
   static const LineMatcher matcher;
   DiagnoseRun run;
   run.job = ReadJobFacts(inputs, RootedFileReader(""));
@@ -127,8 +152,9 @@ Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::
   LogIngest ingest(matcher, &evidence);
   ingest.SetNodeDirs(&run.job.node_of_dir);
   InputStats stats;
+  ProgressSink sink(ingest, progress);
   for (const std::string& input : inputs) {
-    if (Status s = ReadInput(input, ingest, &stats, stdin_stream); !s.ok()) return s.error();
+    if (Status s = ReadInput(input, sink, &stats, stdin_stream); !s.ok()) return s.error();
   }
   run.read = {inputs,         stats.files,        stats.bytes,
               ingest.lines(), ingest.cut_lines(), ingest.replaced_bytes(),

@@ -2,6 +2,7 @@
 // From the reader's clean lines to evidence: the skip scan finds the few lines that can match,
 // their collector prefixes come off (kept as fields), and the catalog recognises them.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -66,8 +67,13 @@ void AnnotateNodes(const JobFacts& job, Diagnosis* diagnosis);
 /// `claims` are causes another source (the Flight Recorder analysis) found; they rank with the
 /// rules' causes, and so do the job's facts in the directory inputs (ReadJobFacts: preflight
 /// findings, warm-up differences, IB counter deltas of every node).
+/// `progress` (optional) is called at each file's start with its name and the files and bytes
+/// read so far (the command shows it on a terminal).
+using ReadProgress =
+    std::function<void(const std::string& file, std::uint64_t files, std::uint64_t bytes)>;
 Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs,
                                    std::FILE* stdin_stream = stdin,
-                                   std::span<const CauseClaim> claims = {});
+                                   std::span<const CauseClaim> claims = {},
+                                   const ReadProgress& progress = {});
 
 }  // namespace sl::diagnose

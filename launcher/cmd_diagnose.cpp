@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/file_writer.h"
+#include "common/strings.h"
 #include "diagnose/flight_recorder/analysis.h"
 #include "diagnose/flight_recorder/report.h"
 #include "diagnose/ingest.h"
@@ -31,6 +33,34 @@
 
 namespace sl::launcher {
 namespace {
+
+// Reading many or large inputs takes a while: on a terminal (stderr), one line that is
+// rewritten at most 10 times a second and erased at the end; nothing when stderr is not one.
+class TermProgress {
+ public:
+  TermProgress() : on_(::isatty(2) == 1) {}
+  diagnose::ReadProgress Callback() {
+    if (!on_) return {};
+    return [this](const std::string& file, std::uint64_t files, std::uint64_t bytes) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_ < std::chrono::milliseconds(100)) return;
+      last_ = now;
+      shown_ = true;
+      std::string name = file.size() > 60 ? "..." + file.substr(file.size() - 57) : file;
+      std::fprintf(stderr, "\r\x1b[Kdiagnose: %llu files, %s read; %s",
+                   static_cast<unsigned long long>(files), HumanBytes(bytes).c_str(),
+                   Printable(name, 80).c_str());
+    };
+  }
+  void Done() {
+    if (shown_) std::fputs("\r\x1b[K", stderr);
+  }
+
+ private:
+  bool on_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
 
 struct DiagnoseArgs {
   std::vector<std::string> inputs;
@@ -205,7 +235,9 @@ int RunDiagnose(const DiagnoseArgs& args) {
   auto claims =
       fr ? ClaimsOf(diagnose::fr::FlightRecorderCauses(*fr)) : std::vector<diagnose::CauseClaim>{};
   for (auto& c : StacksOfInputs(args)) claims.push_back(std::move(c));
-  auto run = diagnose::DiagnoseInputs(args.inputs, stdin, claims);
+  TermProgress progress;
+  auto run = diagnose::DiagnoseInputs(args.inputs, stdin, claims, progress.Callback());
+  progress.Done();
   if (!run.ok()) {
     std::fprintf(stderr, "safe-launch diagnose: %s\n", run.error().Describe().c_str());
     return exit_code::kUsage;

@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
      SetupCompletion},
     {"bench", "Bandwidth sweep alone: expected line, slow node named, history, nccl-tests import",
      SetupBench},
+    {"watch", "Live view of a job across its nodes: safe-launch watch [RUN_ROOT | --job ID]",
+     SetupWatch},
 };
 
 // An executable regular file named `word` in one of PATH's directories, as execvp would find it.

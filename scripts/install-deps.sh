@@ -13,6 +13,7 @@ PKGS=(
   libboost1.74-dev libboost-filesystem1.74-dev
   libtomlplusplus-dev catch2 libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   rdma-core libibverbs-dev ibverbs-utils libarchive-dev
+  libncurses-dev  # the `safe-launch watch` screen (launcher/watch_screen.cpp)
   libssl-dev  # libcrypto: HMAC-SHA256 of the warm-up store (warmup/store_auth.cpp)
   iproute2 procps ccache
 )

@@ -412,6 +412,7 @@ watchdog::SupervisorHooks HangMonitor::Hooks(watchdog::SupervisorHooks inner) {
   h.on_tick = [this, f = inner.on_tick](Clock::time_point now) {
     if (f) f(now);
     OnTick(now);
+    PublishLive(now, stop_requested_ ? "stopping" : "running");
   };
   h.on_ended = [this, f = inner.on_ended](int wait_status) {
     if (f) f(wait_status);
@@ -440,6 +441,12 @@ void HangMonitor::OnStart(pid_t) {
     o.not_before_unix =
         std::chrono::duration<double>(start_wall_.time_since_epoch()).count() - kStaleEventS;
     peers_ = std::make_unique<PeerChannel>(std::move(o));
+  }
+  if (!options_.run_dir.empty() && !live_) {
+    live_ = std::make_unique<LiveWriter>(options_.run_dir);
+    live_redactor_ = std::make_unique<Redactor>(options_.job_env);
+    live_redactor_->LearnArgv(options_.job_argv);
+    PublishLive(start_, "running", true);
   }
 }
 
@@ -528,6 +535,11 @@ void HangMonitor::Record(int stream, diagnose::Match m, std::uint64_t line_no,
   {
     std::lock_guard lock(*evidence_mu_);
     m.line_number = line_no;
+    last_event_.event_signature = m.signature->id;
+    last_event_.event_category = std::string(m.signature->category);
+    last_event_.event_severity = std::string(diagnose::SeverityName(m.signature->severity));
+    last_event_.event_line = std::string(m.line.substr(0, 300));
+    last_event_.event_unix = WallSeconds();
     evidence_->Add(std::move(m));
   }
   if (hang && !captured_.load()) {
@@ -615,7 +627,9 @@ void HangMonitor::OnTick(Clock::time_point now) {
                        : info.local_failure ? PeerFailureExitStatus(*info.local_failure)
                                             : exit_code::kHang;
     control_->RequestStop("hang detected: " + info.verdict.headline, status);
+    stop_requested_ = true;
   }
+  PublishLive(Clock::now(), stop_requested_ ? "stopping" : "running", true);
 }
 
 void HangMonitor::OnEnded(int wait_status) {
@@ -663,7 +677,50 @@ void HangMonitor::OnExit(const watchdog::JobExit& exit) {
   if (peers_ && !peers_->LastError().empty()) {
     log::Warn("peer events: {}", peers_->LastError());
   }
+  if (live_) {
+    PublishLive(Clock::now(), "ended", true);
+    live_->Flush(std::chrono::seconds(2));
+  }
   if (declared_here_) RunPostMortem();
+}
+
+void HangMonitor::PublishLive(Clock::time_point now, const char* phase, bool force) {
+  if (!live_) return;
+  const std::uint64_t lines = lines_[1].load() + lines_[2].load();
+  const bool new_phase = live_state_.phase != phase;
+  const auto since = now - live_at_;
+  if (!force && !new_phase && !(lines != live_lines_ && since >= kLiveBusyPeriod) &&
+      since < kLiveIdlePeriod) {
+    return;
+  }
+  const double wall = WallSeconds();
+  if (new_phase || live_state_.phase_since_unix == 0) live_state_.phase_since_unix = wall;
+  live_state_.phase = phase;
+  if (lines != live_lines_) {
+    // The rings' last lines, redacted: a token in a traceback stays out of the run root.
+    live_state_.tail.clear();
+    for (int stream : {watchdog::kStdout, watchdog::kStderr}) {
+      if (!control_) break;
+      for (auto& l : control_->TailLines(stream, 8)) {
+        live_state_.tail.push_back(live_redactor_->Redact(l.substr(0, 400)));
+      }
+    }
+  }
+  live_state_.last_output_unix = lines > 0 ? wall - SilentFor(now) : 0;
+  live_state_.stdout_lines = lines_[1].load();
+  live_state_.stderr_lines = lines_[2].load();
+  {
+    std::lock_guard lock(*evidence_mu_);
+    live_state_.event_signature = live_redactor_->Redact(last_event_.event_signature);
+    live_state_.event_category = last_event_.event_category;
+    live_state_.event_severity = last_event_.event_severity;
+    live_state_.event_line = live_redactor_->Redact(last_event_.event_line);
+    live_state_.event_unix = last_event_.event_unix;
+  }
+  const bool tail_changed = lines != live_lines_;
+  live_lines_ = lines;
+  live_at_ = now;
+  live_->Publish(LiveJson(live_state_, wall), tail_changed ? LiveTail(live_state_) : "");
 }
 
 int PeerFailureExitStatus(const PeerEvent& failure) {
@@ -877,6 +934,7 @@ diagnose::JobTiming HangMonitor::CaptureTiming(diagnose::Trigger trigger,
 BundleInfo HangMonitor::Capture(diagnose::Trigger trigger, std::optional<int> exit_status) {
   captured_ = true;
   const auto t0 = Clock::now();
+  PublishLive(t0, "capturing", true);
   BundleInfo info;
   const bool alive = !exit_status.has_value();
   std::shared_ptr<CaptureContext> ctx = MakeCaptureContext(alive);

@@ -25,6 +25,7 @@
 #include "diagnose/signatures.h"
 #include "diagnose/verdict.h"
 #include "watchdog/hang/collectors.h"
+#include "watchdog/hang/live_status.h"
 #include "watchdog/hang/peer_events.h"
 #include "watchdog/hang/ras_client.h"
 #include "watchdog/supervisor.h"
@@ -155,6 +156,9 @@ class HangMonitor {
   void RefreshRankPids(watchdog::Clock::time_point now);
   /// The rank failure torchrun reported while the job still runs, as an event ("" kind = none).
   std::optional<PeerEvent> LocalFailure() const;
+  /// Publishes live.json (live_status.h): at once when `force` or the phase changed, else when
+  /// the job printed since the last one (every kLiveBusyPeriod) or kLiveIdlePeriod passed.
+  void PublishLive(watchdog::Clock::time_point now, const char* phase, bool force = false);
 
   HangOptions options_;
   std::unique_ptr<JobControl> control_;
@@ -200,6 +204,14 @@ class HangMonitor {
   watchdog::Clock::time_point rank_pids_at_{};
   bool failure_posted_ = false;
   std::atomic<bool> hang_seen_{false};  // a hang signature was recorded (pump threads)
+  // live.json (main thread, except last_event_ under evidence_mu_)
+  std::unique_ptr<LiveWriter> live_;
+  std::unique_ptr<Redactor> live_redactor_;
+  LiveState live_state_;
+  watchdog::Clock::time_point live_at_{};
+  std::uint64_t live_lines_ = ~0ull;
+  bool stop_requested_ = false;
+  LiveState last_event_;  // only its event_* fields
 };
 
 }  // namespace sl::hang

@@ -1,0 +1,424 @@
+#include "watchdog/watch/snapshot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "common/json_text.h"
+#include "common/strings.h"
+#include "watchdog/hang/peer_events.h"
+
+namespace sl::watch {
+namespace {
+
+using nlohmann::json;
+
+// Parses a file's text; null with `problem` set when it is not JSON (a partial write of
+// someone else's, bytes that are not UTF-8).
+json ParseJson(const FileRead& f, std::vector<std::string>* problems) {
+  if (f.state == FileRead::State::kProblem) {
+    problems->push_back(f.name + ": " + f.problem);
+    return nullptr;
+  }
+  if (!f.ok()) return nullptr;
+  if (f.truncated) {
+    problems->push_back(f.name + ": too large, not read");
+    return nullptr;
+  }
+  json j = json::parse(f.text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    problems->push_back(f.name + ": not a JSON object (partial or corrupt file)");
+    return nullptr;
+  }
+  return j;
+}
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? Printable(it->get<std::string>(), 160) : "";
+}
+
+double Num(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+int PhaseOrder(Phase p) {
+  switch (p) {
+    case Phase::kPreflight:
+      return 0;
+    case Phase::kWarmup:
+      return 1;
+    case Phase::kUnknown:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+// The phase from the files present when status.json does not exist yet: the run directory is
+// made first, then env-plan.json, then preflight.json, then (after the warm-up) status.json.
+void PhaseBeforeStart(const NodeFiles& n, NodeState* s) {
+  if (n.preflight.ok() || n.preflight.state == FileRead::State::kProblem) {
+    s->row.phase = Phase::kWarmup;
+    s->phase_since_unix = n.preflight.mtime_unix;
+  } else {
+    s->row.phase = Phase::kPreflight;
+    s->phase_since_unix = n.env_plan.mtime_unix ? n.env_plan.mtime_unix : n.dir_mtime_unix;
+  }
+}
+
+void FromStatus(const json& st, const FileRead& f, NodeState* s) {
+  const std::string state = Str(st, "state");
+  s->phase_since_unix = f.mtime_unix;
+  if (state == "running") {
+    s->row.phase = Phase::kRunning;
+  } else if (state == "stopping") {
+    s->row.phase = Phase::kStopping;
+  } else if (state == "finished" || state == "not_started") {
+    s->row.phase = Phase::kEnded;
+    if (auto it = st.find("exit_status"); it != st.end() && it->is_number_integer()) {
+      s->row.exit_status = it->get<int>();
+    }
+    if (state == "not_started") {
+      std::string why;
+      if (auto stop = st.find("stop"); stop != st.end() && stop->is_object()) {
+        why = Str(*stop, "reason");
+      }
+      s->row.verdict = "not started" + (why.empty() ? "" : ": " + why);
+    } else if (s->row.exit_status) {
+      s->row.verdict =
+          *s->row.exit_status == 0 ? "ok" : "exit " + std::to_string(*s->row.exit_status);
+    }
+  } else {
+    s->row.phase = Phase::kUnknown;
+    s->row.problems.push_back("status.json: unknown state '" + state + "'");
+  }
+}
+
+void FromLive(const json& live, NodeState* s) {
+  s->live_unix = Num(live, "updated_unix");
+  s->last_output_unix = Num(live, "last_output_unix");
+  const std::string phase = Str(live, "phase");
+  if (s->row.phase != Phase::kEnded && (phase == "capturing" || phase == "stopping")) {
+    s->row.phase = phase == "capturing" ? Phase::kCapturing : Phase::kStopping;
+    s->phase_since_unix = Num(live, "phase_since_unix");
+  }
+  if (auto ev = live.find("last_event"); ev != live.end() && ev->is_object()) {
+    s->row.last_event = Str(*ev, "signature");
+    if (std::string c = Str(*ev, "category"); !c.empty()) s->row.last_event += " (" + c + ")";
+  }
+}
+
+// The newest bundle: a partial one means a capture is under way (or was left incomplete).
+void FromBundles(const NodeFiles& n, NodeState* s) {
+  const BundleEntry* newest = nullptr;
+  for (const auto& b : n.bundles) {
+    if (!newest || b.mtime_unix > newest->mtime_unix) newest = &b;
+  }
+  if (!newest) return;
+  s->row.bundle = Printable(newest->name, 120);
+  if (!newest->complete) {
+    if (s->row.phase == Phase::kRunning || s->row.phase == Phase::kStopping) {
+      s->row.phase = Phase::kCapturing;
+      s->phase_since_unix = newest->mtime_unix;
+    }
+    s->row.bundle_summary = "bundle " + s->row.bundle + " not complete (being written, or cut off)";
+    return;
+  }
+  json sum = ParseJson(newest->summary, &s->row.problems);
+  if (sum.is_null()) return;
+  const std::string category = Str(sum, "category");
+  const std::string headline = Str(sum, "headline");
+  // Headlines usually start with their category already ("collective_timeout: ...").
+  s->row.verdict = headline.empty()                 ? category
+                   : StartsWith(headline, category) ? headline
+                                                    : category + ": " + headline;
+  if (std::string sig = Str(sum, "signature"); !sig.empty() && s->row.last_event.empty()) {
+    s->row.last_event = sig + " (" + category + ")";
+  }
+  s->row.bundle_summary = "verdict: " + s->row.verdict;
+  if (std::string fix = Str(sum, "fix"); !fix.empty()) s->row.bundle_summary += "\nfix: " + fix;
+}
+
+}  // namespace
+
+const char* PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kPreflight:
+      return "preflight";
+    case Phase::kWarmup:
+      return "warm-up";
+    case Phase::kRunning:
+      return "running";
+    case Phase::kStopping:
+      return "stopping";
+    case Phase::kCapturing:
+      return "capturing";
+    case Phase::kEnded:
+      return "ended";
+    case Phase::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+NodeState ParseNode(const NodeFiles& n) {
+  NodeState s;
+  s.row.name = Printable(n.name, 80);
+  s.row.dir = n.name;
+  if (!n.problem.empty()) {
+    s.row.problems.push_back(n.problem);
+    return s;
+  }
+  if (json st = ParseJson(n.status, &s.row.problems); !st.is_null()) {
+    FromStatus(st, n.status, &s);
+  } else if (n.status.state == FileRead::State::kMissing) {
+    PhaseBeforeStart(n, &s);
+  }
+  if (json live = ParseJson(n.live, &s.row.problems); !live.is_null()) FromLive(live, &s);
+  if (n.heartbeat.ok()) s.heartbeat_unix = n.heartbeat.mtime_unix;
+  if (n.heartbeat.state == FileRead::State::kProblem) {
+    s.row.problems.push_back("heartbeat: " + n.heartbeat.problem);
+  }
+  FromBundles(n, &s);
+  return s;
+}
+
+namespace {
+
+double Age(double now, double then) { return then > 0 ? std::max(0.0, now - then) : -1; }
+
+// How bad a row is, for sorting (worst first) and marking.
+int Badness(const Row& r) {
+  if (r.posted_hang || r.phase == Phase::kCapturing) return 6;
+  if (r.phase == Phase::kEnded && r.exit_status && *r.exit_status != 0) return 5;
+  if (r.stale) return 4;
+  if (!r.problems.empty() || r.phase == Phase::kUnknown) return 3;
+  if (r.phase == Phase::kStopping) return 3;
+  if (r.phase == Phase::kPreflight || r.phase == Phase::kWarmup) return 2;
+  if (r.phase == Phase::kEnded) return 0;
+  return 1;
+}
+
+// The silence that marks a row stale: the heartbeat once the job touched it, else output.
+double Silence(const Row& r) { return r.heartbeat_age_s >= 0 ? r.heartbeat_age_s : r.output_age_s; }
+
+Row Aged(const NodeState& s, double now, const WatchOptions& o) {
+  Row r = s.row;
+  r.in_phase_s = Age(now, s.phase_since_unix);
+  r.output_age_s = Age(now, s.last_output_unix);
+  r.heartbeat_age_s = Age(now, s.heartbeat_unix);
+  r.supervisor_age_s = Age(now, s.live_unix);
+  if (r.phase == Phase::kRunning) {
+    const double silence = Silence(r) >= 0 ? Silence(r) : r.in_phase_s;
+    if (silence > o.stale_after_s) r.stale = true;
+    if (r.supervisor_age_s > o.supervisor_silent_s) {
+      r.stale = true;
+      r.problems.push_back("supervisor not heard from for " + FormatAge(r.supervisor_age_s) +
+                           " (killed? node down?)");
+    }
+  }
+  return r;
+}
+
+// Tasks of one node (gpu01-rank0, gpu01-rank1, ...) as one row: the worst of them.
+std::vector<Row> GroupByNode(std::vector<Row> rows) {
+  std::map<std::string, std::vector<Row>> by_node;
+  for (auto& r : rows) {
+    std::string node = r.name;
+    if (auto p = node.rfind("-rank"); p != std::string::npos && p + 5 < node.size() &&
+                                      node.find_first_not_of("0123456789", p + 5) == node.npos) {
+      node = node.substr(0, p);
+    }
+    by_node[node].push_back(std::move(r));
+  }
+  std::vector<Row> out;
+  for (auto& [node, group] : by_node) {
+    auto worst = std::max_element(group.begin(), group.end(), [](const Row& a, const Row& b) {
+      return a.badness != b.badness ? a.badness < b.badness : Silence(a) < Silence(b);
+    });
+    Row r = *worst;
+    r.tasks = static_cast<int>(group.size());
+    if (r.tasks > 1) r.name = node + " [" + std::to_string(r.tasks) + " tasks: " + r.name + "]";
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void AddEvents(const RunRootFiles& files, Snapshot* snap) {
+  for (const auto& f : files.events) {
+    auto ev = hang::ParseEvent(f.text);
+    if (!ev) {
+      snap->problems.push_back(".events/" + Printable(f.name, 80) + ": " + ev.error().message);
+      continue;
+    }
+    snap->events.push_back({.kind = ev->kind,
+                            .node = Printable(ev->node, 80),
+                            .time_unix = ev->time_unix,
+                            .time_utc = Printable(ev->time_utc, 40),
+                            .trigger = Printable(ev->trigger, 40),
+                            .headline = Printable(ev->headline, 200),
+                            .file = Printable(f.name, 120)});
+  }
+  std::sort(snap->events.begin(), snap->events.end(),
+            [](const JobEvent& a, const JobEvent& b) { return a.time_unix < b.time_unix; });
+  for (const auto& r : files.rejected) snap->problems.push_back(".events/" + Printable(r, 160));
+}
+
+void AddDiagnosis(const RunRootFiles& files, Snapshot* snap) {
+  json d = ParseJson(files.diagnosis, &snap->problems);
+  if (d.is_null()) return;
+  auto causes = d.find("causes");
+  if (causes == d.end() || !causes->is_array() || causes->empty() || !(*causes)[0].is_object()) {
+    snap->diagnosis = "no cause named";
+    return;
+  }
+  const json& c = (*causes)[0];
+  snap->diagnosis = Str(c, "category");
+  if (std::string why = Str(c, "why"); !why.empty()) snap->diagnosis += ": " + why;
+}
+
+std::string JobState(const Snapshot& s) {
+  for (const auto& e : s.events) {
+    if (e.kind == "hang") return "hang";
+  }
+  for (const auto& e : s.events) {
+    if (e.kind == "failure") return "failed";
+  }
+  if (s.rows.empty()) return "empty";
+  bool all_ended = true, any_start = false, any_failed = false;
+  for (const auto& r : s.rows) {
+    all_ended = all_ended && r.phase == Phase::kEnded;
+    any_start = any_start || r.phase == Phase::kPreflight || r.phase == Phase::kWarmup;
+    any_failed = any_failed || (r.exit_status && *r.exit_status != 0);
+  }
+  if (all_ended) return any_failed ? "failed" : "ended";
+  return any_start ? "starting" : "running";
+}
+
+void SlowestAndStalest(Snapshot* s) {
+  const Row *slow = nullptr, *stale = nullptr;
+  for (const auto& r : s->rows) {
+    if (r.phase == Phase::kEnded || r.phase == Phase::kUnknown) continue;
+    if (!slow || PhaseOrder(r.phase) < PhaseOrder(slow->phase) ||
+        (PhaseOrder(r.phase) == PhaseOrder(slow->phase) && Silence(r) > Silence(*slow))) {
+      slow = &r;
+    }
+    if (Silence(r) >= 0 && (!stale || Silence(r) > Silence(*stale))) stale = &r;
+  }
+  if (slow) {
+    s->slowest =
+        slow->name + " (" + PhaseName(slow->phase) + " for " + FormatAge(slow->in_phase_s) + ")";
+  }
+  if (stale) s->stalest = stale->name + " (silent " + FormatAge(Silence(*stale)) + ")";
+}
+
+}  // namespace
+
+Snapshot BuildSnapshot(const RunRootFiles& files, double now, const WatchOptions& o,
+                       ParseMemo* memo) {
+  Snapshot snap;
+  snap.root = Printable(files.root, 300);
+  snap.now_unix = now;
+  snap.stale_after_s = o.stale_after_s;
+  if (!files.problem.empty()) snap.problems.push_back(files.root + ": " + files.problem);
+  if (files.nodes_left_out) {
+    snap.problems.push_back(std::to_string(files.nodes_left_out) + " run directories left out");
+  }
+  AddEvents(files, &snap);
+  AddDiagnosis(files, &snap);
+  std::vector<Row> rows;
+  for (const auto& n : files.nodes) {
+    NodeState fresh;
+    const NodeState* parsed = &fresh;
+    if (memo && !n.signature.empty()) {
+      auto& slot = (*memo)[n.name];
+      if (slot.first != n.signature) slot = {n.signature, ParseNode(n)};
+      parsed = &slot.second;
+    } else {
+      fresh = ParseNode(n);
+    }
+    Row r = Aged(*parsed, now, o);
+    for (const auto& e : snap.events)
+      r.posted_hang = r.posted_hang || (e.kind == "hang" && e.node == r.name);
+    r.badness = Badness(r);
+    rows.push_back(std::move(r));
+  }
+  snap.rows = o.per_task ? std::move(rows) : GroupByNode(std::move(rows));
+  std::stable_sort(snap.rows.begin(), snap.rows.end(), [](const Row& a, const Row& b) {
+    if (a.badness != b.badness) return a.badness > b.badness;
+    if (Silence(a) != Silence(b)) return Silence(a) > Silence(b);
+    return a.name < b.name;
+  });
+  snap.nodes = static_cast<int>(snap.rows.size());
+  snap.state = files.problem.empty() ? JobState(snap) : "unreadable";
+  SlowestAndStalest(&snap);
+  return snap;
+}
+
+std::string FormatAge(double s) {
+  if (s < 0 || std::isnan(s)) return "-";
+  const auto t = static_cast<long long>(s);
+  char buf[32];
+  if (t < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", t);
+  } else if (t < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  } else if (t < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, t % 3600 / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd%lldh", t / 86400, t % 86400 / 3600);
+  }
+  return buf;
+}
+
+namespace {
+json AgeJson(double s) { return s < 0 ? json(nullptr) : json(std::round(s * 10) / 10); }
+}  // namespace
+
+std::string SnapshotJson(const Snapshot& s) {
+  json rows = json::array();
+  for (const auto& r : s.rows) {
+    rows.push_back({{"node", r.name},
+                    {"tasks", r.tasks},
+                    {"phase", PhaseName(r.phase)},
+                    {"in_phase_s", AgeJson(r.in_phase_s)},
+                    {"output_age_s", AgeJson(r.output_age_s)},
+                    {"heartbeat_age_s", AgeJson(r.heartbeat_age_s)},
+                    {"supervisor_age_s", AgeJson(r.supervisor_age_s)},
+                    {"last_event", r.last_event},
+                    {"exit_status", r.exit_status ? json(*r.exit_status) : json(nullptr)},
+                    {"verdict", r.verdict},
+                    {"bundle", r.bundle},
+                    {"stale", r.stale},
+                    {"posted_hang", r.posted_hang},
+                    {"problems", r.problems}});
+  }
+  json events = json::array();
+  for (const auto& e : s.events) {
+    events.push_back({{"kind", e.kind},
+                      {"node", e.node},
+                      {"time_unix", e.time_unix},
+                      {"time_utc", e.time_utc},
+                      {"trigger", e.trigger},
+                      {"headline", e.headline},
+                      {"file", e.file}});
+  }
+  json j = {{"schema", "safe-launch.watch/1"},
+            {"root", s.root},
+            {"now_unix", s.now_unix},
+            {"state", s.state},
+            {"nodes", s.nodes},
+            {"slowest", s.slowest},
+            {"stalest", s.stalest},
+            {"stale_after_s", s.stale_after_s},
+            {"diagnosis", s.diagnosis},
+            {"events", events},
+            {"problems", s.problems},
+            {"rows", rows}};
+  return JsonText(j) + "\n";
+}
+
+}  // namespace sl::watch
