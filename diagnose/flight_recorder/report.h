@@ -1,5 +1,5 @@
 #pragma once
-// From an FrAnalysis to causes in the diagnosis vocabulary (/work/shared/corpus/CATEGORIES.md,
+// From an FrAnalysis to causes in the diagnosis vocabulary (common/cause.h, doc/causes.md,
 // doc/manual.md "Flight Recorder"), and their text, JSON (safe-launch.diagnosis/1) and HTML forms.
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -17,6 +17,9 @@ struct EvidenceItem {
 
 /// One cause, as `safe-launch diagnose` reports causes.
 struct Cause {
+  /// The analysis' own code ("fr.laggard"): the diagnosis maps it to its category by code
+  /// (diagnose/job_facts.cpp FlightRecorderCategories).
+  std::string code;
   std::string category;  ///< e.g. "straggler_or_slow_rank"
   double confidence = 0;
   std::string entity;   ///< "node gpu07 (ranks 56-63)", "rank 5"
