@@ -336,6 +336,12 @@ bool RankDied(const Evidence& ev, Lines* out) {
       ev,
       [&ev](const Match& m) {
         if (Is(m, "torch.cuda_oom") || Is(m, "kernel.oom_kill")) return true;
+        // A DataLoader worker killed by SIGBUS after torch's shared-memory hint died of a full
+        // /dev/shm: shm_too_small, not a crash of its own.
+        if (Is(m, "torch.dataloader_worker_killed") && Has(m, "Bus error") &&
+            ev.Count("torch.dataloader_bus_error") > 0) {
+          return false;
+        }
         // A CUDA call inside NCCL or torch that failed for memory ("Cuda failure 'out of
         // memory'", CUDA error: out of memory) is the same death by another row.
         if (m.signature->category == "cuda_error" && Has(m, "out of memory")) return true;
@@ -635,6 +641,13 @@ constexpr Rule kRules[] = {
      {"bad_interface"},
      "",
      "NCCL bootstraps or runs sockets over an interface other nodes cannot reach."},
+    {"socket_ifname_wrong.refused_on_bad_interface",
+     "socket_ifname_wrong",
+     0.85,
+     {"refused_or_unreachable", "bad_interface"},
+     "",
+     "Connections were refused or unreachable while NCCL uses an interface the other nodes "
+     "cannot reach: the interface, not a filter."},
     {"firewall_or_port.refused_on_right_interface",
      "firewall_or_port",
      0.75,
@@ -858,7 +871,8 @@ struct PairSeparator {
 constexpr PairSeparator kSeparators[] = {
     {"straggler_or_slow_rank", "oom_or_crash_other_rank",
      "the exit code and time of death of every rank (torchrun's failure table, the kernel log's "
-     "OOM killer lines) show whether a rank died first; the Flight Recorder dumps of all ranks show "
+     "OOM killer lines) show whether a rank died first; the Flight Recorder dumps of all ranks "
+     "show "
      "whether one rank never entered the collective the others wait in."},
     {"straggler_or_slow_rank", "desync_collective_mismatch",
      "the Flight Recorder dumps of all ranks: a late rank has not entered the collective yet, a "
@@ -1159,8 +1173,8 @@ void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
   for (const Match& m : ev.matches()) {
     if (m.signature->kind == EvidenceKind::kFact) continue;
     timeout = timeout || m.signature->category == "collective_timeout";
-    error = error || m.signature->kind == EvidenceKind::kCause ||
-            IsErrorSymptom(m.signature->category);
+    error =
+        error || m.signature->kind == EvidenceKind::kCause || IsErrorSymptom(m.signature->category);
   }
   if (timeout && !error) {
     fs->Add("struct:timeout_without_error", 1, "a collective timed out and no line is an error",

@@ -54,11 +54,11 @@ struct Push {
 
 /// One ranked cause.
 struct Cause {
-  std::string category;  ///< from common/cause.h; "unknown" when there is no failure evidence
+  std::string category;    ///< from common/cause.h; "unknown" when there is no failure evidence
   double probability = 0;  ///< the model's (sums to 1 over the differential)
   Entity entity;
   std::vector<EvidenceLine> evidence;
-  std::vector<Push> pushed;  ///< the features that raised its score, strongest first
+  std::vector<Push> pushed;        ///< the features that raised its score, strongest first
   std::string why;                 ///< the rule's reasoning, one sentence per rule that named it
   std::string fix;                 ///< what to change
   std::string decide;              ///< what would tell it apart from the close hypotheses
@@ -105,9 +105,7 @@ struct Diagnosis {
   bool decided = false;
   std::size_t recognised = 0;  ///< lines the catalog recognised
   /// True when a cause (not `unknown`) leads and evidence of a cause backs the differential.
-  bool named() const {
-    return decided && !causes.empty() && causes.front().category != "unknown";
-  }
+  bool named() const { return decided && !causes.empty() && causes.front().category != "unknown"; }
 };
 
 /// A condition over the evidence: holds or not, and collects the lines it held on.

@@ -83,8 +83,8 @@ std::string JobDiagnosisMarkdown(const DiagnoseRun& run) {
   out += "## Differential\n\n";
   for (std::size_t i = 0; i < d.causes.size() && i < 5; ++i) {
     const Cause& c = d.causes[i];
-    out += fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.probability,
-                       EntityText(c.entity));
+    out +=
+        fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.probability, EntityText(c.entity));
     for (const EvidenceLine& e : c.evidence) {
       out += fmt::format("   - `{}` {}\n", Where(e), e.text.substr(0, 200));
     }
@@ -130,8 +130,9 @@ std::string CauseSection(const Cause& c, bool first) {
 std::string DifferentialTable(const Diagnosis& d) {
   using fr::EscapeHtml;
   if (d.causes.front().category == "unknown") return "";
-  std::string out = "<h2>Differential</h2>\n<table class=\"differential\">"
-                    "<tr><th>#</th><th>cause</th><th>probability</th><th></th></tr>\n";
+  std::string out =
+      "<h2>Differential</h2>\n<table class=\"differential\">"
+      "<tr><th>#</th><th>cause</th><th>probability</th><th></th></tr>\n";
   for (std::size_t i = 0; i < d.causes.size() && i < 5; ++i) {
     const Cause& c = d.causes[i];
     out += fmt::format(

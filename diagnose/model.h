@@ -17,7 +17,7 @@ namespace sl::diagnose {
 /// temperature for calibration, and the fingerprint of the inputs it was fitted on.
 struct Model {
   std::vector<std::string> categories;
-  std::vector<double> intercepts;                    ///< parallel to categories
+  std::vector<double> intercepts;                      ///< parallel to categories
   std::map<std::string, std::vector<double>> weights;  ///< feature -> one weight per category
   double temperature = 1;
   std::map<std::string, std::string> meta;  ///< fingerprint, C, train_logs, corpus, ...

@@ -69,8 +69,8 @@ nlohmann::json CausesJson(const std::vector<Cause>& all) {
     j["rules"] = c.rules;
     nlohmann::json pushed = nlohmann::json::array();
     for (const Push& p : c.pushed) {
-      pushed.push_back({{"feature", p.feature},
-                        {"contribution", std::round(p.contribution * 1000) / 1000}});
+      pushed.push_back(
+          {{"feature", p.feature}, {"contribution", std::round(p.contribution * 1000) / 1000}});
     }
     j["pushed_by"] = std::move(pushed);
     causes.push_back(std::move(j));

@@ -50,8 +50,7 @@ std::vector<diagnose::CauseClaim> ClaimsOf(const std::vector<diagnose::fr::Cause
   std::vector<diagnose::CauseClaim> claims;
   for (const auto& c : causes) {
     // The category by the analysis' code; a cause without a mapped code keeps its own.
-    const auto* row =
-        diagnose::FindFactCategory(diagnose::FlightRecorderCategories(), c.code);
+    const auto* row = diagnose::FindFactCategory(diagnose::FlightRecorderCategories(), c.code);
     diagnose::CauseClaim claim{.source = "flight_recorder",
                                .rule = c.code.empty() ? "fr." + c.category : c.code,
                                .category = row != nullptr ? std::string(row->category) : c.category,
@@ -192,9 +191,8 @@ int PrintPriors() {
     for (const auto& [id, value] : p.features) f[id] = value;
     all.push_back({{"id", p.id}, {"category", p.category}, {"features", std::move(f)}});
   }
-  std::printf("%s\n", nlohmann::json{{"schema", "safe-launch.priors/1"}, {"priors", all}}
-                          .dump()
-                          .c_str());
+  std::printf("%s\n",
+              nlohmann::json{{"schema", "safe-launch.priors/1"}, {"priors", all}}.dump().c_str());
   return exit_code::kOk;
 }
 

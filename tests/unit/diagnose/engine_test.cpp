@@ -279,8 +279,7 @@ TEST_CASE("the JSON has the issue's schema, causes best first with file:line evi
   CHECK(j["schema"] == "safe-launch.diagnosis/1");
   REQUIRE(j["causes"].size() >= 2);
   CHECK(j["causes"][0]["category"] == "gid_index");
-  CHECK(j["causes"][0]["probability"].get<double>() >=
-        j["causes"][1]["probability"].get<double>());
+  CHECK(j["causes"][0]["probability"].get<double>() >= j["causes"][1]["probability"].get<double>());
   CHECK(j["causes"][0]["evidence"][0]["file"] == "job.log");
   CHECK(j["causes"][0]["evidence"][0]["line"].is_number());
   CHECK(j["causes"][0].contains("fix"));

@@ -8,6 +8,7 @@
 
 #include "diagnose/engine.h"
 #include "diagnose/ingest.h"
+#include "diagnose/job_report.h"
 #include "diagnose/report.h"
 
 using namespace sl::diagnose;
@@ -204,4 +205,17 @@ TEST_CASE("--explain's JSON gives each feature its weight per cause shown and it
   CHECK(text.find("1. gid_index  probability") != std::string::npos);
   CHECK(text.find("to tell gid_index from retry_exceeded_network") != std::string::npos);
   CHECK(text.find("cond:link_local_gid") != std::string::npos);
+}
+
+TEST_CASE("the job page and diagnosis.md show the differential with probabilities") {
+  Model m = TestModel();
+  DiagnoseRun run;
+  run.diagnosis = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  const std::string html = JobDiagnosisHtml(run, nullptr);
+  CHECK(html.find("<h2>Differential</h2>") != std::string::npos);
+  CHECK(html.find("<td>retry_exceeded_network</td>") != std::string::npos);
+  CHECK(html.find("To tell gid_index from retry_exceeded_network") != std::string::npos);
+  const std::string md = JobDiagnosisMarkdown(run);
+  CHECK(md.find("## Differential") != std::string::npos);
+  CHECK(md.find("2. `retry_exceeded_network` 0.") != std::string::npos);
 }
