@@ -552,7 +552,37 @@ bool BootstrapMismatch(const Evidence& ev, Lines* out) {
   return AnyOf(ev, {"nccl.bootstrap_truncated", "nccl.bootstrap_root_mismatch"}, out);
 }
 
+// NCCL's result strings (ncclGetErrorString, src/init.cc 2.10-2.28) and their enum names (torch
+// prints both), in any recognised line whichever row matched it: what kind of NCCL failure.
+bool NcclResult(const Evidence& ev, std::initializer_list<std::string_view> texts, Lines* out) {
+  return CudaText(ev, texts, out);
+}
+bool NcclResultCuda(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"unhandled cuda error", "ncclUnhandledCudaError"}, out);
+}
+bool NcclResultSystem(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"unhandled system error", "ncclSystemError"}, out);
+}
+bool NcclResultInternal(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"internal error - please report", "ncclInternalError"}, out);
+}
+bool NcclResultInvalidUsage(const Evidence& ev, Lines* out) {
+  return NcclResult(
+      ev, {"invalid usage", "ncclInvalidUsage", "invalid argument", "ncclInvalidArgument"}, out);
+}
+bool NcclResultRemote(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"remote process exited or there was a network error", "ncclRemoteError"},
+                    out);
+}
+
 constexpr NamedCondition kConditions[] = {
+    {"nccl_result_cuda", NcclResultCuda, "NCCL's 'unhandled cuda error' (ncclUnhandledCudaError)"},
+    {"nccl_result_system", NcclResultSystem, "NCCL's 'unhandled system error' (ncclSystemError)"},
+    {"nccl_result_internal", NcclResultInternal, "NCCL's 'internal error' (ncclInternalError)"},
+    {"nccl_result_invalid_usage", NcclResultInvalidUsage,
+     "NCCL's 'invalid usage' / 'invalid argument' (ncclInvalidUsage, ncclInvalidArgument)"},
+    {"nccl_result_remote", NcclResultRemote,
+     "NCCL's 'remote process exited or there was a network error' (ncclRemoteError)"},
     {"retry_exceeded", RetryExceeded, "IB completions with status 12 (transport retry exceeded)"},
     {"link_local_gid", LinkLocalGid, "a NET/IB QP line whose GID has the link-local prefix fe80"},
     {"modify_qp_failed", ModifyQpFailed, "ibv_modify_qp failures (QP to RTR/RTS)"},

@@ -1181,13 +1181,43 @@ TEST_CASE(
   CheckCases(ProgressCases());
 }
 
+// ncclGetErrorString (src/init.cc) as wrappers other than torch print it: vLLM's pynccl
+// (f"NCCL error: {error_str}"), nccl-tests' "NCCL failure common.cu.. '%s'".
+std::vector<RowCase> NcclResultCases() {
+  return {
+      {"RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+       "nccl.result_unhandled_cuda",
+       {}},  // v2.18.3-1 .. v2.28
+      {"gpu07: Test NCCL failure common.cu:958 'unhandled cuda error'",
+       "nccl.result_unhandled_cuda",
+       {}},  // v2.10.3-1 .. v2.17
+      {"RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+       "nccl.result_system",
+       {}},
+      {"RuntimeError: NCCL error: internal error - please report this issue to the NCCL "
+       "developers",
+       "nccl.result_internal",
+       {}},
+      {"RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
+       "nccl.result_invalid_usage",
+       {}},
+      {"RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)",
+       "nccl.result_invalid_argument",
+       {}},
+  };
+}
+TEST_CASE("NCCL result rows: ncclGetErrorString's texts as other wrappers print them") {
+  CheckCases(NcclResultCases());
+}
+
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
   for (auto table :
        {IbCompletionCases, IbAsyncEventsCases, VerbsCases,    IbFactsCases,  ShmCases,
         SocketErrorsCases, SocketFactsCases,   InitCases,     RasCases,      TopologyCases,
         TorchC10dCases,    C10dStoreCases,     GlooCases,     TorchrunCases, KernelCases,
-        MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases}) {
+        MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases,
+        NcclResultCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;
