@@ -1195,6 +1195,23 @@ bool FailureEvidence(const Evidence& ev, const Diagnosis& d) {
   });
 }
 
+// torch's watchdog timeouts: on one rank or several, and which collective (its OpType): a
+// BROADCAST or BARRIER waited on is where a late rank is usually caught, an ALLREDUCE of the
+// training step where a dead one is.
+void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
+  const Lines ranks = ev.Distinct("torch.watchdog_timeout", "rank");
+  if (ranks.empty()) return;
+  fs->Add(ranks.size() == 1 ? "struct:timeout_one_rank" : "struct:timeout_many_ranks", 1,
+          "the processes whose watchdog timed out in a collective", CiteAll(ranks, 3));
+  for (const Match* m : ev.Distinct("torch.watchdog_timeout", "op")) {
+    std::string op = Lower(m->Field("op"));
+    while (!op.empty() && op.front() == '_') op.erase(op.begin());
+    if (!op.empty()) {
+      fs->Add("struct:timeout_op:" + op, 1, "the OpType of a timed-out collective", {Cite(*m)});
+    }
+  }
+}
+
 // The evidence's shape: symptoms with nothing that names a cause, a timeout without any error.
 void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
   if (!FailureEvidence(ev, d)) return;
@@ -1210,6 +1227,7 @@ void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
     fs->Add("struct:timeout_without_error", 1, "a collective timed out and no line is an error",
             {});
   }
+  TimeoutShape(ev, fs);
 }
 
 void CollectSymptoms(const Evidence& ev, Diagnosis* d) {
