@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "diagnose/job_facts.h"
 
 namespace sl::diagnose {
 
@@ -1422,6 +1423,22 @@ std::vector<PriorExample> PriorExamples() {
         (s.kind == EvidenceKind::kCause ? "cause:" : "symptom:") + std::string(s.category), 1);
     e.features.emplace_back("engine:" + std::string(s.category), RowConfidence(s));
     out.push_back(std::move(e));
+  }
+  // Other sources' claim codes: the corpus holds logs only, so without these a preflight finding
+  // or a Flight Recorder verdict would weigh nothing.
+  const std::pair<const char*, std::span<const FactCategory>> sources[] = {
+      {"preflight", PreflightCategories()},
+      {"warmup", WarmupCategories()},
+      {"ib_counters", CounterCategories()},
+      {"flight_recorder", FlightRecorderCategories()}};
+  for (const auto& [source, table] : sources) {
+    for (const FactCategory& f : table) {
+      PriorExample e{std::string(source) + ":" + std::string(f.key), std::string(f.category), {}};
+      e.features.emplace_back(e.id, f.confidence);
+      e.features.emplace_back("claim:" + std::string(f.category), f.confidence);
+      e.features.emplace_back("engine:" + std::string(f.category), f.confidence);
+      out.push_back(std::move(e));
+    }
   }
   return out;
 }
