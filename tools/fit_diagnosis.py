@@ -153,12 +153,13 @@ def scores(m, x, classes):
     return out
 
 
-def cross_validate(x, labels, groups, n_logs, prior_labels, c, pw, cw, classes, folds):
+def cross_validate(x, labels, groups, n_logs, prior_labels, prior_conf, c, pw, cw, classes,
+                   folds):
     """Out-of-fold scores of the real logs, grouped by thread; priors always train."""
     import numpy as np
     from sklearn.model_selection import GroupKFold
     y = np.array(list(labels) + list(prior_labels))
-    w = np.array([1.0] * n_logs + [pw] * len(prior_labels))
+    w = np.array([1.0] * n_logs + [pw * c for c in prior_conf])
     oof = np.zeros((n_logs, len(classes)))
     for tr, te in GroupKFold(n_splits=folds).split(np.zeros(n_logs), labels[:n_logs], groups):
         idx = np.concatenate([tr, np.arange(n_logs, len(y))])
@@ -185,15 +186,15 @@ def fit_temperature(s, labels, classes):
     return float(r.x)
 
 
-def choose(x, labels, groups, n_logs, prior_labels, classes):
+def choose(x, labels, groups, n_logs, prior_labels, prior_conf, classes):
     """The grid point with the best grouped-CV top-1 (then top-3, then log loss)."""
     folds = min(5, len(set(groups)))
     best = None
     for c in (0.03, 0.1, 0.3, 1.0, 3.0, 10.0):
         for pw in (0.1, 0.3, 1.0):
             for cw in (None, "balanced"):
-                oof = cross_validate(x, labels, groups, n_logs, prior_labels, c, pw, cw, classes,
-                                     folds)
+                oof = cross_validate(x, labels, groups, n_logs, prior_labels, prior_conf, c, pw,
+                                     cw, classes, folds)
                 top1, top3, nll = metrics(oof, labels, classes)
                 key = (round(top1, 4), round(top3, 4), -nll)
                 print(f"  C={c:<5} prior_weight={pw:<4} class_weight={cw}: CV top-1 {top1:.3f} "
@@ -235,18 +236,21 @@ def fit(args):
     vocab = sorted(set(k for f in feats for k in f) | set(k for p in priors for k in p["features"]))
     order = vocabulary_categories()
     prior_labels = [p["category"] for p in priors]
+    # A pseudo-observation weighs as much as its source trusts it (the rule's, row's or claim
+    # code's confidence: its engine:<category> value).
+    prior_conf = [p["features"].get("engine:" + p["category"], 0.5) for p in priors]
     classes = [c for c in order if c in set(labels) | set(prior_labels)]
     x = design(feats, priors, vocab)
     groups = [r["thread"] for r in rows]
     print(f"{len(rows)} train logs, {len(set(groups))} threads, {len(priors)} pseudo-observations, "
           f"{len(vocab)} features, {len(classes)} classes", file=sys.stderr)
-    key, c, pw, cw, oof = choose(x, labels, groups, len(rows), prior_labels, classes)
+    key, c, pw, cw, oof = choose(x, labels, groups, len(rows), prior_labels, prior_conf, classes)
     t = fit_temperature(oof, labels, classes)
     top1, top3, nll = metrics(oof, labels, classes, t)
     print(f"chosen C={c} prior_weight={pw} class_weight={cw} temperature={t:.3f}: CV top-1 "
           f"{top1:.3f} top-3 {top3:.3f} log-loss {nll:.3f}", file=sys.stderr)
     y = np.array(labels + prior_labels)
-    w = np.array([1.0] * len(rows) + [pw] * len(priors))
+    w = np.array([1.0] * len(rows) + [pw * c for c in prior_conf])
     m = fit_one(x, y, w, c, cw)
     meta = {"fingerprint": fp, "C": f"{c:g}", "prior_weight": f"{pw:g}",
             "class_weight": str(cw), "train_logs": str(len(rows)),

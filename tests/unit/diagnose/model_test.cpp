@@ -183,7 +183,7 @@ TEST_CASE("every pseudo-observation names a cause and features the extractor pro
   }
 }
 
-TEST_CASE("--explain's JSON gives each feature its weight per cause shown and its source") {
+TEST_CASE("the explain JSON gives each feature its weight per cause shown and its source") {
   Model m = TestModel();
   Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
   nlohmann::json j = DiagnosisJson(d, {}, /*explain=*/true);
