@@ -8,14 +8,14 @@
 #      it for its copy of the corpus, when that binary is there).
 # The corpus is a development sample: the real score is on held-out logs.
 # Usage: bench/diagnose.sh [SAFE_LAUNCH] [CORPUS_DIR] [MB]
-#        (default build/bin/safe-launch, ../shared/corpus/logs, 100; BASELINE_TEST=path to a
-#        diagnose_test binary of the tree before this engine)
+#        (default build/bin/safe-launch, tests/fixtures/corpus/logs, 100; BASELINE_TEST=path to a
+#        diagnose_test binary of the tree before this engine, none by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SL=${1:-build/bin/safe-launch}
-CORPUS=${2:-../shared/corpus/logs}
+CORPUS=${2:-tests/fixtures/corpus/logs}
 MB=${3:-100}
-BASELINE_TEST=${BASELINE_TEST:-/work/main/build/bin/diagnose_test}
+BASELINE_TEST=${BASELINE_TEST:-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 

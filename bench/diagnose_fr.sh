@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Flight Recorder analysis figures (printed, not asserted): for 64, 512 and 4096 ranks x 2000
-# entries (gen_fr_dumps.py, scenario missing-rank: one rank never enters the last all_reduce), the
+# entries (tests/fixtures/gen/fr_dumps.py, scenario missing-rank: one rank never enters the last all_reduce), the
 # wall time and peak RSS of `safe-launch diagnose --flight-recorder` (read + analyse + report)
 # and of python3 merely pickle.load-ing the same files one after another (each dropped after its
 # load: the cheapest Python can do, no analysis, no cross-rank memory), in the same run, from the
 # page cache for both, with the ratio; and whether the planted rank was named.
 # Goals (issue 14): time <= 1/4 of Python's bare load at every size, RSS <= 2 GB at 4096.
 # usage: bench/diagnose_fr.sh [BUILD_DIR [SIZES...]]   (default build, 64 512 4096)
-#   FR_BENCH_DIR: where to generate (default /work/tmp-fr; 4096 ranks need ~1.5 GB, deleted after)
+#   FR_BENCH_DIR: where to generate (default a directory under ${TMPDIR:-/tmp}; 4096 ranks need ~1.5 GB, deleted after)
 #   FR_BENCH_BEFORE: another safe-launch binary (e.g. a copy of the previous build) timed on the
 #     same dumps in the same run, interleaved with this one: before/after figures side by side
 #   FR_BENCH_REPEAT: runs of each binary per size, the best wall time is printed (default 1)
@@ -20,10 +20,10 @@ SIZES=("$@")
 SL=$PWD/$B/bin/safe-launch
 BEFORE=${FR_BENCH_BEFORE:-}
 REPEAT=${FR_BENCH_REPEAT:-1}
-GEN=$PWD/../shared/tools/gen_fr_dumps.py
+GEN=$PWD/tests/fixtures/gen/fr_dumps.py
 [[ -x $SL ]] || { echo "build safe-launch first ($B)"; exit 2; }
 [[ -f $GEN ]] || { echo "no $GEN"; exit 2; }
-ROOT=${FR_BENCH_DIR:-/work/tmp-fr}/bench-$$
+ROOT=${FR_BENCH_DIR:-${TMPDIR:-/tmp}}/sl-bench-fr-$$
 mkdir -p "$ROOT"
 trap 'rm -rf "$ROOT"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $($SL version)"

@@ -25,17 +25,17 @@ struct Evidence {
 };
 
 struct Finding {
-  std::string check_id;  ///< stable id such as "ib.port.state"
-  std::string entity;    ///< "mlx5_0:1", "node", "NCCL_IB_HCA", "gpu0", host name ...
+  std::string check_id{};  ///< stable id such as "ib.port.state"
+  std::string entity{};    ///< "mlx5_0:1", "node", "NCCL_IB_HCA", "gpu0", host name ...
   Outcome outcome = Outcome::kPass;
-  std::string message;    ///< what was decided, one line
-  std::string next_step;  ///< the fix; empty for pass/skip
-  std::vector<Evidence> evidence;
+  std::string message{};    ///< what was decided, one line
+  std::string next_step{};  ///< the fix; empty for pass/skip
+  std::vector<Evidence> evidence{};
   bool waived = false;  ///< set by the runner when the user or a recipe waived this check
   /// Stable condition code "<check id>/<condition>" from the catalog
   /// (preflight/finding_codes.cpp), e.g. "os.memlock/soft_below_min". Last, so aggregate
   /// initialisers written before it existed keep their meaning.
-  std::string code;
+  std::string code{};
 
   Finding& With(std::string source, std::string value) {
     evidence.push_back({std::move(source), std::move(value)});

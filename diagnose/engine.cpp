@@ -1430,7 +1430,8 @@ std::vector<PriorExample> PriorExamples() {
       {"preflight", PreflightCategories()},
       {"warmup", WarmupCategories()},
       {"ib_counters", CounterCategories()},
-      {"flight_recorder", FlightRecorderCategories()}};
+      {"flight_recorder", FlightRecorderCategories()},
+      {"stacks", StacksCategories()}};
   for (const auto& [source, table] : sources) {
     for (const FactCategory& f : table) {
       PriorExample e{std::string(source) + ":" + std::string(f.key), std::string(f.category), {}};

@@ -86,9 +86,9 @@ struct CauseClaim {
   std::string rule;    ///< the source's own rule id, shown by --explain
   std::string category;
   double confidence = 0;
-  Entity entity;
-  std::vector<EvidenceLine> evidence;
-  std::string why;
+  Entity entity{};
+  std::vector<EvidenceLine> evidence{};
+  std::string why{};
 };
 
 struct Diagnosis {

@@ -107,6 +107,27 @@ constexpr FactCategory kFlightRecorder[] = {
     {"fr.missing_dump", "oom_or_crash_other_rank", 0.6, "ranks wrote no dump while others wait"},
     {"fr.stuck_all", "retry_exceeded_network", 0.5,
      "every rank entered the collective and none completed it"},
+    {"fr.one_rank_not_started", "straggler_or_slow_rank", 0.55,
+     "a one-rank group's collective never started: its own stream is busy"},
+    {"fr.one_rank_started_not_completed", "gpu_xid_or_driver", 0.45,
+     "a one-rank group's collective started and never completed"},
+    {"fr.one_rank_not_started_gpu", "gpu_xid_or_driver", 0.25,
+     "a one-rank group's collective never started: the GPU may be stuck"},
+    {"fr.not_started_on_some_gpus", "straggler_or_slow_rank", 0.7,
+     "the collective never started on some ranks' GPUs"},
+    {"fr.not_started_on_any_gpu", "gpu_xid_or_driver", 0.3,
+     "the collective started on no rank's GPU"},
+};
+
+// The cross-rank Python stacks' rules (diagnose/stacks_analysis.cpp), for the fit's
+// pseudo-observations: their claims name their category themselves.
+constexpr FactCategory kStacks[] = {
+    {"stacks.main_thread_elsewhere", "straggler_or_slow_rank", 0.75,
+     "one rank's main thread is elsewhere than where the others wait"},
+    {"stacks.different_collectives", "desync_collective_mismatch", 0.6,
+     "ranks wait in different collectives"},
+    {"stacks.all_wait_in_same_collective", "retry_exceeded_network", 0.4,
+     "every rank waits in the same collective"},
 };
 
 // IB port counters (kernel ib_core counters/ and mlx5 hw_counters/) that grew during the job.
@@ -219,6 +240,7 @@ std::span<const FactCategory> PreflightCategories() { return kPreflight; }
 std::span<const FactCategory> WarmupCategories() { return kWarmup; }
 std::span<const FactCategory> CounterCategories() { return kCounters; }
 std::span<const FactCategory> FlightRecorderCategories() { return kFlightRecorder; }
+std::span<const FactCategory> StacksCategories() { return kStacks; }
 
 const FactCategory* FindFactCategory(std::span<const FactCategory> table, std::string_view key) {
   return Find(table, key);

@@ -39,6 +39,8 @@ std::span<const FactCategory> WarmupCategories();
 std::span<const FactCategory> CounterCategories();
 /// The Flight Recorder analysis' cause codes ("fr.laggard").
 std::span<const FactCategory> FlightRecorderCategories();
+/// The cross-rank stacks analysis' rules ("stacks.main_thread_elsewhere").
+std::span<const FactCategory> StacksCategories();
 /// The row of `table` whose key is `key`, nullptr when none.
 const FactCategory* FindFactCategory(std::span<const FactCategory> table, std::string_view key);
 

@@ -26,6 +26,7 @@
 #include "diagnose/ingest.h"
 #include "diagnose/job_report.h"
 #include "diagnose/report.h"
+#include "diagnose/stacks_analysis.h"
 #include "launcher/commands.h"
 
 namespace sl::launcher {
@@ -50,9 +51,9 @@ std::vector<diagnose::CauseClaim> ClaimsOf(const std::vector<diagnose::fr::Cause
   std::vector<diagnose::CauseClaim> claims;
   for (const auto& c : causes) {
     // The category by the analysis' code; a cause without a mapped code keeps its own.
-    const auto* row = diagnose::FindFactCategory(diagnose::FlightRecorderCategories(), c.code);
+    const auto* row = diagnose::FindFactCategory(diagnose::FlightRecorderCategories(), c.rule);
     diagnose::CauseClaim claim{.source = "flight_recorder",
-                               .rule = c.code.empty() ? "fr." + c.category : c.code,
+                               .rule = c.rule.empty() ? "fr." + c.category : c.rule,
                                .category = row != nullptr ? std::string(row->category) : c.category,
                                .confidence = c.confidence,
                                .entity = {},
@@ -118,6 +119,18 @@ std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArg
   auto analysis = diagnose::fr::AnalyzeFlightRecorder(dirs, options);
   if (!analysis || analysis->dumps.empty()) return std::nullopt;
   return std::move(*analysis);
+}
+
+// The ranks' stacks in the bundles of the directory inputs (a run root, a bundle), as claims:
+// who is elsewhere while the others wait (diagnose/stacks_analysis.h). None is fine.
+std::vector<diagnose::CauseClaim> StacksOfInputs(const DiagnoseArgs& args) {
+  const RootedFileReader host("");
+  std::vector<std::string> dirs;
+  for (const auto& in : args.inputs) {
+    if (in != "-" && host.IsDir(in)) dirs.push_back(in);
+  }
+  if (dirs.empty()) return {};
+  return diagnose::StacksClaims(diagnose::ReadBundleStacks(dirs, host));
 }
 
 // Where diagnosis.{md,json,html} go: --out DIR, else the single input when it is a run root
@@ -218,8 +231,9 @@ int RunDiagnose(const DiagnoseArgs& args) {
     return exit_code::kUsage;
   }
   const auto fr = FlightRecorderOfInputs(args);
-  const auto claims =
+  auto claims =
       fr ? ClaimsOf(diagnose::fr::FlightRecorderCauses(*fr)) : std::vector<diagnose::CauseClaim>{};
+  for (auto& c : StacksOfInputs(args)) claims.push_back(std::move(c));
   auto run = diagnose::DiagnoseInputs(args.inputs, stdin, claims);
   if (!run.ok()) {
     std::fprintf(stderr, "safe-launch diagnose: %s\n", run.error().Describe().c_str());

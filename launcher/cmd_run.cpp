@@ -164,6 +164,10 @@ int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
     log::Error("environment plan: {}", plan.error().Describe());
     return exit_code::kUsage;
   }
+  if (args.hang) {
+    if (auto py = PythonStacksFor(*args.hang, ctx, opts.run_dir))
+      recipes::AddPythonStacks(&*plan, ctx.base_env, *py);
+  }
   ctx.job_env = recipes::ApplyPlan(*plan, ctx.base_env);
   ctx.thresholds = plan->thresholds;
   ctx.plan_json = recipes::PlanToJson(*plan);

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <climits>
+#include <csignal>
 
+#include "common/install_layout.h"
 #include "common/log.h"
 #include "diagnose/verdict.h"
 #include "launcher/config.h"
@@ -22,6 +24,7 @@ struct HangArgs {
   bool capture_on_term = false;
   std::string coordinate = "auto";
   double post_mortem_wait_s = 30;
+  bool no_python_stacks = false;
 };
 
 std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
@@ -50,6 +53,9 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
                  "bundles before running `safe-launch diagnose <job run root>`; 0: neither "
                  "(default 30)")
       ->check(SecondsValidator(0, 3600, /*lo_open=*/false));
+  sub.add_flag("--no-python-stacks", args->no_python_stacks,
+               "Do not put safe-launch's sitecustomize on the job's PYTHONPATH (faulthandler "
+               "stacks of every rank on a hang); also SAFE_LAUNCH_PYTHON_STACKS=0");
   return args;
 }
 
@@ -107,6 +113,27 @@ void SetCoordination(const HangArgs& args, const RunContext& ctx, hang::HangOpti
 }
 
 }  // namespace
+
+std::optional<recipes::PythonStacks> PythonStacksFor(const HangArgs& args, const RunContext& ctx,
+                                                     const std::string& run_dir) {
+  if (args.no_python_stacks || run_dir.empty()) return std::nullopt;
+  if (Lookup(ctx.base_env, "SAFE_LAUNCH_PYTHON_STACKS").value_or("") == "0") {
+    log::Info("Python stacks off (SAFE_LAUNCH_PYTHON_STACKS=0)");
+    return std::nullopt;
+  }
+  // Shipped with the binary: P/share/safe-launch/python/ (build/share/... in the build tree).
+  const std::string site = SelfLayout().data_dir + "/python";
+  if (SelfLayout().data_dir.empty() || ::access((site + "/sitecustomize.py").c_str(), R_OK) != 0) {
+    log::Warn(
+        "no {}/sitecustomize.py next to the binary: a hang bundle will have no Python "
+        "stacks of the ranks unless py-spy is installed",
+        site);
+    return std::nullopt;
+  }
+  // A real-time signal: frameworks take SIGUSR1/SIGUSR2 (Lightning requeues on SIGUSR1 under
+  // Slurm), and glibc keeps SIGRTMIN's first two for threads (SIGRTMIN is already past them).
+  return recipes::PythonStacks{site, run_dir + "/pystacks", SIGRTMIN + kPythonStacksSignalOffset};
+}
 
 Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext& ctx,
                                                 watchdog::Supervisor& sup) {

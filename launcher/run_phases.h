@@ -14,6 +14,7 @@
 #include "common/node_facts.h"
 #include "common/result.h"
 #include "common/thresholds.h"
+#include "recipes/plan.h"
 #include "watchdog/supervisor.h"
 
 namespace sl::preflight {
@@ -71,5 +72,12 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub);
 /// exit_code::kUsage before the job starts.
 Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext& ctx,
                                                 watchdog::Supervisor& sup);
+/// SIGRTMIN + this is the signal the job's Python processes register faulthandler on.
+inline constexpr int kPythonStacksSignalOffset = 7;
+/// Python stacks on demand for the environment plan (recipes::AddPythonStacks): safe-launch's
+/// sitecustomize (shipped next to the binary) and `run_dir`/pystacks; nullopt with
+/// --no-python-stacks, SAFE_LAUNCH_PYTHON_STACKS=0, or when the sitecustomize is not found.
+std::optional<recipes::PythonStacks> PythonStacksFor(const HangArgs& args, const RunContext& ctx,
+                                                     const std::string& run_dir);
 
 }  // namespace sl::launcher

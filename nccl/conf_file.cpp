@@ -28,7 +28,7 @@ std::vector<ConfValue> ParseConfFile(std::string_view text, std::string_view pat
     v.name = std::string(line.substr(0, std::min(eq, kNcclConfField)));
     v.value = std::string(line.substr(eq + 1, kNcclConfField));
     v.origin = std::string(path) + ":" + std::to_string(line_no);
-    if (problems && (v.name != Trim(v.name) || !v.value.empty() && v.value.back() == '\r')) {
+    if (problems && (v.name != Trim(v.name) || (!v.value.empty() && v.value.back() == '\r'))) {
       problems->push_back(
           MakeError("NCCL reads this line as variable '" + Printable(v.name) + "' = '" +
                         Printable(v.value) + "' (spaces or a CR are kept), so it has no effect",

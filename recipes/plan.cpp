@@ -615,6 +615,33 @@ std::string PlanToText(const Plan& plan) {
   return o.str();
 }
 
+void AddPythonStacks(Plan* plan, const Environment& env, const PythonStacks& stacks) {
+  const std::string own = Lookup(env, "PYTHONPATH").value_or("");
+  std::erase_if(plan->entries, [](const PlanEntry& e) {
+    return e.name == "PYTHONPATH" || e.name == "SAFE_LAUNCH_PYSTACKS_DIR" ||
+           e.name == "SAFE_LAUNCH_PYSTACKS_SIGNAL";
+  });
+  plan->entries.push_back(
+      {"PYTHONPATH", own.empty() ? stacks.site_dir : stacks.site_dir + ":" + own, Source::kComputed,
+       kCaptureOrigin,
+       "safe-launch's sitecustomize first (Python stacks on signal " +
+           std::to_string(stacks.signal) +
+           " for the hang capture; it then imports the job's own "
+           "sitecustomize), then " +
+           (own.empty() ? std::string("nothing: PYTHONPATH was unset") : "your PYTHONPATH, kept"),
+       ""});
+  plan->entries.push_back({"SAFE_LAUNCH_PYSTACKS_DIR", stacks.stacks_dir, Source::kComputed,
+                           kCaptureOrigin,
+                           "each Python process of the job writes its stacks to pid_<pid>.txt "
+                           "here when signalled",
+                           ""});
+  plan->entries.push_back({"SAFE_LAUNCH_PYSTACKS_SIGNAL", std::to_string(stacks.signal),
+                           Source::kComputed, kCaptureOrigin,
+                           "the real-time signal the hang capture sends to registered ranks "
+                           "(not SIGUSR1/2, which frameworks use)",
+                           ""});
+}
+
 Environment ApplyPlan(const Plan& plan, Environment env) {
   for (const auto& e : plan.entries) {
     if (e.source != Source::kConfFile) env[e.name] = e.value;

@@ -37,11 +37,11 @@ struct PlanEntry {
   std::string name;  ///< as exported (already renamed for the detected torch version)
   std::string value;
   Source source = Source::kRecipe;
-  std::string origin;  ///< "environment", "recipes/default.toml:12"
-  std::string reason;  ///< why this value (for computed: the facts used)
+  std::string origin{};  ///< "environment", "recipes/default.toml:12"
+  std::string reason{};  ///< why this value (for computed: the facts used)
   /// For kUser/kConfFile entries: what the recipe would have set ("" when the recipe has no
   /// opinion).
-  std::string recipe_value;
+  std::string recipe_value{};
 };
 
 using nccl::Conflict;
@@ -102,6 +102,17 @@ std::string PlanToShell(const Plan& plan);
 nlohmann::json PlanToJson(const Plan& plan);
 /// Human table: name, value, source, origin, reason; then conflicts and notes.
 std::string PlanToText(const Plan& plan);
+/// What Python stacks on demand add to the job's environment (doc/manual.md "Python stacks";
+/// watchdog/hang/python/sitecustomize.py reads these names).
+struct PythonStacks {
+  std::string site_dir;    ///< the directory holding safe-launch's sitecustomize.py
+  std::string stacks_dir;  ///< where each Python process of the job writes pid_<pid>.txt
+  int signal = 0;          ///< the real-time signal it registers faulthandler on
+};
+/// Adds PYTHONPATH (`site_dir` first, then the job's own PYTHONPATH from `env`, kept whole),
+/// SAFE_LAUNCH_PYSTACKS_DIR and SAFE_LAUNCH_PYSTACKS_SIGNAL, origin "safe-launch (hang capture)".
+void AddPythonStacks(Plan* plan, const Environment& env, const PythonStacks& stacks);
+
 /// `env` with every plan entry set (user entries are already there, unchanged).
 Environment ApplyPlan(const Plan& plan, Environment env);
 /// Single-quotes a value for sh.

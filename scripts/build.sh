@@ -1,9 +1,42 @@
 #!/usr/bin/env bash
 # Configures and builds safe-launch into build/ (executables in build/bin/).
+#   build.sh                  everything: the binary, the warm-up helper, tests, man page
+#   build.sh --demo           only what the demo runs: safe-launch and safe-launch-warmup
+#   build.sh --configure-only
+# Configuring again is cheap and picks up packages installed since (pandoc, libtorch). Under CI
+# (CI=true) warnings are errors; users' builds only print them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-fi
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+mode=${1:-all}
+werror=OFF
+[ "${CI:-}" = true ] && werror=ON
+mkdir -p "$BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSAFE_LAUNCH_WERROR=$werror >"$BUILD_DIR/configure.log" 2>&1 ||
+  { cat "$BUILD_DIR/configure.log"; exit 1; }
+grep -E "^CMake (Warning|Error)" -A3 "$BUILD_DIR/configure.log" || true
+case $mode in
+  --configure-only) exit 0 ;;
+  --demo)
+    targets=(safe-launch)
+    ninja -C "$BUILD_DIR" -t targets all | grep -q '^safe-launch-warmup:' && targets+=(safe-launch-warmup)
+    ;;
+  all) targets=(all) ;;
+  *) echo "usage: build.sh [--demo|--configure-only]" >&2; exit 2 ;;
+esac
+# ninja's [n/N] lines become one progress line: rewritten in place on a terminal, every 10% else.
+set -o pipefail
+NINJA_STATUS='[%f/%t] ' cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${targets[@]}" 2>&1 |
+  awk -v tty="$([ -t 1 ] && echo 1 || echo 0)" -v what="${targets[*]}" '
+    /^\[[0-9]+\/[0-9]+\] / {
+      split(substr($1, 2, length($1) - 2), a, "/"); done = a[1]; total = a[2]
+      pct = int(100 * done / total)
+      if (tty) { printf "\r  build %s: %d/%d", what, done, total; fflush() }
+      else if (pct >= next_pct || done == total) {
+        printf "  build %s: %d/%d\n", what, done, total; fflush(); next_pct = pct - pct % 10 + 10 }
+      next
+    }
+    /^ninja: no work to do/ { printf "  build %s: up to date\n", what; next }
+    { if (tty && done) printf "\n"; print; fflush() }
+    END { if (tty && done) printf "\n" }'

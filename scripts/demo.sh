@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# The main job, as a demo on a fresh Debian 12 machine: installs packages, builds, then shows
-# what safe-launch does today on this machine and on a fixture tree of a broken RoCE node.
+# The main job, as a demo on a fresh Debian 12 machine: installs the packages it needs, builds only
+# what it runs (the safe-launch binary and the warm-up helper: no tests), then shows what
+# safe-launch does on this machine and on fixture trees of broken nodes. One progress line per
+# phase; what is built already is not built again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build.sh
-SL=${SAFE_LAUNCH:-build/bin/safe-launch}  # packaging/try-deb.sh: the installed /usr/bin/safe-launch
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+BUILD_DIR=${BUILD_DIR:-build}
+T0=$(date +%s)
+N_PHASES=13
+phase_no=0
+phase() {  # the progress line of the next phase, with the time since the start
+  phase_no=$((phase_no + 1))
+  printf '\n\033[1m[demo %d/%d, %ds] %s\033[0m\n' "$phase_no" "$N_PHASES" "$(($(date +%s) - T0))" "$*"
+}
+step() { phase "$@"; }
+
+phase "packages (Debian 12; skipped when installed)"
+bash scripts/install-deps.sh --demo
+phase "configure ($BUILD_DIR)"
+bash scripts/build.sh --configure-only
+phase "build: safe-launch and safe-launch-warmup"
+bash scripts/build.sh --demo
+SL=${SAFE_LAUNCH:-$BUILD_DIR/bin/safe-launch}  # packaging/try-deb.sh: the installed /usr/bin/safe-launch
 
 step "preflight of this machine"
 $SL preflight || true
@@ -25,8 +40,10 @@ $SL env --sysroot tests/fixtures/ib-healthy --run-dir /tmp/safe-launch-demo-env
 
 step "hang detection: replay of a real torch 2.11 watchdog timeout -> bundle, job stopped (exit 124)"
 DEMO_RUN=$(mktemp -d)/run
-$SL --no-preflight --no-warmup --run-dir "$DEMO_RUN" -- build/bin/sl-test-child replay \
-  tests/fixtures/logs/watchdog_timeout.torchrun.txt 100 hang || echo "safe-launch exited $?"
+# The job prints the real log a line every 0.1 s, then hangs, as the real job did.
+$SL --no-preflight --no-warmup --run-dir "$DEMO_RUN" -- bash -c \
+  'while IFS= read -r l; do printf "%s\n" "$l"; sleep 0.1; done <"$0"; exec sleep 600' \
+  tests/fixtures/logs/watchdog_timeout.torchrun.txt || echo "safe-launch exited $?"
 ls -l "$DEMO_RUN"
 sed -n 1,20p "$DEMO_RUN"/hang-*/summary.md
 
@@ -40,7 +57,7 @@ ls "$DEMO_JOB"
 sed -n '/"exit_status"/p;/"state"/p' "$DEMO_JOB/status.json"
 
 step "warm-up: 2 nodes x 2 ranks on loopback (two safe-launch processes, RoCE fixtures, libtorch Gloo)"
-if [ -x build/bin/safe-launch-warmup ]; then
+if [ -x "$BUILD_DIR/bin/safe-launch-warmup" ]; then
   # Every node of a job shares one secret, so only the job's own nodes can answer in the store.
   export SAFE_LAUNCH_WARMUP_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   WU=$(mktemp -d)
@@ -62,3 +79,5 @@ if [ -x build/bin/safe-launch-warmup ]; then
 else
   echo "(safe-launch-warmup not built: libtorch not found)"
 fi
+
+printf '\n[demo] done in %ds\n' "$(($(date +%s) - T0))"

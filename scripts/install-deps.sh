@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package safe-launch needs to build, test and run its demo.
+# Installs the Debian 12 packages safe-launch needs.
+#   install-deps.sh          everything: build, test suite, packaging
+#   install-deps.sh --demo   only what the demo builds and runs
+#   install-deps.sh --dev    everything, and the development tooling (scikit-learn for the
+#                            diagnosis model's refit, scripts/fit-diagnosis.sh)
 # Idempotent: skips apt when everything is already there.
 set -euo pipefail
+# Build and run (the demo).
 PKGS=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev libgloo-dev python3-torch
@@ -9,14 +14,17 @@ PKGS=(
   libtomlplusplus-dev catch2 libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   rdma-core libibverbs-dev ibverbs-utils libarchive-dev
   libssl-dev  # libcrypto: HMAC-SHA256 of the warm-up store (warmup/store_auth.cpp)
+  iproute2 procps ccache
+)
+[ "${1:-}" = --demo ] || PKGS+=(
   openmpi-bin slurm-wlm
-  iproute2 procps clang libclang-rt-14-dev
-  ccache
+  clang libclang-rt-14-dev
   chromium  # headless DOM check of diagnosis.html (tests/integration/diagnose_fr)
   patchelf  # the relocatable tarball (packaging/make-tarball.sh) and scripts/device-kit.sh
   pandoc    # safe-launch(1) from doc/manual.md (packaging/manpage.cmake)
   lintian man-db bash-completion  # the package test (tests/integration/package)
 )
+[ "${1:-}" = --dev ] && PKGS+=(python3-sklearn)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

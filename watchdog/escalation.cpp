@@ -30,20 +30,21 @@ std::vector<EscalationAction> Escalation::On(const EscalationEvent& e, Clock::ti
     case EscalationEvent::Kind::kStopRequest:
       if (stop_ || job_exited_) return {};
       StartStop(e, now);
-      return {{Kind::kTermJob,
-               "stop (" + e.by + ": " + e.reason + "): sent SIGTERM to the job (pid ",
-               "), descendants get TERM/KILL in " + Seconds(times_.kill_grace) + " s"}};
+      return {{.kind = Kind::kTermJob,
+               .text = "stop (" + e.by + ": " + e.reason + "): sent SIGTERM to the job (pid ",
+               .tail = "), descendants get TERM/KILL in " + Seconds(times_.kill_grace) + " s"}};
     case EscalationEvent::Kind::kTick:
       return job_exited_ ? OnTickExited(e, now) : OnTickRunning(now);
     case EscalationEvent::Kind::kJobExited:
       job_exited_ = true;
       if (e.leftovers == 0) {
         finished_ = true;
-        return {{Kind::kFinish}};
+        return {{.kind = Kind::kFinish}};
       }
       sweep_kill_at_ = now + times_.sweep_grace;
-      return {{Kind::kTermAll, "the job exited; sent SIGTERM to ",
-               " leftover process(es):" + e.leftover_list}};
+      return {{.kind = Kind::kTermAll,
+               .text = "the job exited; sent SIGTERM to ",
+               .tail = " leftover process(es):" + e.leftover_list}};
   }
   return {};
 }
@@ -58,8 +59,9 @@ std::vector<EscalationAction> Escalation::OnStopSignal(const EscalationEvent& e,
   last_sender_ = e.sender;
   last_signal_ = now;
   if (same_burst)
-    return {{Kind::kLog, e.by + " again within " + Seconds(times_.stop_burst) +
-                             " s: the same stop, the grace goes on"}};
+    return {{.kind = Kind::kLog,
+             .text = e.by + " again within " + Seconds(times_.stop_burst) +
+                     " s: the same stop, the grace goes on"}};
   // The signal itself was already forwarded to the job by the loop: nothing more to send now.
   if (++stop_signals_ == 1) {
     if (!stop_) StartStop(e, now);
@@ -68,20 +70,22 @@ std::vector<EscalationAction> Escalation::OnStopSignal(const EscalationEvent& e,
   if (escalated_) return {};
   // A second SIGINT/SIGTERM: the user (or Slurm) is out of patience -- skip the grace.
   grace_deadline_ = now;
-  return {{Kind::kLog, "second " + e.by + ": skipping the rest of the grace"}};
+  return {{.kind = Kind::kLog, .text = "second " + e.by + ": skipping the rest of the grace"}};
 }
 
 std::vector<EscalationAction> Escalation::OnTickRunning(Clock::time_point now) {
   std::vector<EscalationAction> out;
   if (grace_deadline_ && !escalated_ && now >= *grace_deadline_) {
     escalated_ = true;
-    out.push_back({Kind::kTermAll, "grace ran out: sent SIGTERM to the job and ",
-                   " descendant(s); SIGKILL follows in " +
-                       std::to_string(times_.sweep_grace.count()) + " ms"});
+    out.push_back({.kind = Kind::kTermAll,
+                   .text = "grace ran out: sent SIGTERM to the job and ",
+                   .tail = " descendant(s); SIGKILL follows in " +
+                           std::to_string(times_.sweep_grace.count()) + " ms"});
     kill_deadline_ = now + times_.sweep_grace;
   }
   if (kill_deadline_ && now >= *kill_deadline_) {
-    out.push_back({Kind::kKillAll, "sent SIGKILL to ", " remaining process(es)"});
+    out.push_back(
+        {.kind = Kind::kKillAll, .text = "sent SIGKILL to ", .tail = " remaining process(es)"});
     kill_deadline_ = now + times_.kill_retry;  // again if one survived
   }
   return out;
@@ -91,16 +95,18 @@ std::vector<EscalationAction> Escalation::OnTickExited(const EscalationEvent& e,
                                                        Clock::time_point now) {
   if (e.leftovers == 0) {
     finished_ = true;
-    return {{Kind::kFinish}};
+    return {{.kind = Kind::kFinish}};
   }
   if (!sweep_kill_at_ || now < *sweep_kill_at_) return {};
-  std::vector<EscalationAction> out{{Kind::kKillAll, "sent SIGKILL to ", " leftover process(es)"}};
+  std::vector<EscalationAction> out{
+      {.kind = Kind::kKillAll, .text = "sent SIGKILL to ", .tail = " leftover process(es)"}};
   sweep_kill_at_ = now + times_.kill_retry;
   if (++kill_rounds_ > times_.max_kill_rounds) {
     finished_ = true;
-    out.push_back({Kind::kFinish, std::to_string(e.leftovers) +
-                                      " process(es) survived SIGKILL (uninterruptible sleep?); "
-                                      "giving up"});
+    out.push_back({.kind = Kind::kFinish,
+                   .text = std::to_string(e.leftovers) +
+                           " process(es) survived SIGKILL (uninterruptible sleep?); "
+                           "giving up"});
   }
   return out;
 }

@@ -24,11 +24,11 @@ namespace sl::watchdog {
 struct EscalationEvent {
   enum class Kind { kStopSignal, kStopRequest, kTick, kJobExited };
   Kind kind = Kind::kTick;
-  std::string by;      ///< kStopSignal: "SIGTERM from pid 812 (slurmstepd)"; kStopRequest: who
-  std::string reason;  ///< kStopSignal/kStopRequest: why
+  std::string by{};      ///< kStopSignal: "SIGTERM from pid 812 (slurmstepd)"; kStopRequest: who
+  std::string reason{};  ///< kStopSignal/kStopRequest: why
   /// kTick after the job exited and kJobExited: live descendants left (0 = none).
   std::size_t leftovers = 0;
-  std::string leftover_list;  ///< kJobExited: " 812(python) 813(python)" for the log
+  std::string leftover_list{};  ///< kJobExited: " 812(python) 813(python)" for the log
   /// kStopSignal: the sender's pid (0 = the terminal/kernel, -1 = unknown: never one burst).
   long sender = -1;
 };
@@ -39,8 +39,8 @@ struct EscalationEvent {
 struct EscalationAction {
   enum class Kind { kTermJob, kTermAll, kKillAll, kLog, kFinish };
   Kind kind = Kind::kLog;
-  std::string text;  ///< kFinish: a warning to log, or "" when nothing is left
-  std::string tail;
+  std::string text{};  ///< kFinish: a warning to log, or "" when nothing is left
+  std::string tail{};
   bool operator==(const EscalationAction&) const = default;
 };
 

@@ -694,8 +694,9 @@ void Supervisor::Impl::ReadSignals() {
             std::to_string(pid) + ")");
     }
     if (sig == SIGTERM || sig == SIGINT) {
-      EscalationEvent e{EscalationEvent::Kind::kStopSignal, SignalName(sig) + " " + from,
-                        "forwarded " + SignalName(sig) + " to the job"};
+      EscalationEvent e{.kind = EscalationEvent::Kind::kStopSignal,
+                        .by = SignalName(sig) + " " + from,
+                        .reason = "forwarded " + SignalName(sig) + " to the job"};
       e.sender = static_cast<long>(si.ssi_pid);
       const bool first = !esc->Stopping();
       Apply(esc->On(e, received));
@@ -715,7 +716,7 @@ void Supervisor::Impl::ReadSignals() {
 }
 
 void Supervisor::Impl::TakeStopRequest() {
-  EscalationEvent e{EscalationEvent::Kind::kStopRequest};
+  EscalationEvent e{.kind = EscalationEvent::Kind::kStopRequest};
   {
     std::lock_guard lock(stop_mu);
     if (!stop_requested || stop_acted) return;
@@ -782,13 +783,13 @@ void Supervisor::Impl::Loop() {
     Reap();
     const auto now = Clock::now();
     if (!job_reaped) {
-      Apply(esc->On({EscalationEvent::Kind::kTick}, now));
+      Apply(esc->On({.kind = EscalationEvent::Kind::kTick}, now));
       if (self->hooks_.on_tick) self->hooks_.on_tick(now);
       continue;
     }
     auto left = LiveDescendants(parent, HelperPids());
-    EscalationEvent e{esc->JobExited() ? EscalationEvent::Kind::kTick
-                                       : EscalationEvent::Kind::kJobExited};
+    EscalationEvent e{.kind = esc->JobExited() ? EscalationEvent::Kind::kTick
+                                               : EscalationEvent::Kind::kJobExited};
     e.leftovers = left.size();
     for (pid_t d : left) e.leftover_list += " " + std::to_string(d) + "(" + ProcComm(d) + ")";
     Apply(esc->On(e, now));

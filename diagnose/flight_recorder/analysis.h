@@ -52,7 +52,13 @@ struct PgFinding {
   std::uint32_t op = 0, shape = 0;  ///< what most ranks entered there
   std::string mismatch;             ///< "op", "sizes", "dtypes" for kDesync
   std::vector<int> members, entered, completed, never_entered, no_dump;
-  std::vector<OddRank> odd;  ///< kDesync: ranks in a different op/shape
+  /// Entered, not completed, and recorded as started on the GPU (state "started"): NCCL only.
+  /// torch records a start only with TORCH_NCCL_ENABLE_TIMING=1 (starts_recorded says whether
+  /// this group's dumps hold any); without it "scheduled" means "not completed yet".
+  std::vector<int> started;
+  bool states_kept = false;      ///< NCCL dumps: entry states are kept (Gloo leaves "scheduled")
+  bool starts_recorded = false;  ///< some entry of the group has a start time or state "started"
+  std::vector<OddRank> odd;      ///< kDesync: ranks in a different op/shape
   /// Evidence: (rank, entry index) of one rank on each side, most telling first.
   std::vector<std::pair<int, std::uint32_t>> samples;
   std::int64_t first_created_ns = 0;  ///< earliest time_created of the stuck collective

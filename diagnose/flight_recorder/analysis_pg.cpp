@@ -36,6 +36,7 @@ struct Sig {
   std::uint64_t value = 0;
   std::size_t first = 0;  // position in View::idx
   bool completed = true;
+  bool started = false;  // NCCL: an entry recorded as started on the GPU, not completed
 };
 
 std::optional<Sig> SigAt(const View& v, std::int64_t s, bool p2p, std::int64_t gloo_done_below) {
@@ -49,6 +50,7 @@ std::optional<Sig> SigAt(const View& v, std::int64_t s, bool p2p, std::int64_t g
     sig.value = sig.value * 1000003u + one + 1;
     bool done = v.dump->gloo ? s < gloo_done_below : e.state == State::kCompleted;
     sig.completed = sig.completed && done;
+    sig.started = sig.started || (!v.dump->gloo && e.state == State::kStarted);
   }
   return sig;
 }
@@ -118,7 +120,11 @@ void Classify(const FrAnalysis& a, const std::vector<View>& views, std::int64_t 
       continue;
     }
     f->entered.push_back(v.rank);
-    if (sig->completed) f->completed.push_back(v.rank);
+    if (sig->completed) {
+      f->completed.push_back(v.rank);
+    } else if (sig->started) {
+      f->started.push_back(v.rank);
+    }
     groups[sig->value].push_back({&v, *sig});
   }
   // The majority is what the job meant; ties go to the larger signature value, never to
@@ -214,6 +220,14 @@ PgFinding AnalysePg(const FrAnalysis& a, GroupKey key, std::vector<View> views) 
   if (mismatch != kNone && mismatch <= seq) seq = mismatch;
   if (seq == kNone || seq > top) return f;  // nothing stuck: every rank completed all it holds
   f.seq = seq;
+  for (const View& v : views) {
+    if (v.dump->gloo) continue;
+    f.states_kept = true;
+    for (std::uint32_t i : v.idx) {
+      const Entry& e = v.dump->entries[i];
+      f.starts_recorded = f.starts_recorded || e.t_started > 0 || e.state == State::kStarted;
+    }
+  }
   Classify(a, views, gloo_below, &f);
   return f;
 }

@@ -4,7 +4,7 @@
 // None, the memo, FRAME and marks. It never imports or calls anything: GLOBAL, STACK_GLOBAL,
 // REDUCE, INST, OBJ, NEWOBJ(_EX), BUILD, EXT*, PERSID and out-of-band buffers are refused with
 // the opcode and its byte offset. Flight Recorder dumps come from other users' jobs, and torch's
-// real dumps (torch 2.11, tests/ and ../shared/fixtures) contain none of them.
+// real dumps (torch 2.11, tests/fixtures/device) contain none of them.
 //
 // Values live in flat arenas owned by PickleDoc (no allocation per value, strings are views into
 // the input), so a 2000-entry dump costs a few vectors that the next file reuses.

@@ -71,7 +71,7 @@ Cause DesyncCause(const FrAnalysis& a, const PgFinding& f) {
   for (const OddRank& o : f.odd) odd.push_back(o.rank);
   const OddRank& o = f.odd.front();
   Cause c;
-  c.code = "fr.desync";
+  c.rule = "fr.desync";
   c.category = "desync_collective_mismatch";
   c.confidence = 0.9;
   c.entity = a.DescribeRanks(odd);
@@ -90,7 +90,7 @@ Cause DesyncCause(const FrAnalysis& a, const PgFinding& f) {
 
 Cause LaggardCause(const FrAnalysis& a, const PgFinding& f) {
   Cause c;
-  c.code = "fr.laggard";
+  c.rule = "fr.laggard";
   c.category = "straggler_or_slow_rank";
   c.confidence = 0.8;
   c.entity = a.DescribeRanks(f.never_entered);
@@ -106,7 +106,7 @@ Cause LaggardCause(const FrAnalysis& a, const PgFinding& f) {
 
 Cause MissingCause(const FrAnalysis& a, const PgFinding& f, double confidence) {
   Cause c;
-  c.code = "fr.missing_dump";
+  c.rule = "fr.missing_dump";
   c.category = "oom_or_crash_other_rank";
   c.confidence = confidence;
   c.entity = a.DescribeRanks(f.no_dump);
@@ -125,22 +125,130 @@ Cause MissingCause(const FrAnalysis& a, const PgFinding& f, double confidence) {
   return c;
 }
 
-Cause StuckCause(const FrAnalysis& a, const PgFinding& f) {
+std::string TimingNote(const PgFinding& f) {
+  return f.starts_recorded ? ""
+                           : " (torch records a GPU start only with TORCH_NCCL_ENABLE_TIMING=1; "
+                             "without it \"scheduled\" means not completed yet)";
+}
+
+// A group of one rank: nothing goes over the network, so the rank's own GPU holds it.
+void OneRankCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* out) {
+  const std::string coll = CollectiveName(a, f);
+  const std::string timing_note = TimingNote(f);
+  const bool started = !f.started.empty();
+  const std::string entity = a.DescribeRanks(f.members);
+  {
+    Cause c;
+    c.category = started ? "gpu_xid_or_driver" : "straggler_or_slow_rank";
+    c.rule = started ? "fr.one_rank_started_not_completed" : "fr.one_rank_not_started";
+    c.confidence = started ? 0.45 : 0.55;
+    c.entity = entity;
+    c.message = started ? fmt::format(
+                              "{} is a group of one rank ({}): {} started on its GPU and never "
+                              "completed; with no peer to wait for, the GPU or driver is stuck",
+                              PgLabel(f), c.entity, coll)
+                        : fmt::format(
+                              "{} is a group of one rank ({}): {} never started on its GPU "
+                              "(state {}){}, so it waits behind the rank's own earlier work on "
+                              "its stream (a long or hung kernel), not in the transport: a "
+                              "one-rank collective sends nothing over the network",
+                              PgLabel(f), c.entity, coll, f.states_kept ? "scheduled" : "unknown",
+                              timing_note);
+    c.fix = started ? "check the GPU: nvidia-smi, Xid lines in the kernel log; reset or drain the "
+                      "node when it does not recover"
+                    : "find the GPU work queued before the collective on this rank (its stack "
+                      "in the hang bundle, a profiler trace): a kernel that runs long or never "
+                      "ends; raise the process-group timeout where long work is expected";
+    c.evidence = Samples(a, f);
+    out->push_back(std::move(c));
+    if (!started) {
+      Cause g;
+      g.category = "gpu_xid_or_driver";
+      g.rule = "fr.one_rank_not_started_gpu";
+      g.confidence = 0.25;
+      g.entity = entity;
+      g.message = fmt::format("a wedged GPU or driver would also keep {} from starting on {}'s GPU",
+                              coll, entity);
+      g.fix =
+          "nvidia-smi and the kernel log (Xid, NVRM) on the rank's node tell a hung GPU "
+          "from long work";
+      g.evidence = Samples(a, f);
+      out->push_back(std::move(g));
+    }
+  }
+}
+
+// Every member entered and none completed. Where the time goes is in the entries' states
+// (NCCL keeps them, Gloo does not): a collective "started" on every GPU and not completed is
+// stuck in the transport; one still "scheduled" on some ranks while others started it is queued
+// behind their own GPU work; and a group of one rank has no transport to be stuck in.
+void StuckCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* out) {
+  if (f.members.size() == 1) {
+    OneRankCauses(a, f, out);
+    return;
+  }
+  const std::string coll = CollectiveName(a, f);
+  const std::string timing_note = TimingNote(f);
+  std::vector<int> queued;  // entered, neither started nor completed on its GPU
+  for (int r : f.entered) {
+    if (!std::binary_search(f.started.begin(), f.started.end(), r)) queued.push_back(r);
+  }
+  if (f.states_kept && !f.started.empty() && !queued.empty()) {
+    Cause c;
+    c.category = "straggler_or_slow_rank";
+    c.rule = "fr.not_started_on_some_gpus";
+    c.confidence = 0.7;
+    c.entity = a.DescribeRanks(queued);
+    c.message = fmt::format(
+        "{} entered {} but it never started on their GPU (state scheduled) while {} started it "
+        "and wait: the late ranks' streams are busy with earlier work",
+        c.entity, coll, a.DescribeRanks(f.started));
+    c.fix =
+        "find the GPU work queued before the collective on the late ranks (their stacks in "
+        "the hang bundle, a profiler trace): uneven compute, a long kernel, a slow GPU";
+    c.evidence = Samples(a, f);
+    out->push_back(std::move(c));
+    return;
+  }
+  if (f.states_kept && f.starts_recorded && f.started.empty()) {
+    Cause c;
+    c.category = "gpu_xid_or_driver";
+    c.rule = "fr.not_started_on_any_gpu";
+    c.confidence = 0.3;
+    c.entity = fmt::format("{} ({} ranks)", PgLabel(f), f.entered.size());
+    c.message = fmt::format(
+        "every rank of {} entered {} and it started on none of their GPUs (state scheduled, "
+        "starts recorded): the GPUs are busy with earlier work, not the transport",
+        PgLabel(f), coll);
+    c.fix =
+        "look at what runs on the GPUs before the collective (stacks, nvidia-smi, a "
+        "profiler trace) and at the kernel log (Xid)";
+    c.evidence = Samples(a, f);
+    out->push_back(std::move(c));
+    return;
+  }
   Cause c;
-  c.code = "fr.stuck_all";
+  c.rule = "fr.stuck_all";
   c.category = "retry_exceeded_network";
-  c.confidence = 0.5;
+  c.confidence = f.states_kept && !f.started.empty() ? 0.55 : 0.5;
   c.entity = fmt::format("{} ({} ranks)", PgLabel(f), f.entered.size());
-  c.message = fmt::format(
-      "every rank of {} entered {} with the same op and sizes and none completed it: the "
-      "program is consistent, the collective is stuck in the transport (network/fabric suspect)",
-      PgLabel(f), CollectiveName(a, f));
+  c.message = f.states_kept && !f.started.empty()
+                  ? fmt::format(
+                        "every rank of {} entered {} with the same op and sizes, it started on "
+                        "every GPU and none completed it: the collective is stuck in the "
+                        "transport (network/fabric suspect)",
+                        PgLabel(f), coll)
+                  : fmt::format(
+                        "every rank of {} entered {} with the same op and sizes and none "
+                        "completed it: the program is consistent, the collective is stuck in the "
+                        "transport (network/fabric suspect){}",
+                        PgLabel(f), coll, f.states_kept ? timing_note : "");
   c.fix =
       "check the fabric between these ranks' nodes: IB port state and error counters "
       "(`safe-launch preflight` on every node), NCCL_DEBUG=INFO transport and retry lines, "
       "NCCL_IB_TIMEOUT; the dumps alone cannot name the link";
   c.evidence = Samples(a, f);
-  return c;
+  out->push_back(std::move(c));
 }
 
 Cause PartialCause(const FrAnalysis& a, const PgFinding& f) {
@@ -149,7 +257,7 @@ Cause PartialCause(const FrAnalysis& a, const PgFinding& f) {
     if (!std::binary_search(f.completed.begin(), f.completed.end(), r)) waiting.push_back(r);
   }
   Cause c;
-  c.code = "fr.partial";
+  c.rule = "fr.partial";
   c.category = "unknown";
   c.confidence = 0.3;
   c.entity = a.DescribeRanks(waiting);
@@ -188,7 +296,7 @@ std::vector<Cause> FlightRecorderCauses(const FrAnalysis& a) {
         out.push_back(MissingCause(a, f, 0.6));
         break;
       case PgVerdict::kStuckAll:
-        out.push_back(StuckCause(a, f));
+        StuckCauses(a, f, &out);
         break;
       case PgVerdict::kPartial:
         out.push_back(PartialCause(a, f));

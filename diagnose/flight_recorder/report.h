@@ -17,15 +17,16 @@ struct EvidenceItem {
 
 /// One cause, as `safe-launch diagnose` reports causes.
 struct Cause {
-  /// The analysis' own code ("fr.laggard"): the diagnosis maps it to its category by code
-  /// (diagnose/job_facts.cpp FlightRecorderCategories).
-  std::string code;
   std::string category;  ///< e.g. "straggler_or_slow_rank"
   double confidence = 0;
   std::string entity;   ///< "node gpu07 (ranks 56-63)", "rank 5"
   std::string message;  ///< one sentence: what the dumps show
   std::vector<EvidenceItem> evidence;
   std::string fix;
+  /// The finding's stable id as the engine's claims name it ("" = "fr.<category>"); the
+  /// diagnosis maps it to its category by this code (diagnose/job_facts.cpp
+  /// FlightRecorderCategories).
+  std::string rule;
 };
 
 /// The causes the analysis supports, best first; empty when every group is healthy.

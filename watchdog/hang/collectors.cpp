@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -35,6 +37,25 @@ Environment ParseEnviron(std::string_view text) {
 }
 
 std::vector<std::string> ParseCmdline(std::string_view text) { return Split(text, '\0'); }
+
+bool CatchesSignal(std::string_view proc_status, int sig) {
+  if (sig < 1 || sig > 64) return false;
+  for (const std::string& line : SplitLines(proc_status)) {
+    if (!StartsWith(line, "SigCgt:")) continue;
+    const std::string hex(Trim(std::string_view(line).substr(7)));
+    std::uint64_t mask = 0;
+    for (char c : hex) {
+      const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                    : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
+                    : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
+                                                                : -1;
+      if (d < 0) return false;
+      mask = (mask << 4) | static_cast<std::uint64_t>(d);
+    }
+    return (mask >> (sig - 1)) & 1u;
+  }
+  return false;
+}
 
 std::vector<RankProc> FindRanks(const FileReader& reader, const std::vector<pid_t>& pids) {
   std::vector<RankProc> all;
@@ -298,15 +319,19 @@ CollectorOutcome CollectStacks(const CaptureContext& ctx, Bundle& bundle) {
     o.error = "no live job process";
     return o;
   }
-  bool have_pyspy = false;
+  // py-spy by the path found on the job's PATH: the helper runs with safe-launch's own PATH.
+  std::string pyspy;
   for (const std::string& dir : Split(Lookup(ctx.job_env, "PATH").value_or("/usr/bin:/bin"), ':')) {
-    if (access((dir + "/py-spy").c_str(), X_OK) == 0) have_pyspy = true;
+    if (pyspy.empty() && !dir.empty() && access((dir + "/py-spy").c_str(), X_OK) == 0)
+      pyspy = dir + "/py-spy";
   }
+  const bool have_pyspy = !pyspy.empty();
   o.details["method"] = have_pyspy && ctx.run_helper ? "py-spy" : "proc";
+  if (have_pyspy) o.details["py_spy"] = pyspy;
   for (pid_t pid : pids) {
     std::string text;
     if (have_pyspy && ctx.run_helper) {
-      auto r = ctx.run_helper({"py-spy", "dump", "--native", "--pid", std::to_string(pid)},
+      auto r = ctx.run_helper({pyspy, "dump", "--native", "--pid", std::to_string(pid)},
                               std::chrono::milliseconds(3000));
       if (r.ok())
         text = fmt::format("# py-spy dump --native --pid {} (exit {}{})\n{}", pid, r->exit_status,
@@ -335,6 +360,145 @@ CollectorOutcome CollectStacks(const CaptureContext& ctx, Bundle& bundle) {
       if (r.pid == pid) rel = fmt::format("stacks/rank_{}_pid_{}.txt", r.rank, pid);
     }
     Account(&o, rel, bundle.WriteFile(rel, text));
+  }
+  return o;
+}
+
+// A rank asked for its Python stacks: its file and the size before the signal.
+struct AskedRank {
+  const RankProc* rank;
+  std::string path;
+  off_t size_before = 0;
+};
+
+// Why a rank is not signalled ("" when it may be): an unregistered real-time signal kills a
+// process, so only a rank whose sitecustomize recorded it (its file) and that catches the
+// signal now (SigCgt; exec resets handlers) is asked.
+std::string WhyNotAsk(const CaptureContext& ctx, const RankProc& r, int sig,
+                      const std::string& path, off_t* size) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      (st.st_uid != ctx.job_uid && st.st_uid != ::geteuid())) {
+    return "no registration file " + path +
+           " (not a Python process, SAFE_LAUNCH_PYTHON_STACKS=0, or the job replaced "
+           "PYTHONPATH or ran python -S/-I)";
+  }
+  auto status = ctx.fs->ReadFile(fmt::format("/proc/{}/status", r.pid), 16384);
+  if (!status.ok() || !CatchesSignal(*status, sig)) {
+    return fmt::format(
+        "signal {} is not caught by pid {} now (its handler is gone): not sent, "
+        "it would kill the rank",
+        sig, r.pid);
+  }
+  *size = st.st_size;
+  return "";
+}
+
+// What faulthandler appended since `size_before`, behind the file's header line; read without
+// following a link.
+Result<std::string> ReadNewStacks(const AskedRank& a) {
+  int fd = ::open(a.path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return MakeError(fmt::format("cannot open: {}", std::strerror(errno)), a.path);
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || data.size() > (8u << 20)) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const std::string header = data.substr(0, data.find('\n') + 1);
+  const std::size_t from = std::min<std::size_t>(data.size(), std::max<off_t>(a.size_before, 0));
+  return header + data.substr(std::max(from, header.size()));
+}
+
+// faulthandler writes from the signal handler at once; a rank is done when its file grew and
+// kept its size for one poll. Returns the indexes of the ranks done within `wait`.
+std::set<std::size_t> WaitForStacks(const std::vector<AskedRank>& asked,
+                                    std::chrono::milliseconds wait) {
+  std::map<std::size_t, off_t> last;
+  std::set<std::size_t> done;
+  const auto until = Clock::now() + wait;
+  while (done.size() < asked.size() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+      struct stat st {};
+      if (done.count(i) || ::lstat(asked[i].path.c_str(), &st) != 0) continue;
+      if (st.st_size > asked[i].size_before && last.count(i) && last[i] == st.st_size)
+        done.insert(i);
+      last[i] = st.st_size;
+    }
+  }
+  return done;
+}
+
+// Python stacks of every rank through faulthandler (safe-launch's sitecustomize registered it on
+// SAFE_LAUNCH_PYSTACKS_SIGNAL): signal each registered rank, wait for its file to grow and settle.
+CollectorOutcome CollectPythonStacks(const CaptureContext& ctx, Bundle& bundle) {
+  CollectorOutcome o;
+  if (!ctx.job_alive || ctx.ranks.empty()) {
+    o.status = "skipped";
+    o.error = ctx.job_alive ? "no rank process (with RANK in its environment) found"
+                            : "the job has ended: no rank to ask";
+    return o;
+  }
+  nlohmann::json ranks = nlohmann::json::array();
+  std::vector<AskedRank> asked;
+  for (const RankProc& r : ctx.ranks) {
+    const auto dir = Lookup(r.env, "SAFE_LAUNCH_PYSTACKS_DIR");
+    const auto sig = ParseInt(Lookup(r.env, "SAFE_LAUNCH_PYSTACKS_SIGNAL").value_or(""));
+    if (!dir || dir->empty() || !sig.ok() || *sig < SIGRTMIN || *sig > SIGRTMAX) {
+      ranks.push_back({{"rank", r.rank},
+                       {"pid", r.pid},
+                       {"status", "not_enabled"},
+                       {"error",
+                        "no SAFE_LAUNCH_PYSTACKS_DIR/SIGNAL in its environment "
+                        "(--no-python-stacks or SAFE_LAUNCH_PYTHON_STACKS=0)"}});
+      continue;
+    }
+    AskedRank a{&r, fmt::format("{}/pid_{}.txt", *dir, r.pid)};
+    if (std::string why = WhyNotAsk(ctx, r, static_cast<int>(*sig), a.path, &a.size_before);
+        !why.empty()) {
+      ranks.push_back(
+          {{"rank", r.rank}, {"pid", r.pid}, {"status", "not_signalled"}, {"error", why}});
+      continue;
+    }
+    if (::kill(r.pid, static_cast<int>(*sig)) != 0) {
+      ranks.push_back({{"rank", r.rank},
+                       {"pid", r.pid},
+                       {"status", "error"},
+                       {"error", fmt::format("kill: {}", std::strerror(errno))}});
+      continue;
+    }
+    asked.push_back(std::move(a));
+  }
+  const std::set<std::size_t> done = WaitForStacks(asked, ctx.pystacks_wait);
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    const RankProc& r = *asked[i].rank;
+    const std::string rel = fmt::format("stacks/rank_{}_pid_{}.py.txt", r.rank, r.pid);
+    nlohmann::json j = {{"rank", r.rank}, {"pid", r.pid}, {"status", "ok"}};
+    if (!done.count(i)) {
+      j["status"] = "error";
+      j["error"] =
+          "signalled, but no stacks were written in time (the rank may be stuck "
+          "holding its output file, or it exited)";
+    }
+    auto text = ReadNewStacks(asked[i]);
+    if (text.ok() && done.count(i)) {
+      Account(&o, rel, bundle.WriteFile(rel, *text));
+      j["file"] = rel;
+    }
+    ranks.push_back(std::move(j));
+  }
+  o.details["ranks"] = ranks;
+  if (asked.empty()) {
+    o.status = "skipped";
+    o.error = "no rank registered for Python stacks (see details.ranks)";
+  } else if (o.files.size() < asked.size() && o.status == "ok") {
+    o.status = "error";
+    o.error = fmt::format("{} of {} signalled ranks wrote no stacks", asked.size() - o.files.size(),
+                          asked.size());
   }
   return o;
 }
@@ -660,6 +824,9 @@ constexpr Collector kCollectors[] = {
      std::chrono::milliseconds(8000), CollectFlightRecorder},
     {"stacks", "stacks of every rank (py-spy dump, /proc/<pid>/task/*/{stat,wchan,stack})",
      std::chrono::milliseconds(8000), CollectStacks},
+    {"python_stacks",
+     "every rank's Python stacks, all threads (faulthandler on SAFE_LAUNCH_PYSTACKS_SIGNAL)",
+     std::chrono::milliseconds(5000), CollectPythonStacks},
     {"nccl_ras", "NCCL RAS VERBOSE STATUS (text and JSON)", std::chrono::milliseconds(4500),
      CollectRas},
     {"ib_counters", "IB port counters, now vs job start", std::chrono::milliseconds(3000),

@@ -86,6 +86,8 @@ struct CaptureContext {
   /// The job's user (owner of /proc/<job_pid>; safe-launch's euid when unknown): only files it
   /// owns are taken from shared places (NCCL debug files).
   uid_t job_uid = 0;
+  /// How long the python_stacks collector waits for the signalled ranks' faulthandler output.
+  std::chrono::milliseconds pystacks_wait{3000};
 };
 
 struct CollectorOutcome {
@@ -133,5 +135,9 @@ std::string ExpandNcclDebugFile(std::string_view pattern, std::string_view host,
 /// NUL-separated /proc/<pid>/environ or cmdline text into a map / argv.
 Environment ParseEnviron(std::string_view text);
 std::vector<std::string> ParseCmdline(std::string_view text);
+
+/// Whether /proc/<pid>/status text says the process catches signal `sig` (SigCgt's bit sig-1):
+/// the python_stacks collector sends its real-time signal only then, since an uncaught one kills.
+bool CatchesSignal(std::string_view proc_status, int sig);
 
 }  // namespace sl::hang

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """safe-launch diagnose --flight-recorder driven as a user would.
 
-usage: diagnose_fr_test.py SAFE_LAUNCH SHARED_DIR CASE
+usage: diagnose_fr_test.py SAFE_LAUNCH CASE
 Exit 0 when the case passes, 1 with a message when not, 77 when it cannot run here (no chromium).
 """
 import glob
@@ -12,8 +12,9 @@ import subprocess
 import sys
 import tempfile
 
-SL, SHARED, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
-GEN = os.path.join(SHARED, "tools", "gen_fr_dumps.py")
+SL, CASE = sys.argv[1], sys.argv[2]
+GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "gen",
+                   "fr_dumps.py")
 TMP = tempfile.mkdtemp(prefix="sl-diag-fr-")
 
 

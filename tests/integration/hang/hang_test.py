@@ -166,6 +166,158 @@ class HangTest(unittest.TestCase):
         self.assert_modes(bundle)
         self.assertLess(elapsed, 60, err[-2000:])
 
+    def test_torchrun_gloo_straggler_in_sleep_is_named_by_its_python_stack(self):
+        """torch 1.13/Gloo has no Flight Recorder: only the ranks' stacks say who held the job.
+        Rank 1 sleeps before all_reduce while rank 0 waits in it; `diagnose RUN_ROOT` (and the
+        post-mortem the supervisor runs there) must name rank 1 with its stack as evidence."""
+        if not os.path.exists(TORCHRUN):
+            self.skipTest("no /usr/bin/torchrun")
+        flag = os.path.join(self.tmp, "workers-started")
+        env = dict(os.environ, HF_TOKEN=SECRET_TOKEN, STALL_FLAG=flag)
+        for k in [k for k in env if k.startswith(("SLURM_", "SAFE_LAUNCH_"))]:
+            del env[k]
+        torchrun = [TORCHRUN, "--nproc_per_node=2", "-r", "1", "-t", "1", "--monitor_interval",
+                    "0.5", "--master_port", str(31500 + os.getpid() % 1000),
+                    os.path.join(SRC, "tests", "integration", "hang", "stall_job.py"),
+                    self.mark, "--api-key", SECRET_KEY]
+        job = ["/bin/sh", "-c",
+               f'(while [ ! -e "{flag}" ]; do echo "waiting for workers"; sleep 0.5; done) & '
+               'exec "$@"', "sh"] + torchrun
+        # The default run directory layout (<cwd>/safe-launch-runs/<job>/<host>) makes the
+        # supervisor run `diagnose <job run root>` after the hang.
+        cmd = [SL, "--no-preflight", "--no-warmup", "--stall-timeout", "5", "--kill-grace", "10",
+               "--"] + job
+        r = subprocess.run(cmd, capture_output=True, timeout=200, env=env, cwd=self.tmp)
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, HANG_EXIT, err[-4000:])
+        self.assertTrue(wait_gone(self.mark), f"left over: {pids_with(self.mark)}")
+        roots = glob.glob(os.path.join(self.tmp, "safe-launch-runs", "*"))
+        self.assertEqual(len(roots), 1, roots)
+        root = roots[0]
+        bundles = [p for p in glob.glob(os.path.join(root, "*", "hang-*")) if os.path.isdir(p)]
+        self.assertEqual(len(bundles), 1, err[-3000:])
+        bundle = bundles[0]
+        manifest = json.load(open(os.path.join(bundle, "manifest.json")))
+        ids = {c["id"]: c for c in manifest["collectors"]}
+        self.assertEqual(ids["python_stacks"]["status"], "ok", ids["python_stacks"])
+        # Every rank wrote all its threads' stacks through faulthandler, and survived the signal
+        # (the straggler's file is there: it was still alive to write it).
+        py = {os.path.basename(p): open(p).read()
+              for p in glob.glob(os.path.join(bundle, "stacks", "rank_*_pid_*.py.txt"))}
+        self.assertEqual(sorted(n.split("_pid_")[0] for n in py), ["rank_0", "rank_1"], py)
+        rank1 = next(t for n, t in py.items() if n.startswith("rank_1_"))
+        self.assertIn("# safe-launch python stacks: pid=", rank1)
+        with open(os.path.join(SRC, "tests", "integration", "hang", "stall_job.py")) as f:
+            sleep_line = 1 + next(i for i, l in enumerate(f) if "time.sleep(3600)" in l)
+        self.assertIn(f'stall_job.py", line {sleep_line} in <module>', rank1)
+        rank0 = next(t for n, t in py.items() if n.startswith("rank_0_"))
+        self.assertIn("in all_reduce", rank0)
+        # /proc wchan and stack are kept as well.
+        proc = open(glob.glob(os.path.join(bundle, "stacks", "rank_1_pid_*[0-9].txt"))[0]).read()
+        self.assertIn("wchan: ", proc)
+        self.assert_nowhere(bundle, [SECRET_TOKEN, SECRET_KEY])
+        plan = json.load(open(os.path.join(os.path.dirname(bundle), "env-plan.json")))
+        names = {e["name"]: e for e in plan["entries"]}
+        self.assertIn("PYTHONPATH", names)
+        self.assertTrue(names["PYTHONPATH"]["value"].endswith("share/safe-launch/python"))
+
+        def check(d, where):
+            top = d["causes"][0]
+            self.assertEqual(top["category"], "straggler_or_slow_rank", json.dumps(d)[:3000])
+            self.assertEqual(top["entity"]["rank"], "1", where)
+            self.assertIn("stacks:stacks.main_thread_elsewhere", top["rules"], where)
+            texts = [e["text"] for e in top["evidence"]]
+            self.assertTrue(any("stall_job.py" in t and f"line {sleep_line}" in t for t in texts),
+                            texts)
+            self.assertTrue(any(e["file"].endswith(".py.txt") for e in top["evidence"]), where)
+
+        # The post-mortem the supervisor ran in the run root.
+        check(json.load(open(os.path.join(root, "diagnosis.json"))), "post-mortem")
+        d = subprocess.run([SL, "diagnose", "--json", "--no-write", root], capture_output=True,
+                           timeout=60)
+        self.assertEqual(d.returncode, 0, d.stderr.decode())
+        check(json.loads(d.stdout), "diagnose RUN_ROOT")
+
+    def py_job(self, body, env):
+        """A one-rank Python job (RANK set) that prints once and then stays silent."""
+        script = os.path.join(self.tmp, "job.py")
+        with open(script, "w") as f:
+            f.write(body)
+        return ["/usr/bin/python3", script, self.mark], dict(env, RANK="0", LOCAL_RANK="0")
+
+    def test_py_spy_on_path_is_used_and_the_jobs_own_sitecustomize_still_runs(self):
+        fake = os.path.join(self.tmp, "bin")
+        own = os.path.join(self.tmp, "own-site")
+        os.makedirs(fake)
+        os.makedirs(own)
+        # A stand-in for py-spy (not installable here): prints a dump in py-spy's format.
+        with open(os.path.join(fake, "py-spy"), "w") as f:
+            f.write('#!/bin/sh\necho "Process $4: python3 job.py"\n'
+                    'echo "Thread $4 (idle): \\"MainThread\\""\n'
+                    'echo "    clock_nanosleep (libc.so.6)"\necho "    <module> (job.py:3)"\n')
+        os.chmod(os.path.join(fake, "py-spy"), 0o755)
+        with open(os.path.join(own, "sitecustomize.py"), "w") as f:
+            f.write('print("the job\'s own sitecustomize ran", flush=True)\n')
+        env = dict(os.environ, PATH=fake + ":" + os.environ["PATH"], PYTHONPATH=own)
+        job, env = self.py_job("import time\nprint('started', flush=True)\ntime.sleep(300)\n",
+                               env)
+        r = self.sl(job, ["--stall-timeout", "3", "--kill-grace", "2"], env=env)
+        self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
+        bundle, summary, manifest = self.one_bundle(r)
+        ids = {c["id"]: c for c in manifest["collectors"]}
+        self.assertEqual(ids["stacks"]["details"]["method"], "py-spy")
+        self.assertEqual(ids["stacks"]["details"]["py_spy"], os.path.join(fake, "py-spy"))
+        txt = [p for p in glob.glob(os.path.join(bundle, "stacks", "rank_0_pid_*.txt"))
+               if not p.endswith(".py.txt")]
+        self.assertEqual(len(txt), 1)
+        self.assertIn('"MainThread"', open(txt[0]).read())
+        # The job's own sitecustomize was imported after ours, and ours registered.
+        out = open(os.path.join(bundle, "output", "stdout.tail")).read()
+        self.assertIn("the job's own sitecustomize ran", out)
+        self.assertEqual(ids["python_stacks"]["status"], "ok", ids["python_stacks"])
+        py = glob.glob(os.path.join(bundle, "stacks", "rank_0_pid_*.py.txt"))
+        self.assertEqual(len(py), 1)
+        self.assertIn('line 3 in <module>', open(py[0]).read())
+        plan = json.load(open(os.path.join(self.run_dir(), "env-plan.json")))
+        pp = next(e for e in plan["entries"] if e["name"] == "PYTHONPATH")["value"]
+        self.assertTrue(pp.endswith(":" + own), pp)
+
+    def test_python_stacks_opt_out_by_flag_or_variable_and_unregistered_ranks_are_not_signalled(
+            self):
+        for extra, var in ((["--no-python-stacks"], None), ([], "0")):
+            env = dict(os.environ)
+            env.pop("PYTHONPATH", None)
+            if var is not None:
+                env["SAFE_LAUNCH_PYTHON_STACKS"] = var
+            # A rank that is not Python: it must not get the real-time signal (it would die).
+            job = ["/bin/sh", "-c", 'echo started; exec sleep 300', "sh", self.mark]
+            env.update(RANK="0", LOCAL_RANK="0")
+            run_dir = os.path.join(self.tmp, "run-" + ("flag" if var is None else "var"))
+            r = self.sl(job, ["--stall-timeout", "3", "--kill-grace", "2"] + extra, env=env,
+                        run_dir=run_dir)
+            self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
+            plan = json.load(open(os.path.join(run_dir, "env-plan.json")))
+            names = [e["name"] for e in plan["entries"]]
+            self.assertNotIn("PYTHONPATH", names)
+            self.assertNotIn("SAFE_LAUNCH_PYSTACKS_SIGNAL", names)
+            b = self.bundles(run_dir=run_dir)
+            self.assertEqual(len(b), 1)
+            manifest = json.load(open(os.path.join(b[0], "manifest.json")))
+            ids = {c["id"]: c for c in manifest["collectors"]}
+            self.assertEqual(ids["python_stacks"]["status"], "skipped", ids["python_stacks"])
+            self.assertEqual(ids["python_stacks"]["details"]["ranks"][0]["status"], "not_enabled")
+        # With stacks on, a rank that never registered (not Python) is left alone: the job
+        # ends by safe-launch's stop (124), not by the real-time signal (128+41).
+        env = dict(os.environ, RANK="0", LOCAL_RANK="0")
+        job = ["/bin/sh", "-c", 'echo started; exec sleep 300', "sh", self.mark]
+        r = self.sl(job, ["--stall-timeout", "3", "--kill-grace", "2"], env=env)
+        self.assertEqual(r.returncode, HANG_EXIT, r.stderr.decode()[-3000:])
+        bundle, summary, manifest = self.one_bundle(r)
+        ids = {c["id"]: c for c in manifest["collectors"]}
+        ranks = ids["python_stacks"]["details"]["ranks"]
+        self.assertEqual(ranks[0]["status"], "not_signalled", ranks)
+        self.assertIn("no registration file", ranks[0]["error"])
+
     # ---- replay of real torch 2.11 output --------------------------------------------------------
 
     def test_replayed_torch_2_11_watchdog_timeout_is_detected_from_its_first_line(self):

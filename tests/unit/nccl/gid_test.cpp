@@ -1,5 +1,5 @@
 // NCCL's own RoCE GID choice (ncclIbGetGidIndex in NCCL >= 2.21), on tables from real show_gids
-// and ibv_devinfo outputs in ../shared/corpus/system.
+// and ibv_devinfo outputs posted in public threads (tests/fixtures/system, SOURCES.tsv).
 #include "nccl/gid.h"
 
 #include <catch2/catch.hpp>

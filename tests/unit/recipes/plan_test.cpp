@@ -254,9 +254,12 @@ TEST_CASE("{run_dir} without a run directory is an error") {
 TEST_CASE("shell output single-quotes hostile values") {
   Plan p;
   p.recipe = "x";
+  p.entries.push_back({.name = "NCCL_DEBUG_FILE",
+                       .value = "a'b $(touch /tmp/pwn) `id`\nnext",
+                       .source = Source::kUser,
+                       .origin = "environment"});
   p.entries.push_back(
-      {"NCCL_DEBUG_FILE", "a'b $(touch /tmp/pwn) `id`\nnext", Source::kUser, "environment", ""});
-  p.entries.push_back({"NCCL_BAD;NAME", "v", Source::kUser, "environment", ""});
+      {.name = "NCCL_BAD;NAME", .value = "v", .source = Source::kUser, .origin = "environment"});
   p.conflicts.push_back({"NCCL_X", "v\nexport EVIL=1", "bad\nexport EVIL=2", "fix", false});
   std::string sh = PlanToShell(p);
   CHECK_THAT(sh,
@@ -354,4 +357,21 @@ TEST_CASE("an NCCL configuration file value is kept, not exported, and judged fo
   REQUIRE(q.ok());
   CHECK(q->Find("NCCL_IB_HCA")->source == Source::kUser);
   CHECK_THAT(q->Find("NCCL_IB_HCA")->reason, Catch::Contains("overrides /etc/nccl.conf:2"));
+}
+
+TEST_CASE("Python stacks put safe-launch's sitecustomize first and keep the job's PYTHONPATH") {
+  Plan p = MustResolve("default", {{"PYTHONPATH", "/work/lib:/opt/site"}}, testing::SocketNode());
+  AddPythonStacks(&p, {{"PYTHONPATH", "/work/lib:/opt/site"}},
+                  {"/usr/share/safe-launch/python", "/runs/job1/gpu01/pystacks", 41});
+  const PlanEntry* pp = p.Find("PYTHONPATH");
+  REQUIRE(pp != nullptr);
+  CHECK(pp->value == "/usr/share/safe-launch/python:/work/lib:/opt/site");
+  CHECK(pp->origin == "safe-launch (hang capture)");
+  CHECK(p.Find("SAFE_LAUNCH_PYSTACKS_DIR")->value == "/runs/job1/gpu01/pystacks");
+  CHECK(p.Find("SAFE_LAUNCH_PYSTACKS_SIGNAL")->value == "41");
+  auto env = ApplyPlan(p, {{"PYTHONPATH", "/work/lib:/opt/site"}});
+  CHECK(env["PYTHONPATH"] == "/usr/share/safe-launch/python:/work/lib:/opt/site");
+  Plan q = MustResolve("default", {}, testing::SocketNode());
+  AddPythonStacks(&q, {}, {"/p/share/safe-launch/python", "/r/pystacks", 41});
+  CHECK(q.Find("PYTHONPATH")->value == "/p/share/safe-launch/python");
 }

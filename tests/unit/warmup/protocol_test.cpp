@@ -54,8 +54,14 @@ TEST_CASE("bandwidth per node averages its ranks at the largest size") {
 }
 
 TEST_CASE("the verdict line names the first failure and counts the rest") {
-  sl::Finding f1{"warmup.consistency.mtu", "node 1 (b)", Outcome::kFail, "MTU differs", "", {}};
-  sl::Finding f2{"warmup.consistency.hca_count", "node 1 (b)", Outcome::kFail, "HCAs", "", {}};
+  sl::Finding f1{.check_id = "warmup.consistency.mtu",
+                 .entity = "node 1 (b)",
+                 .outcome = Outcome::kFail,
+                 .message = "MTU differs"};
+  sl::Finding f2{.check_id = "warmup.consistency.hca_count",
+                 .entity = "node 1 (b)",
+                 .outcome = Outcome::kFail,
+                 .message = "HCAs"};
   nlohmann::json report = {
       {"verdict", "fail"}, {"nnodes", 2}, {"nproc_per_node", 2}, {"findings", {f1, f2}}};
   auto line = sl::warmup::VerdictLine(report);

@@ -22,15 +22,15 @@ std::vector<Kind> Kinds(const std::vector<EscalationAction>& a) {
 }
 
 EscalationEvent Signal(const std::string& by = "SIGTERM from pid 7 (slurmstepd)") {
-  return {Ev::kStopSignal, by, "forwarded SIGTERM to the job"};
+  return {.kind = Ev::kStopSignal, .by = by, .reason = "forwarded SIGTERM to the job"};
 }
 EscalationEvent Tick(std::size_t leftovers = 0) {
-  EscalationEvent e{Ev::kTick};
+  EscalationEvent e{.kind = Ev::kTick};
   e.leftovers = leftovers;
   return e;
 }
 EscalationEvent Exited(std::size_t leftovers, std::string list = "") {
-  EscalationEvent e{Ev::kJobExited};
+  EscalationEvent e{.kind = Ev::kJobExited};
   e.leftovers = leftovers;
   e.leftover_list = std::move(list);
   return e;
@@ -74,8 +74,9 @@ TEST_CASE("a second stop signal skips the rest of the grace, a third changes not
   CHECK(e.On(Signal(), t0).empty());
   auto a = e.On(Signal("SIGINT from the terminal/kernel"), t0 + 1s);
   REQUIRE(a.size() == 1);
-  CHECK(a[0] == EscalationAction{Kind::kLog,
-                                 "second SIGINT from the terminal/kernel: skipping the rest of the "
+  CHECK(a[0] ==
+        EscalationAction{.kind = Kind::kLog,
+                         .text = "second SIGINT from the terminal/kernel: skipping the rest of the "
                                  "grace"});
   CHECK(e.NextDeadline() == t0 + 1s);
   CHECK(Kinds(e.On(Tick(), t0 + 1s)) == std::vector{Kind::kTermAll});
@@ -86,12 +87,13 @@ TEST_CASE("a second stop signal skips the rest of the grace, a third changes not
 
 TEST_CASE("a stop request TERMs the job once and keeps the first requester") {
   auto e = Make();
-  auto a = e.On({Ev::kStopRequest, "hang detector", "hang detected: stall"}, t0);
+  auto a =
+      e.On({.kind = Ev::kStopRequest, .by = "hang detector", .reason = "hang detected: stall"}, t0);
   REQUIRE(Kinds(a) == std::vector{Kind::kTermJob});
   CHECK(a[0].text + "42" + a[0].tail ==
         "stop (hang detector: hang detected: stall): sent SIGTERM to the job (pid 42), "
         "descendants get TERM/KILL in 30 s");
-  CHECK(e.On({Ev::kStopRequest, "someone", "again"}, t0 + 1s).empty());
+  CHECK(e.On({.kind = Ev::kStopRequest, .by = "someone", .reason = "again"}, t0 + 1s).empty());
   // A signal after the request neither restarts the grace nor takes over the report.
   CHECK(e.On(Signal(), t0 + 5s).empty());
   CHECK(e.NextDeadline() == t0 + 30s);
@@ -126,7 +128,7 @@ TEST_CASE("the sweep ends as soon as nothing is left, and stops are ignored once
   // The grace deadline no longer applies: only the sweep's.
   CHECK(e.NextDeadline() == t0 + 3s);
   CHECK(e.On(Signal(), t0 + 1500ms).empty());
-  CHECK(e.On({Ev::kStopRequest, "x", "y"}, t0 + 1500ms).empty());
+  CHECK(e.On({.kind = Ev::kStopRequest, .by = "x", .reason = "y"}, t0 + 1500ms).empty());
   CHECK(Kinds(e.On(Tick(0), t0 + 1600ms)) == std::vector{Kind::kFinish});
   CHECK_FALSE(e.Escalated());
 }

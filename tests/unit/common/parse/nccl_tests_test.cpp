@@ -1,5 +1,5 @@
 // nccl-tests output parser (common/parse/nccl_tests.h) on real all_reduce_perf outputs
-// (tests/fixtures/nccl_tests, copied from ../shared/corpus/system), one written in nccl-tests'
+// (tests/fixtures/nccl_tests: tables published in eugenesiow/LLM-Insights), one written in nccl-tests'
 // full layout, and truncated or garbled copies of them.
 #include "common/parse/nccl_tests.h"
 

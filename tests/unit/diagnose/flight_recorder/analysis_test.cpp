@@ -166,7 +166,7 @@ TEST_CASE("p2p send/recv pairs are matched by p2p seq, not flagged as different 
 }
 
 TEST_CASE("the real 4-rank Gloo desync names rank 1's broadcast against the others' all_reduce") {
-  std::string dir = std::string(FR_SHARED_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch";
+  std::string dir = std::string(FR_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch";
   for (std::string ext : {"pkl", "json"}) {
     CAPTURE(ext);
     std::vector<std::string> files;

@@ -16,8 +16,8 @@ std::string Slurp(const std::string& path) {
 }
 
 const std::string kGlooDir =
-    std::string(FR_SHARED_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch/";
-const std::string kNcclDir = std::string(FR_SHARED_FIXTURES) + "/h200-torch2.11-nccl2.28.9/";
+    std::string(FR_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch/";
+const std::string kNcclDir = std::string(FR_FIXTURES) + "/h200-torch2.11-nccl2.28.9/";
 
 struct Reader {
   Strings strings;

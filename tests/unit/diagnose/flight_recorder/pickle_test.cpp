@@ -28,7 +28,7 @@ const char* const kPlain[] = {
 };
 
 const std::string kGloo =
-    std::string(FR_SHARED_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch/fr_rank_1.pkl";
+    std::string(FR_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch/fr_rank_1.pkl";
 
 }  // namespace
 

@@ -4,9 +4,11 @@
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -367,4 +369,97 @@ TEST_CASE("copying a host file follows no link and refuses a FIFO, a regular fil
   fs::remove(link);
   fs::remove(fifo);
   fs::remove(real);
+}
+
+TEST_CASE("SigCgt says which signals a process catches") {
+  const std::string status =
+      "Name:\tpython3\nSigBlk:\t0000000000000000\nSigCgt:\t0000010100004802\n";
+  CHECK(CatchesSignal(status, 41));  // bit 40
+  CHECK(CatchesSignal(status, 2));   // SIGINT, bit 1
+  CHECK_FALSE(CatchesSignal(status, 40));
+  CHECK_FALSE(CatchesSignal(status, 10));
+  CHECK_FALSE(CatchesSignal("Name:\tsleep\n", 41));
+  CHECK_FALSE(CatchesSignal(status, 0));
+}
+
+namespace {
+
+// Starts `argv` with `env` (NAME=VALUE) in a new process; the caller kills and reaps it.
+pid_t StartWith(std::vector<std::string> argv, std::vector<std::string> env) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> a, e;
+    for (auto& s : argv) a.push_back(s.data());
+    for (auto& s : env) e.push_back(s.data());
+    a.push_back(nullptr);
+    e.push_back(nullptr);
+    execve(a[0], a.data(), e.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool Alive(pid_t pid) {
+  int st = 0;
+  return waitpid(pid, &st, WNOHANG) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("python_stacks signals only ranks that registered and collects their faulthandler dump") {
+  const std::string run = TempDir();
+  const std::string stacks_dir = run + "/pystacks";
+  const int sig = SIGRTMIN + 7;
+  const std::string site = std::string(SL_FIXTURES_DIR) + "/../../watchdog/hang/python";
+  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "PYTHONPATH=" + site,
+                                  "SAFE_LAUNCH_PYSTACKS_DIR=" + stacks_dir,
+                                  "SAFE_LAUNCH_PYSTACKS_SIGNAL=" + std::to_string(sig)};
+  pid_t py = StartWith({"/usr/bin/python3", "-c", "import time\ntime.sleep(60)\n"}, env);
+  // Not Python: it cannot register; a planted registration file must not get it signalled
+  // (the real-time signal would kill it).
+  pid_t sh = StartWith({"/bin/sleep", "60"}, env);
+  REQUIRE(py > 0);
+  REQUIRE(sh > 0);
+  const std::string py_file = stacks_dir + "/pid_" + std::to_string(py) + ".txt";
+  for (int i = 0; i < 200 && !fs::exists(py_file); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(py_file));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // registered after the header
+  std::ofstream(stacks_dir + "/pid_" + std::to_string(sh) + ".txt") << "# planted\n";
+
+  CaptureContext ctx;
+  ctx.fs = std::make_shared<sl::RootedFileReader>("/");
+  ctx.job_uid = geteuid();
+  sl::Environment renv = {{"SAFE_LAUNCH_PYSTACKS_DIR", stacks_dir},
+                          {"SAFE_LAUNCH_PYSTACKS_SIGNAL", std::to_string(sig)}};
+  ctx.ranks = {RankProc{py, 0, 0, renv}, RankProc{sh, 1, 1, renv}, RankProc{py, 2, 2, {}}};
+  const Collector* c = nullptr;
+  for (const auto& x : Collectors()) {
+    if (std::string(x.id) == "python_stacks") c = &x;
+  }
+  REQUIRE(c != nullptr);
+  auto b = Bundle::Create(run, "hang-py", nullptr);
+  REQUIRE(b.ok());
+  CollectorOutcome o = c->fn(ctx, **b);
+  INFO(o.details.dump());
+  CHECK(o.status == "ok");
+  REQUIRE(o.files.size() == 1);
+  CHECK(o.files[0] == "stacks/rank_0_pid_" + std::to_string(py) + ".py.txt");
+  const auto& ranks = o.details["ranks"];
+  REQUIRE(ranks.size() == 3);
+  CHECK(ranks[0]["status"] == "not_signalled");  // the sleep: its file, but no handler
+  CHECK(ranks[1]["status"] == "not_enabled");    // no variables
+  CHECK(ranks[2]["status"] == "ok");
+  CHECK(Alive(py));
+  CHECK(Alive(sh));
+  std::ifstream in(run + "/.hang-py.partial/" + o.files[0]);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  CHECK(text.find("# safe-launch python stacks: pid=" + std::to_string(py)) == 0);
+  CHECK(text.find("(most recent call first):") != std::string::npos);
+  CHECK(text.find("line 2 in <module>") != std::string::npos);
+  kill(py, SIGKILL);
+  kill(sh, SIGKILL);
+  waitpid(py, nullptr, 0);
+  waitpid(sh, nullptr, 0);
+  fs::remove_all(run);
 }
