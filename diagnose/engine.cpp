@@ -140,6 +140,13 @@ constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.soc
 
 bool BadInterface(const Evidence& ev, Lines* out) {
   bool any = AnyOf(ev, {"nccl.loopback_interface"}, out);
+  // Gloo connecting to a loopback address another rank advertised (127.0.1.1 from /etc/hosts).
+  for (const Match* m : ev.Distinct("gloo.connect_failed", "addr")) {
+    if (IsBadInterface("", m->Field("addr"))) {
+      out->push_back(m);
+      any = true;
+    }
+  }
   for (std::string_view row : kInterfaceRows) {
     for (const Match* m : ev.Distinct(row, "addr")) {
       if (IsBadInterface(m->Field("ifname"), m->Field("addr"))) {
@@ -576,7 +583,27 @@ bool NcclResultRemote(const Evidence& ev, Lines* out) {
                     out);
 }
 
+// NCCL's "Init COMPLETE" / "Abort COMPLETE" lines name each member's busId: two ranks of one
+// host on one busId share a GPU.
+bool SameBusIdTwoRanks(const Evidence& ev, Lines* out) {
+  std::map<std::string, std::pair<std::string, const Match*>> first;  // host|bus -> rank, line
+  for (std::string_view row : {"nccl.init_complete", "nccl.abort_complete"}) {
+    for (const Match* m : ev.Distinct(row, "rank")) {
+      const std::string key = m->Field("host") + "|" + m->Field("bus_id");
+      auto [it, fresh] = first.try_emplace(key, m->Field("rank"), m);
+      if (!fresh && it->second.first != m->Field("rank")) {
+        out->push_back(it->second.second);
+        out->push_back(m);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 constexpr NamedCondition kConditions[] = {
+    {"same_bus_id_two_ranks", SameBusIdTwoRanks,
+     "two ranks of one host whose NCCL communicator lines name the same busId"},
     {"nccl_result_cuda", NcclResultCuda, "NCCL's 'unhandled cuda error' (ncclUnhandledCudaError)"},
     {"nccl_result_system", NcclResultSystem, "NCCL's 'unhandled system error' (ncclSystemError)"},
     {"nccl_result_internal", NcclResultInternal, "NCCL's 'internal error' (ncclInternalError)"},
@@ -772,6 +799,12 @@ constexpr Rule kRules[] = {
      "",
      "A CUDA call failed with an error of the GPU or its driver (ECC, NVLink, fabric manager not "
      "ready, driver mismatch)."},
+    {"duplicate_gpu.same_bus_id",
+     "duplicate_gpu",
+     0.8,
+     {"same_bus_id_two_ranks"},
+     "",
+     "Two ranks of one host run their communicators on the same GPU (busId)."},
     {"duplicate_gpu.invalid_device_ordinal",
      "duplicate_gpu",
      0.55,
