@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "common/strings.h"
@@ -1237,11 +1238,49 @@ void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
   if (ranks.empty()) return;
   fs->Add(ranks.size() == 1 ? "struct:timeout_one_rank" : "struct:timeout_many_ranks", 1,
           "the processes whose watchdog timed out in a collective", CiteAll(ranks, 3));
+  // Ranks stuck in different collectives (other sequence numbers, ops or sizes) did not call the
+  // same thing: a desync; one collective everywhere is waiting for someone.
+  const std::pair<const char*, const char*> differ[] = {
+      {"seq", "struct:timeout_seqs_differ"},
+      {"op", "struct:timeout_ops_differ"},
+      {"numel_in", "struct:timeout_sizes_differ"}};
+  for (const auto& [field, id] : differ) {
+    const Lines values = ev.Distinct("torch.watchdog_timeout", field);
+    if (values.size() >= 2) {
+      fs->Add(id, 1, "timed-out collectives of different ranks disagree", CiteAll(values, 3));
+    }
+  }
+  if (ranks.size() >= 2 && ev.Distinct("torch.watchdog_timeout", "seq").size() == 1) {
+    fs->Add("struct:timeout_same_seq", 1, "every timed-out rank waits in the same collective",
+            CiteAll(ranks, 3));
+  }
   for (const Match* m : ev.Distinct("torch.watchdog_timeout", "op")) {
     std::string op = Lower(m->Field("op"));
     while (!op.empty() && op.front() == '_') op.erase(op.begin());
     if (!op.empty()) {
       fs->Add("struct:timeout_op:" + op, 1, "the OpType of a timed-out collective", {Cite(*m)});
+    }
+  }
+}
+
+// The CUDA error text a failed call names (cudaGetErrorString, whichever wrapper printed it) and
+// the NCCL source file of each WARN ("graph/rings.cc", "transport/net_ib.cc"): what failed,
+// and where in NCCL, for lines the rows only know as "a CUDA failure" or "an NCCL warning".
+void TextFeatures(const Evidence& ev, FeatureSet* fs) {
+  static const std::regex kWarnFile(R"(\] ([A-Za-z_/]+\.(?:cc|cu|h|cpp)):\d+ NCCL WARN)");
+  for (const Match& m : ev.matches()) {
+    if (m.signature->kind == EvidenceKind::kFact) continue;
+    const std::string_view cat = m.signature->category;
+    if (cat == "cuda_error" || cat == "gpu_xid_or_driver") {
+      std::string e = Lower(m.Field("error"));
+      if (e.size() > 60) e.resize(60);
+      while (!e.empty() && !std::isalnum(static_cast<unsigned char>(e.back()))) e.pop_back();
+      if (!e.empty())
+        fs->Add("cuda_error:" + e, 1, "the CUDA error text of a failed call", {Cite(m)});
+    }
+    std::smatch w;
+    if (std::regex_search(m.line, w, kWarnFile)) {
+      fs->Add("warn_file:" + w[1].str(), 1, "the NCCL source file of a WARN line", {Cite(m)});
     }
   }
 }
@@ -1312,6 +1351,7 @@ std::vector<Feature> Analyse(const Evidence& ev, std::span<const CauseClaim> cla
   d->decided = !tallies->empty();
   EngineFeatures(tallies, &fs);
   StructFeatures(ev, *d, &fs);
+  TextFeatures(ev, &fs);
   return fs.Take();
 }
 

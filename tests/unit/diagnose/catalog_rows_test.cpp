@@ -1267,6 +1267,18 @@ std::vector<RowCase> OtherLayerCases() {
       {I("comm 0x560c6a8aafd0 rank 0 nranks 2 cudaDev 0 busId 86000 - Abort COMPLETE"),
        "nccl.abort_complete",
        {{"rank", "0"}, {"bus_id", "86000"}}},
+      // lspci -vvv's ACS control line; NCCL 2.4-2.7's mismatch WARN; socket.cc's retry INFO.
+      {"                ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ "
+       "EgressCtrl- DirectTrans-",
+       "lspci.acs_srcvalid",
+       {}},
+      {W("Mismatched collective detected, please check your collective calls at and around rank "
+         "11. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"),
+       "nccl.mismatched_collective",
+       {{"rank", "11"}}},
+      {I("Call to connect returned Connection refused, retrying"),
+       "nccl.socket_connect_retrying",
+       {{"error", "Connection refused"}}},
       // torch 1.x tcputil::connect.
       {"RuntimeError: connect() timed out. Original timeout was 900000 ms.",
        "c10d.connect_timed_out",
