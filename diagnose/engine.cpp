@@ -86,6 +86,17 @@ bool LinkLocalGid(const Evidence& ev, Lines* out) {
   return any;
 }
 
+// QP lines whose GIDs are all routable (none link-local): the GID addresses the peer.
+bool RoutableGid(const Evidence& ev, Lines* out) {
+  const Lines gids = ev.Distinct("nccl.ib_qp_info", "gid_prefix");
+  if (gids.empty()) return false;
+  for (const Match* m : gids) {
+    if (IsLinkLocalPrefix(m->Field("gid_prefix"))) return false;
+  }
+  out->insert(out->end(), gids.begin(), gids.end());
+  return true;
+}
+
 bool ModifyQpFailed(const Evidence& ev, Lines* out) {
   return AnyOf(ev, {"nccl.ibv_modify_qp"}, out);
 }
@@ -602,7 +613,23 @@ bool SameBusIdTwoRanks(const Evidence& ev, Lines* out) {
   return false;
 }
 
+// A SIGBUS whose fault address has no backing page ("Bus error: nonexistent physical address",
+// UCX's handler; torch's DataLoader hint): a shared-memory mapping past what /dev/shm holds.
+bool SigbusNoBacking(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return (Is(m, "ucx.caught_signal") && m.Field("signal") == "7" &&
+                Has(m, "nonexistent physical address")) ||
+               Is(m, "torch.dataloader_bus_error");
+      },
+      out);
+}
+
 constexpr NamedCondition kConditions[] = {
+    {"routable_gid", RoutableGid, "NET/IB QP lines whose GIDs are all routable (none fe80)"},
+    {"sigbus_no_backing", SigbusNoBacking,
+     "a bus error on a page without backing (a shared-memory mapping beyond /dev/shm)"},
     {"same_bus_id_two_ranks", SameBusIdTwoRanks,
      "two ranks of one host whose NCCL communicator lines name the same busId"},
     {"nccl_result_cuda", NcclResultCuda, "NCCL's 'unhandled cuda error' (ncclUnhandledCudaError)"},
@@ -682,6 +709,13 @@ constexpr Rule kRules[] = {
      {"modify_qp_failed", "roce"},
      "",
      "ibv_modify_qp failed on RoCE: the GID index does not address the peer."},
+    {"retry_exceeded_network.retry_with_routable_gid",
+     "retry_exceeded_network",
+     0.6,
+     {"retry_exceeded", "routable_gid"},
+     "qp_mtu_differs",
+     "IB completions failed with retry exceeded although the QPs use routable GIDs and one MTU: "
+     "packets are lost in the fabric."},
     {"mtu_mismatch.retry_with_qp_mtu_differs",
      "mtu_mismatch",
      0.85,
@@ -800,6 +834,13 @@ constexpr Rule kRules[] = {
      "",
      "A CUDA call failed with an error of the GPU or its driver (ECC, NVLink, fabric manager not "
      "ready, driver mismatch)."},
+    {"shm_too_small.sigbus_no_backing",
+     "shm_too_small",
+     0.6,
+     {"sigbus_no_backing"},
+     "",
+     "A process died of a bus error on a page without backing: a shared-memory segment larger "
+     "than what /dev/shm can hold."},
     {"duplicate_gpu.same_bus_id",
      "duplicate_gpu",
      0.8,
@@ -1441,7 +1482,7 @@ void Rank(const Model& model, std::map<std::string, Tally>* tallies, Diagnosis* 
 Cause Unknown(const std::vector<Symptom>& symptoms) {
   Cause u;
   u.category = "unknown";
-  u.probability = 1;
+  u.probability = 0;  // not a cause: it claims nothing the probabilities could be scored on
   u.decide = Decider(symptoms);
   for (const Symptom& s : symptoms) {
     if (u.evidence.size() < 12) u.evidence.push_back(s.first);
@@ -1467,10 +1508,18 @@ Diagnosis Diagnose(const Evidence& evidence, std::span<const CauseClaim> claims,
   d.features = Analyse(evidence, claims, &tallies, &d);
   CollectSymptoms(evidence, &d);
   const Model& m = model != nullptr ? *model : FittedModel();
-  if (FailureEvidence(evidence, d) && !m.categories.empty()) Rank(m, &tallies, &d);
-  if (d.causes.empty()) {
+  if (!m.categories.empty()) Rank(m, &tallies, &d);
+  if (!FailureEvidence(evidence, d) || d.causes.empty()) {
+    // Nothing failed that the catalog knows: unknown leads, with what would decide; the
+    // model's ranking of the facts alone (its priors, mostly) follows as the base rates.
     d.decided = false;
-    d.causes.push_back(Unknown(d.symptoms));
+    d.separate.clear();
+    d.causes.insert(d.causes.begin(), Unknown(d.symptoms));
+    if (d.causes.size() > kMinShown + 1) d.causes.resize(kMinShown + 1);
+    if (!d.priors.empty()) d.priors.insert(d.priors.begin(), 0.0);
+    for (Feature& f : d.features) {
+      if (!f.weights.empty()) f.weights.insert(f.weights.begin(), 0.0);
+    }
   }
   return d;
 }

@@ -215,7 +215,11 @@ std::string DiagnosisText(const Diagnosis& d, const ReadSummary& read, bool expl
     out += d.decided ? "Differential, most likely first:\n"
                      : "Only symptoms were found, no line names a cause; the likeliest causes:\n";
   }
-  for (std::size_t i = 0; i < d.causes.size() && i < kShownInText; ++i) {
+  for (std::size_t i = 0; i < d.causes.size() && i < kShownInText + 1; ++i) {
+    if (i == kShownInText && d.causes.front().category != "unknown") break;
+    if (i == 1 && d.causes.front().category == "unknown") {
+      out += "Without failure evidence, the model's base rates for such logs:\n";
+    }
     CauseText(d.causes[i], i + 1, &out);
     out += "\n";
   }
