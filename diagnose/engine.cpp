@@ -253,6 +253,13 @@ bool IbWithoutGdr(const Evidence& ev, Lines* out) {
   return false;
 }
 
+// NCCL disabled GPUDirect RDMA for an HCA (with or without its "(no module)" reason).
+bool GdrDisabledForHca(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev, [](const Match& m) { return Is(m, "nccl.gdr_disabled") && !m.Field("hca_name").empty(); },
+      out);
+}
+
 // net_ib.cc 2.10-2.18: "GPU Direct RDMA Disabled for HCA %d '%s' (no module)".
 bool GdrNoModule(const Evidence& ev, Lines* out) {
   return Collect(
@@ -627,6 +634,8 @@ bool SigbusNoBacking(const Evidence& ev, Lines* out) {
 }
 
 constexpr NamedCondition kConditions[] = {
+    {"gdr_disabled_for_hca", GdrDisabledForHca,
+     "GPU Direct RDMA Disabled for HCA ... (any reason)"},
     {"routable_gid", RoutableGid, "NET/IB QP lines whose GIDs are all routable (none fe80)"},
     {"sigbus_no_backing", SigbusNoBacking,
      "a bus error on a page without backing (a shared-memory mapping beyond /dev/shm)"},
@@ -773,6 +782,12 @@ constexpr Rule kRules[] = {
      {"ib_in_use", "ib_without_gdr"},
      "",
      "NCCL uses IB but no transport line has /GDRDMA: GPUDirect RDMA is off."},
+    {"gdr_peermem.disabled_for_hca",
+     "gdr_peermem",
+     0.55,
+     {"gdr_disabled_for_hca"},
+     "gdr_no_module",
+     "NCCL disabled GPUDirect RDMA for an HCA: transfers go through host memory."},
     {"gdr_peermem.no_module",
      "gdr_peermem",
      0.7,

@@ -1279,6 +1279,21 @@ std::vector<RowCase> OtherLayerCases() {
       {I("Call to connect returned Connection refused, retrying"),
        "nccl.socket_connect_retrying",
        {{"error", "Connection refused"}}},
+      // socket.cc 2.24-2.27 and 2.28 retry INFO; the watchdog's backtrace frame; a watchdog
+      // message cut after its first line.
+      {I("socketPollConnect: connect returned No route to host, retrying (26/34) after sleep for "
+         "2600 msec"),
+       "nccl.socket_poll_connect_retrying",
+       {{"error", "No route to host"}, {"retry", "26"}, {"retries", "34"}}},
+      {I("socketPollConnect: connect to 10.0.0.2<43211> returned Connection refused, retrying "
+         "(3/34) after sleep for 300 msec"),
+       "nccl.socket_poll_connect_retrying",
+       {{"peer", "10.0.0.2<43211>"}, {"error", "Connection refused"}}},
+      {"frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+       "duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)",
+       "torch.check_timeout_frame",
+       {}},
+      {"[Rank 1] Watchdog caught collective operation timeout:", "torch.watchdog_timeout", {}},
       // torch 1.x tcputil::connect.
       {"RuntimeError: connect() timed out. Original timeout was 900000 ms.",
        "c10d.connect_timed_out",
