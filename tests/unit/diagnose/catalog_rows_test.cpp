@@ -1294,6 +1294,9 @@ std::vector<RowCase> OtherLayerCases() {
        "torch.check_timeout_frame",
        {}},
       {"[Rank 1] Watchdog caught collective operation timeout:", "torch.watchdog_timeout", {}},
+      // CPython's traceback header.
+      {"Traceback (most recent call last):", "python.traceback", {}},
+      {"[rank1]: Traceback (most recent call last):", "python.traceback", {{"rank", "1"}}},
       // torch 1.x tcputil::connect.
       {"RuntimeError: connect() timed out. Original timeout was 900000 ms.",
        "c10d.connect_timed_out",
