@@ -1,90 +1,21 @@
 #include "diagnose/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "common/strings.h"
+#include "diagnose/job_facts.h"
 
 namespace sl::diagnose {
 
 namespace {
 
 using Lines = std::vector<const Match*>;
-
-// ---- the vocabulary ----
-
-constexpr CategoryInfo kCategories[] = {
-    {"gid_index",
-     "Unset NCCL_IB_GID_INDEX on NCCL >= 2.21 (it picks a RoCE v2 IPv4 GID itself), or set the "
-     "RoCE v2 IPv4 index of each node (show_gids); pods may differ per node.",
-     "show_gids on every node (type v2 with an IPv4 address at the index in use?) and the "
-     "NET/IB QP lines (GID index, subnet prefix) of NCCL_DEBUG=INFO."},
-    {"mtu_mismatch", "One MTU end to end (HCA active_mtu, netdev MTU, switch ports) on every node.",
-     "ibv_devinfo active_mtu and `ip link` MTU on every node; failures only at large sizes."},
-    {"memlock",
-     "Set the locked-memory limit to unlimited where the ranks run (limits.conf, slurmd's "
-     "LimitMEMLOCK, the container runtime's --ulimit memlock=-1).",
-     "`ulimit -l` inside the job (not the login shell) and the errno of ibv_reg_mr/ibv_create_cq."},
-    {"qp_or_resource_limit",
-     "Use fewer QPs (NCCL_IB_QPS_PER_CONNECTION, fewer channels) or raise the HCA/driver "
-     "resource limits.",
-     "whether the failure appears only above some node count, and the HCA's max_qp/max_cq."},
-    {"shm_too_small",
-     "Give the container a bigger /dev/shm (--shm-size, an emptyDir with medium Memory) or set "
-     "NCCL_SHM_DISABLE=1.",
-     "`df -h /dev/shm` inside the job."},
-    {"ib_port_down_or_link_flap",
-     "Fix the cable, transceiver or switch port; exclude the port (NCCL_IB_HCA) on every node "
-     "meanwhile.",
-     "ibstat state and link_downed counters of the port, the kernel log around the failure."},
-    {"retry_exceeded_network",
-     "Check the fabric counters (symbol/link errors, congestion, adaptive routing) along the path; "
-     "NCCL_IB_TIMEOUT gives more headroom.",
-     "NET/IB QP lines (GID, MTU) and show_gids on both nodes: a GID or MTU difference is the "
-     "cause, else the fabric."},
-    {"socket_ifname_wrong",
-     "Set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on (e.g. =eth0, or "
-     "^docker0,lo), or run the container with host networking.",
-     "the NCCL_DEBUG=INFO lines 'Bootstrap : Using' and 'NET/Socket : Using' on every node."},
-    {"firewall_or_port",
-     "Open the ports NCCL and the c10d store use between the nodes (firewall, security groups), "
-     "or pin them (NCCL_SOCKET_PORT_RANGE-style settings, MASTER_PORT) to an open range.",
-     "`nc -zv PEER PORT` between the nodes on the interface NCCL uses."},
-    {"acs_iommu_p2p",
-     "Disable ACS on the PCIe switches' bridges (setpci) and set the IOMMU to passthrough.",
-     "lspci -vvv ACSCtl on the bridges above GPUs and NICs; the error with NCCL_NET_GDR_LEVEL=0."},
-    {"gdr_peermem",
-     "Load nvidia-peermem (or use DMA-BUF: NCCL >= 2.19 with a kernel and driver that support "
-     "it) so that NCCL uses GPUDirect RDMA.",
-     "`lsmod | grep peermem`, the NCCL INFO transport lines (/GDRDMA) and the bus bandwidth."},
-    {"gpu_xid_or_driver",
-     "Reset or reboot the node (restart nvidia-fabricmanager) and drain it if it recurs.",
-     "the kernel log (NVRM: Xid) and nvidia-smi -q on the node."},
-    {"duplicate_gpu",
-     "Select the device from LOCAL_RANK (torch.cuda.set_device(local_rank)) before the process "
-     "group starts.",
-     "the [dev] field of each rank's NCCL INFO lines."},
-    {"desync_collective_mismatch",
-     "Make every rank call the same collectives in the same order with the same shapes.",
-     "Flight Recorder dumps of all ranks (op type, sizes per sequence number)."},
-    {"straggler_or_slow_rank",
-     "Move the slow work (evaluation, checkpointing, data loading) off the critical path or do "
-     "it on every rank, or raise the process-group timeout where the wait is expected.",
-     "Flight Recorder dumps of all ranks: the late rank has not entered the collective."},
-    {"oom_or_crash_other_rank",
-     "Look at the first rank that died (its own output, OOM killer lines in the kernel log) and "
-     "fix that failure; the other ranks' errors follow from it.",
-     "the exit code and time of death of every rank (torchrun's failure table, the kernel log)."},
-    {"version_mismatch", "Run the same NCCL, torch and CUDA versions on every node (one image).",
-     "the 'NCCL version' line of every rank."},
-    {"rail_topology_cross_nic",
-     "Set NCCL_CROSS_NIC=0, or fix the rail routing so that every NIC reaches every rail.",
-     "whether only connections across rails fail (NET/IB QP lines of each pair)."},
-    {"nccl_bug", "Upgrade NCCL to a release whose notes fix this.",
-     "the NCCL release notes for the version in use."},
-};
 
 // ---- helpers over evidence ----
 
@@ -155,6 +86,17 @@ bool LinkLocalGid(const Evidence& ev, Lines* out) {
   return any;
 }
 
+// QP lines whose GIDs are all routable (none link-local): the GID addresses the peer.
+bool RoutableGid(const Evidence& ev, Lines* out) {
+  const Lines gids = ev.Distinct("nccl.ib_qp_info", "gid_prefix");
+  if (gids.empty()) return false;
+  for (const Match* m : gids) {
+    if (IsLinkLocalPrefix(m->Field("gid_prefix"))) return false;
+  }
+  out->insert(out->end(), gids.begin(), gids.end());
+  return true;
+}
+
 bool ModifyQpFailed(const Evidence& ev, Lines* out) {
   return AnyOf(ev, {"nccl.ibv_modify_qp"}, out);
 }
@@ -210,6 +152,13 @@ constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.soc
 
 bool BadInterface(const Evidence& ev, Lines* out) {
   bool any = AnyOf(ev, {"nccl.loopback_interface"}, out);
+  // Gloo connecting to a loopback address another rank advertised (127.0.1.1 from /etc/hosts).
+  for (const Match* m : ev.Distinct("gloo.connect_failed", "addr")) {
+    if (IsBadInterface("", m->Field("addr"))) {
+      out->push_back(m);
+      any = true;
+    }
+  }
   for (std::string_view row : kInterfaceRows) {
     for (const Match* m : ev.Distinct(row, "addr")) {
       if (IsBadInterface(m->Field("ifname"), m->Field("addr"))) {
@@ -302,6 +251,13 @@ bool IbWithoutGdr(const Evidence& ev, Lines* out) {
     }
   }
   return false;
+}
+
+// NCCL disabled GPUDirect RDMA for an HCA (with or without its "(no module)" reason).
+bool GdrDisabledForHca(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev, [](const Match& m) { return Is(m, "nccl.gdr_disabled") && !m.Field("hca_name").empty(); },
+      out);
 }
 
 // net_ib.cc 2.10-2.18: "GPU Direct RDMA Disabled for HCA %d '%s' (no module)".
@@ -407,6 +363,12 @@ bool RankDied(const Evidence& ev, Lines* out) {
       ev,
       [&ev](const Match& m) {
         if (Is(m, "torch.cuda_oom") || Is(m, "kernel.oom_kill")) return true;
+        // A DataLoader worker killed by SIGBUS after torch's shared-memory hint died of a full
+        // /dev/shm: shm_too_small, not a crash of its own.
+        if (Is(m, "torch.dataloader_worker_killed") && Has(m, "Bus error") &&
+            ev.Count("torch.dataloader_bus_error") > 0) {
+          return false;
+        }
         // A CUDA call inside NCCL or torch that failed for memory ("Cuda failure 'out of
         // memory'", CUDA error: out of memory) is the same death by another row.
         if (m.signature->category == "cuda_error" && Has(m, "out of memory")) return true;
@@ -617,7 +579,75 @@ bool BootstrapMismatch(const Evidence& ev, Lines* out) {
   return AnyOf(ev, {"nccl.bootstrap_truncated", "nccl.bootstrap_root_mismatch"}, out);
 }
 
+// NCCL's result strings (ncclGetErrorString, src/init.cc 2.10-2.28) and their enum names (torch
+// prints both), in any recognised line whichever row matched it: what kind of NCCL failure.
+bool NcclResult(const Evidence& ev, std::initializer_list<std::string_view> texts, Lines* out) {
+  return CudaText(ev, texts, out);
+}
+bool NcclResultCuda(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"unhandled cuda error", "ncclUnhandledCudaError"}, out);
+}
+bool NcclResultSystem(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"unhandled system error", "ncclSystemError"}, out);
+}
+bool NcclResultInternal(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"internal error - please report", "ncclInternalError"}, out);
+}
+bool NcclResultInvalidUsage(const Evidence& ev, Lines* out) {
+  return NcclResult(
+      ev, {"invalid usage", "ncclInvalidUsage", "invalid argument", "ncclInvalidArgument"}, out);
+}
+bool NcclResultRemote(const Evidence& ev, Lines* out) {
+  return NcclResult(ev, {"remote process exited or there was a network error", "ncclRemoteError"},
+                    out);
+}
+
+// NCCL's "Init COMPLETE" / "Abort COMPLETE" lines name each member's busId: two ranks of one
+// host on one busId share a GPU.
+bool SameBusIdTwoRanks(const Evidence& ev, Lines* out) {
+  std::map<std::string, std::pair<std::string, const Match*>> first;  // host|bus -> rank, line
+  for (std::string_view row : {"nccl.init_complete", "nccl.abort_complete"}) {
+    for (const Match* m : ev.Distinct(row, "rank")) {
+      const std::string key = m->Field("host") + "|" + m->Field("bus_id");
+      auto [it, fresh] = first.try_emplace(key, m->Field("rank"), m);
+      if (!fresh && it->second.first != m->Field("rank")) {
+        out->push_back(it->second.second);
+        out->push_back(m);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// A SIGBUS whose fault address has no backing page ("Bus error: nonexistent physical address",
+// UCX's handler; torch's DataLoader hint): a shared-memory mapping past what /dev/shm holds.
+bool SigbusNoBacking(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return (Is(m, "ucx.caught_signal") && m.Field("signal") == "7" &&
+                Has(m, "nonexistent physical address")) ||
+               Is(m, "torch.dataloader_bus_error");
+      },
+      out);
+}
+
 constexpr NamedCondition kConditions[] = {
+    {"gdr_disabled_for_hca", GdrDisabledForHca,
+     "GPU Direct RDMA Disabled for HCA ... (any reason)"},
+    {"routable_gid", RoutableGid, "NET/IB QP lines whose GIDs are all routable (none fe80)"},
+    {"sigbus_no_backing", SigbusNoBacking,
+     "a bus error on a page without backing (a shared-memory mapping beyond /dev/shm)"},
+    {"same_bus_id_two_ranks", SameBusIdTwoRanks,
+     "two ranks of one host whose NCCL communicator lines name the same busId"},
+    {"nccl_result_cuda", NcclResultCuda, "NCCL's 'unhandled cuda error' (ncclUnhandledCudaError)"},
+    {"nccl_result_system", NcclResultSystem, "NCCL's 'unhandled system error' (ncclSystemError)"},
+    {"nccl_result_internal", NcclResultInternal, "NCCL's 'internal error' (ncclInternalError)"},
+    {"nccl_result_invalid_usage", NcclResultInvalidUsage,
+     "NCCL's 'invalid usage' / 'invalid argument' (ncclInvalidUsage, ncclInvalidArgument)"},
+    {"nccl_result_remote", NcclResultRemote,
+     "NCCL's 'remote process exited or there was a network error' (ncclRemoteError)"},
     {"retry_exceeded", RetryExceeded, "IB completions with status 12 (transport retry exceeded)"},
     {"link_local_gid", LinkLocalGid, "a NET/IB QP line whose GID has the link-local prefix fe80"},
     {"modify_qp_failed", ModifyQpFailed, "ibv_modify_qp failures (QP to RTR/RTS)"},
@@ -688,6 +718,13 @@ constexpr Rule kRules[] = {
      {"modify_qp_failed", "roce"},
      "",
      "ibv_modify_qp failed on RoCE: the GID index does not address the peer."},
+    {"retry_exceeded_network.retry_with_routable_gid",
+     "retry_exceeded_network",
+     0.6,
+     {"retry_exceeded", "routable_gid"},
+     "qp_mtu_differs",
+     "IB completions failed with retry exceeded although the QPs use routable GIDs and one MTU: "
+     "packets are lost in the fabric."},
     {"mtu_mismatch.retry_with_qp_mtu_differs",
      "mtu_mismatch",
      0.85,
@@ -706,6 +743,13 @@ constexpr Rule kRules[] = {
      {"bad_interface"},
      "",
      "NCCL bootstraps or runs sockets over an interface other nodes cannot reach."},
+    {"socket_ifname_wrong.refused_on_bad_interface",
+     "socket_ifname_wrong",
+     0.85,
+     {"refused_or_unreachable", "bad_interface"},
+     "",
+     "Connections were refused or unreachable while NCCL uses an interface the other nodes "
+     "cannot reach: the interface, not a filter."},
     {"firewall_or_port.refused_on_right_interface",
      "firewall_or_port",
      0.75,
@@ -738,6 +782,12 @@ constexpr Rule kRules[] = {
      {"ib_in_use", "ib_without_gdr"},
      "",
      "NCCL uses IB but no transport line has /GDRDMA: GPUDirect RDMA is off."},
+    {"gdr_peermem.disabled_for_hca",
+     "gdr_peermem",
+     0.55,
+     {"gdr_disabled_for_hca"},
+     "gdr_no_module",
+     "NCCL disabled GPUDirect RDMA for an HCA: transfers go through host memory."},
     {"gdr_peermem.no_module",
      "gdr_peermem",
      0.7,
@@ -799,6 +849,19 @@ constexpr Rule kRules[] = {
      "",
      "A CUDA call failed with an error of the GPU or its driver (ECC, NVLink, fabric manager not "
      "ready, driver mismatch)."},
+    {"shm_too_small.sigbus_no_backing",
+     "shm_too_small",
+     0.6,
+     {"sigbus_no_backing"},
+     "",
+     "A process died of a bus error on a page without backing: a shared-memory segment larger "
+     "than what /dev/shm can hold."},
+    {"duplicate_gpu.same_bus_id",
+     "duplicate_gpu",
+     0.8,
+     {"same_bus_id_two_ranks"},
+     "",
+     "Two ranks of one host run their communicators on the same GPU (busId)."},
     {"duplicate_gpu.invalid_device_ordinal",
      "duplicate_gpu",
      0.55,
@@ -887,6 +950,8 @@ constexpr Supersede kSupersedes[] = {
     {"retry_exceeded_network", "ib_port_down_or_link_flap"},
     // A worker killed by SIGBUS in a full /dev/shm is the shm's doing, not a crash of its own.
     {"oom_or_crash_other_rank", "shm_too_small"},
+    // Connections refused while NCCL uses an interface the nodes cannot reach: the interface.
+    {"firewall_or_port", "socket_ifname_wrong"},
 };
 
 // What symptoms point at when nothing decides, and what would.
@@ -919,30 +984,89 @@ constexpr SymptomHint kSymptomHints[] = {
     {"nccl_warning", "NCCL warned: rerun with NCCL_DEBUG=INFO for the lines around the warning."},
 };
 
+// What would tell two causes apart, for the pairs the differential most often puts first and
+// second; other pairs fall back to both categories' decide text.
+struct PairSeparator {
+  std::string_view a, b, text;
+};
+constexpr PairSeparator kSeparators[] = {
+    {"straggler_or_slow_rank", "oom_or_crash_other_rank",
+     "the exit code and time of death of every rank (torchrun's failure table, the kernel log's "
+     "OOM killer lines) show whether a rank died first; the Flight Recorder dumps of all ranks "
+     "show "
+     "whether one rank never entered the collective the others wait in."},
+    {"straggler_or_slow_rank", "desync_collective_mismatch",
+     "the Flight Recorder dumps of all ranks: a late rank has not entered the collective yet, a "
+     "desync has ranks in different collectives (op, sizes) under one sequence number."},
+    {"oom_or_crash_other_rank", "desync_collective_mismatch",
+     "whether a rank exited first (torchrun's failure table, the kernel log) or every rank stayed "
+     "alive in different collectives (Flight Recorder dumps of all ranks)."},
+    {"socket_ifname_wrong", "firewall_or_port",
+     "the 'Bootstrap : Using' and 'NET/Socket : Using' lines of every node (NCCL_DEBUG=INFO): a "
+     "bridge, loopback or tunnel interface is the interface; a routable one with refusals is a "
+     "filter. `nc -zv PEER PORT` on that interface decides."},
+    {"firewall_or_port", "oom_or_crash_other_rank",
+     "whether the peer process was still alive when the connection was refused (its own output, "
+     "torchrun's failure table): a dead peer refuses every connection too."},
+    {"gid_index", "retry_exceeded_network",
+     "show_gids on both nodes and the NET/IB QP lines (GID index, subnet prefix): a link-local "
+     "or RoCE v1 GID, or indexes that differ per node, is the GID; a routable v2 GID leaves the "
+     "fabric."},
+    {"mtu_mismatch", "retry_exceeded_network",
+     "a preflight of every node (active_mtu, netdev MTU) shows whether the MTU differs; failures "
+     "only at large message sizes point at the MTU."},
+    {"ib_port_down_or_link_flap", "retry_exceeded_network",
+     "ibstat and the port's link_downed / symbol error counters on both nodes, and the kernel log "
+     "around the failure: a port that went down is the flap."},
+    {"memlock", "gdr_peermem",
+     "`ulimit -l` inside the job and `lsmod | grep peermem`: ENOMEM with a small limit is memlock; "
+     "registrations of GPU memory failing with an unlimited limit is GPUDirect."},
+    {"memlock", "qp_or_resource_limit",
+     "`ulimit -l` inside the job, and whether the failure appears only above some node count "
+     "(HCA max_qp/max_cq)."},
+    {"gpu_xid_or_driver", "nccl_bug",
+     "the kernel log (NVRM: Xid) and nvidia-smi -q on the node, and the fabric manager's state: a "
+     "GPU or driver fault shows there; a clean node with the same error points at NCCL's release "
+     "notes."},
+    {"gpu_xid_or_driver", "oom_or_crash_other_rank",
+     "the kernel log of the node of the first rank that died: an Xid or a GPU off the bus is the "
+     "GPU, an OOM killer line or a CUDA out-of-memory error is the crash."},
+    {"version_mismatch", "nccl_bug",
+     "the 'NCCL version' line of every rank: different versions are the mismatch; one version "
+     "everywhere leaves its release notes."},
+};
+
 }  // namespace
 
 std::span<const Rule> Rules() { return kRules; }
 std::span<const NamedCondition> Conditions() { return kConditions; }
-std::span<const CategoryInfo> Categories() { return kCategories; }
+std::span<const CategoryInfo> Categories() { return sl::Causes(); }
 
-const CategoryInfo* FindCategory(std::string_view name) {
-  for (const CategoryInfo& c : kCategories) {
-    if (c.name == name) return &c;
+const CategoryInfo* FindCategory(std::string_view name) { return sl::FindCause(name); }
+
+std::string Separator(std::string_view a, std::string_view b) {
+  for (const PairSeparator& p : kSeparators) {
+    if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) return std::string(p.text);
   }
-  return nullptr;
+  const CategoryInfo* x = FindCategory(a);
+  const CategoryInfo* y = FindCategory(b);
+  if (x == nullptr || y == nullptr) return "";
+  return fmt::format("for {}: {} For {}: {}", a, x->decide, b, y->decide);
 }
 
 namespace {
 
-const NamedCondition* FindCondition(std::string_view name) {
-  for (const NamedCondition& c : kConditions) {
-    if (c.name == name) return &c;
-  }
-  return nullptr;
-}
-
 EvidenceLine Cite(const Match& m) {
   return {m.source, m.line_number, m.line.substr(0, 600), std::string(m.signature->id)};
+}
+
+std::vector<EvidenceLine> CiteAll(const Lines& lines, std::size_t cap = 6) {
+  std::vector<EvidenceLine> out;
+  for (const Match* m : lines) {
+    if (out.size() >= cap) break;
+    out.push_back(Cite(*m));
+  }
+  return out;
 }
 
 // What the lines say about where: node, rank, port, GPU, peer (the first line that names each).
@@ -968,7 +1092,8 @@ Entity EntityOf(const Lines& lines) {
   return e;
 }
 
-// One category's running total while the rules are applied.
+// One category's running total while the rules are applied: the rules' combined confidence
+// (a feature of the model), the lines and the entity the cause cites.
 struct Tally {
   double miss = 1;  // product of (1 - confidence): noisy-or of independent contributions
   std::vector<EvidenceLine> evidence;
@@ -999,29 +1124,67 @@ void Contribute(Tally* t, std::string rule, double confidence, const Lines& line
   }
 }
 
-// Rows whose category is a cause name it by themselves: a cause row fully, a symptom typical
-// of the cause (status=12 for the fabric) less. Facts never do.
-void ApplyRows(const Evidence& ev, std::map<std::string, Tally>* tallies, Diagnosis* d) {
-  std::set<std::string_view> done;
-  for (const Match& m : ev.matches()) {
-    const Signature& s = *m.signature;
-    if (s.kind == EvidenceKind::kFact || FindCategory(s.category) == nullptr) continue;
-    if (!done.insert(s.id).second) continue;
-    const double base = std::min(0.9, 0.3 + s.priority / 200.0);
-    const double c = s.kind == EvidenceKind::kCause ? base : base * 0.75;
-    Lines lines;
-    for (const Match& o : ev.matches()) {
-      if (o.signature == m.signature) lines.push_back(&o);
+// The features in the order first seen; the same id twice keeps the larger value and both
+// lines.
+class FeatureSet {
+ public:
+  void Add(const std::string& id, double value, std::string_view source,
+           std::vector<EvidenceLine> lines) {
+    auto [it, fresh] = index_.try_emplace(id, items_.size());
+    if (fresh) items_.push_back({id, value, std::string(source), {}, {}});
+    Feature& f = items_[it->second];
+    f.value = std::max(f.value, value);
+    for (auto& l : lines) {
+      if (f.lines.size() < 6) f.lines.push_back(std::move(l));
     }
-    Tally& t = (*tallies)[std::string(s.category)];
-    Contribute(&t, "row:" + std::string(s.id), c, lines, "");
-    if (t.row_fix.empty()) t.row_fix = std::string(s.fix);
-    d->fired.push_back(
-        {"row:" + std::string(s.id), std::string(s.category), c, {{std::string(s.id), {Cite(m)}}}});
+  }
+  std::vector<Feature> Take() { return std::move(items_); }
+
+ private:
+  std::vector<Feature> items_;
+  std::map<std::string, std::size_t> index_;
+};
+
+// A row's confidence as the rules saw it: a cause row by itself, a symptom typical of the cause
+// (status=12 for the fabric) less.
+double RowConfidence(const Signature& s) {
+  const double base = std::min(0.9, 0.3 + s.priority / 200.0);
+  return s.kind == EvidenceKind::kCause ? base : base * 0.75;
+}
+
+// Every row that matched is a feature ("row:<id>"), and so is each (kind, category) of the
+// cause and symptom rows; rows of a cause category contribute to that category's tally.
+void ApplyRows(const Evidence& ev, std::map<std::string, Tally>* tallies, FeatureSet* fs,
+               Diagnosis* d) {
+  std::map<const Signature*, Lines> by_row;
+  std::vector<const Signature*> order;
+  for (const Match& m : ev.matches()) {
+    auto [it, fresh] = by_row.try_emplace(m.signature);
+    if (fresh) order.push_back(m.signature);
+    it->second.push_back(&m);
+  }
+  for (const Signature* s : order) {
+    const Lines& lines = by_row[s];
+    fs->Add("row:" + std::string(s->id), 1, s->provenance, CiteAll(lines, 3));
+    if (s->kind == EvidenceKind::kFact) continue;
+    const char* kind = s->kind == EvidenceKind::kCause ? "cause:" : "symptom:";
+    fs->Add(kind + std::string(s->category), 1, "catalog rows of this kind and category",
+            CiteAll(lines, 3));
+    if (FindCategory(s->category) == nullptr) continue;
+    const double c = RowConfidence(*s);
+    Tally& t = (*tallies)[std::string(s->category)];
+    Contribute(&t, "row:" + std::string(s->id), c, lines, "");
+    if (t.row_fix.empty()) t.row_fix = std::string(s->fix);
+    d->fired.push_back({"row:" + std::string(s->id),
+                        std::string(s->category),
+                        c,
+                        {{std::string(s->id), {Cite(*lines.front())}}}});
   }
   if (const Match* x = ev.Desync()) {
     Tally& t = (*tallies)[std::string(x->signature->category)];
     Contribute(&t, "row:" + std::string(x->signature->id), 0.8, {x}, "");
+    fs->Add("struct:coll_desync", 1, "NCCL collective traces of one opCount that differ",
+            {Cite(*x)});
     d->fired.push_back({"row:" + std::string(x->signature->id),
                         std::string(x->signature->category),
                         0.8,
@@ -1029,14 +1192,26 @@ void ApplyRows(const Evidence& ev, std::map<std::string, Tally>* tallies, Diagno
   }
 }
 
-void ApplyRules(const Evidence& ev, std::map<std::string, Tally>* tallies, Diagnosis* d) {
-  std::map<std::string_view, std::pair<bool, Lines>> memo;
-  auto test = [&](std::string_view name) -> const std::pair<bool, Lines>& {
-    auto it = memo.find(name);
-    if (it != memo.end()) return it->second;
+using Memo = std::map<std::string_view, std::pair<bool, Lines>>;
+
+// Every condition is evaluated once: those that hold are features ("cond:<name>").
+Memo TestConditions(const Evidence& ev, FeatureSet* fs) {
+  Memo memo;
+  for (const NamedCondition& c : kConditions) {
     std::pair<bool, Lines> r{false, {}};
-    if (const NamedCondition* c = FindCondition(name)) r.first = c->test(ev, &r.second);
-    return memo.emplace(name, std::move(r)).first->second;
+    r.first = c.test(ev, &r.second);
+    if (r.first) fs->Add("cond:" + std::string(c.name), 1, c.means, CiteAll(r.second));
+    memo.emplace(c.name, std::move(r));
+  }
+  return memo;
+}
+
+void ApplyRules(const Memo& memo, std::map<std::string, Tally>* tallies, FeatureSet* fs,
+                Diagnosis* d) {
+  auto test = [&](std::string_view name) -> const std::pair<bool, Lines>& {
+    static const std::pair<bool, Lines> kNo{false, {}};
+    auto it = memo.find(name);
+    return it == memo.end() ? kNo : it->second;
   };
   for (const Rule& rule : kRules) {
     bool all = true;
@@ -1050,16 +1225,138 @@ void ApplyRules(const Evidence& ev, std::map<std::string, Tally>* tallies, Diagn
       if (w.empty()) continue;
       const Lines& l = test(w).second;
       lines.insert(lines.end(), l.begin(), l.end());
-      std::vector<EvidenceLine> cited;
-      for (const Match* m : l) {
-        if (cited.size() < 6) cited.push_back(Cite(*m));
-      }
-      f.conditions.emplace_back(std::string(w), std::move(cited));
+      f.conditions.emplace_back(std::string(w), CiteAll(l));
     }
+    fs->Add("rule:" + std::string(rule.id), 1, rule.why, CiteAll(lines));
     Contribute(&(*tallies)[std::string(rule.category)], std::string(rule.id), rule.confidence,
                lines, rule.why);
     d->fired.push_back(std::move(f));
   }
+}
+
+void ApplyClaims(std::span<const CauseClaim> claims, std::map<std::string, Tally>* tallies,
+                 FeatureSet* fs, Diagnosis* d) {
+  for (const CauseClaim& c : claims) {
+    if (FindCategory(c.category) == nullptr) continue;
+    fs->Add(c.source + ":" + c.rule, c.confidence, c.source, c.evidence);
+    fs->Add("claim:" + c.category, c.confidence, "claims of other sources for this category",
+            c.evidence);
+    Tally& t = (*tallies)[c.category];
+    Contribute(&t, c.source + ":" + c.rule, c.confidence, {}, c.why);
+    for (const auto& e : c.evidence) {
+      if (t.evidence.size() < 12) t.evidence.push_back(e);
+    }
+    if (t.entity.empty()) t.entity = c.entity;
+    d->fired.push_back(
+        {c.source + ":" + c.rule, c.category, c.confidence, {{c.source, c.evidence}}});
+  }
+}
+
+// The rules' combined confidence per category ("engine:<category>"), after the categories that
+// explain another one have weakened it.
+void EngineFeatures(std::map<std::string, Tally>* tallies, FeatureSet* fs) {
+  for (const Supersede& s : kSupersedes) {
+    auto weak = tallies->find(std::string(s.weaker));
+    if (weak != tallies->end() && tallies->count(std::string(s.stronger))) {
+      weak->second.miss = 1 - (1 - weak->second.miss) * 0.5;
+    }
+  }
+  for (const auto& [category, t] : *tallies) {
+    fs->Add("engine:" + category, std::min(0.97, 1 - t.miss),
+            "the rules' combined confidence (noisy-or of the rows, rules and claims naming it)",
+            {t.evidence.begin(), t.evidence.begin() + std::min<std::size_t>(3, t.evidence.size())});
+  }
+}
+
+// Symptom categories that are errors of their own (not a wait or an exit).
+bool IsErrorSymptom(std::string_view category) {
+  for (std::string_view c : {"nccl_error", "ib_completion_error", "cuda_error",
+                             "peer_exit_or_network", "nccl_warning", "watchdog_stuck"}) {
+    if (c == category) return true;
+  }
+  return false;
+}
+
+// Failure evidence: any line above a fact, a rule that held, another source's claim.
+bool FailureEvidence(const Evidence& ev, const Diagnosis& d) {
+  if (!d.fired.empty()) return true;
+  return std::any_of(ev.matches().begin(), ev.matches().end(), [](const Match& m) {
+    return m.signature->kind != EvidenceKind::kFact &&
+           (m.signature->priority > 0 || m.signature->severity >= Severity::kWarning);
+  });
+}
+
+// torch's watchdog timeouts: on one rank or several, and which collective (its OpType): a
+// BROADCAST or BARRIER waited on is where a late rank is usually caught, an ALLREDUCE of the
+// training step where a dead one is.
+void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
+  const Lines ranks = ev.Distinct("torch.watchdog_timeout", "rank");
+  if (ranks.empty()) return;
+  fs->Add(ranks.size() == 1 ? "struct:timeout_one_rank" : "struct:timeout_many_ranks", 1,
+          "the processes whose watchdog timed out in a collective", CiteAll(ranks, 3));
+  // Ranks stuck in different collectives (other sequence numbers, ops or sizes) did not call the
+  // same thing: a desync; one collective everywhere is waiting for someone.
+  const std::pair<const char*, const char*> differ[] = {
+      {"seq", "struct:timeout_seqs_differ"},
+      {"op", "struct:timeout_ops_differ"},
+      {"numel_in", "struct:timeout_sizes_differ"}};
+  for (const auto& [field, id] : differ) {
+    const Lines values = ev.Distinct("torch.watchdog_timeout", field);
+    if (values.size() >= 2) {
+      fs->Add(id, 1, "timed-out collectives of different ranks disagree", CiteAll(values, 3));
+    }
+  }
+  if (ranks.size() >= 2 && ev.Distinct("torch.watchdog_timeout", "seq").size() == 1) {
+    fs->Add("struct:timeout_same_seq", 1, "every timed-out rank waits in the same collective",
+            CiteAll(ranks, 3));
+  }
+  for (const Match* m : ev.Distinct("torch.watchdog_timeout", "op")) {
+    std::string op = Lower(m->Field("op"));
+    while (!op.empty() && op.front() == '_') op.erase(op.begin());
+    if (!op.empty()) {
+      fs->Add("struct:timeout_op:" + op, 1, "the OpType of a timed-out collective", {Cite(*m)});
+    }
+  }
+}
+
+// The CUDA error text a failed call names (cudaGetErrorString, whichever wrapper printed it) and
+// the NCCL source file of each WARN ("graph/rings.cc", "transport/net_ib.cc"): what failed,
+// and where in NCCL, for lines the rows only know as "a CUDA failure" or "an NCCL warning".
+void TextFeatures(const Evidence& ev, FeatureSet* fs) {
+  static const std::regex kWarnFile(R"(\] ([A-Za-z_/]+\.(?:cc|cu|h|cpp)):\d+ NCCL WARN)");
+  for (const Match& m : ev.matches()) {
+    if (m.signature->kind == EvidenceKind::kFact) continue;
+    const std::string_view cat = m.signature->category;
+    if (cat == "cuda_error" || cat == "gpu_xid_or_driver") {
+      std::string e = Lower(m.Field("error"));
+      if (e.size() > 60) e.resize(60);
+      while (!e.empty() && !std::isalnum(static_cast<unsigned char>(e.back()))) e.pop_back();
+      if (!e.empty())
+        fs->Add("cuda_error:" + e, 1, "the CUDA error text of a failed call", {Cite(m)});
+    }
+    std::smatch w;
+    if (std::regex_search(m.line, w, kWarnFile)) {
+      fs->Add("warn_file:" + w[1].str(), 1, "the NCCL source file of a WARN line", {Cite(m)});
+    }
+  }
+}
+
+// The evidence's shape: symptoms with nothing that names a cause, a timeout without any error.
+void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
+  if (!FailureEvidence(ev, d)) return;
+  if (!d.decided) fs->Add("struct:symptoms_only", 1, "symptoms and nothing that names a cause", {});
+  bool timeout = false, error = false;
+  for (const Match& m : ev.matches()) {
+    if (m.signature->kind == EvidenceKind::kFact) continue;
+    timeout = timeout || m.signature->category == "collective_timeout";
+    error =
+        error || m.signature->kind == EvidenceKind::kCause || IsErrorSymptom(m.signature->category);
+  }
+  if (timeout && !error) {
+    fs->Add("struct:timeout_without_error", 1, "a collective timed out and no line is an error",
+            {});
+  }
+  TimeoutShape(ev, fs);
 }
 
 void CollectSymptoms(const Evidence& ev, Diagnosis* d) {
@@ -1100,64 +1397,188 @@ std::string Decider(const std::vector<Symptom>& symptoms) {
   return out;
 }
 
-}  // namespace
+// Rows, conditions, rules and claims: the features, the tallies the causes cite, the firings.
+std::vector<Feature> Analyse(const Evidence& ev, std::span<const CauseClaim> claims,
+                             std::map<std::string, Tally>* tallies, Diagnosis* d) {
+  FeatureSet fs;
+  ApplyRows(ev, tallies, &fs, d);
+  ApplyRules(TestConditions(ev, &fs), tallies, &fs, d);
+  ApplyClaims(claims, tallies, &fs, d);
+  d->decided = !tallies->empty();
+  EngineFeatures(tallies, &fs);
+  StructFeatures(ev, *d, &fs);
+  TextFeatures(ev, &fs);
+  return fs.Take();
+}
 
-Diagnosis Diagnose(const Evidence& evidence, std::span<const CauseClaim> claims) {
-  Diagnosis d;
-  d.recognised = evidence.total();
-  std::map<std::string, Tally> tallies;
-  ApplyRows(evidence, &tallies, &d);
-  ApplyRules(evidence, &tallies, &d);
-  for (const CauseClaim& c : claims) {
-    if (FindCategory(c.category) == nullptr) continue;
-    Tally& t = tallies[c.category];
-    Contribute(&t, c.source + ":" + c.rule, c.confidence, {}, c.why);
-    for (const auto& e : c.evidence) {
-      if (t.evidence.size() < 12) t.evidence.push_back(e);
-    }
-    if (t.entity.empty()) t.entity = c.entity;
-    d.fired.push_back(
-        {c.source + ":" + c.rule, c.category, c.confidence, {{c.source, c.evidence}}});
+// Contributions below this share of a score are not shown as a cause's evidence.
+constexpr double kPushShown = 0.05;
+// The differential keeps the first kMinShown causes, and more down to kShownProbability, at
+// most kMaxShown.
+constexpr std::size_t kMinShown = 3, kMaxShown = 8;
+constexpr double kShownProbability = 0.01;
+
+// The features that raised category `k`'s score, strongest first, and their lines.
+void PushesOf(const Model& model, int k, const std::vector<Feature>& features, Cause* c) {
+  for (const Feature& f : features) {
+    const auto* w = model.Weights(f.id);
+    if (w == nullptr) continue;
+    const double push = (*w)[static_cast<std::size_t>(k)] * f.value;
+    if (push > kPushShown) c->pushed.push_back({f.id, push});
   }
-  for (const Supersede& s : kSupersedes) {
-    auto weak = tallies.find(std::string(s.weaker));
-    if (weak != tallies.end() && tallies.count(std::string(s.stronger))) {
-      weak->second.miss = 1 - (1 - weak->second.miss) * 0.5;
+  std::sort(c->pushed.begin(), c->pushed.end(),
+            [](const Push& a, const Push& b) { return a.contribution > b.contribution; });
+  for (const Push& p : c->pushed) {
+    auto f = std::find_if(features.begin(), features.end(),
+                          [&](const Feature& x) { return x.id == p.feature; });
+    for (const EvidenceLine& e : f->lines) {
+      if (c->evidence.size() >= 12) break;
+      const bool dup = std::any_of(c->evidence.begin(), c->evidence.end(), [&](const auto& x) {
+        return x.file == e.file && x.line == e.line;
+      });
+      if (!dup) c->evidence.push_back(e);
     }
   }
-  for (auto& [category, t] : tallies) {
-    const CategoryInfo* info = FindCategory(category);
-    Cause c;
-    c.category = category;
-    c.confidence = std::min(0.97, 1 - t.miss);
+}
+
+// One cause of the differential: the model's probability, the tally's lines, entity and
+// reasoning when rules named it, the lines of the features that pushed it.
+Cause MakeCause(const Model& model, int k, double p, const std::vector<Feature>& features,
+                std::map<std::string, Tally>* tallies) {
+  Cause c;
+  c.category = model.categories[static_cast<std::size_t>(k)];
+  c.probability = p;
+  const CategoryInfo* info = FindCategory(c.category);
+  c.fix = std::string(info->fix);
+  c.decide = std::string(info->decide);
+  if (auto it = tallies->find(c.category); it != tallies->end()) {
+    Tally& t = it->second;
     c.entity = t.entity.empty() ? EntityOf(t.lines) : t.entity;
     c.evidence = std::move(t.evidence);
     c.rules = std::move(t.rules);
     c.why = Join(t.why, " ");
-    c.fix = std::string(info->fix);
     if (!t.row_fix.empty()) c.fix += " (" + t.row_fix + ")";
-    c.decide = std::string(info->decide);
-    d.causes.push_back(std::move(c));
   }
-  // Best first; equal confidence keeps the vocabulary's order (more specific causes first).
-  auto order = [](const std::string& name) { return FindCategory(name) - &kCategories[0]; };
-  std::sort(d.causes.begin(), d.causes.end(), [&](const Cause& a, const Cause& b) {
-    if (a.confidence != b.confidence) return a.confidence > b.confidence;
-    return order(a.category) < order(b.category);
+  PushesOf(model, k, features, &c);
+  return c;
+}
+
+// The differential: every cause class of the model with its probability, best first; equal
+// probabilities keep the vocabulary's order (more specific causes first).
+void Rank(const Model& model, std::map<std::string, Tally>* tallies, Diagnosis* d) {
+  std::vector<std::pair<std::string, double>> x;
+  for (const Feature& f : d->features) x.emplace_back(f.id, f.value);
+  const std::vector<double> p = model.Probabilities(x);
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    if (FindCategory(model.categories[k]) == nullptr) continue;
+    d->causes.push_back(MakeCause(model, static_cast<int>(k), p[k], d->features, tallies));
+  }
+  std::sort(d->causes.begin(), d->causes.end(), [](const Cause& a, const Cause& b) {
+    if (a.probability != b.probability) return a.probability > b.probability;
+    return CauseIndex(a.category) < CauseIndex(b.category);
   });
-  CollectSymptoms(evidence, &d);
-  if (d.causes.empty()) {
-    Cause u;
-    u.category = "unknown";
-    u.decide = Decider(d.symptoms);
-    for (const Symptom& s : d.symptoms) {
-      if (u.evidence.size() < 12) u.evidence.push_back(s.first);
+  std::size_t keep = 0;
+  while (keep < d->causes.size() && keep < kMaxShown &&
+         (keep < kMinShown || d->causes[keep].probability >= kShownProbability)) {
+    ++keep;
+  }
+  d->causes.resize(keep);
+  if (d->causes.size() >= 2) d->separate = Separator(d->causes[0].category, d->causes[1].category);
+  for (const Cause& c : d->causes) {
+    const auto k = static_cast<std::size_t>(model.Index(c.category));
+    d->priors.push_back(model.intercepts[k]);
+    for (Feature& f : d->features) {
+      const auto* w = model.Weights(f.id);
+      f.weights.push_back(w == nullptr ? 0.0 : (*w)[k]);
     }
-    u.why = d.symptoms.empty() ? "Nothing the catalog knows was found."
-                               : "Only symptoms were found; they do not name a cause.";
-    d.causes.push_back(std::move(u));
+  }
+}
+
+Cause Unknown(const std::vector<Symptom>& symptoms) {
+  Cause u;
+  u.category = "unknown";
+  u.probability = 0;  // not a cause: it claims nothing the probabilities could be scored on
+  u.decide = Decider(symptoms);
+  for (const Symptom& s : symptoms) {
+    if (u.evidence.size() < 12) u.evidence.push_back(s.first);
+  }
+  u.why = symptoms.empty() ? "Nothing the catalog knows was found."
+                           : "Only symptoms were found; they do not name a cause.";
+  return u;
+}
+
+}  // namespace
+
+std::vector<Feature> ExtractFeatures(const Evidence& evidence, std::span<const CauseClaim> claims) {
+  std::map<std::string, Tally> tallies;
+  Diagnosis d;
+  return Analyse(evidence, claims, &tallies, &d);
+}
+
+Diagnosis Diagnose(const Evidence& evidence, std::span<const CauseClaim> claims,
+                   const Model* model) {
+  Diagnosis d;
+  d.recognised = evidence.total();
+  std::map<std::string, Tally> tallies;
+  d.features = Analyse(evidence, claims, &tallies, &d);
+  CollectSymptoms(evidence, &d);
+  const Model& m = model != nullptr ? *model : FittedModel();
+  if (!m.categories.empty()) Rank(m, &tallies, &d);
+  if (!FailureEvidence(evidence, d) || d.causes.empty()) {
+    // Nothing failed that the catalog knows: unknown leads, with what would decide; the
+    // model's ranking of the facts alone (its priors, mostly) follows as the base rates.
+    d.decided = false;
+    d.separate.clear();
+    d.causes.insert(d.causes.begin(), Unknown(d.symptoms));
+    if (d.causes.size() > kMinShown + 1) d.causes.resize(kMinShown + 1);
+    if (!d.priors.empty()) d.priors.insert(d.priors.begin(), 0.0);
+    for (Feature& f : d.features) {
+      if (!f.weights.empty()) f.weights.insert(f.weights.begin(), 0.0);
+    }
   }
   return d;
+}
+
+// ---- the vocabulary's own knowledge, as pseudo-observations for the fit ----
+
+std::vector<PriorExample> PriorExamples() {
+  std::vector<PriorExample> out;
+  for (const Rule& r : kRules) {
+    PriorExample e{"rule:" + std::string(r.id), std::string(r.category), {}};
+    e.features.emplace_back(e.id, 1);
+    for (std::string_view w : r.when) {
+      if (!w.empty()) e.features.emplace_back("cond:" + std::string(w), 1);
+    }
+    e.features.emplace_back("engine:" + std::string(r.category), r.confidence);
+    out.push_back(std::move(e));
+  }
+  for (const Signature& s : Catalog()) {
+    if (s.kind == EvidenceKind::kFact || FindCategory(s.category) == nullptr) continue;
+    PriorExample e{"row:" + std::string(s.id), std::string(s.category), {}};
+    e.features.emplace_back(e.id, 1);
+    e.features.emplace_back(
+        (s.kind == EvidenceKind::kCause ? "cause:" : "symptom:") + std::string(s.category), 1);
+    e.features.emplace_back("engine:" + std::string(s.category), RowConfidence(s));
+    out.push_back(std::move(e));
+  }
+  // Other sources' claim codes: the corpus holds logs only, so without these a preflight finding
+  // or a Flight Recorder verdict would weigh nothing.
+  const std::pair<const char*, std::span<const FactCategory>> sources[] = {
+      {"preflight", PreflightCategories()},
+      {"warmup", WarmupCategories()},
+      {"ib_counters", CounterCategories()},
+      {"flight_recorder", FlightRecorderCategories()},
+      {"stacks", StacksCategories()}};
+  for (const auto& [source, table] : sources) {
+    for (const FactCategory& f : table) {
+      PriorExample e{std::string(source) + ":" + std::string(f.key), std::string(f.category), {}};
+      e.features.emplace_back(e.id, f.confidence);
+      e.features.emplace_back("claim:" + std::string(f.category), f.confidence);
+      e.features.emplace_back("engine:" + std::string(f.category), f.confidence);
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
 }
 
 }  // namespace sl::diagnose

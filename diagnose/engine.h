@@ -2,15 +2,20 @@
 // The evidence -> cause engine. Recognised lines are evidence of three kinds (catalog rows say
 // which): causes a person can fix, symptoms a cause produced (a watchdog timeout, "NCCL error")
 // and facts (the NCCL version, the bootstrap interface, a transport line without /GDRDMA).
-// A table of rules (kRules) combines evidence into ranked causes with a confidence; symptoms
-// alone name no cause, they give `unknown` and what evidence would decide. Pure: the same
-// Evidence comes from the supervisor (the bundle summary) or from files (`safe-launch diagnose`).
+// A table of rules (kRules) combines evidence into conditions and rules that hold; the rows,
+// conditions, rules and other sources' claims are the features of the fitted model
+// (diagnose/model.h), whose softmax ranks every cause with a probability: a differential. Only
+// inputs without any failure evidence give `unknown`, with what evidence would decide. Pure: the
+// same Evidence comes from the supervisor (the bundle summary) or from files (`safe-launch
+// diagnose`).
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/cause.h"
 #include "diagnose/evidence.h"
+#include "diagnose/model.h"
 
 namespace sl::diagnose {
 
@@ -28,12 +33,32 @@ struct Entity {
   bool empty() const { return node.empty() && rank.empty() && port.empty() && gpu.empty(); }
 };
 
+/// One feature of the evidence, as the model sees it.
+struct Feature {
+  /// "row:<catalog id>", "cause:<category>" / "symptom:<category>" (any row of that kind and
+  /// category), "cond:<condition>", "rule:<rule id>", "<source>:<rule>" (a claim: preflight,
+  /// warmup, ib_counters, flight_recorder, stacks), "claim:<category>", "engine:<category>" (the
+  /// rules' combined confidence), "struct:<name>" (the shape of the evidence).
+  std::string id;
+  double value = 1;
+  std::string source;  ///< the row's provenance, the condition's meaning, the rule's reasoning
+  std::vector<EvidenceLine> lines;  ///< the lines it holds on (a few)
+  std::vector<double> weights;      ///< the model's weight per cause of the differential
+};
+
+/// A feature's share of a cause's score: weight times value.
+struct Push {
+  std::string feature;
+  double contribution = 0;
+};
+
 /// One ranked cause.
 struct Cause {
-  std::string category;  ///< from CATEGORIES.md; "unknown" when nothing decided
-  double confidence = 0;
+  std::string category;    ///< from common/cause.h; "unknown" when there is no failure evidence
+  double probability = 0;  ///< the model's (sums to 1 over the differential)
   Entity entity;
   std::vector<EvidenceLine> evidence;
+  std::vector<Push> pushed;        ///< the features that raised its score, strongest first
   std::string why;                 ///< the rule's reasoning, one sentence per rule that named it
   std::string fix;                 ///< what to change
   std::string decide;              ///< what would tell it apart from the close hypotheses
@@ -67,12 +92,20 @@ struct CauseClaim {
 };
 
 struct Diagnosis {
-  std::vector<Cause> causes;  ///< best first; one "unknown" entry when none was named
+  /// The differential, best first (probabilities sum to 1); one "unknown" entry when there is
+  /// no failure evidence at all.
+  std::vector<Cause> causes;
   std::vector<Symptom> symptoms;
   std::vector<Firing> fired;
+  std::vector<Feature> features;  ///< what the model scored
+  std::vector<double> priors;     ///< the model's intercept per cause, parallel to causes
+  std::string separate;           ///< what would tell the first two causes apart
+  /// True when evidence of a cause (a cause row, a rule, another source's claim) was seen, not
+  /// symptoms only.
+  bool decided = false;
   std::size_t recognised = 0;  ///< lines the catalog recognised
-  /// True when a cause (not `unknown`) was named.
-  bool named() const { return !causes.empty() && causes.front().category != "unknown"; }
+  /// True when a cause (not `unknown`) leads and evidence of a cause backs the differential.
+  bool named() const { return decided && !causes.empty() && causes.front().category != "unknown"; }
 };
 
 /// A condition over the evidence: holds or not, and collects the lines it held on.
@@ -96,11 +129,8 @@ struct NamedCondition {
   std::string_view means;  ///< what the condition looks for, for --explain
 };
 
-/// One category of the vocabulary (doc/causes.md) with its fix and what tells
-/// it apart.
-struct CategoryInfo {
-  std::string_view name, fix, decide;
-};
+/// One category of the vocabulary (common/cause.h, doc/causes.md).
+using CategoryInfo = sl::CauseInfo;
 
 std::span<const Rule> Rules();
 std::span<const NamedCondition> Conditions();
@@ -108,7 +138,27 @@ std::span<const CategoryInfo> Categories();
 /// nullptr when `name` is not a cause category (a symptom category such as collective_timeout).
 const CategoryInfo* FindCategory(std::string_view name);
 
-/// Decides: ranked causes from the catalog's rows, the rules and `claims` of other sources.
-Diagnosis Diagnose(const Evidence& evidence, std::span<const CauseClaim> claims = {});
+/// Decides: the differential of the fitted `model` (FittedModel() when null) over the features
+/// of the catalog's rows, the rules and `claims` of other sources.
+Diagnosis Diagnose(const Evidence& evidence, std::span<const CauseClaim> claims = {},
+                   const Model* model = nullptr);
+
+/// The features alone (what `diagnose --features` prints and the fit reads).
+std::vector<Feature> ExtractFeatures(const Evidence& evidence,
+                                     std::span<const CauseClaim> claims = {});
+
+/// A pseudo-observation of the vocabulary's own knowledge: the features a rule, a cause row or
+/// a claim code gives by itself, labelled with the category it names. The fit adds them to the
+/// train split with a small weight, so that a row or rule the corpus lacks still points at its
+/// category.
+struct PriorExample {
+  std::string id;  ///< "rule:...", "row:...", "preflight:...", ...
+  std::string category;
+  std::vector<std::pair<std::string, double>> features;
+};
+std::vector<PriorExample> PriorExamples();
+
+/// What would tell causes `a` and `b` apart: the pairwise table's text, else both decide texts.
+std::string Separator(std::string_view a, std::string_view b);
 
 }  // namespace sl::diagnose

@@ -62,7 +62,8 @@ constexpr std::string_view kDistinctFields[] = {
     "version",      "nccl_version", "gid_prefix", "local_gid", "opcount",       "count",
     "rank",         "host",         "ifname",     "addr",      "gid_index",     "gid_spn",
     "mtu",          "gdr",          "net",        "link",      "last_enqueued", "last_completed",
-    "timeout_rank", "seq",          "error",      "exitcode",  "family",        "hca"};
+    "timeout_rank", "seq",          "error",      "exitcode",  "family",        "hca",
+    "op",           "ran_ms",       "timeout_ms", "numel_in",  "signal_name",   "signal"};
 }  // namespace
 
 void Evidence::AddDistinct(const Match& m) {

@@ -63,28 +63,71 @@ constexpr FactCategory kPreflight[] = {
      "the bootstrap uses a container bridge"},
 };
 
-// Warm-up comparisons (warmup/compare.cpp kComparisons, check ids) and its bandwidth findings:
-// a difference names the odd node, which is what a job-wide hang does not.
+// Warm-up finding codes (warmup/compare.cpp: "<comparison>/differs", the variable's name for
+// the environment; warmup/pair_rounds.cpp): a difference names the odd node, which is what a
+// job-wide hang does not.
 constexpr FactCategory kWarmup[] = {
-    {"warmup.consistency.nccl_version", "version_mismatch", 0.8, "its NCCL version differs"},
-    {"warmup.consistency.torch_version", "version_mismatch", 0.5, "its torch version differs"},
-    {"warmup.consistency.cuda_driver", "version_mismatch", 0.4, "its NVIDIA driver differs"},
-    {"warmup.consistency.gpu_count", "gpu_xid_or_driver", 0.5, "it has a different GPU count"},
-    {"warmup.consistency.hca_count", "ib_port_down_or_link_flap", 0.45,
+    {"warmup.consistency.nccl_version/differs", "version_mismatch", 0.8,
+     "its NCCL version differs"},
+    {"warmup.consistency.torch_version/differs", "version_mismatch", 0.5,
+     "its torch version differs"},
+    {"warmup.consistency.cuda_driver/differs", "version_mismatch", 0.4,
+     "its NVIDIA driver differs"},
+    {"warmup.consistency.gpu_count/differs", "gpu_xid_or_driver", 0.5,
+     "it has a different GPU count"},
+    {"warmup.consistency.hca_count/differs", "ib_port_down_or_link_flap", 0.45,
      "it has a different HCA count"},
-    {"warmup.consistency.rate", "ib_port_down_or_link_flap", 0.45, "a port's rate differs"},
-    {"warmup.consistency.mtu", "mtu_mismatch", 0.8, "a port's MTU differs"},
-    {"warmup.consistency.gid", "gid_index", 0.8, "the RoCE GID NCCL uses differs"},
-    {"warmup.consistency.memlock", "memlock", 0.45, "its memlock limit differs"},
-    {"warmup.bandwidth", "ib_port_down_or_link_flap", 0.4,
+    {"warmup.consistency.rate/differs", "ib_port_down_or_link_flap", 0.45, "a port's rate differs"},
+    {"warmup.consistency.mtu/differs", "mtu_mismatch", 0.8, "a port's MTU differs"},
+    {"warmup.consistency.gid/differs", "gid_index", 0.8, "the RoCE GID NCCL uses differs"},
+    {"warmup.consistency.memlock/differs", "memlock", 0.45, "its memlock limit differs"},
+    {"warmup.consistency.rendezvous/loopback_across_hosts", "socket_ifname_wrong", 0.5,
+     "its rendezvous endpoint is loopback in a job across hosts"},
+    {"warmup.bandwidth/slow_node", "ib_port_down_or_link_flap", 0.4,
      "its bus bandwidth was far below the other nodes'"},
-    {"warmup.bandwidth.pairs", "ib_port_down_or_link_flap", 0.45, "it was slow in the pair rounds"},
-    // warmup.consistency.env: the variable decides (first word of the message).
-    {"env:NCCL_IB_GID_INDEX", "gid_index", 0.6, "NCCL_IB_GID_INDEX differs between nodes"},
-    {"env:NCCL_IB_ROCE_VERSION_NUM", "gid_index", 0.55, "the RoCE version differs"},
-    {"env:NCCL_IB_ADDR_FAMILY", "gid_index", 0.5, "the GID address family differs"},
-    {"env:NCCL_SOCKET_IFNAME", "socket_ifname_wrong", 0.5, "NCCL_SOCKET_IFNAME differs"},
-    {"env:NCCL_CROSS_NIC", "rail_topology_cross_nic", 0.4, "NCCL_CROSS_NIC differs"},
+    {"warmup.bandwidth.pairs/slow_node", "ib_port_down_or_link_flap", 0.45,
+     "it was slow in the pair rounds"},
+    {"warmup.consistency.env/NCCL_IB_GID_INDEX", "gid_index", 0.6,
+     "NCCL_IB_GID_INDEX differs between nodes"},
+    {"warmup.consistency.env/NCCL_IB_ROCE_VERSION_NUM", "gid_index", 0.55,
+     "the RoCE version differs"},
+    {"warmup.consistency.env/NCCL_IB_ADDR_FAMILY", "gid_index", 0.5,
+     "the GID address family differs"},
+    {"warmup.consistency.env/NCCL_SOCKET_IFNAME", "socket_ifname_wrong", 0.5,
+     "NCCL_SOCKET_IFNAME differs"},
+    {"warmup.consistency.env/NCCL_CROSS_NIC", "rail_topology_cross_nic", 0.4,
+     "NCCL_CROSS_NIC differs"},
+};
+
+// Flight Recorder causes (diagnose/flight_recorder/report.cpp), by the analysis' code.
+constexpr FactCategory kFlightRecorder[] = {
+    {"fr.desync", "desync_collective_mismatch", 0.9,
+     "ranks entered different collectives under one sequence number"},
+    {"fr.laggard", "straggler_or_slow_rank", 0.8, "ranks never entered the collective"},
+    {"fr.missing_dump", "oom_or_crash_other_rank", 0.6, "ranks wrote no dump while others wait"},
+    {"fr.stuck_all", "retry_exceeded_network", 0.5,
+     "every rank entered the collective and none completed it"},
+    {"fr.one_rank_not_started", "straggler_or_slow_rank", 0.55,
+     "a one-rank group's collective never started: its own stream is busy"},
+    {"fr.one_rank_started_not_completed", "gpu_xid_or_driver", 0.45,
+     "a one-rank group's collective started and never completed"},
+    {"fr.one_rank_not_started_gpu", "gpu_xid_or_driver", 0.25,
+     "a one-rank group's collective never started: the GPU may be stuck"},
+    {"fr.not_started_on_some_gpus", "straggler_or_slow_rank", 0.7,
+     "the collective never started on some ranks' GPUs"},
+    {"fr.not_started_on_any_gpu", "gpu_xid_or_driver", 0.3,
+     "the collective started on no rank's GPU"},
+};
+
+// The cross-rank Python stacks' rules (diagnose/stacks_analysis.cpp), for the fit's
+// pseudo-observations: their claims name their category themselves.
+constexpr FactCategory kStacks[] = {
+    {"stacks.main_thread_elsewhere", "straggler_or_slow_rank", 0.75,
+     "one rank's main thread is elsewhere than where the others wait"},
+    {"stacks.different_collectives", "desync_collective_mismatch", 0.6,
+     "ranks wait in different collectives"},
+    {"stacks.all_wait_in_same_collective", "retry_exceeded_network", 0.4,
+     "every rank waits in the same collective"},
 };
 
 // IB port counters (kernel ib_core counters/ and mlx5 hw_counters/) that grew during the job.
@@ -196,6 +239,12 @@ std::vector<std::string> WarmupNodes(const std::string& entity) {
 std::span<const FactCategory> PreflightCategories() { return kPreflight; }
 std::span<const FactCategory> WarmupCategories() { return kWarmup; }
 std::span<const FactCategory> CounterCategories() { return kCounters; }
+std::span<const FactCategory> FlightRecorderCategories() { return kFlightRecorder; }
+std::span<const FactCategory> StacksCategories() { return kStacks; }
+
+const FactCategory* FindFactCategory(std::span<const FactCategory> table, std::string_view key) {
+  return Find(table, key);
+}
 
 std::vector<NodeFact> PreflightFacts(std::string_view text, const std::string& file,
                                      const std::string& node) {
@@ -228,9 +277,15 @@ std::vector<NodeFact> WarmupFacts(std::string_view text, const std::string& file
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
     if (!Counts(f)) continue;
-    std::string key = Str(f, "check");
+    // By code; a report from before the codes says only its check: "<check>/differs" for a
+    // comparison of one attribute (the environment's need the variable, in the code).
+    std::string key = Str(f, "code");
+    const std::string check = Str(f, "check");
+    if (key.empty() && check.rfind("warmup.consistency.", 0) == 0 &&
+        check != "warmup.consistency.env") {
+      key = check + "/differs";
+    }
     const std::string message = Str(f, "message");
-    if (key == "warmup.consistency.env") key = "env:" + message.substr(0, message.find(' '));
     const FactCategory* row = Find(kWarmup, key);
     if (row == nullptr) continue;
     // "the MTU of mlx5_0:1 is 1024 on ...": the port, when the comparison is per port.

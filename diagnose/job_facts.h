@@ -37,6 +37,12 @@ struct FactCategory {
 std::span<const FactCategory> PreflightCategories();
 std::span<const FactCategory> WarmupCategories();
 std::span<const FactCategory> CounterCategories();
+/// The Flight Recorder analysis' cause codes ("fr.laggard").
+std::span<const FactCategory> FlightRecorderCategories();
+/// The cross-rank stacks analysis' rules ("stacks.main_thread_elsewhere").
+std::span<const FactCategory> StacksCategories();
+/// The row of `table` whose key is `key`, nullptr when none.
+const FactCategory* FindFactCategory(std::span<const FactCategory> table, std::string_view key);
 
 /// Fail and warn findings of a preflight.json (safe-launch.preflight/1) whose code maps to a
 /// category. `file` is cited; `node` is where it ran. Malformed JSON gives no facts.

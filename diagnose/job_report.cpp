@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 
 #include "diagnose/flight_recorder/report.h"
@@ -68,20 +69,22 @@ std::string JobDiagnosisMarkdown(const DiagnoseRun& run) {
   const Diagnosis& d = run.diagnosis;
   const Cause& top = d.causes.front();
   std::string out = "# safe-launch diagnosis\n\n";
-  if (d.named()) {
-    out += fmt::format("**Verdict: {}** (confidence {:.2f}, {})", top.category, top.confidence,
-                       ConfidenceLevel(top.confidence));
+  if (top.category != "unknown") {
+    out += fmt::format("**{}: {}** (probability {:.2f}, {})",
+                       d.decided ? "Verdict" : "Likeliest (symptoms only)", top.category,
+                       top.probability, ConfidenceLevel(top.probability));
     if (std::string e = EntityText(top.entity); !e.empty()) out += " — " + e;
     out += fmt::format("\n\n{}\n\n**Fix:** {}\n\n", top.why, top.fix);
+    if (!d.separate.empty()) out += "**To tell the first two apart:** " + d.separate + "\n\n";
   } else {
     out += fmt::format("**No cause named** (unknown). {}\n\n**To decide:** {}\n\n", top.why,
                        top.decide);
   }
-  out += "## Causes\n\n";
+  out += "## Differential\n\n";
   for (std::size_t i = 0; i < d.causes.size() && i < 5; ++i) {
     const Cause& c = d.causes[i];
     out +=
-        fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.confidence, EntityText(c.entity));
+        fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.probability, EntityText(c.entity));
     for (const EvidenceLine& e : c.evidence) {
       out += fmt::format("   - `{}` {}\n", Where(e), e.text.substr(0, 200));
     }
@@ -106,8 +109,8 @@ std::string CauseSection(const Cause& c, bool first) {
   using fr::EscapeHtml;
   std::string head = first ? "Verdict: " + c.category : c.category;
   std::string out = fmt::format(
-      "<section class=\"{}\"><h{}>{} <small>(confidence {:.2f})</small></h{}>",
-      first ? "verdict" : "cause", first ? 1 : 2, EscapeHtml(head), c.confidence, first ? 1 : 2);
+      "<section class=\"{}\"><h{}>{} <small>(probability {:.2f})</small></h{}>",
+      first ? "verdict" : "cause", first ? 1 : 2, EscapeHtml(head), c.probability, first ? 1 : 2);
   if (std::string e = EntityText(c.entity); !e.empty()) {
     out += "<p class=\"entity\">" + EscapeHtml(e) + "</p>";
   }
@@ -120,6 +123,30 @@ std::string CauseSection(const Cause& c, bool first) {
                        EscapeHtml(e.text.substr(0, 400)));
   }
   return out + "</ul></details></section>\n";
+}
+
+// The differential at a glance: each cause shown, its probability as a bar, and what separates
+// the first two.
+std::string DifferentialTable(const Diagnosis& d) {
+  using fr::EscapeHtml;
+  if (d.causes.front().category == "unknown") return "";
+  std::string out =
+      "<h2>Differential</h2>\n<table class=\"differential\">"
+      "<tr><th>#</th><th>cause</th><th>probability</th><th></th></tr>\n";
+  for (std::size_t i = 0; i < d.causes.size() && i < 5; ++i) {
+    const Cause& c = d.causes[i];
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td><span style=\"display:inline-block;"
+        "background:#4a7;height:0.8em;width:{}px\"></span></td></tr>\n",
+        i + 1, EscapeHtml(c.category), c.probability,
+        static_cast<int>(std::lround(c.probability * 200)));
+  }
+  out += "</table>\n";
+  if (!d.separate.empty()) {
+    out += "<p class=\"separate\">To tell " + EscapeHtml(d.causes[0].category) + " from " +
+           EscapeHtml(d.causes[1].category) + ": " + EscapeHtml(d.separate) + "</p>\n";
+  }
+  return out;
 }
 
 std::string NodeFactsTable(const DiagnoseRun& run) {
@@ -148,7 +175,9 @@ std::string JobDiagnosisHtml(const DiagnoseRun& run, const fr::FrAnalysis* fr) {
   out += fr::PageStyle();
   out += "</style></head><body>\n";
   const auto& causes = run.diagnosis.causes;
-  for (std::size_t i = 0; i < causes.size() && i < 5; ++i) out += CauseSection(causes[i], i == 0);
+  out += CauseSection(causes.front(), true);
+  out += DifferentialTable(run.diagnosis);
+  for (std::size_t i = 1; i < causes.size() && i < 5; ++i) out += CauseSection(causes[i], false);
   if (fr != nullptr) out += fr::GridHtml(*fr);
   if (!run.job.nodes.empty()) out += NodeFactsTable(run);
   out += fmt::format("<p>{} file(s), {} line(s) read, {} recognised.</p>\n", run.read.files,

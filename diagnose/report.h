@@ -19,18 +19,24 @@ struct ReadSummary {
 /// "node n1, rank 3, port mlx5_0, GPU 2, peer n2": the entity's non-empty parts, or "".
 std::string EntityText(const Entity& e);
 
-/// "high" (>= 0.75), "medium" (>= 0.5) or "low".
-std::string_view ConfidenceLevel(double confidence);
+/// "high" (>= 0.75), "medium" (>= 0.5) or "low", of a probability.
+std::string_view ConfidenceLevel(double probability);
 
-/// {"schema": "safe-launch.diagnosis/1", "causes": [...best first], "symptoms", "input", ...};
-/// with `explain`, "rules_fired" too.
+/// {"schema": "safe-launch.diagnosis/1", "causes": [...best first, each with "category" and
+/// "probability"], "separate", "symptoms", "input", ...}; with `explain`, "rules_fired",
+/// "features" (each with its weight per cause shown and its source) and "priors" too.
 nlohmann::json DiagnosisJson(const Diagnosis& d, const ReadSummary& read, bool explain);
 
-/// Ranked causes with confidence, entity, evidence file:line, what decides between close ones,
-/// and the fix; with `explain`, every rule that fired and the lines of each condition.
+/// The differential: causes with probability, entity, evidence file:line and fix, and what
+/// separates the first two; with `explain`, every feature with its weights and source, every
+/// rule that fired and the lines of each condition.
 std::string DiagnosisText(const Diagnosis& d, const ReadSummary& read, bool explain);
 
 /// The causes as a JSON array, best first (DiagnosisJson's "causes", summary.json's too).
 nlohmann::json CausesJson(const std::vector<Cause>& causes);
+
+/// {"schema": "safe-launch.features/1", "features": {id: value}}: `diagnose --features --json`,
+/// what tools/fit_diagnosis.py fits on.
+nlohmann::json FeaturesOnlyJson(const std::vector<Feature>& features);
 
 }  // namespace sl::diagnose

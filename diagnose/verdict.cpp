@@ -233,8 +233,8 @@ std::string SummaryMarkdown(const Verdict& v, const JobTiming& timing) {
   md += fmt::format("\n## Next step\n\n{}\n", v.fix.empty() ? "-" : v.fix);
   if (!v.causes.empty()) md += "\n## Causes, best first\n\n";
   for (const Cause& c : v.causes) {
-    md += fmt::format("- `{}` confidence {:.2f} ({}){}\n", c.category, c.confidence,
-                      ConfidenceLevel(c.confidence), c.why.empty() ? "" : ": " + c.why);
+    md += fmt::format("- `{}` probability {:.2f} ({}){}\n", c.category, c.probability,
+                      ConfidenceLevel(c.probability), c.why.empty() ? "" : ": " + c.why);
     for (std::size_t i = 0; i < c.evidence.size() && i < 3; ++i) {
       md += fmt::format("  - {}:{}\n", c.evidence[i].file, c.evidence[i].line);
     }

@@ -70,6 +70,8 @@ struct DiagnoseArgs {
   std::string html;
   std::string out_dir;
   bool no_write = false;
+  bool features = false;
+  bool priors = false;
   int threads = 0;
 };
 
@@ -78,10 +80,14 @@ struct DiagnoseArgs {
 std::vector<diagnose::CauseClaim> ClaimsOf(const std::vector<diagnose::fr::Cause>& causes) {
   std::vector<diagnose::CauseClaim> claims;
   for (const auto& c : causes) {
+    // The category by the analysis' code; a cause without a mapped code keeps its own.
+    const auto* row = diagnose::FindFactCategory(diagnose::FlightRecorderCategories(), c.rule);
     diagnose::CauseClaim claim{.source = "flight_recorder",
                                .rule = c.rule.empty() ? "fr." + c.category : c.rule,
-                               .category = c.category,
+                               .category = row != nullptr ? std::string(row->category) : c.category,
                                .confidence = c.confidence,
+                               .entity = {},
+                               .evidence = {},
                                .why = c.message};
     if (c.entity.rfind("node", 0) == 0) {
       claim.entity.node = c.entity;
@@ -211,7 +217,30 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
   std::fprintf(stderr, "safe-launch diagnose: wrote diagnosis.{md,json,html} in %s\n", dir.c_str());
 }
 
+// --features: what the model scores, for tools/fit_diagnosis.py (a developer flag).
+void PrintFeatures(const diagnose::DiagnoseRun& run, bool json) {
+  if (json) {
+    std::printf("%s\n", diagnose::FeaturesOnlyJson(run.diagnosis.features).dump().c_str());
+    return;
+  }
+  for (const auto& f : run.diagnosis.features) std::printf("%s\t%g\n", f.id.c_str(), f.value);
+}
+
+// --priors: the vocabulary's pseudo-observations the fit adds to the train split.
+int PrintPriors() {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& p : diagnose::PriorExamples()) {
+    nlohmann::json f = nlohmann::json::object();
+    for (const auto& [id, value] : p.features) f[id] = value;
+    all.push_back({{"id", p.id}, {"category", p.category}, {"features", std::move(f)}});
+  }
+  std::printf("%s\n",
+              nlohmann::json{{"schema", "safe-launch.priors/1"}, {"priors", all}}.dump().c_str());
+  return exit_code::kOk;
+}
+
 int RunDiagnose(const DiagnoseArgs& args) {
+  if (args.priors) return PrintPriors();
   if (!args.flight_recorder.empty()) {
     if (!args.inputs.empty()) {
       std::fprintf(stderr,
@@ -242,6 +271,10 @@ int RunDiagnose(const DiagnoseArgs& args) {
     std::fprintf(stderr, "safe-launch diagnose: %s\n", run.error().Describe().c_str());
     return exit_code::kUsage;
   }
+  if (args.features) {
+    PrintFeatures(*run, args.json);
+    return exit_code::kOk;
+  }
   if (args.json) {
     std::printf("%s\n", diagnose::JobDiagnosisJson(*run, args.explain).dump(2).c_str());
   } else {
@@ -259,7 +292,14 @@ int RunDiagnose(const DiagnoseArgs& args) {
 void SetupDiagnose(CLI::App& sub, int* exit_code) {
   auto args = std::make_shared<DiagnoseArgs>();
   sub.add_flag("--json", args->json, "Print the diagnosis as JSON (safe-launch.diagnosis/1)");
-  sub.add_flag("--explain", args->explain, "Show which rule fired on which lines");
+  sub.add_flag("--explain", args->explain,
+               "Show every feature the model scored (its weight per cause shown and its source) "
+               "and which rule fired on which lines");
+  sub.add_flag("--features", args->features,
+               "Developer: print the model's features of the inputs (with --json: "
+               "safe-launch.features/1), what tools/fit_diagnosis.py fits on; writes nothing");
+  sub.add_flag("--priors", args->priors,
+               "Developer: print the vocabulary's pseudo-observations the fit adds (JSON)");
   sub.add_option("--flight-recorder,--fr", args->flight_recorder,
                  "Flight Recorder dumps alone: files (<prefix><rank>, .pkl, .json) or directories "
                  "(searched 4 levels deep, e.g. a run root or a hang bundle)")

@@ -23,6 +23,7 @@ struct Attribute {
   Outcome outcome;
   bool ordered;  // values are numbers where lower is worse
   std::string next_step;
+  std::string code = {};  // the finding's code; "" = "<check_id>/differs"
 };
 
 // node index -> value; nullopt: the node has no such thing (e.g. a port it lacks) -> not compared.
@@ -71,6 +72,8 @@ void Compare(const std::vector<NodeReport>& nodes, const Attribute& a, const Val
       labels += (k ? ", " : "") + nodes[members[k]].Label();
     Finding f;
     f.check_id = a.check_id;
+    // The code the diagnosis maps to a cause (diagnose/job_facts.cpp), never the message.
+    f.code = a.code.empty() ? a.check_id + "/differs" : a.code;
     f.entity = labels;
     f.outcome = a.outcome;
     f.message = fmt::format("{} is {} on {} but {} on {} ({})", a.what, value, labels, ref->first,
@@ -390,7 +393,8 @@ void CompareEnv(const std::vector<NodeReport>& nodes, std::vector<Finding>* out)
     Compare(nodes,
             {"warmup.consistency.env", name, must ? Outcome::kFail : Outcome::kWarn, false,
              "export the same " + name +
-                 " on every node (set it in the job script, not in a node's profile)"},
+                 " on every node (set it in the job script, not in a node's profile)",
+             "warmup.consistency.env/" + name},
             v, out);
   }
 }
@@ -433,6 +437,7 @@ void CompareRendezvousLoopback(const std::vector<NodeReport>& nodes, std::vector
   if (loop.empty() || hosts.size() < 2) return;
   Finding f;
   f.check_id = "warmup.consistency.rendezvous";
+  f.code = "warmup.consistency.rendezvous/loopback_across_hosts";
   f.entity = loop;
   f.outcome = Outcome::kFail;
   f.message = fmt::format(
@@ -459,6 +464,7 @@ void CompareRendezvous(const std::vector<NodeReport>& nodes, std::vector<Finding
     if (&n == &*ref || e.source.empty() || SameEndpoint(e, r)) continue;
     Finding f;
     f.check_id = "warmup.consistency.rendezvous";
+    f.code = "warmup.consistency.rendezvous/endpoint_differs";
     f.entity = n.Label();
     f.outcome = Outcome::kFail;
     if (e.host == r.host && e.port == r.port) {
@@ -562,6 +568,7 @@ std::vector<Finding> CompareBandwidth(const std::vector<NodeBandwidth>& nodes, d
     if (ref > 0 && nodes[i].busbw_gbps < ratio * ref) {
       Finding f;
       f.check_id = "warmup.bandwidth";
+      f.code = "warmup.bandwidth/slow_node";
       f.entity = nodes[i].label;
       f.outcome = Outcome::kWarn;
       f.message = fmt::format(

@@ -52,9 +52,12 @@ std::string Label(const std::map<int, std::string>& labels, int node) {
   return it != labels.end() ? it->second : "node " + std::to_string(node);
 }
 
-Finding PairFinding(std::string entity, Outcome o, std::string message, std::string fix) {
-  return MakeFinding("warmup.bandwidth.pairs", std::move(entity), o, std::move(message),
-                     std::move(fix));
+Finding PairFinding(std::string entity, Outcome o, std::string message, std::string fix,
+                    std::string condition = "") {
+  Finding f = MakeFinding("warmup.bandwidth.pairs", std::move(entity), o, std::move(message),
+                          std::move(fix));
+  if (!condition.empty()) f.code = "warmup.bandwidth.pairs/" + condition;
+  return f;
 }
 
 // Pair figures at the largest size each pair measured: the slowest of its local ranks.
@@ -97,7 +100,8 @@ PairAnalysis AnalysePairs(const std::vector<PairMeasure>& measures,
   for (auto& [node, sizes] : samples)
     for (auto& [bytes, v] : sizes) a.per_node[node][bytes] = Median(v);
   for (const auto& e : errors)
-    a.findings.push_back(PairFinding("pairs", Outcome::kWarn, "pair test failed: " + e, ""));
+    a.findings.push_back(
+        PairFinding("pairs", Outcome::kWarn, "pair test failed: " + e, "", "pair_failed"));
   if (a.pairs.size() < 2) {
     a.findings.push_back(PairFinding(
         "pairs", Outcome::kSkip,
@@ -136,7 +140,8 @@ PairAnalysis AnalysePairs(const std::vector<PairMeasure>& measures,
                     "{:.2f} GB/s",
                     Label(labels, n), Join(seen, ", "), a.reference_gbps),
         "look at " + Label(labels, n) +
-            "'s ports (rate, errors: safe-launch preflight), cable and switch port; drain it"));
+            "'s ports (rate, errors: safe-launch preflight), cable and switch port; drain it",
+        "slow_node"));
   }
   for (const auto& [x, y] : a.slow_links) {
     double bw = 0;
@@ -147,7 +152,8 @@ PairAnalysis AnalysePairs(const std::vector<PairMeasure>& measures,
         fmt::format("the link between {} and {} is slow ({:.2f} GB/s, a healthy pair {:.2f}) while "
                     "both are fast with other nodes",
                     Label(labels, x), Label(labels, y), bw, a.reference_gbps),
-        "look at the switch path between the two (routing, a congested or degraded uplink)"));
+        "look at the switch path between the two (routing, a congested or degraded uplink)",
+        "slow_link"));
   }
   if (a.slow_nodes.empty() && a.slow_links.empty())
     a.findings.push_back(PairFinding(

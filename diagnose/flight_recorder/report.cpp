@@ -71,6 +71,7 @@ Cause DesyncCause(const FrAnalysis& a, const PgFinding& f) {
   for (const OddRank& o : f.odd) odd.push_back(o.rank);
   const OddRank& o = f.odd.front();
   Cause c;
+  c.rule = "fr.desync";
   c.category = "desync_collective_mismatch";
   c.confidence = 0.9;
   c.entity = a.DescribeRanks(odd);
@@ -89,6 +90,7 @@ Cause DesyncCause(const FrAnalysis& a, const PgFinding& f) {
 
 Cause LaggardCause(const FrAnalysis& a, const PgFinding& f) {
   Cause c;
+  c.rule = "fr.laggard";
   c.category = "straggler_or_slow_rank";
   c.confidence = 0.8;
   c.entity = a.DescribeRanks(f.never_entered);
@@ -104,6 +106,7 @@ Cause LaggardCause(const FrAnalysis& a, const PgFinding& f) {
 
 Cause MissingCause(const FrAnalysis& a, const PgFinding& f, double confidence) {
   Cause c;
+  c.rule = "fr.missing_dump";
   c.category = "oom_or_crash_other_rank";
   c.confidence = confidence;
   c.entity = a.DescribeRanks(f.no_dump);
@@ -225,6 +228,7 @@ void StuckCauses(const FrAnalysis& a, const PgFinding& f, std::vector<Cause>* ou
     return;
   }
   Cause c;
+  c.rule = "fr.stuck_all";
   c.category = "retry_exceeded_network";
   c.confidence = f.states_kept && !f.started.empty() ? 0.55 : 0.5;
   c.entity = fmt::format("{} ({} ranks)", PgLabel(f), f.entered.size());
@@ -253,6 +257,7 @@ Cause PartialCause(const FrAnalysis& a, const PgFinding& f) {
     if (!std::binary_search(f.completed.begin(), f.completed.end(), r)) waiting.push_back(r);
   }
   Cause c;
+  c.rule = "fr.partial";
   c.category = "unknown";
   c.confidence = 0.3;
   c.entity = a.DescribeRanks(waiting);

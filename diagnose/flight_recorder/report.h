@@ -1,5 +1,5 @@
 #pragma once
-// From an FrAnalysis to causes in the diagnosis vocabulary (doc/causes.md,
+// From an FrAnalysis to causes in the diagnosis vocabulary (common/cause.h, doc/causes.md,
 // doc/manual.md "Flight Recorder"), and their text, JSON (safe-launch.diagnosis/1) and HTML forms.
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -23,7 +23,9 @@ struct Cause {
   std::string message;  ///< one sentence: what the dumps show
   std::vector<EvidenceItem> evidence;
   std::string fix;
-  /// The finding's stable id as the engine's claims name it ("" = "fr.<category>").
+  /// The finding's stable id as the engine's claims name it ("" = "fr.<category>"); the
+  /// diagnosis maps it to its category by this code (diagnose/job_facts.cpp
+  /// FlightRecorderCategories).
   std::string rule;
 };
 

@@ -58,7 +58,7 @@ class Diagnose(unittest.TestCase):
         files = {(e["file"], e["line"]) for e in j["causes"][0]["evidence"]}
         self.assertIn((a, 1), files)
         self.assertIn((b, 2), files)
-        for key in ("confidence", "entity", "fix"):
+        for key in ("probability", "entity", "fix"):
             self.assertIn(key, j["causes"][0])
         self.assertEqual(j["causes"][0]["entity"]["node"], "n1")
 
@@ -66,20 +66,46 @@ class Diagnose(unittest.TestCase):
         p = self.write("job.log", GID_LINE + RETRY_LINE)
         rc, out, _ = diagnose("--explain", p)
         self.assertEqual(rc, 0)
-        self.assertRegex(out, r"1\. gid_index  confidence 0\.\d\d \(high\)")
+        self.assertRegex(out, r"1\. gid_index  probability [01]\.\d\d \((high|medium|low)\)")
+        self.assertIn("to tell gid_index from ", out)
+        self.assertIn("cond:link_local_gid", out)  # the features with their weights
         self.assertIn("job.log:1", out)
         self.assertIn("fix:", out)
         self.assertIn("gid_index.retry_with_link_local_gid -> gid_index", out)
         self.assertIn("link_local_gid: " + p + ":1", out)
 
-    def test_symptoms_only_exit_1_with_unknown_and_what_would_decide(self):
+    def test_symptoms_only_exit_1_with_a_differential_and_what_would_separate(self):
         p = self.write("job.log", TIMEOUT_LINE)
         rc, out, _ = diagnose("--json", p)
         self.assertEqual(rc, 1)
         j = json.loads(out)
-        self.assertEqual(j["causes"][0]["category"], "unknown")
-        self.assertIn("Flight Recorder", j["causes"][0]["decide"])
+        self.assertFalse(j["decided"])
+        self.assertGreaterEqual(len(j["causes"]), 3)
+        self.assertNotEqual(j["causes"][0]["category"], "unknown")
+        probs = [c["probability"] for c in j["causes"]]
+        self.assertEqual(probs, sorted(probs, reverse=True))
+        self.assertTrue(j["separate"])
         self.assertEqual(j["symptoms"][0]["category"], "collective_timeout")
+
+    def test_no_failure_evidence_is_unknown_with_what_would_decide(self):
+        p = self.write("job.log", "n1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>\n")
+        rc, out, _ = diagnose("--json", p)
+        self.assertEqual(rc, 1)
+        j = json.loads(out)
+        self.assertEqual(j["causes"][0]["category"], "unknown")
+        self.assertNotIn("unknown", [c["category"] for c in j["causes"][1:]])
+        self.assertFalse(j["named"])
+        self.assertIn("NCCL_DEBUG=INFO", j["causes"][0]["decide"])
+
+    def test_features_json_is_what_the_fit_reads(self):
+        p = self.write("job.log", GID_LINE + RETRY_LINE)
+        rc, out, _ = diagnose("--features", "--json", p)
+        self.assertEqual(rc, 0)
+        j = json.loads(out)
+        self.assertEqual(j["schema"], "safe-launch.features/1")
+        self.assertEqual(j["features"]["rule:gid_index.retry_with_link_local_gid"], 1)
+        self.assertEqual(j["features"]["row:nccl.ib_qp_info"], 1)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "diagnosis.json")))
 
     def test_garbage_exits_1_and_never_crashes(self):
         rnd = random.Random(13)
@@ -89,7 +115,7 @@ class Diagnose(unittest.TestCase):
             p = self.write("garbage.bin", data, "wb")
             rc, out, err = diagnose("--json", p)
             self.assertEqual(rc, 1, err)
-            self.assertEqual(json.loads(out)["causes"][0]["category"], "unknown")
+            self.assertFalse(json.loads(out)["named"])
 
     def test_missing_input_and_no_input_are_usage_errors(self):
         rc, _, err = diagnose(os.path.join(self.dir, "nope.log"))

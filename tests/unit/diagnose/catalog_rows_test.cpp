@@ -1181,13 +1181,152 @@ TEST_CASE(
   CheckCases(ProgressCases());
 }
 
+// ncclGetErrorString (src/init.cc) as wrappers other than torch print it: vLLM's pynccl
+// (f"NCCL error: {error_str}"), nccl-tests' "NCCL failure common.cu.. '%s'".
+std::vector<RowCase> NcclResultCases() {
+  return {
+      {"RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+       "nccl.result_unhandled_cuda",
+       {}},  // v2.18.3-1 .. v2.28
+      {"gpu07: Test NCCL failure common.cu:958 'unhandled cuda error'",
+       "nccl.result_unhandled_cuda",
+       {}},  // v2.10.3-1 .. v2.17
+      {"RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+       "nccl.result_system",
+       {}},
+      {"RuntimeError: NCCL error: internal error - please report this issue to the NCCL "
+       "developers",
+       "nccl.result_internal",
+       {}},
+      {"RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
+       "nccl.result_invalid_usage",
+       {}},
+      {"RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)",
+       "nccl.result_invalid_argument",
+       {}},
+  };
+}
+// Texts of other layers the corpus's train split shows without a row: cudaGetErrorString in
+// other wrappers, the dynamic linker, nvidia-smi, Gloo's connects, UCX, `ulimit -a`, NCCL's abort
+// line, torch 1.x's store connect; and wrapped or older variants of existing rows.
+std::vector<RowCase> OtherLayerCases() {
+  return {
+      // THC (torch 1.x) "cuda runtime error (%d) : %s at %s:%d".
+      {"RuntimeError: cuda runtime error (802) : system not yet initialized at "
+       "/opt/conda/aten/src/THC/THCGeneral.cpp:50",
+       "cuda.system_not_ready",
+       {}},
+      // CUDA samples' checkCudaErrors: "CUDA error at %s:%d code=%d(%s) \"%s\"".
+      {"CUDA error at bandwidthTest.cu:256 code=802(cudaErrorSystemNotReady) "
+       "\"cudaSetDevice(currentDevice)\"",
+       "cuda.system_not_ready_name",
+       {}},
+      // nccl-tests common.h CUDACHECK: "%s: Test CUDA failure %s:%d '%s'".
+      {" Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime "
+       "version'",
+       "cuda.driver_insufficient",
+       {}},
+      // glibc _dl_lookup_symbol_x / dlerror.
+      {"nccl-tests/build/all_reduce_perf: symbol lookup error: nccl-tests/build/all_reduce_perf: "
+       "undefined symbol: ncclCommRegister",
+       "ld.undefined_nccl_symbol",
+       {{"symbol", "ncclCommRegister"}}},
+      {"ImportError: /usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so: undefined "
+       "symbol: ncclMemFree",
+       "ld.undefined_nccl_symbol",
+       {{"symbol", "ncclMemFree"}}},
+      // nvidia-smi.
+      {"Unable to determine the device handle for GPU 0000:17:00.0: GPU is lost.  Reboot the "
+       "system to recover this GPU",
+       "nvml.gpu_lost",
+       {{"pci", "0000:17:00.0"}}},
+      {"Unable to determine the device handle for GPU0000:03:00.0: Unknown Error",
+       "nvml.gpu_lost",
+       {{"pci", "0000:03:00.0"}, {"error", "Unknown Error"}}},
+      // ProcessGroupGloo.cpp; gloo pair.cc.
+      {"RuntimeError: Gloo connectFullMesh failed with "
+       "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+       "gloo.connect_full_mesh",
+       {}},
+      {"  what():  [/opt/conda/third_party/gloo/gloo/transport/tcp/pair.cc:724] connect "
+       "[127.0.1.1]:3210: Connection refused",
+       "gloo.connect_failed",
+       {{"addr", "127.0.1.1"}, {"port", "3210"}, {"error", "Connection refused"}}},
+      // UCX ib_md.c; `ulimit -a`; UCX debug.c.
+      // (The line's head, "ibv_reg_mr(...) failed: Cannot allocate", is nccl.ibv_reg_mr's when
+      // it is on the same line; here the log wrapped it.)
+      {"allocate memory : Please set max locked memory (ulimit -l) to 'unlimited' (current: "
+       "8192 kbytes)",
+       "ucx.memlock_hint",
+       {{"memlock_kb", "8192"}}},
+      {"max locked memory       (kbytes, -l) 64", "os.ulimit_memlock", {{"memlock_kb", "64"}}},
+      {"[qgpu813:1    :0:381] Caught signal 7 (Bus error: nonexistent physical address)",
+       "ucx.caught_signal",
+       {{"signal", "7"}, {"signal_name", "Bus error"}}},
+      // init.cc commAbort (2.12-2.30).
+      {I("comm 0x560c6a8aafd0 rank 0 nranks 2 cudaDev 0 busId 86000 - Abort COMPLETE"),
+       "nccl.abort_complete",
+       {{"rank", "0"}, {"bus_id", "86000"}}},
+      // lspci -vvv's ACS control line; NCCL 2.4-2.7's mismatch WARN; socket.cc's retry INFO.
+      {"                ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ "
+       "EgressCtrl- DirectTrans-",
+       "lspci.acs_srcvalid",
+       {}},
+      {W("Mismatched collective detected, please check your collective calls at and around rank "
+         "11. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"),
+       "nccl.mismatched_collective",
+       {{"rank", "11"}}},
+      {I("Call to connect returned Connection refused, retrying"),
+       "nccl.socket_connect_retrying",
+       {{"error", "Connection refused"}}},
+      // socket.cc 2.24-2.27 and 2.28 retry INFO; the watchdog's backtrace frame.
+      {I("socketPollConnect: connect returned No route to host, retrying (26/34) after sleep for "
+         "2600 msec"),
+       "nccl.socket_poll_connect_retrying",
+       {{"error", "No route to host"}, {"retry", "26"}, {"retries", "34"}}},
+      {I("socketPollConnect: connect to 10.0.0.2<43211> returned Connection refused, retrying "
+         "(3/34) after sleep for 300 msec"),
+       "nccl.socket_poll_connect_retrying",
+       {{"peer", "10.0.0.2<43211>"}, {"error", "Connection refused"}}},
+      {"frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+       "duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)",
+       "torch.check_timeout_frame",
+       {}},
+      // CPython's traceback header.
+      {"Traceback (most recent call last):", "python.traceback", {}},
+      {"[rank1]: Traceback (most recent call last):", "python.traceback", {{"rank", "1"}}},
+      // torch 1.x tcputil::connect.
+      {"RuntimeError: connect() timed out. Original timeout was 900000 ms.",
+       "c10d.connect_timed_out",
+       {{"timeout_ms", "900000"}}},
+      // torch 1.x's desync wording; the NVLS bind failure whose CUDA error is on the next line.
+      // (A watchdog line cut inside WorkNCCL(...) stays unmatched: the supervisor's long-line
+      // seam needs the whole message to match, watchdog/hang/output_seam_test.cpp.)
+      {"RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+       "inconsistent collective: CollectiveFingerPrint(OpType=ALLGATHER",
+       "torch.desync_mismatch",
+       {{"rank_a", "0"}}},
+      {"Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152:",
+       "nccl.nvls_bind_failed",
+       {{"size", "2097152"}}},
+  };
+}
+TEST_CASE("rows of other layers: CUDA texts, the linker, nvidia-smi, Gloo, UCX, ulimit, aborts") {
+  CheckCases(OtherLayerCases());
+}
+
+TEST_CASE("NCCL result rows: ncclGetErrorString's texts as other wrappers print them") {
+  CheckCases(NcclResultCases());
+}
+
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
   for (auto table :
        {IbCompletionCases, IbAsyncEventsCases, VerbsCases,    IbFactsCases,  ShmCases,
         SocketErrorsCases, SocketFactsCases,   InitCases,     RasCases,      TopologyCases,
         TorchC10dCases,    C10dStoreCases,     GlooCases,     TorchrunCases, KernelCases,
-        MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases}) {
+        MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases,
+        NcclResultCases,   OtherLayerCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;

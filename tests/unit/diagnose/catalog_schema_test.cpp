@@ -10,33 +10,21 @@
 #include <sstream>
 #include <string>
 
+#include "common/cause.h"
 #include "diagnose/signatures.h"
 
 using namespace sl::diagnose;
 
 namespace {
 
-// The cause vocabulary (the labels the classifier is scored on).
-const std::set<std::string> kCauseCategories = {"mtu_mismatch",
-                                                "gid_index",
-                                                "memlock",
-                                                "qp_or_resource_limit",
-                                                "shm_too_small",
-                                                "ib_port_down_or_link_flap",
-                                                "retry_exceeded_network",
-                                                "socket_ifname_wrong",
-                                                "firewall_or_port",
-                                                "acs_iommu_p2p",
-                                                "gdr_peermem",
-                                                "gpu_xid_or_driver",
-                                                "duplicate_gpu",
-                                                "desync_collective_mismatch",
-                                                "straggler_or_slow_rank",
-                                                "oom_or_crash_other_rank",
-                                                "version_mismatch",
-                                                "rail_topology_cross_nic",
-                                                "nccl_bug",
-                                                "unknown"};
+// The causes of the vocabulary (common/cause.h, doc/causes.md: the labels the model is fitted and
+// scored on), and "unknown".
+std::set<std::string> CauseCategories() {
+  std::set<std::string> out = {"unknown"};
+  for (const sl::CauseInfo& c : sl::Causes()) out.insert(std::string(c.name));
+  return out;
+}
+const std::set<std::string> kCauseCategories = CauseCategories();
 
 // Symptoms (what a cause produces) and facts (what is true of the job): evidence, never a verdict
 // on their own. A symptom or fact row may also carry a cause category it points at directly.
@@ -53,7 +41,7 @@ const std::set<std::string> kEvidenceCategories = {
 
 // "<project> <file>[, <file>...] <range>", e.g. "nccl src/transport/net_ib.cc 2.10-2.28".
 const std::regex kProvenance(
-    R"(^(nccl|torch|gloo|linux|nvidia|openmpi|prrte|mpich|slurm|rdma-core|megatron|transformers|accelerate|deepspeed|lightning) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
+    R"(^(nccl|torch|gloo|linux|nvidia|glibc|ucx|bash|pciutils|python|openmpi|prrte|mpich|slurm|rdma-core|megatron|transformers|accelerate|deepspeed|lightning) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
 
 }  // namespace
 

@@ -47,7 +47,11 @@ TEST_CASE("a root cause outranks the watchdog timeout it causes") {
       "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send)\n",
       "stderr");
   Verdict v = Decide(ev, Trigger::kSignature, {});
-  CHECK(v.category == "retry_exceeded_network");
+  // status=12 alone: the fitted model ranks the GID first (most such logs of the corpus) and the
+  // fabric next; either way an IB cause, never the timeout.
+  CHECK((v.category == "retry_exceeded_network" || v.category == "gid_index"));
+  REQUIRE(v.causes.size() >= 2);
+  CHECK((v.causes[1].category == "retry_exceeded_network" || v.causes[1].category == "gid_index"));
   CHECK(v.seq == "9");
   CHECK(v.op == "ALLGATHER");
   REQUIRE(v.categories_seen.size() >= 2);

@@ -1,0 +1,221 @@
+// The fitted table's reader and scoring, and the differential the engine builds from it (with a
+// small table of the test's own, so the behaviours do not hang on what a refit learns).
+#include "diagnose/model.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "diagnose/engine.h"
+#include "diagnose/ingest.h"
+#include "diagnose/job_report.h"
+#include "diagnose/report.h"
+
+using namespace sl::diagnose;
+
+namespace {
+
+constexpr std::string_view kTable =
+    "# a test table\n"
+    "meta\tfingerprint\tabc\n"
+    "meta\ttemperature\t2\n"
+    "class\tgid_index\t0\n"
+    "class\tretry_exceeded_network\t1\n"
+    "class\tmtu_mismatch\t-1\n"
+    "weight\trow:nccl.ib_status_retry_exceeded\tretry_exceeded_network\t2\n"
+    "weight\tcond:link_local_gid\tgid_index\t6\n"
+    "weight\tcond:link_local_gid\tretry_exceeded_network\t-1\n";
+
+Model TestModel() {
+  auto m = ParseModel(kTable);
+  REQUIRE(m.ok());
+  return *m;
+}
+
+Diagnosis Run(std::string_view text, const Model& model) {
+  static const LineMatcher matcher;
+  Evidence ev;
+  LogIngest ingest(matcher, &ev);
+  ingest.AddText("job.log", text);
+  return Diagnose(ev, {}, &model);
+}
+
+// net_ib.cc (2.12-2.28) completion WARN and QP INFO line, as in engine_test.cpp.
+constexpr std::string_view kRetry12 =
+    "n1:11:12 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+    "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send) localGid ::ffff:10.0.0.1 "
+    "remoteGid ::ffff:10.0.0.2 hca mlx5_0\n";
+constexpr std::string_view kQpLinkLocal =
+    "n1:11:12 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 4242 mtu 5 GID 0 (80FE/5A1B2CFFFE3D4E5F)\n";
+
+}  // namespace
+
+TEST_CASE("the table's classes, weights, temperature and meta are read") {
+  Model m = TestModel();
+  REQUIRE(m.categories.size() == 3);
+  CHECK(m.categories[1] == "retry_exceeded_network");
+  CHECK(m.intercepts[1] == 1);
+  CHECK(m.temperature == 2);
+  CHECK(m.meta.at("fingerprint") == "abc");
+  REQUIRE(m.Weights("cond:link_local_gid") != nullptr);
+  CHECK((*m.Weights("cond:link_local_gid"))[0] == 6);
+  CHECK((*m.Weights("cond:link_local_gid"))[2] == 0);
+  CHECK(m.Weights("row:never.seen") == nullptr);
+}
+
+TEST_CASE("probabilities are the softmax of the scores over the temperature") {
+  Model m = TestModel();
+  auto p = m.Probabilities({{"row:nccl.ib_status_retry_exceeded", 1}, {"row:unknown.feature", 1}});
+  REQUIRE(p.size() == 3);
+  // scores 0, 3, -1 over T=2.
+  const double z = std::exp(0.0) + std::exp(1.5) + std::exp(-0.5);
+  CHECK(p[0] == Approx(1 / z));
+  CHECK(p[1] == Approx(std::exp(1.5) / z));
+  CHECK(p[0] + p[1] + p[2] == Approx(1));
+  // A value scales its weights.
+  auto half = m.Probabilities({{"row:nccl.ib_status_retry_exceeded", 0.5}});
+  CHECK(half[1] < p[1]);
+}
+
+TEST_CASE("a table that does not parse names its line") {
+  auto bad = ParseModel("class\ta\t0\nweight\tf\tb\t1\n");
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().where == "weights.tsv:2");
+  CHECK(!ParseModel("meta\tx\ty\n").ok());  // no class
+  CHECK(!ParseModel("class\ta\tnot-a-number\n").ok());
+}
+
+TEST_CASE("the embedded table parses, names only causes and carries its fingerprint") {
+  auto m = ParseModel(FittedModelText());
+  REQUIRE(m.ok());
+  CHECK(!m->meta["fingerprint"].empty());
+  CHECK(m->temperature > 0);
+  for (const std::string& c : m->categories) {
+    INFO(c);
+    CHECK(FindCategory(c) != nullptr);
+  }
+  for (const auto& [feature, w] : m->weights) CHECK(w.size() == m->categories.size());
+}
+
+TEST_CASE("the differential ranks by the model, and a feature's lines back the cause it pushes") {
+  Model m = TestModel();
+  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  REQUIRE(d.named());
+  REQUIRE(d.causes.size() == 3);
+  CHECK(d.causes[0].category == "gid_index");
+  CHECK(d.causes[1].category == "retry_exceeded_network");
+  double sum = 0;
+  for (const Cause& c : d.causes) sum += c.probability;
+  CHECK(sum == Approx(1));
+  REQUIRE(!d.causes[0].pushed.empty());
+  CHECK(d.causes[0].pushed[0].feature == "cond:link_local_gid");
+  bool cites_qp = false;
+  for (const auto& e : d.causes[0].evidence) cites_qp = cites_qp || e.line == 1;
+  CHECK(cites_qp);
+  // Without the link-local GID the fabric leads.
+  Diagnosis fabric = Run(kRetry12, m);
+  CHECK(fabric.causes[0].category == "retry_exceeded_network");
+}
+
+TEST_CASE("the answer names what separates the first two causes") {
+  Model m = TestModel();
+  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  CHECK(d.separate == Separator("gid_index", "retry_exceeded_network"));
+  CHECK(d.separate.find("show_gids") != std::string::npos);
+  // A pair without a row of its own: both categories' decide text.
+  const std::string both = Separator("shm_too_small", "duplicate_gpu");
+  CHECK(both.find(FindCategory("shm_too_small")->decide) != std::string::npos);
+  CHECK(both.find(FindCategory("duplicate_gpu")->decide) != std::string::npos);
+  CHECK(Separator("gid_index", "retry_exceeded_network") ==
+        Separator("retry_exceeded_network", "gid_index"));
+}
+
+TEST_CASE("the features name rows, conditions, rules, claims and the evidence's shape") {
+  static const LineMatcher matcher;
+  Evidence ev;
+  LogIngest ingest(matcher, &ev);
+  ingest.AddText("job.log", std::string(kQpLinkLocal) + std::string(kRetry12));
+  CauseClaim claim;
+  claim.source = "preflight";
+  claim.rule = "ib.mtu/ib_mtu_mismatch";
+  claim.category = "mtu_mismatch";
+  claim.confidence = 0.65;
+  auto f = ExtractFeatures(ev, std::span<const CauseClaim>(&claim, 1));
+  auto value = [&f](std::string_view id) {
+    for (const Feature& x : f) {
+      if (x.id == id) return x.value;
+    }
+    return -1.0;
+  };
+  CHECK(value("row:nccl.ib_status_retry_exceeded") == 1);
+  CHECK(value("row:nccl.ib_qp_info") == 1);
+  CHECK(value("cond:link_local_gid") == 1);
+  CHECK(value("rule:gid_index.retry_with_link_local_gid") == 1);
+  CHECK(value("preflight:ib.mtu/ib_mtu_mismatch") == Approx(0.65));
+  CHECK(value("claim:mtu_mismatch") == Approx(0.65));
+  CHECK(value("engine:gid_index") > 0.8);
+  CHECK(value("struct:symptoms_only") == -1);  // a rule names a cause
+  // A timeout alone: symptoms only, and no error line.
+  Evidence t;
+  LogIngest ti(matcher, &t);
+  ti.AddText("job.log",
+             "[rank1]:[E1201 10:00:00.0 1 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
+             "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, "
+             "NumelOut=1, Timeout(ms)=600000) ran for 600083 milliseconds before timing out.\n");
+  auto tf = ExtractFeatures(t);
+  bool only = false, no_error = false;
+  for (const Feature& x : tf) {
+    only = only || x.id == "struct:symptoms_only";
+    no_error = no_error || x.id == "struct:timeout_without_error";
+  }
+  CHECK(only);
+  CHECK(no_error);
+}
+
+TEST_CASE("every pseudo-observation names a cause and features the extractor produces") {
+  auto priors = PriorExamples();
+  REQUIRE(!priors.empty());
+  for (const PriorExample& p : priors) {
+    INFO(p.id);
+    CHECK(FindCategory(p.category) != nullptr);
+    REQUIRE(!p.features.empty());
+    CHECK(p.features.front().first == p.id);
+  }
+}
+
+TEST_CASE("the explain JSON gives each feature its weight per cause shown and its source") {
+  Model m = TestModel();
+  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  nlohmann::json j = DiagnosisJson(d, {}, /*explain=*/true);
+  REQUIRE(j["causes"].size() == 3);
+  CHECK(j["causes"][0].contains("probability"));
+  CHECK(j["separate"].get<std::string>() == d.separate);
+  bool seen = false;
+  for (const auto& f : j["features"]) {
+    if (f["feature"] == "cond:link_local_gid") {
+      seen = true;
+      CHECK(f["weights"]["gid_index"].get<double>() == 6);
+      CHECK(f["weights"]["retry_exceeded_network"].get<double>() == -1);
+      CHECK(!f["source"].get<std::string>().empty());
+    }
+  }
+  CHECK(seen);
+  CHECK(j["priors"]["retry_exceeded_network"].get<double>() == 1);
+  const std::string text = DiagnosisText(d, {}, /*explain=*/true);
+  CHECK(text.find("1. gid_index  probability") != std::string::npos);
+  CHECK(text.find("to tell gid_index from retry_exceeded_network") != std::string::npos);
+  CHECK(text.find("cond:link_local_gid") != std::string::npos);
+}
+
+TEST_CASE("the job page and diagnosis.md show the differential with probabilities") {
+  Model m = TestModel();
+  DiagnoseRun run;
+  run.diagnosis = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  const std::string html = JobDiagnosisHtml(run, nullptr);
+  CHECK(html.find("<h2>Differential</h2>") != std::string::npos);
+  CHECK(html.find("<td>retry_exceeded_network</td>") != std::string::npos);
+  CHECK(html.find("To tell gid_index from retry_exceeded_network") != std::string::npos);
+  const std::string md = JobDiagnosisMarkdown(run);
+  CHECK(md.find("## Differential") != std::string::npos);
+  CHECK(md.find("2. `retry_exceeded_network` 0.") != std::string::npos);
+}
