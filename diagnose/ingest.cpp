@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/input_file.h"
+
 namespace sl::diagnose {
 
 namespace {
@@ -122,7 +124,7 @@ Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::
                                    std::span<const CauseClaim> claims) {
   static const LineMatcher matcher;
   DiagnoseRun run;
-  run.job = ReadJobFacts(inputs, RootedFileReader(""));
+  run.job = ReadJobFacts(inputs, InputTreeReader(inputs));
   Evidence evidence;
   LogIngest ingest(matcher, &evidence);
   ingest.SetNodeDirs(&run.job.node_of_dir);
@@ -132,7 +134,7 @@ Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::
   }
   run.read = {inputs,         stats.files,        stats.bytes,
               ingest.lines(), ingest.cut_lines(), ingest.replaced_bytes(),
-              stats.skipped};
+              stats.skipped,  stats.binary};
   std::vector<CauseClaim> all(claims.begin(), claims.end());
   for (CauseClaim& c : run.job.Claims()) all.push_back(std::move(c));
   run.diagnosis = Diagnose(evidence, all);

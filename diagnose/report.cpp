@@ -85,7 +85,8 @@ nlohmann::json DiagnosisJson(const Diagnosis& d, const ReadSummary& read, bool e
   j["input"] = {{"inputs", read.inputs},       {"files", read.files},
                 {"bytes", read.bytes},         {"lines", read.lines},
                 {"cut_lines", read.cut_lines}, {"replaced_bytes", read.replaced_bytes},
-                {"recognised", d.recognised},  {"skipped", read.skipped}};
+                {"recognised", d.recognised},  {"skipped", read.skipped},
+                {"binary_files", read.binary}};
   if (explain) {
     nlohmann::json fired = nlohmann::json::array();
     for (const Firing& f : d.fired) {
@@ -150,6 +151,10 @@ std::string DiagnosisText(const Diagnosis& d, const ReadSummary& read, bool expl
     }
   }
   for (const std::string& s : read.skipped) out += "skipped: " + s + "\n";
+  if (read.binary > 0) {
+    out += fmt::format("not read as logs: {} binary file(s) (Flight Recorder dumps, cores)\n",
+                       read.binary);
+  }
   if (explain) {
     out += "\nrules fired:\n";
     if (d.fired.empty()) out += "  none\n";

@@ -193,9 +193,10 @@ Result<warmup::HistoryEntry> Sweep(const BenchArgs& a, BenchContext& c, nlohmann
   o.bandwidth.max_drop = c.thresholds.max_busbw_drop;
   o.bandwidth.pair_rounds = a.pairs;
   if (!a.baseline.empty()) {
-    bool ok = false;
-    auto base = warmup::ParseBaseline(ReadWholeFile(a.baseline, &ok));
-    if (!ok) return MakeError("cannot read the baseline", a.baseline);
+    auto text = ReadUserFile(a.baseline, InputKind::kHistory);
+    if (!text.ok())
+      return MakeError("cannot read the baseline: " + text.error().message, a.baseline);
+    auto base = warmup::ParseBaseline(*text);
     if (!base.ok()) return MakeError(base.error().message, a.baseline, base.error().fix);
     for (const auto& p : base->sweep) o.bandwidth.baseline.push_back({p.bytes, 0, 0, p.busbw_gbps});
   }
@@ -216,9 +217,10 @@ Result<warmup::HistoryEntry> Sweep(const BenchArgs& a, BenchContext& c, nlohmann
 
 Result<warmup::HistoryEntry> Import(const std::string& file, BenchContext& c,
                                     std::vector<Finding>* findings) {
-  bool ok = false;
-  std::string text = ReadWholeFile(file, &ok);
-  if (!ok) return MakeError("cannot read the nccl-tests output", file);
+  auto read = ReadUserFile(file, InputKind::kImport);
+  if (!read.ok())
+    return MakeError("cannot read the nccl-tests output: " + read.error().message, file);
+  const std::string& text = *read;
   const auto t0 = std::chrono::steady_clock::now();
   auto out = ParseNcclTests(text);
   const double ms =
