@@ -209,7 +209,19 @@ std::vector<ReadOutcome> ReadAll(const FileReader* reader, const std::vector<Can
   auto work = [&] {
     DumpReader dr(a->strings.get(), a->stacks.get(), pgs);
     for (std::size_t i = next++; i < cands.size(); i = next++) {
-      outcomes[i] = ReadOne(reader, dr, cands[i]);
+      // No exception leaves a reader thread (std::terminate would take the whole diagnosis):
+      // whatever one file throws (bad_alloc, a parser's) becomes that file's error.
+      try {
+        outcomes[i] = ReadOne(reader, dr, cands[i]);
+      } catch (const std::exception& e) {
+        outcomes[i] = ReadOutcome{};
+        outcomes[i].error = DumpError{cands[i].path, -1, std::string("cannot read: ") + e.what()};
+        dr = DumpReader(a->strings.get(), a->stacks.get(), pgs);
+      } catch (...) {
+        outcomes[i] = ReadOutcome{};
+        outcomes[i].error = DumpError{cands[i].path, -1, "cannot read: unknown failure"};
+        dr = DumpReader(a->strings.get(), a->stacks.get(), pgs);
+      }
     }
   };
   int n = threads > 0 ? threads : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
