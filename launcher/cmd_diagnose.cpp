@@ -21,6 +21,7 @@
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/file_writer.h"
+#include "common/json_text.h"
 #include "diagnose/flight_recorder/analysis.h"
 #include "diagnose/flight_recorder/report.h"
 #include "diagnose/ingest.h"
@@ -79,7 +80,7 @@ int RunFlightRecorder(const DiagnoseArgs& args) {
   const auto& a = *analysis;
   auto causes = diagnose::fr::FlightRecorderCauses(a);
   if (args.json) {
-    std::printf("%s\n", diagnose::fr::DiagnosisJson(a, causes).dump(2).c_str());
+    std::printf("%s\n", JsonText(diagnose::fr::DiagnosisJson(a, causes)).c_str());
   } else {
     std::fputs(diagnose::fr::DiagnosisText(a, causes).c_str(), stdout);
   }
@@ -153,7 +154,7 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
   }
   const DiskFileWriter writer;
   const std::pair<const char*, std::string> files[] = {
-      {"diagnosis.json", diagnose::JobDiagnosisJson(run, explain).dump(2) + "\n"},
+      {"diagnosis.json", JsonText(diagnose::JobDiagnosisJson(run, explain)) + "\n"},
       {"diagnosis.md", diagnose::JobDiagnosisMarkdown(run)},
       {"diagnosis.html", diagnose::JobDiagnosisHtml(run, fr)},
   };
@@ -197,7 +198,7 @@ int RunDiagnose(const DiagnoseArgs& args) {
     return exit_code::kUsage;
   }
   if (args.json) {
-    std::printf("%s\n", diagnose::JobDiagnosisJson(*run, args.explain).dump(2).c_str());
+    std::printf("%s\n", JsonText(diagnose::JobDiagnosisJson(*run, args.explain)).c_str());
   } else {
     std::fputs(diagnose::DiagnosisText(run->diagnosis, run->read, args.explain).c_str(), stdout);
   }
