@@ -43,7 +43,7 @@ std::vector<Finding> RecordBandwidth(const BandwidthRecord& a, warmup::HistoryEn
   }
   if (!a.history.empty()) {
     // A history that does not exist yet is a first run; one that is a link, a FIFO or a
-    // device is not read, nor replaced.
+    // device is not read (nor appended to: AppendRecord refuses it too).
     auto text = ReadUserFile(a.history, InputKind::kHistory);
     if (!text.ok() && ::access(a.history.c_str(), F_OK) != 0 && errno == ENOENT)
       text = std::string();
@@ -56,10 +56,7 @@ std::vector<Finding> RecordBandwidth(const BandwidthRecord& a, warmup::HistoryEn
     }
     for (const auto& p : problems) log::Warn("{}: {} (skipped)", a.history, p);
     for (auto& f : warmup::CompareWithHistory(e, past, a.last_n, drop)) findings->push_back(f);
-    std::string all = text.ok() ? *text : std::string();
-    if (!all.empty() && all.back() != '\n') all += '\n';
-    all += JsonText(nlohmann::json(e), -1) + "\n";
-    if (auto s = !text.ok() ? Status(text.error()) : WriteFileAtomic(a.history, all, 0644); !s.ok())
+    if (auto s = AppendRecord(a.history, JsonText(nlohmann::json(e), -1) + "\n", 0644); !s.ok())
       log::Warn("history not written: {}", s.error().Describe());
     else
       log::Info("history: appended to {}", a.history);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/file_writer.h"
 
 namespace {
 
@@ -141,5 +142,63 @@ TEST_CASE("an unreadable directory in a walk is said, not passed over in silence
   CHECK(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 0);
   ::chmod((d + "/n2").c_str(), 0700);
+  std::filesystem::remove_all(d);
+}
+
+TEST_CASE("four processes appending 500 records each keep all 2000, whole and in order") {
+  const std::string d = TempDir();
+  const std::string p = d + "/history.jsonl";
+  std::vector<pid_t> kids;
+  for (int w = 0; w < 4; ++w) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      // Records of 10 KiB: more than a pipe's atomic write, as a history line with per-node
+      // sweeps is.
+      for (int i = 0; i < 500; ++i) {
+        std::string rec = "{\"w\": " + std::to_string(w) + ", \"i\": " + std::to_string(i) +
+                          ", \"pad\": \"" + std::string(10000, 'a' + w) + "\"}\n";
+        if (!sl::AppendRecord(p, rec, 0644).ok()) _exit(1);
+      }
+      _exit(0);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int st = 0;
+    ::waitpid(k, &st, 0);
+    CHECK(WEXITSTATUS(st) == 0);
+  }
+  std::ifstream in(p);
+  std::string line;
+  int n = 0;
+  std::vector<int> last(4, -1);
+  while (std::getline(in, line)) {
+    ++n;
+    REQUIRE(line.size() > 10000);
+    const int w = line[6] - '0';
+    REQUIRE(w >= 0);
+    REQUIRE(w < 4);
+    const int i = std::stoi(line.substr(line.find("\"i\": ") + 5));
+    CHECK(i == last[w] + 1);
+    last[w] = i;
+    CHECK(line.find(std::string(10000, 'a' + w)) != std::string::npos);
+  }
+  CHECK(n == 2000);
+  std::filesystem::remove_all(d);
+}
+
+TEST_CASE("an append never writes through a planted link and adds a missing newline first") {
+  const std::string d = TempDir();
+  Put(d + "/secret", "root only\n");
+  REQUIRE(::symlink((d + "/secret").c_str(), (d + "/history.jsonl").c_str()) == 0);
+  CHECK(!sl::AppendRecord(d + "/history.jsonl", "{}\n", 0644).ok());
+  std::ifstream s(d + "/secret");
+  std::string all((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+  CHECK(all == "root only\n");
+  Put(d + "/h", "{\"torn\": 1}");
+  REQUIRE(sl::AppendRecord(d + "/h", "{\"next\": 2}", 0644).ok());
+  std::ifstream h(d + "/h");
+  std::string text((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  CHECK(text == "{\"torn\": 1}\n{\"next\": 2}\n");
   std::filesystem::remove_all(d);
 }
