@@ -284,21 +284,57 @@ std::size_t CleanBytes(std::string_view in, std::string* out) {
   return replaced;
 }
 
+namespace {
+
+// The first line end in `s`: '\n', or '\r' (CRLF, and a lone CR as tqdm and progress bars write
+// it: the terminal shows the text after it on a fresh line, and so does the reader).
+std::size_t FindEol(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\n' || s[i] == '\r') return i;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+// Removes the line end at the front of `bytes` (CRLF as one); a CR that ends the chunk may be
+// half of a CRLF: the '\n' that may start the next chunk is then dropped (pending_cr_).
+void LineAssembler::DropEol(std::string_view* bytes) {
+  const bool cr = bytes->front() == '\r';
+  bytes->remove_prefix(1);
+  if (!cr) return;
+  if (bytes->empty()) {
+    pending_cr_ = true;
+  } else if (bytes->front() == '\n') {
+    bytes->remove_prefix(1);
+  }
+}
+
 void LineAssembler::Feed(std::string_view bytes) {
+  if (pending_cr_ && !bytes.empty()) {
+    pending_cr_ = false;
+    if (bytes.front() == '\n') bytes.remove_prefix(1);
+  }
   while (!bytes.empty()) {
     if (skipping_) {
-      const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
-      if (nl == nullptr) return;
+      // The dropped rest of an over-long line runs to its line end, CR included: the cap is per
+      // line, so what follows a progress bar's CR is a line of its own.
+      const std::size_t e = FindEol(bytes);
+      if (e == std::string_view::npos) return;
       skipping_ = false;
-      bytes.remove_prefix(static_cast<const char*>(nl) - bytes.data() + 1);
+      bytes.remove_prefix(e);
+      DropEol(&bytes);
       continue;
     }
     if (raw_.empty()) {
-      // The common case: a run of whole lines straight from the input, cleaned in one go.
+      // The common case: a run of whole '\n' lines with no CR in them (a CRLF's CR excepted),
+      // straight from the input, cleaned in one go.
       std::size_t p = 0, count = 0;
       while (const void* q = std::memchr(bytes.data() + p, '\n', bytes.size() - p)) {
         const std::size_t e = static_cast<const char*>(q) - bytes.data();
         if (e - p > kMaxLine) break;
+        const void* cr = std::memchr(bytes.data() + p, '\r', e - p);
+        if (cr != nullptr && static_cast<const char*>(cr) != bytes.data() + e - 1) break;
         p = e + 1;
         ++count;
       }
@@ -310,10 +346,9 @@ void LineAssembler::Feed(std::string_view bytes) {
         continue;
       }
     }
-    const void* nl_ptr = std::memchr(bytes.data(), '\n', bytes.size());
-    const std::size_t take =
-        nl_ptr ? static_cast<const char*>(nl_ptr) - bytes.data() + 1 : bytes.size();
-    if (raw_.size() + take > kMaxLine + (nl_ptr ? 1 : 0)) {
+    const std::size_t e = FindEol(bytes);
+    const std::size_t take = e == std::string_view::npos ? bytes.size() : e;
+    if (raw_.size() + take > kMaxLine) {
       // An over-long line: its first kMaxLine bytes stand for it, the rest is dropped.
       const std::size_t keep = kMaxLine - raw_.size();
       raw_.append(bytes.data(), keep);
@@ -323,8 +358,8 @@ void LineAssembler::Feed(std::string_view bytes) {
     } else {
       raw_.append(bytes.data(), take);
       bytes.remove_prefix(take);
-      if (nl_ptr == nullptr) return;
-      raw_.pop_back();
+      if (e == std::string_view::npos) return;
+      DropEol(&bytes);
       EndLine(/*cut=*/false);
     }
     if (block_.size() >= kBlock) Flush();
@@ -349,6 +384,7 @@ void LineAssembler::Flush() {
 void LineAssembler::Finish() {
   if (!raw_.empty()) EndLine(/*cut=*/false);
   skipping_ = false;
+  pending_cr_ = false;
   Flush();
 }
 

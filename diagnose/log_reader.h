@@ -52,11 +52,13 @@ class LineAssembler {
 
  private:
   void Flush();
+  void DropEol(std::string_view* bytes);
   void EndLine(bool cut);  // raw_ is a whole line (or its kept head): clean it into block_
   BlockFn on_block_;
   std::string raw_;          // bytes of the current partial line (not yet cleaned)
   std::string block_;        // cleaned whole lines waiting to be handed over
   bool skipping_ = false;    // inside the dropped rest of an over-long line
+  bool pending_cr_ = false;  // the last chunk ended in CR: a '\n' next is its CRLF's
   std::uint64_t next_line_ = 1;
   std::uint64_t block_first_ = 1;
   std::uint64_t cut_lines_ = 0;
