@@ -196,6 +196,29 @@ def case_history_keeps_every_record_of_concurrent_runs():
         json.loads(l)
 
 
+def case_a_requeued_job_ignores_the_previous_launchs_hang():
+    # The previous launch (restart 0) of job 812 declared a hang 5 s ago on node b; this is its
+    # requeue (restart 1) on node a, in the same job root, as Slurm would start it.
+    root = os.path.join(TMP, "job")
+    os.makedirs(os.path.join(root, ".events"), mode=0o700)
+    os.makedirs(os.path.join(root, "nodeb"))
+    ev = {"schema": "safe-launch.peer-event/1", "kind": "hang", "node": "nodeb",
+          "time_unix": time.time() - 5, "trigger": "stall", "category": "stall",
+          "severity": "hang", "headline": "stall", "rank": None, "exit_status": None,
+          "first_error": "", "launch": {"job_id": "812", "restart": 0, "launch_id": "SLURM_STEP_ID=0"}}
+    with open(os.path.join(root, ".events", "hang-nodeb-0123456789abcdef.json"), "w") as f:
+        json.dump(ev, f)
+    env = dict(os.environ, SLURM_JOB_ID="812", SLURM_RESTART_COUNT="1", SLURM_STEP_ID="0")
+    t0 = time.time()
+    p = subprocess.run([SL, "run", "--no-preflight", "--no-warmup", "--node-name", "nodea",
+                        "--run-dir", os.path.join(root, "nodea.1"), "--coordinate", "on",
+                        "--stall-timeout", "300",
+                        "--", "sleep", "3"], capture_output=True, timeout=60, env=env)
+    if p.returncode != 0:
+        fail(f"the requeued job exited {p.returncode} after {time.time() - t0:.1f} s (took the "
+             f"old launch's hang?): {p.stderr.decode(errors='replace')[-1500:]}")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 if CASE not in CASES:
     fail(f"no case {CASE}")
