@@ -215,12 +215,15 @@ void SetupDiagnose(CLI::App& sub, int* exit_code) {
   auto args = std::make_shared<DiagnoseArgs>();
   sub.add_flag("--json", args->json, "Print the diagnosis as JSON (safe-launch.diagnosis/1)");
   sub.add_flag("--explain", args->explain, "Show which rule fired on which lines");
-  sub.add_option("--flight-recorder,--fr", args->flight_recorder,
-                 "Flight Recorder dumps alone: files (<prefix><rank>, .pkl, .json) or directories "
-                 "(searched 4 levels deep, e.g. a run root or a hang bundle)")
-      ->expected(1, -1);
+  auto* fr =
+      sub.add_option(
+             "--flight-recorder,--fr", args->flight_recorder,
+             "Flight Recorder dumps alone: files (<prefix><rank>, .pkl, .json) or directories "
+             "(searched 4 levels deep, e.g. a run root or a hang bundle)")
+          ->expected(1, -1);
   sub.add_option("--html", args->html,
-                 "With --flight-recorder: also write the self-contained diagnosis.html here");
+                 "With --flight-recorder: also write the self-contained diagnosis.html here")
+      ->needs(fr);
   sub.add_flag("--no-write", args->no_write,
                "Do not write diagnosis.{md,json,html} into the run root");
   sub.add_option("--out", args->out_dir,
