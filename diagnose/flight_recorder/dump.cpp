@@ -522,8 +522,17 @@ void DumpReader::RegisterPgs(std::uint32_t config) {
     if (ranks != PickleDoc::kNotFound && doc_.at(ranks).kind == Kind::kStr) {
       text = doc_.Text(ranks);
     } else if (ranks != PickleDoc::kNotFound) {
-      doc_.ForEachItem(
-          ranks, [&](std::uint32_t r) { list.push_back(static_cast<int>(AsInt(doc_, r, -1))); });
+      // Only ranks: an item that is not one (a list that holds itself through the memo, a
+      // string, a number past 2^24) makes the members unknown rather than "rank -1", which
+      // would stand for a member no dump can match and hide what the others show.
+      bool valid = true;
+      doc_.ForEachItem(ranks, [&](std::uint32_t r) {
+        const Kind k = doc_.at(r).kind;
+        const std::int64_t v = k == Kind::kInt ? doc_.at(r).i : -1;
+        if (v < 0 || v > (1 << 24)) valid = false;
+        if (valid) list.push_back(static_cast<int>(v));
+      });
+      if (!valid) list.clear();
     }
     std::uint32_t d = doc_.Find(c, "desc");
     std::string desc = d != PickleDoc::kNotFound && !doc_.Text(d).empty()

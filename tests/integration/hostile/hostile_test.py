@@ -219,6 +219,48 @@ def case_a_requeued_job_ignores_the_previous_launchs_hang():
              f"old launch's hang?): {p.stderr.decode(errors='replace')[-1500:]}")
 
 
+OOM = b"[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+
+
+def case_own_files_are_not_job_lines_and_the_md_escapes():
+    root = os.path.join(TMP, "runs")
+    node = os.path.join(root, "<img src=x onerror=alert(1)>")
+    b = os.path.join(node, "hang-n1-20261201T000000Z")
+    for d in ("output", "node", "run"):
+        os.makedirs(os.path.join(b, d))
+    with open(os.path.join(node, "status.json"), "w") as f:
+        json.dump({"node": "n1"}, f)
+    with open(os.path.join(b, "output", "rank_0.tail"), "wb") as f:
+        f.write(b"step 1 <script>alert(2)</script>\n" + OOM)
+    # safe-launch's own files in the bundle and an earlier diagnosis quote the same line.
+    for rel in ("summary.md", "summary.json", "node/rank_environment.txt", "node/limits.txt"):
+        with open(os.path.join(b, rel), "wb") as f:
+            f.write(b"SOME_VAR=" + OOM)
+    for name in ("diagnosis.md", "diagnosis.json"):
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(OOM * 3)
+    with open(os.path.join(b, "manifest.json"), "w") as f:
+        json.dump({"host": "n1"}, f)
+    for target in (b, root):
+        rc, out, err, _ = run("diagnose", "--json", "--no-write", target)
+        j = as_json(out, target)
+        files = [e["file"] for c in j["causes"] for e in c["evidence"]]
+        files += [s["first"]["file"] for s in j["symptoms"]]
+        bad = [f for f in files if any(x in f for x in ("summary.", "environment", "limits",
+                                                         "diagnosis."))]
+        if bad:
+            fail(f"{target}: safe-launch's own files read as job lines: {bad}")
+        counts = [s["count"] for s in j["symptoms"]] + [len(c["evidence"]) for c in j["causes"]]
+        if not files or max(counts) > 1:
+            fail(f"{target}: the one OOM line counted {counts}: {json.dumps(j)[:1500]}")
+    os.remove(os.path.join(root, "diagnosis.md"))
+    os.remove(os.path.join(root, "diagnosis.json"))
+    run("diagnose", root)
+    md = open(os.path.join(root, "diagnosis.md")).read()
+    if "<img" in md or "<script" in md:
+        fail(f"diagnosis.md passes HTML through: {md[:1500]}")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 if CASE not in CASES:
     fail(f"no case {CASE}")

@@ -160,3 +160,24 @@ TEST_CASE("a manifest with fields of the wrong type is read as far as it goes") 
     CHECK(a->dumps.size() == 1);
   }
 }
+
+TEST_CASE("a rank list that holds itself makes the members unknown, never rank -1") {
+  std::string p = "\x80\x02}(" + Str("entries") + "](}(" + Str("collective_seq_id") + "K\x01";
+  p += Str("process_group") + "](" + Str("0") + Str("default_pg") + "eue";
+  p += Str("pg_config") + "}(" + Str("0") + "}(" + Str("desc") + Str("default_pg") + Str("ranks");
+  p += "]q";
+  p.push_back('\0');
+  p += "(h";
+  p.push_back('\0');
+  p += "K";
+  p.push_back('\0');
+  p += "K\x01";
+  p += "euuu.";
+  Reader r;
+  auto d = r.reader.Read(p);
+  REQUIRE(d.ok());
+  auto& pgs = r.pgs.all();
+  REQUIRE(pgs.count("0") == 1);
+  for (int m : pgs["0"].members) CHECK(m >= 0);
+  CHECK(pgs["0"].members.empty());
+}
