@@ -22,6 +22,7 @@
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/file_writer.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "diagnose/flight_recorder/analysis.h"
 #include "diagnose/flight_recorder/report.h"
@@ -116,7 +117,7 @@ int RunFlightRecorder(const DiagnoseArgs& args) {
   const auto& a = *analysis;
   auto causes = diagnose::fr::FlightRecorderCauses(a);
   if (args.json) {
-    std::printf("%s\n", diagnose::fr::DiagnosisJson(a, causes).dump(2).c_str());
+    std::printf("%s\n", JsonText(diagnose::fr::DiagnosisJson(a, causes)).c_str());
   } else {
     std::fputs(diagnose::fr::DiagnosisText(a, causes).c_str(), stdout);
   }
@@ -202,7 +203,7 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
   }
   const DiskFileWriter writer;
   const std::pair<const char*, std::string> files[] = {
-      {"diagnosis.json", diagnose::JobDiagnosisJson(run, explain).dump(2) + "\n"},
+      {"diagnosis.json", JsonText(diagnose::JobDiagnosisJson(run, explain)) + "\n"},
       {"diagnosis.md", diagnose::JobDiagnosisMarkdown(run)},
       {"diagnosis.html", diagnose::JobDiagnosisHtml(run, fr)},
   };
@@ -276,7 +277,7 @@ int RunDiagnose(const DiagnoseArgs& args) {
     return exit_code::kOk;
   }
   if (args.json) {
-    std::printf("%s\n", diagnose::JobDiagnosisJson(*run, args.explain).dump(2).c_str());
+    std::printf("%s\n", JsonText(diagnose::JobDiagnosisJson(*run, args.explain)).c_str());
   } else {
     std::fputs(diagnose::DiagnosisText(run->diagnosis, run->read, args.explain).c_str(), stdout);
   }
@@ -300,12 +301,15 @@ void SetupDiagnose(CLI::App& sub, int* exit_code) {
                "safe-launch.features/1), what tools/fit_diagnosis.py fits on; writes nothing");
   sub.add_flag("--priors", args->priors,
                "Developer: print the vocabulary's pseudo-observations the fit adds (JSON)");
-  sub.add_option("--flight-recorder,--fr", args->flight_recorder,
-                 "Flight Recorder dumps alone: files (<prefix><rank>, .pkl, .json) or directories "
-                 "(searched 4 levels deep, e.g. a run root or a hang bundle)")
-      ->expected(1, -1);
+  auto* fr =
+      sub.add_option(
+             "--flight-recorder,--fr", args->flight_recorder,
+             "Flight Recorder dumps alone: files (<prefix><rank>, .pkl, .json) or directories "
+             "(searched 4 levels deep, e.g. a run root or a hang bundle)")
+          ->expected(1, -1);
   sub.add_option("--html", args->html,
-                 "With --flight-recorder: also write the self-contained diagnosis.html here");
+                 "With --flight-recorder: also write the self-contained diagnosis.html here")
+      ->needs(fr);
   sub.add_flag("--no-write", args->no_write,
                "Do not write diagnosis.{md,json,html} into the run root");
   sub.add_option("--out", args->out_dir,

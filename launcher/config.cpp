@@ -70,11 +70,42 @@ CLI::Validator SecondsValidator(double lo, double hi, bool lo_open) {
       [=](std::string& text) -> std::string {
         auto v = ParseDouble(text);
         const bool above_lo = v.ok() && (lo_open ? *v > lo : *v >= lo);
-        if (above_lo && *v <= hi) return {};
+        // 1e-300 is "more than 0" but no timeout: below a millisecond is refused (0, where
+        // allowed, means off).
+        if (above_lo && *v <= hi && (*v == 0 || *v >= kMinSeconds)) return {};
+        if (above_lo && *v > 0 && *v < kMinSeconds) {
+          return fmt::format("must be {}at least {:g} seconds, got '{}'",
+                             lo_open ? "" : "0 (off) or ", kMinSeconds, text);
+        }
         return fmt::format("must be {} {:g} and at most {:g} seconds, got '{}'",
                            lo_open ? "more than" : "at least", lo, hi, text);
       },
       "SECONDS");
+}
+
+CLI::Validator NonEmptyValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        // An empty value silently meaning the default ("--sysroot ''" reading the live node,
+        // "--sizes ''" running the default sweep) is refused instead.
+        return text.empty() ? std::string("must not be empty") : std::string();
+      },
+      "", "NONEMPTY");
+}
+
+void ValidateEveryValue(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_positional() || o->get_type_size_max() == 0) continue;  // flags take no value
+    bool has = false;
+    try {
+      has = o->get_validator(0) != nullptr;
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (!has) o->check(NonEmptyValidator());
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    ValidateEveryValue(*sub);
+  }
 }
 
 bool IsComparisonId(const std::string& id) {

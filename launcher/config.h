@@ -81,7 +81,16 @@ Result<RunConfig> BuildConfig(const std::vector<std::string>& argv, const Enviro
 /// Seconds in [lo, hi] (or (lo, hi] when `lo_open`), for --kill-grace, --warmup-timeout,
 /// --stall-timeout. A check lambda rather than CLI::Range, which lets "nan" through (every
 /// comparison with NaN is false).
+/// Values above 0 and below kMinSeconds are refused ("1e-300" is no timeout).
 CLI::Validator SecondsValidator(double lo, double hi, bool lo_open);
+inline constexpr double kMinSeconds = 0.001;
+
+/// A value that must not be empty.
+CLI::Validator NonEmptyValidator();
+
+/// Every option of `app` and its subcommands that takes a value goes through a validator: those
+/// with none of their own get NonEmptyValidator. Called once the commands are set up.
+void ValidateEveryValue(CLI::App& app);
 
 /// True when `id` selects a warm-up comparison (or a group of them).
 bool IsComparisonId(const std::string& id);
