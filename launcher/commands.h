@@ -26,6 +26,7 @@ void SetupVersion(CLI::App& sub, int* exit_code);
 void SetupDiagnose(CLI::App& sub, int* exit_code);
 void SetupCompletion(CLI::App& sub, int* exit_code);
 void SetupBench(CLI::App& sub, int* exit_code);
+void SetupRemediate(CLI::App& sub, int* exit_code);
 
 std::span<const Command> Commands();
 
