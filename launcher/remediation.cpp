@@ -7,10 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "common/file_reader.h"
 #include "common/file_writer.h"
 #include "common/log.h"
+#include "common/spawn.h"
 #include "common/strings.h"
 #include "diagnose/flight_recorder/report.h"
 #include "launcher/hostlist.h"
@@ -304,6 +306,12 @@ Decision Decide(const FaultCause& cause, const RemediationPolicy& policy, const 
                             "nothing drained",
                             d.node, slurm.job_id, Join(slurm.job_nodes, ",")));
   }
+  const bool requeues_left = history.requeues < policy.max_requeues;
+  if (policy.mode == OnNodeFault::kRequeue && !requeues_left) {
+    d.notes.push_back(fmt::format("job {} was requeued {} time(s) already, at most {} "
+                                  "(--max-requeues): not requeued again; it ends here",
+                                  slurm.job_id, history.requeues, policy.max_requeues));
+  }
   const int job_nodes = std::max<int>(slurm.job_num_nodes, slurm.job_nodes.size());
   const int max_drain = std::max(1, job_nodes / 10);
   std::set<std::string> drained(history.drained.begin(), history.drained.end());
@@ -329,11 +337,7 @@ Decision Decide(const FaultCause& cause, const RemediationPolicy& policy, const 
     d.decision = "drain";
   }
   if (policy.mode != OnNodeFault::kRequeue) return d;
-  if (history.requeues >= policy.max_requeues) {
-    return stop(fmt::format("job {} was requeued {} time(s) already, at most {} "
-                            "(--max-requeues): not requeued again; it ends here",
-                            slurm.job_id, history.requeues, policy.max_requeues));
-  }
+  if (!requeues_left) return d;
   if (!slurm.requeue_allowed) {
     return stop(fmt::format("job {} may not be requeued (Requeue=0: submit with --requeue or "
                             "set JobRequeue=1): not requeued",
@@ -517,7 +521,23 @@ ActionResult RunAction(const PlannedAction& a, const RemediationInput& in, bool 
                                : o.error;
     if (o.already_out) r.ran = false;
   } else {
+    // The requeue makes slurmstepd signal every process of this step in a burst: the scontrol
+    // that sets ExcNodeList next (exit 143) and us (blocked, queued: a bounded child wait would
+    // end at once on it). That SIGTERM is our own doing: taken and forgotten, and the scontrol
+    // asked again within seconds; we live on until KillWait's SIGKILL.
+    auto forget_requeue_signal = [&a] {
+      if (a.kind != "exclude") return;
+      (void)TakeStopSignal();
+      ClearStopSignal();
+    };
+    forget_requeue_signal();
     auto out = RunScontrol(a.argv, in.env, in.timeout_ms);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+    while (!out.ok() && a.kind == "exclude" && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      forget_requeue_signal();
+      out = RunScontrol(a.argv, in.env, in.timeout_ms);
+    }
     r.ok = out.ok();
     r.output = out.ok() ? std::string(Trim(*out)) : out.error().Describe();
   }

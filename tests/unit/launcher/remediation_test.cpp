@@ -134,6 +134,10 @@ TEST_CASE("the requeues stop at --max-requeues and say so") {
   Decision d = Decide(PortDown(), Mode(OnNodeFault::kRequeue), Cluster(), h);
   CHECK(Kinds(d) == std::vector<std::string>{"drain"});
   CHECK(d.notes.back().find("requeued 2 time(s) already, at most 2") != std::string::npos);
+  h.drained = {"gpu02"};  // and no drain left either: both are said
+  d = Decide(PortDown(), Mode(OnNodeFault::kRequeue), Cluster(), h);
+  CHECK(d.actions.empty());
+  CHECK(d.notes.front().find("--max-requeues") != std::string::npos);
 }
 
 TEST_CASE("no requeue when the partition cannot hold the job without the node") {
