@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Remediation figure (printed, not asserted): the time from a fault being declared on one node of
+# a 2-node job to the requeued job running on good nodes, on the test cluster (munged, slurmctld
+# and three slurmd on this host: tests/integration/slurm/slurm_cluster.py), split into
+#   safe-launch: declared (this node's preflight refused the job) -> the job-level diagnosis of
+#                the run root -> drain -> `scontrol requeue` returned -> ExcNodeList set;
+#   Slurm:       `scontrol requeue` returned -> the requeued batch script runs (its first line).
+# Slurm's part is dominated by AuthInfo's cred_expire (a requeued batch job may not start before
+# the credential of its last run expires; 120 s by default, 10 s on the test cluster) and by
+# KillWait (5 s here) for the old steps. The scenario is remediation_test.py's first test.
+# usage: bench/remediation.sh [BUILD_DIR] [RUNS]   (as root; SL_CRED_EXPIRE=120 for the default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build}
+RUNS=${2:-2}
+SL=$PWD/$B/bin/safe-launch
+[[ -x $SL ]] || { echo "build safe-launch first ($B)"; exit 2; }
+export SL_CRED_EXPIRE=${SL_CRED_EXPIRE:-10}
+for i in $(seq "$RUNS"); do
+  /usr/bin/python3 tests/integration/slurm/remediation_test.py "$SL" "$PWD" \
+    -k test_a_port_down_drains 2>&1 | grep '^.*FIGURES ' | sed 's/.*FIGURES //'
+done | /usr/bin/python3 -c '
+import json, os, statistics, sys
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+if not rows:
+    sys.exit("no figures: did the test run (root, Slurm installed)?")
+print(f"remediation, 2-node job, fault on one node, 3 slurmd on this host, "
+      f"cred_expire={os.environ[\"SL_CRED_EXPIRE\"]} s, KillWait=5 s, {len(rows)} run(s)")
+print(f"{\"run\":>4} {\"safe-launch to requeue\":>24} {\"to ExcNodeList\":>16} "
+      f"{\"Slurm: requeue to running\":>27} {\"total\":>8}")
+for i, r in enumerate(rows, 1):
+    sl = r["requeued"] - r["declared"]
+    exc = r["finished"] - r["declared"]
+    slurm = r["running_again"] - r["requeued"]
+    print(f"{i:>4} {sl:>22.2f} s {exc:>14.2f} s {slurm:>25.2f} s "
+          f"{r[\"running_again\"] - r[\"declared\"]:>6.1f} s")
+'
