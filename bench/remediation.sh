@@ -16,22 +16,26 @@ RUNS=${2:-2}
 SL=$PWD/$B/bin/safe-launch
 [[ -x $SL ]] || { echo "build safe-launch first ($B)"; exit 2; }
 export SL_CRED_EXPIRE=${SL_CRED_EXPIRE:-10}
+FIG=$(mktemp)
+trap 'rm -f "$FIG"' EXIT
 for i in $(seq "$RUNS"); do
   /usr/bin/python3 tests/integration/slurm/remediation_test.py "$SL" "$PWD" \
     -k test_a_port_down_drains 2>&1 | grep '^.*FIGURES ' | sed 's/.*FIGURES //'
-done | /usr/bin/python3 -c '
-import json, os, statistics, sys
-rows = [json.loads(l) for l in sys.stdin if l.strip()]
+done > "$FIG"
+/usr/bin/python3 - "$FIG" <<'PY'
+import json, os, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 if not rows:
-    sys.exit("no figures: did the test run (root, Slurm installed)?")
-print(f"remediation, 2-node job, fault on one node, 3 slurmd on this host, "
-      f"cred_expire={os.environ[\"SL_CRED_EXPIRE\"]} s, KillWait=5 s, {len(rows)} run(s)")
-print(f"{\"run\":>4} {\"safe-launch to requeue\":>24} {\"to ExcNodeList\":>16} "
-      f"{\"Slurm: requeue to running\":>27} {\"total\":>8}")
+    sys.exit("no figures: did the test run (as root, Slurm installed)?")
+cred = os.environ["SL_CRED_EXPIRE"]
+print(f"remediation: 2-node job, fault on one node, 3 slurmd on this host, cred_expire={cred} s, "
+      f"KillWait=5 s, {len(rows)} run(s)")
+print(f"{'run':>4} {'safe-launch: to requeue':>24} {'to ExcNodeList':>15} "
+      f"{'Slurm: requeue to running':>26} {'total':>8}")
 for i, r in enumerate(rows, 1):
     sl = r["requeued"] - r["declared"]
     exc = r["finished"] - r["declared"]
     slurm = r["running_again"] - r["requeued"]
-    print(f"{i:>4} {sl:>22.2f} s {exc:>14.2f} s {slurm:>25.2f} s "
-          f"{r[\"running_again\"] - r[\"declared\"]:>6.1f} s")
-'
+    total = r["running_again"] - r["declared"]
+    print(f"{i:>4} {sl:>22.2f} s {exc:>13.2f} s {slurm:>24.2f} s {total:>6.1f} s")
+PY
