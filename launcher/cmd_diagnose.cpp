@@ -168,9 +168,8 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
   const DiskFileWriter writer;
   // A remediation already recorded in this run root (remediation.json) stays in the reports.
   const auto remediation = RootedFileReader("").ReadFile(dir + "/remediation.json", 1 << 20);
-  const nlohmann::json rem = remediation.ok()
-                                 ? nlohmann::json::parse(*remediation, nullptr, false)
-                                 : nlohmann::json();
+  const nlohmann::json rem =
+      remediation.ok() ? nlohmann::json::parse(*remediation, nullptr, false) : nlohmann::json();
   std::string md = diagnose::JobDiagnosisMarkdown(run);
   std::string html = diagnose::JobDiagnosisHtml(run, fr);
   if (rem.is_object()) {

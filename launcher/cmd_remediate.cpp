@@ -21,8 +21,7 @@ void SetupRemediate(CLI::App& sub, int* exit_code) {
   auto args = std::make_shared<Args>();
   AddRemediationOptions(sub, &args->flags);
   sub.add_option("--job-id", args->job_id, "The Slurm job (default: SLURM_JOB_ID)");
-  sub.add_option("run_root", args->run_root, "The job run root holding diagnosis.json")
-      ->required();
+  sub.add_option("run_root", args->run_root, "The job run root holding diagnosis.json")->required();
   sub.callback([args, exit_code] {
     const Environment env = ProcessEnvironment();
     log::Init(log::HostName(), {}, false);
@@ -38,7 +37,8 @@ void SetupRemediate(CLI::App& sub, int* exit_code) {
     in.env = env;
     const nlohmann::json rec = Remediate(in, *policy);
     bool failed = false;
-    for (const auto& a : rec["actions"]) failed = failed || (a.value("ran", false) && !a.value("ok", false));
+    for (const auto& a : rec["actions"])
+      failed = failed || (a.value("ran", false) && !a.value("ok", false));
     *exit_code = failed ? exit_code::kChecksFailed : exit_code::kOk;
   });
 }

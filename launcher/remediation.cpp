@@ -25,8 +25,8 @@ namespace {
 // Everything else -- desync, a rank's exception, OOM, a straggling rank, the fabric, versions,
 // interfaces -- is the application's or the whole job's: reported, never acted on.
 constexpr std::string_view kNodeLocal[] = {
-    "ib_port_down_or_link_flap", "mtu_mismatch",  "gid_index",
-    "gpu_xid_or_driver",         "memlock",       "shm_too_small",
+    "ib_port_down_or_link_flap", "mtu_mismatch", "gid_index",
+    "gpu_xid_or_driver",         "memlock",      "shm_too_small",
 };
 
 constexpr std::string_view kModes[] = {"report", "drain", "requeue"};
@@ -43,8 +43,7 @@ std::string ShortEvidence(const std::string& text) {
 }
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string Field(std::string_view text, std::string_view key) {
@@ -123,10 +122,13 @@ RemediationHistory ReadHistory(const std::string& run_root) {
 }
 
 nlohmann::json ActionJson(const ActionResult& r) {
-  return {{"kind", r.action.kind},       {"node", r.action.node},
+  return {{"kind", r.action.kind},
+          {"node", r.action.node},
           {"command", CommandText(r.action.argv)},
-          {"ran", r.ran},                {"ok", r.ok},
-          {"output", Printable(r.output, 400)}, {"seconds", r.seconds}};
+          {"ran", r.ran},
+          {"ok", r.ok},
+          {"output", Printable(r.output, 400)},
+          {"seconds", r.seconds}};
 }
 
 }  // namespace
@@ -203,8 +205,8 @@ Result<FaultCause> FirstCause(const nlohmann::json& d) {
   FaultCause f;
   f.category = c.value("category", "unknown");
   // The differential engine writes `probability`; before it, `confidence`.
-  const char* key = c.contains("probability") && c["probability"].is_number() ? "probability"
-                                                                             : "confidence";
+  const char* key =
+      c.contains("probability") && c["probability"].is_number() ? "probability" : "confidence";
   f.probability = c.contains(key) && c[key].is_number() ? c[key].get<double>() : 0.0;
   if (c["entity"].is_object()) {
     const auto& e = c["entity"];
@@ -269,6 +271,72 @@ std::string RemediationReason(const FaultCause& cause, const std::string& node) 
   return DrainReason(cause.category, msg);
 }
 
+namespace {
+
+// Why the cause is not acted on at all ("" = it is: node-local, one node of the job, sure enough).
+std::string WhyNotActing(const FaultCause& cause, const RemediationPolicy& policy,
+                         const SlurmView& slurm, const Decision& d, double p) {
+  if (policy.mode == OnNodeFault::kReport)
+    return "--on-node-fault=report: the diagnosis is reported, nothing is drained or requeued";
+  if (!d.node_local) {
+    return fmt::format(
+        "the first cause, {}, is not local to one node (an application bug or the fabric): "
+        "reported, nothing drained or requeued",
+        cause.category);
+  }
+  if (d.node.empty()) {
+    return fmt::format("the first cause, {}, names no single node ({}): nothing drained",
+                       cause.category, cause.entity_node.empty() ? "no node" : cause.entity_node);
+  }
+  if (p < policy.threshold) {
+    return fmt::format(
+        "the first cause's probability {:.2f} is below the threshold {:.2f} "
+        "(--fault-threshold): nothing drained",
+        p, policy.threshold);
+  }
+  if (!slurm.job_nodes.empty() &&
+      std::find(slurm.job_nodes.begin(), slurm.job_nodes.end(), d.node) == slurm.job_nodes.end()) {
+    return fmt::format(
+        "the diagnosis names {}, which is not one of job {}'s nodes ({}): "
+        "nothing drained",
+        d.node, slurm.job_id, Join(slurm.job_nodes, ","));
+  }
+  return "";
+}
+
+// The requeue and the exclusion, unless the job may not be requeued or would not fit.
+void PlanRequeue(const SlurmView& slurm, const std::set<std::string>& drained, Decision* d) {
+  if (!slurm.requeue_allowed) {
+    d->notes.push_back(
+        fmt::format("job {} may not be requeued (Requeue=0: submit with --requeue or set "
+                    "JobRequeue=1): not requeued",
+                    slurm.job_id));
+    return;
+  }
+  std::set<std::string> excluded(slurm.excluded.begin(), slurm.excluded.end());
+  excluded.insert(d->node);
+  int usable = 0;
+  for (const auto& [name, node] : slurm.partition_nodes) {
+    if (!node.out_of_service && !excluded.count(name) && !drained.count(name)) ++usable;
+  }
+  if (!slurm.partition_nodes.empty() && usable < slurm.job_num_nodes) {
+    d->notes.push_back(
+        fmt::format("not requeued: without {} partition {} has {} node(s) in service and job {} "
+                    "asks for {}; no spare node to run it on",
+                    d->node, slurm.partition.empty() ? "?" : slurm.partition, usable, slurm.job_id,
+                    slurm.job_num_nodes));
+    return;
+  }
+  d->actions.push_back({"requeue", "", {"requeue", slurm.job_id}});
+  d->actions.push_back({"exclude",
+                        d->node,
+                        {"update", "jobid=" + slurm.job_id,
+                         "ExcNodeList=" + Join({excluded.begin(), excluded.end()}, ",")}});
+  d->decision = "requeue";
+}
+
+}  // namespace
+
 Decision Decide(const FaultCause& cause, const RemediationPolicy& policy, const SlurmView& slurm,
                 const RemediationHistory& history, std::optional<double> boosted) {
   Decision d;
@@ -276,90 +344,41 @@ Decision Decide(const FaultCause& cause, const RemediationPolicy& policy, const 
   d.node_local = IsNodeLocalCategory(cause.category);
   const std::string run_dir_node = SingleNode(cause.entity_node);
   d.node = run_dir_node.empty() ? "" : SlurmNodeOfRunDir(run_dir_node);
-  const double p = boosted.value_or(cause.probability);
-  auto stop = [&d](std::string note) {
-    d.notes.push_back(std::move(note));
+  if (std::string why = WhyNotActing(cause, policy, slurm, d, boosted.value_or(cause.probability));
+      !why.empty()) {
+    d.notes.push_back(std::move(why));
     return d;
-  };
-  if (policy.mode == OnNodeFault::kReport)
-    return stop("--on-node-fault=report: the diagnosis is reported, nothing is drained or "
-                "requeued");
-  if (!d.node_local) {
-    return stop(fmt::format(
-        "the first cause, {}, is not local to one node (an application bug or the fabric): "
-        "reported, nothing drained or requeued",
-        cause.category));
-  }
-  if (d.node.empty()) {
-    return stop(fmt::format("the first cause, {}, names no single node ({}): nothing drained",
-                            cause.category,
-                            cause.entity_node.empty() ? "no node" : cause.entity_node));
-  }
-  if (p < policy.threshold) {
-    return stop(fmt::format("the first cause's probability {:.2f} is below the threshold {:.2f} "
-                            "(--fault-threshold): nothing drained",
-                            p, policy.threshold));
-  }
-  if (!slurm.job_nodes.empty() && std::find(slurm.job_nodes.begin(), slurm.job_nodes.end(),
-                                            d.node) == slurm.job_nodes.end()) {
-    return stop(fmt::format("the diagnosis names {}, which is not one of job {}'s nodes ({}): "
-                            "nothing drained",
-                            d.node, slurm.job_id, Join(slurm.job_nodes, ",")));
   }
   const bool requeues_left = history.requeues < policy.max_requeues;
   if (policy.mode == OnNodeFault::kRequeue && !requeues_left) {
-    d.notes.push_back(fmt::format("job {} was requeued {} time(s) already, at most {} "
-                                  "(--max-requeues): not requeued again; it ends here",
-                                  slurm.job_id, history.requeues, policy.max_requeues));
+    d.notes.push_back(
+        fmt::format("job {} was requeued {} time(s) already, at most {} (--max-requeues): not "
+                    "requeued again; it ends here",
+                    slurm.job_id, history.requeues, policy.max_requeues));
   }
   const int job_nodes = std::max<int>(slurm.job_num_nodes, slurm.job_nodes.size());
   const int max_drain = std::max(1, job_nodes / 10);
-  std::set<std::string> drained(history.drained.begin(), history.drained.end());
-  bool drain = true;
+  const std::set<std::string> drained(history.drained.begin(), history.drained.end());
   if (auto it = slurm.partition_nodes.find(d.node);
       it != slurm.partition_nodes.end() && it->second.out_of_service) {
-    drain = false;
-    d.notes.push_back(fmt::format("node {} is out of service already ({}{}): its reason stands, "
-                                  "not drained again",
-                                  d.node, it->second.state,
-                                  it->second.reason.empty() ? "" : ": " + it->second.reason));
+    d.notes.push_back(fmt::format(
+        "node {} is out of service already ({}{}): its reason stands, not drained again", d.node,
+        it->second.state, it->second.reason.empty() ? "" : ": " + it->second.reason));
   } else if (!drained.count(d.node) && static_cast<int>(drained.size()) >= max_drain) {
-    return stop(fmt::format("{} of job {}'s {} node(s) drained already ({}), at most {} may be: "
-                            "not draining {}, not requeued",
-                            drained.size(), slurm.job_id, job_nodes,
-                            Join(history.drained, ","), max_drain, d.node));
-  }
-  if (drain) {
+    d.notes.push_back(fmt::format(
+        "{} of job {}'s {} node(s) drained already ({}), at most {} may be: not draining {}, "
+        "not requeued",
+        drained.size(), slurm.job_id, job_nodes, Join(history.drained, ","), max_drain, d.node));
+    return d;
+  } else {
     d.drain_reason = RemediationReason(cause, d.node);
-    d.actions.push_back({"drain", d.node,
-                         {"update", "nodename=" + d.node, "state=drain",
-                          "reason=" + d.drain_reason}});
+    d.actions.push_back(
+        {"drain",
+         d.node,
+         {"update", "nodename=" + d.node, "state=drain", "reason=" + d.drain_reason}});
     d.decision = "drain";
   }
-  if (policy.mode != OnNodeFault::kRequeue) return d;
-  if (!requeues_left) return d;
-  if (!slurm.requeue_allowed) {
-    return stop(fmt::format("job {} may not be requeued (Requeue=0: submit with --requeue or "
-                            "set JobRequeue=1): not requeued",
-                            slurm.job_id));
-  }
-  std::set<std::string> excluded(slurm.excluded.begin(), slurm.excluded.end());
-  excluded.insert(d.node);
-  int usable = 0;
-  for (const auto& [name, node] : slurm.partition_nodes) {
-    if (!node.out_of_service && !excluded.count(name) && !drained.count(name)) ++usable;
-  }
-  if (!slurm.partition_nodes.empty() && usable < slurm.job_num_nodes) {
-    return stop(fmt::format("not requeued: without {} partition {} has {} node(s) in service "
-                            "and job {} asks for {}; no spare node to run it on",
-                            d.node, slurm.partition.empty() ? "?" : slurm.partition, usable,
-                            slurm.job_id, slurm.job_num_nodes));
-  }
-  d.actions.push_back({"requeue", "", {"requeue", slurm.job_id}});
-  d.actions.push_back({"exclude", d.node,
-                       {"update", "jobid=" + slurm.job_id,
-                        "ExcNodeList=" + Join({excluded.begin(), excluded.end()}, ",")}});
-  d.decision = "requeue";
+  if (policy.mode == OnNodeFault::kRequeue && requeues_left) PlanRequeue(slurm, drained, &d);
   return d;
 }
 
@@ -400,24 +419,25 @@ constexpr std::string_view kHtmlEnd = "<!-- /safe-launch remediation -->";
 
 std::string WhyLine(const nlohmann::json& r) {
   const auto& w = r.value("why", nlohmann::json::object());
-  return fmt::format("{} on {} (probability {:.2f}{})", w.value("cause", "unknown"),
-                     w.value("node", "").empty() ? w.value("entity", "?") : w.value("node", ""),
-                     w.value("probability", 0.0),
-                     w.value("probability_from", "").empty()
-                         ? ""
-                         : "; " + w.value("probability_from", ""));
+  return fmt::format(
+      "{} on {} (probability {:.2f}{})", w.value("cause", "unknown"),
+      w.value("node", "").empty() ? w.value("entity", "?") : w.value("node", ""),
+      w.value("probability", 0.0),
+      w.value("probability_from", "").empty() ? "" : "; " + w.value("probability_from", ""));
 }
 }  // namespace
 
 std::string RemediationMarkdown(const nlohmann::json& r) {
   std::string md = "## Remediation\n\n";
-  md += fmt::format("**Decision: {}**{} (`--on-node-fault={}` from {}, threshold {:.2f}, at most "
-                    "{} requeue(s))\n\n",
-                    r.value("decision", "report"), r.value("dry_run", false) ? " (dry run)" : "",
-                    r.value("mode", "report"), r.value("mode_from", "default"),
-                    r.value("threshold", 0.8), r.value("max_requeues", 2));
+  md += fmt::format(
+      "**Decision: {}**{} (`--on-node-fault={}` from {}, threshold {:.2f}, at most "
+      "{} requeue(s))\n\n",
+      r.value("decision", "report"), r.value("dry_run", false) ? " (dry run)" : "",
+      r.value("mode", "report"), r.value("mode_from", "default"), r.value("threshold", 0.8),
+      r.value("max_requeues", 2));
   md += "Cause: " + WhyLine(r) + "\n\n";
-  for (const auto& e : r.value("why", nlohmann::json::object()).value("evidence", nlohmann::json::array()))
+  for (const auto& e :
+       r.value("why", nlohmann::json::object()).value("evidence", nlohmann::json::array()))
     md += "- " + e.get<std::string>() + "\n";
   if (r["actions"].is_array() && !r["actions"].empty()) {
     md += "\nActions:\n\n";
@@ -562,6 +582,46 @@ void LogAction(const ActionResult& r, const Decision& d, const std::string& job,
   }
 }
 
+// The job's record and the partition's nodes (scontrol, bounded); what failed goes to the notes.
+SlurmView ReadSlurmView(const RemediationInput& in, const RemediationPolicy& policy,
+                        nlohmann::json* rec) {
+  SlurmView slurm;
+  slurm.job_id = in.job_id;
+  if (policy.mode == OnNodeFault::kReport || in.job_id.empty()) return slurm;
+  auto job = RunScontrol({"-o", "show", "job", in.job_id}, in.env, in.timeout_ms);
+  if (!job.ok()) {
+    (*rec)["notes"].push_back("job record unknown: " + job.error().Describe());
+    return slurm;
+  }
+  slurm = ParseSlurmJob(*job);
+  if (slurm.job_id.empty()) slurm.job_id = in.job_id;
+  if (auto nodes = RunScontrol({"-o", "show", "node"}, in.env, in.timeout_ms); nodes.ok())
+    slurm.partition_nodes = ParsePartitionNodes(*nodes, slurm.partition);
+  else
+    (*rec)["notes"].push_back("node states unknown: " + nodes.error().Describe());
+  return slurm;
+}
+
+// A preflight (on the node it names) or warm-up that refused the job would refuse it there
+// again: probability 1, whatever the diagnosis' table gives a standing condition.
+std::optional<double> RefusalProbability(const RemediationInput& in, const FaultCause& cause,
+                                         std::string* why) {
+  const std::string named = SlurmNodeOfRunDir(SingleNode(cause.entity_node));
+  if (named.empty()) return std::nullopt;
+  const bool from_warmup =
+      std::any_of(cause.rules.begin(), cause.rules.end(),
+                  [](const std::string& r) { return StartsWith(r, "warmup"); });
+  if (in.refused_by == "preflight" && named == in.self_node) {
+    *why = "the preflight refused the job on this node and would refuse it again";
+    return 1.0;
+  }
+  if (in.refused_by == "warmup" && from_warmup) {
+    *why = "the warm-up refused the job naming this node and would refuse it again";
+    return 1.0;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 nlohmann::json Remediate(const RemediationInput& in, const RemediationPolicy& policy) {
@@ -591,34 +651,11 @@ nlohmann::json Remediate(const RemediationInput& in, const RemediationPolicy& po
     WriteRecord(in.run_root, rec);
     return rec;
   }
-  SlurmView slurm;
-  slurm.job_id = in.job_id;
-  if (policy.mode != OnNodeFault::kReport && !in.job_id.empty()) {
-    if (auto job = RunScontrol({"-o", "show", "job", in.job_id}, in.env, in.timeout_ms); job.ok()) {
-      slurm = ParseSlurmJob(*job);
-      if (slurm.job_id.empty()) slurm.job_id = in.job_id;
-      if (auto nodes = RunScontrol({"-o", "show", "node"}, in.env, in.timeout_ms); nodes.ok())
-        slurm.partition_nodes = ParsePartitionNodes(*nodes, slurm.partition);
-      else
-        rec["notes"].push_back("node states unknown: " + nodes.error().Describe());
-    } else {
-      rec["notes"].push_back("job record unknown: " + job.error().Describe());
-    }
-  }
+  const SlurmView slurm = ReadSlurmView(in, policy, &rec);
   const RemediationHistory history = ReadHistory(in.run_root);
-  std::optional<double> boost;
   std::string boost_why;
+  const std::optional<double> boost = RefusalProbability(in, *cause, &boost_why);
   const std::string named = SlurmNodeOfRunDir(SingleNode(cause->entity_node));
-  const bool from_warmup = std::any_of(cause->rules.begin(), cause->rules.end(), [](auto& r) {
-    return StartsWith(r, "warmup");
-  });
-  if (in.refused_by == "preflight" && !named.empty() && named == in.self_node) {
-    boost = 1.0;
-    boost_why = "the preflight refused the job on this node and would refuse it again";
-  } else if (in.refused_by == "warmup" && !named.empty() && from_warmup) {
-    boost = 1.0;
-    boost_why = "the warm-up refused the job naming this node and would refuse it again";
-  }
   Decision d = Decide(*cause, policy, slurm, history, boost);
   if (in.refused_by == "preflight" && !named.empty() && !in.self_node.empty() &&
       named != in.self_node) {

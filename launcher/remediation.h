@@ -9,8 +9,8 @@
 // the partition cannot place. Reading (diagnosis.json, scontrol's records) is apart from
 // deciding (Decide, pure) and from doing (Execute, bounded scontrol calls); remediation.json
 // in the run root records all three.
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,9 +48,9 @@ Result<RemediationPolicy> ResolveRemediationPolicy(const RemediationFlags& flags
 
 /// The first cause of a diagnosis, as remediation reads it.
 struct FaultCause {
-  std::string category;      ///< "ib_port_down_or_link_flap", ... ("unknown" when none)
-  double probability = 0;    ///< `probability` when the document has it, else `confidence`
-  std::string entity_node;   ///< as written: "n07", "n07 only (1 of 16 nodes)", "all 4 nodes"
+  std::string category;     ///< "ib_port_down_or_link_flap", ... ("unknown" when none)
+  double probability = 0;   ///< `probability` when the document has it, else `confidence`
+  std::string entity_node;  ///< as written: "n07", "n07 only (1 of 16 nodes)", "all 4 nodes"
   std::string port, gpu, rank;
   std::vector<std::string> evidence;  ///< "file:line: text", the first few
   std::vector<std::string> rules;
@@ -78,7 +78,7 @@ struct SlurmView {
   std::vector<std::string> job_nodes;  ///< the job's nodes (NodeList, expanded)
   int job_num_nodes = 0;               ///< NumNodes it asked for
   std::string partition;
-  std::vector<std::string> excluded;   ///< its ExcNodeList already (expanded)
+  std::vector<std::string> excluded;  ///< its ExcNodeList already (expanded)
   /// The partition's nodes and their states (the job's own among them).
   std::map<std::string, SlurmNode> partition_nodes;
   bool requeue_allowed = true;  ///< scontrol's Requeue=1 (sbatch --requeue or JobRequeue=1)
@@ -133,9 +133,9 @@ struct ActionResult {
 
 /// What `safe-launch run` (or `safe-launch remediate`) knows besides the run root.
 struct RemediationInput {
-  std::string run_root;  ///< the job run root holding diagnosis.json
-  std::string job_id;    ///< SLURM_JOB_ID
-  std::string self_node; ///< SLURMD_NODENAME of the node acting ("" = any)
+  std::string run_root;   ///< the job run root holding diagnosis.json
+  std::string job_id;     ///< SLURM_JOB_ID
+  std::string self_node;  ///< SLURMD_NODENAME of the node acting ("" = any)
   /// What refused to start the job ("" = nothing: a post-mortem): "preflight" (this node's
   /// failed: the cause counts with probability 1 when it names this node, and only this node
   /// acts on it) or "warmup" (node 0's comparisons: probability 1 for a warm-up cause naming

@@ -41,7 +41,7 @@ struct RunContext {
   Thresholds thresholds;                  ///< the recipe's (bandwidth ones for the warm-up)
   /// --on-node-fault and co. resolved with the recipe's [slurm] (set by the plan phase).
   std::optional<RemediationPolicy> remediation;
-  std::string post_mortem_root;  ///< the job run root once a post-mortem ran there
+  std::string post_mortem_root;   ///< the job run root once a post-mortem ran there
   double hang_declared_unix = 0;  ///< when this node declared a hang (0 = none)
   nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
 };

@@ -28,8 +28,7 @@ std::string Parent(const std::string& path) {
 }
 
 double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 int ExpectedNodes(const Environment& env) {
@@ -115,8 +114,8 @@ void RemediationPhase(RunContext& ctx, RemediationTrigger trigger, double declar
   in.env = ctx.base_env;
   if (trigger == RemediationTrigger::kPreflight || trigger == RemediationTrigger::kWarmup) {
     // No post-mortem ran: the job-level diagnosis of the nodes' reports, made here.
-    const char* report = trigger == RemediationTrigger::kPreflight ? "preflight.json"
-                                                                   : "warmup.json";
+    const char* report =
+        trigger == RemediationTrigger::kPreflight ? "preflight.json" : "warmup.json";
     WaitForPeerReports(job_root, report, ExpectedNodes(ctx.base_env), std::chrono::seconds(15));
     DiagnoseRoot(job_root, ctx.base_env);
     in.refused_by = trigger == RemediationTrigger::kPreflight ? "preflight" : "warmup";

@@ -589,11 +589,10 @@ Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
   r.chain.insert(r.chain.begin(), StemOf(path));
   if (auto d = root["description"].value<std::string>()) r.description = *d;
   using Section = Status (*)(const toml::table&, std::string_view, Recipe*);
-  const std::pair<const char*, Section> sections[] = {
-      {"match", ParseMatch},
-      {"env", ParseEnv},
-      {"thresholds", ParseThresholds},
-      {"slurm", ParseSlurm}};
+  const std::pair<const char*, Section> sections[] = {{"match", ParseMatch},
+                                                      {"env", ParseEnv},
+                                                      {"thresholds", ParseThresholds},
+                                                      {"slurm", ParseSlurm}};
   for (const auto& [name, parse] : sections) {
     auto t = SectionTable(root, name, path);
     if (!t.ok()) return t.error();

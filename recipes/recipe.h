@@ -38,7 +38,7 @@ struct Match {
 
 /// [slurm]: what safe-launch does about a node the diagnosis names (launcher/remediation.h).
 struct SlurmSettings {
-  std::string on_node_fault;             ///< "report" | "drain" | "requeue"; "" = unset
+  std::string on_node_fault;              ///< "report" | "drain" | "requeue"; "" = unset
   std::optional<double> fault_threshold;  ///< 0..1
   std::optional<int> max_requeues;        ///< 0..100
   std::string origin;                     ///< "recipes/site.toml:12" of on_node_fault

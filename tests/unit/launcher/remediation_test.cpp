@@ -13,8 +13,9 @@ FaultCause PortDown(double p = 0.9, std::string node = "gpu07 only (1 of 16 node
   c.probability = p;
   c.entity_node = std::move(node);
   c.port = "mlx5_3:1";
-  c.evidence = {"gpu07/preflight.json:12: /findings/3 ib.port.state/no_link_partner fail: "
-                "mlx5_3:1 is DOWN/Polling"};
+  c.evidence = {
+      "gpu07/preflight.json:12: /findings/3 ib.port.state/no_link_partner fail: "
+      "mlx5_3:1 is DOWN/Polling"};
   return c;
 }
 
@@ -58,12 +59,10 @@ TEST_CASE("a port down on one node above the threshold drains it and requeues wi
   CHECK(d.decision == "requeue");
   CHECK(d.node == "gpu07");
   REQUIRE(Kinds(d) == std::vector<std::string>{"drain", "requeue", "exclude"});
-  CHECK(d.actions[0].argv ==
-        std::vector<std::string>{"update", "nodename=gpu07", "state=drain",
-                                 "reason=" + d.drain_reason});
+  CHECK(d.actions[0].argv == std::vector<std::string>{"update", "nodename=gpu07", "state=drain",
+                                                      "reason=" + d.drain_reason});
   CHECK(d.actions[1].argv == std::vector<std::string>{"requeue", "812"});
-  CHECK(d.actions[2].argv ==
-        std::vector<std::string>{"update", "jobid=812", "ExcNodeList=gpu07"});
+  CHECK(d.actions[2].argv == std::vector<std::string>{"update", "jobid=812", "ExcNodeList=gpu07"});
   CHECK(d.drain_reason ==
         "safe-launch: ib_port_down_or_link_flap: gpu07: mlx5_3:1: ib.port.state/no_link_partner "
         "fail: mlx5_3:1 is DOWN/Polling");
@@ -232,11 +231,12 @@ TEST_CASE("the policy comes from the flag, else the variable, else the recipe") 
 }
 
 TEST_CASE("the report's remediation section replaces an earlier one") {
-  nlohmann::json r = {{"decision", "requeue"},
-                      {"mode", "requeue"},
-                      {"why", {{"cause", "memlock"}, {"node", "n2"}, {"probability", 1.0}}},
-                      {"actions", {{{"command", "scontrol requeue 5"}, {"ran", true}, {"ok", true}}}},
-                      {"notes", nlohmann::json::array()}};
+  nlohmann::json r = {
+      {"decision", "requeue"},
+      {"mode", "requeue"},
+      {"why", {{"cause", "memlock"}, {"node", "n2"}, {"probability", 1.0}}},
+      {"actions", {{{"command", "scontrol requeue 5"}, {"ran", true}, {"ok", true}}}},
+      {"notes", nlohmann::json::array()}};
   std::string md = WithRemediationMarkdown("# Diagnosis\n", r);
   md = WithRemediationMarkdown(md, r);
   CHECK(md.find("## Remediation") == md.rfind("## Remediation"));
