@@ -5,10 +5,14 @@
 #   safe-launch: declared (this node's preflight refused the job) -> the job-level diagnosis of
 #                the run root -> drain -> `scontrol requeue` returned -> ExcNodeList set;
 #   Slurm:       `scontrol requeue` returned -> the requeued batch script runs (its first line).
-# Slurm's part is dominated by AuthInfo's cred_expire (a requeued batch job may not start before
-# the credential of its last run expires; 120 s by default, 10 s on the test cluster) and by
-# KillWait (5 s here) for the old steps. The scenario is remediation_test.py's first test.
-# usage: bench/remediation.sh [BUILD_DIR] [RUNS]   (as root; SL_CRED_EXPIRE=120 for the default)
+# Slurm's part: AuthInfo's cred_expire + 1 s (a requeued batch job is held, Reason=BeginTime,
+# until the credential of its last run expires; 120 s by default, 10 s on the test cluster), then
+# the wait for slurmctld's next main scheduling pass (SchedulerParameters=sched_interval, 60 s by
+# default: nothing else wakes the scheduler when a BeginTime passes). The scenario is
+# remediation_test.py's first test.
+# usage: bench/remediation.sh [BUILD_DIR] [RUNS]
+#   (as root; SL_CRED_EXPIRE=120 for Slurm's default credential life, SL_SCHED_INTERVAL=5 for a
+#   faster main scheduling loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -28,8 +32,9 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 if not rows:
     sys.exit("no figures: did the test run (as root, Slurm installed)?")
 cred = os.environ["SL_CRED_EXPIRE"]
+sched = os.environ.get("SL_SCHED_INTERVAL") or "60 (default)"
 print(f"remediation: 2-node job, fault on one node, 3 slurmd on this host, cred_expire={cred} s, "
-      f"KillWait=5 s, {len(rows)} run(s)")
+      f"sched_interval={sched} s, KillWait=5 s, {len(rows)} run(s)")
 print(f"{'run':>4} {'safe-launch: to requeue':>24} {'to ExcNodeList':>15} "
       f"{'Slurm: requeue to running':>26} {'total':>8}")
 for i, r in enumerate(rows, 1):

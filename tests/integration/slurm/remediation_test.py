@@ -32,7 +32,12 @@ class RemediationTest(unittest.TestCase):
         # cred_expire: a requeued batch job waits that long before it may start (120 s default).
         # bench/remediation.sh sets SL_CRED_EXPIRE to measure Slurm's default (120) as well.
         cred = os.environ.get("SL_CRED_EXPIRE", "10")
-        self.cluster = SlurmCluster(nnodes=3, kill_wait=5, auth_info=f"cred_expire={cred}")
+        # SL_SCHED_INTERVAL: how often slurmctld's main loop looks at pending jobs (60 s by
+        # default): a requeued job that became eligible waits for that pass.
+        sched = os.environ.get("SL_SCHED_INTERVAL")
+        self.cluster = SlurmCluster(
+            nnodes=3, kill_wait=5, auth_info=f"cred_expire={cred}",
+            extra_conf=f"SchedulerParameters=sched_interval={sched}" if sched else "")
         self.cluster.__enter__()
         self.addCleanup(self.cluster.stop)
         self.attempts = self.cluster.path("submit", "attempts")
