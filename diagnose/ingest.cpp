@@ -39,7 +39,8 @@ bool IsOwnReport(std::string_view file) {
 bool IsDiagnosisFile(std::string_view file) {
   const std::size_t slash = file.find_last_of("/:");
   const std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
-  return base == "diagnosis.md" || base == "diagnosis.json" || base == "diagnosis.html";
+  return base == "diagnosis.md" || base == "diagnosis.json" || base == "diagnosis.html" ||
+         base == "remediation.json";
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include "diagnose/report.h"
 #include "diagnose/stacks_analysis.h"
 #include "launcher/commands.h"
+#include "launcher/remediation.h"
 
 namespace sl::launcher {
 namespace {
@@ -202,10 +203,20 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
     std::filesystem::create_directories(dir, ec);
   }
   const DiskFileWriter writer;
+  // A remediation already recorded in this run root (remediation.json) stays in the reports.
+  const auto remediation = RootedFileReader("").ReadFile(dir + "/remediation.json", 1 << 20);
+  const nlohmann::json rem =
+      remediation.ok() ? nlohmann::json::parse(*remediation, nullptr, false) : nlohmann::json();
+  std::string md = diagnose::JobDiagnosisMarkdown(run);
+  std::string html = diagnose::JobDiagnosisHtml(run, fr);
+  if (rem.is_object()) {
+    md = WithRemediationMarkdown(std::move(md), rem);
+    html = WithRemediationHtml(std::move(html), rem);
+  }
   const std::pair<const char*, std::string> files[] = {
       {"diagnosis.json", JsonText(diagnose::JobDiagnosisJson(run, explain)) + "\n"},
-      {"diagnosis.md", diagnose::JobDiagnosisMarkdown(run)},
-      {"diagnosis.html", diagnose::JobDiagnosisHtml(run, fr)},
+      {"diagnosis.md", std::move(md)},
+      {"diagnosis.html", std::move(html)},
   };
   for (const auto& [name, content] : files) {
     const std::string path = (std::filesystem::path(dir) / name).string();

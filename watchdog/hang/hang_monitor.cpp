@@ -618,6 +618,7 @@ void HangMonitor::OnTick(Clock::time_point now) {
   auto trigger = static_cast<diagnose::Trigger>(p);
   if (trigger != diagnose::Trigger::kPeerHang) {
     declared_here_ = true;
+    declared_unix_ = WallSeconds();
     // Before the capture: the other nodes start theirs while this one runs its collectors.
     if (peers_) PostEvent("hang", trigger, std::nullopt);
   }
