@@ -32,10 +32,21 @@ std::string TempDir() {
   return mkdtemp(tmpl);
 }
 
+// Removes the run directory after the monitor of the test is gone: declared before the monitor,
+// it is destroyed after it, so the monitor's live-status writer cannot write into it afterwards.
+struct DirCleanup {
+  std::string dir;
+  ~DirCleanup() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a stall past the timeout captures once and requests a stop with 124") {
   std::string run = TempDir();
+  DirCleanup cleanup{run};
   HangOptions o;
   o.stall_timeout_s = 5;
   o.run_dir = run;
@@ -60,11 +71,11 @@ TEST_CASE("a stall past the timeout captures once and requests a stop with 124")
   CHECK(b->verdict.headline.find("no job output for 6 s") != std::string::npos);
   m.OnTick(t0 + std::chrono::seconds(20));
   CHECK(fake->stops.size() == 1);  // one capture per run
-  fs::remove_all(run);
 }
 
 TEST_CASE("the supervisor's output clock counts: a blocked consumer or a resume is not a stall") {
   std::string run = TempDir();
+  DirCleanup cleanup{run};
   HangOptions o;
   o.stall_timeout_s = 5;
   o.run_dir = run;
@@ -94,6 +105,7 @@ TEST_CASE("the supervisor's output clock counts: a blocked consumer or a resume 
 
 TEST_CASE("capture-only records the hang signature but never stops the job") {
   std::string run = TempDir();
+  DirCleanup cleanup{run};
   HangOptions o;
   o.stall_timeout_s = 0;
   o.on_hang = OnHang::kCaptureOnly;
@@ -117,11 +129,11 @@ TEST_CASE("capture-only records the hang signature but never stops the job") {
   CHECK(b->verdict.seq == "12");
   CHECK(b->verdict.op == "ALLGATHER");
   CHECK(b->verdict.ranks.count("3") == 1);
-  fs::remove_all(run);
 }
 
 TEST_CASE("a job stopped by someone else does not get a failure bundle; one failing alone does") {
   std::string run = TempDir();
+  DirCleanup cleanup{run};
   HangOptions o;
   o.run_dir = run;
   {
@@ -146,7 +158,6 @@ TEST_CASE("a job stopped by someone else does not get a failure bundle; one fail
     REQUIRE(m.LastBundle());
     CHECK(m.LastBundle()->verdict.category == "job_failed");
   }
-  fs::remove_all(run);
 }
 
 TEST_CASE("the hang mode parser accepts capture-only and refuses unknown modes") {

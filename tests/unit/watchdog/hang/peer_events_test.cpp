@@ -25,6 +25,16 @@ std::string TempDir() {
   return mkdtemp(tmpl);
 }
 
+// Removes a run directory after the test's monitor is gone: declared before the monitor, it is
+// destroyed after it, so the monitor's live-status writer cannot write into it afterwards.
+struct DirCleanup {
+  std::string dir;
+  ~DirCleanup() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -310,6 +320,7 @@ TEST_CASE("the exit status after a peer's failure is its status, or 1 when it ha
 
 TEST_CASE("a stall after torchrun reported a rank failed is that failure, not a 124 hang") {
   std::string run = TempDir();
+  DirCleanup cleanup{run};
   HangOptions o;
   o.stall_timeout_s = 5;
   o.run_dir = run;
@@ -334,11 +345,11 @@ TEST_CASE("a stall after torchrun reported a rank failed is that failure, not a 
   CHECK(b->verdict.category == "rank_process_failed");
   CHECK(b->verdict.headline.find("on this node failed first (exit 1 at ") != std::string::npos);
   CHECK(b->verdict.headline.find("RuntimeError: planted failure on rank 1") != std::string::npos);
-  fs::remove_all(run);
 }
 
 TEST_CASE("on the failing node the rank's failure outranks a later store error in its output") {
   std::string run = TempDir();
+  DirCleanup cleanup{run};
   HangOptions o;
   o.run_dir = run;
   o.host = "b";
@@ -362,7 +373,6 @@ TEST_CASE("on the failing node the rank's failure outranks a later store error i
   CHECK(b->verdict.category == "rank_process_failed");
   CHECK(b->verdict.headline.find("on this node failed first (exit 1 at ") != std::string::npos);
   CHECK(b->verdict.headline.find("; then: ") != std::string::npos);
-  fs::remove_all(run);
 }
 
 TEST_CASE("a peer's bundle counts once it has its final name; partial ones and links do not") {
@@ -409,6 +419,7 @@ TEST_CASE("a rank torchrun reports failed after our own capture is not posted as
 
 TEST_CASE("a failed rank, then torchrun's exit barrier reset by the other node, is the rank's") {
   std::string run = TempDir();
+  DirCleanup cleanup{run};
   HangOptions o;
   o.run_dir = run;
   o.host = "b";
@@ -433,7 +444,6 @@ TEST_CASE("a failed rank, then torchrun's exit barrier reset by the other node, 
   REQUIRE(b);
   CHECK(b->verdict.category == "rank_process_failed");
   CHECK(b->verdict.headline.find("on this node failed first (exit 1 at ") != std::string::npos);
-  fs::remove_all(run);
 }
 
 TEST_CASE("a launch is the scheduler's job, restart and step: the same on every node, not across") {
