@@ -232,7 +232,7 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
 // --features: what the model scores, for tools/fit_diagnosis.py (a developer flag).
 void PrintFeatures(const diagnose::DiagnoseRun& run, bool json) {
   if (json) {
-    std::printf("%s\n", diagnose::FeaturesOnlyJson(run.diagnosis.features).dump().c_str());
+    std::printf("%s\n", JsonText(diagnose::FeaturesOnlyJson(run.diagnosis.features), -1).c_str());
     return;
   }
   for (const auto& f : run.diagnosis.features) std::printf("%s\t%g\n", f.id.c_str(), f.value);
@@ -246,8 +246,9 @@ int PrintPriors() {
     for (const auto& [id, value] : p.features) f[id] = value;
     all.push_back({{"id", p.id}, {"category", p.category}, {"features", std::move(f)}});
   }
-  std::printf("%s\n",
-              nlohmann::json{{"schema", "safe-launch.priors/1"}, {"priors", all}}.dump().c_str());
+  std::printf(
+      "%s\n",
+      JsonText(nlohmann::json{{"schema", "safe-launch.priors/1"}, {"priors", all}}, -1).c_str());
   return exit_code::kOk;
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/file_reader.h"
 #include "common/file_writer.h"
+#include "common/json_text.h"
 #include "common/log.h"
 #include "common/spawn.h"
 #include "common/strings.h"
@@ -506,7 +507,7 @@ namespace {
 
 void WriteRecord(const std::string& root, const nlohmann::json& record) {
   const DiskFileWriter writer;
-  if (auto s = writer.WriteAtomic(root + "/remediation.json", record.dump(2) + "\n", 0644); !s) {
+  if (auto s = writer.WriteAtomic(root + "/remediation.json", JsonText(record) + "\n", 0644); !s) {
     log::Warn("remediation: remediation.json not written: {}", s.error().Describe());
   }
   const RootedFileReader fs("");

@@ -192,6 +192,7 @@ TEST_CASE("the channel never holds its caller up: a stuck worker is reported, no
 
 TEST_CASE("a hang declared on one node makes the other capture at once with trigger peer_hang") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   HangMonitor b(NodeOptions(root, "b"));
   auto ja = std::make_unique<FakeJob>();
@@ -230,11 +231,11 @@ TEST_CASE("a hang declared on one node makes the other capture at once with trig
   a.OnTick(t0 + 7s);
   CHECK(fa->stops.size() == 1);
   CHECK(ReadEvents(root + "/.events", ::geteuid()).size() == 1);
-  fs::remove_all(root);
 }
 
 TEST_CASE("a hang after another node's failure has that failure as verdict and its exit status") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   HangMonitor b(NodeOptions(root, "b"));
   auto ja = std::make_unique<FakeJob>();
@@ -268,11 +269,11 @@ TEST_CASE("a hang after another node's failure has that failure as verdict and i
   std::ifstream sf(bundle->path + "/summary.json");
   std::string summary((std::istreambuf_iterator<char>(sf)), {});
   CHECK(summary.find("\"signature\": \"peer_event.failure\"") != std::string::npos);
-  fs::remove_all(root);
 }
 
 TEST_CASE("a failure that was a hang on its node is a notice, not the cause") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   auto ja = std::make_unique<FakeJob>();
   a.SetControl(std::move(ja));
@@ -291,11 +292,11 @@ TEST_CASE("a failure that was a hang on its node is a notice, not the cause") {
   CHECK_FALSE(bundle->peer_failure);
   REQUIRE(bundle->peer_hang);
   CHECK(bundle->verdict.category == "collective_timeout");
-  fs::remove_all(root);
 }
 
 TEST_CASE("events older than the job are left over from an earlier one and ignored") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   fs::create_directories(root + "/.events");
   REQUIRE(WriteEvent(root + "/.events", Event("hang", "b", Now() - 3600)).ok());
   HangMonitor a(NodeOptions(root, "a"));
@@ -304,7 +305,6 @@ TEST_CASE("events older than the job are left over from an earlier one and ignor
   std::this_thread::sleep_for(200ms);
   a.OnTick(Clock::now());
   CHECK_FALSE(a.HangDetected());
-  fs::remove_all(root);
 }
 
 TEST_CASE("the exit status after a peer's failure is its status, or 1 when it has none or 124") {
@@ -377,6 +377,7 @@ TEST_CASE("on the failing node the rank's failure outranks a later store error i
 
 TEST_CASE("a peer's bundle counts once it has its final name; partial ones and links do not") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   fs::create_directories(root + "/self/hang-self-1");
   fs::create_directories(root + "/a/hang-a-20261201T000000Z");
   fs::create_directories(root + "/b/.hang-b-20261201T000000Z.partial");
@@ -387,11 +388,11 @@ TEST_CASE("a peer's bundle counts once it has its final name; partial ones and l
   PeerBundles p = ScanPeerBundles(root, "self", ::geteuid());
   CHECK(p.nodes == std::vector<std::string>{"a", "b", "c"});
   CHECK(p.complete == std::vector<std::string>{"a"});
-  fs::remove_all(root);
 }
 
 TEST_CASE("a rank torchrun reports failed after our own capture is not posted as a failure") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   a.SetControl(std::make_unique<FakeJob>());
   a.OnStart(0);
@@ -414,7 +415,6 @@ TEST_CASE("a rank torchrun reports failed after our own capture is not posted as
   auto events = ReadEvents(root + "/.events", ::geteuid());
   REQUIRE(events.size() == 1);
   CHECK(events[0].kind == "hang");
-  fs::remove_all(root);
 }
 
 TEST_CASE("a failed rank, then torchrun's exit barrier reset by the other node, is the rank's") {
