@@ -36,7 +36,11 @@ std::string LaunchId(const Environment& env) {
     return (job.empty() ? "" : job + ".") + "mpi-" + ns;
   if (!job.empty()) {
     const std::string step = value("SLURM_STEP_ID");
-    return step.empty() ? job : job + "." + step;
+    // A requeued job keeps its id: each attempt gets its own run root, so the diagnosis of
+    // attempt N reads only its own nodes' evidence (remediation counts over all of them).
+    const std::string restarts = value("SLURM_RESTART_COUNT");
+    const std::string attempt = restarts.empty() || restarts == "0" ? "" : ".requeue" + restarts;
+    return (step.empty() ? job : job + "." + step) + attempt;
   }
   return ns.empty() ? "" : "mpi-" + ns;
 }

@@ -1,6 +1,7 @@
 #include "common/file_writer.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -186,6 +187,52 @@ Result<int> CreateNewFile(const std::string& path, mode_t mode) {
                                    : WriteFixForErrno(err));
   }
   return fd;
+}
+
+Status AppendRecord(const std::string& path, std::string_view record, mode_t mode) {
+  int fd =
+      ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+  if (fd < 0) {
+    int err = errno;
+    return MakeError("cannot open to append: " + ErrnoText(err), path, WriteFixForErrno(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return MakeError("not a regular file: not appended to", path);
+  }
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      int err = errno;
+      ::close(fd);
+      return MakeError("cannot lock: " + ErrnoText(err), path);
+    }
+  }
+  std::string out;
+  out.reserve(record.size() + 2);
+  // The last byte, read under the lock (pread ignores O_APPEND).
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    char last = '\n';
+    if (::pread(fd, &last, 1, st.st_size - 1) != 1) last = '\n';
+    if (last != '\n') out.push_back('\n');
+  }
+  out.append(record);
+  if (out.empty() || out.back() != '\n') out.push_back('\n');
+  // One write(2): with O_APPEND the kernel places it at the end atomically against other
+  // appenders, and the lock keeps a reader of the whole file from seeing half of it.
+  ssize_t n = -1;
+  do {
+    n = ::write(fd, out.data(), out.size());
+  } while (n < 0 && errno == EINTR);
+  int err = errno;
+  Status result = OkStatus();
+  if (n != static_cast<ssize_t>(out.size())) {
+    result = MakeError(n < 0 ? "cannot append: " + ErrnoText(err) : "short append (disk full?)",
+                       path, n < 0 ? WriteFixForErrno(err) : "");
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  return result;
 }
 
 }  // namespace sl

@@ -83,4 +83,11 @@ std::string WriteFixForErrno(int err);
 /// truncated or followed. Returns the open fd; the caller closes it.
 Result<int> CreateNewFile(const std::string& path, mode_t mode = kPrivateFile);
 
+/// Appends one record (a JSON line) to the shared file `path`, created with `mode` when new:
+/// O_APPEND|O_NOFOLLOW (a planted link is an error, never written through), a regular file only,
+/// under an exclusive flock(2) held for the whole record, which goes out in one write(2). So
+/// concurrent appenders (two jobs' bench runs) never lose or interleave records. A file whose
+/// last byte is not '\n' (a torn earlier write) gets one before the record.
+Status AppendRecord(const std::string& path, std::string_view record, mode_t mode = kPrivateFile);
+
 }  // namespace sl

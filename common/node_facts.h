@@ -123,8 +123,11 @@ struct HostEvidence {
   bool kmsg_truncated = false;             ///< the log held more than GatherOptions::kmsg_max_bytes
   Fact<std::string> dmesg_restrict;        ///< /proc/sys/kernel/dmesg_restrict
   Fact<std::vector<PciFunctionFact>> pci;  ///< ls /sys/bus/pci/devices
-  std::vector<std::string> iommu_units;    ///< ls /sys/class/iommu ("" when unreadable)
-  Fact<std::string> cmdline;               ///< /proc/cmdline, trimmed
+  std::vector<std::string> iommu_units;    ///< ls /sys/class/iommu (empty when unreadable)
+  /// Why /sys/class/iommu could not be listed although it is there (EACCES, EIO, a link that
+  /// leads nowhere): "" when it was read or is absent (no IOMMU driver loaded).
+  std::string iommu_unreadable;
+  Fact<std::string> cmdline;  ///< /proc/cmdline, trimmed
 };
 
 struct NodeFacts {

@@ -157,7 +157,11 @@ void GatherPci(const FileReader& fs, HostEvidence* h) {
     h->pci = Fact<std::vector<PciFunctionFact>>::Of(std::move(fns), kDevices,
                                                     std::to_string(devices->size()));
   }
-  if (auto l = fs.ListDir("/sys/class/iommu"); l.ok()) h->iommu_units = *l;
+  if (auto l = fs.ListDir("/sys/class/iommu"); l.ok()) {
+    h->iommu_units = *l;
+  } else if (!PathAbsent(fs, "/sys/class/iommu")) {
+    h->iommu_unreadable = l.error().Describe();  // there but not listed: not "no units"
+  }
   h->cmdline = ReadValue(fs, "/proc/cmdline", 65536);
 }
 

@@ -274,6 +274,10 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
   spec.stdin_fd = kDevNullFd;
   spec.stdout_fd = out[1];
   spec.stderr_fd = capture_stderr ? out[1] : kDevNullFd;
+  // A helper dies with us (a SIGKILLed safe-launch leaves no probe behind) and leads its own
+  // process group, so its deadline takes the children it started too (a shell's, scontrol's).
+  spec.own_process_group = true;
+  if (spec.death_signal == 0) spec.death_signal = SIGKILL;
   auto child = Spawn(spec);
   ::close(out[1]);
   if (!child.ok()) {
@@ -309,6 +313,10 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
                                    max_output - std::min(max_output, result.output.size())));
   }
   ::close(out[0]);
+  // Past its deadline or on a stop signal, the whole group goes at once (the leader is not
+  // reaped yet, so its group id cannot have been reused). A leader that exited on its own while
+  // a child of its still held the pipe leaves that child in the group: it goes too.
+  if (result.timed_out || result.stopped || reaped) ::kill(-child->pid, SIGKILL);
   bool killed = false;
   if (!reaped) {
     // After EOF the child normally exits at once; it still gets the rest of the deadline.

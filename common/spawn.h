@@ -116,6 +116,9 @@ struct RunChildResult {
 
 /// Runs a short program with stdin /dev/null and stdout captured (stderr too, or /dev/null) to
 /// its end, its `deadline` or a stop signal, whichever is first; the child is always reaped.
+/// The child leads its own process group and gets PR_SET_PDEATHSIG (SIGKILL unless the spec
+/// says another): at the deadline or a stop signal its whole group is killed, and it dies with
+/// safe-launch.
 /// Not for use under the supervisor's loop (which reaps every child): use RunHelper there.
 Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadline,
                                 bool capture_stderr = false, std::size_t max_output = 1u << 20,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/input_file.h"
+
 namespace sl::diagnose {
 
 namespace {
@@ -25,8 +27,9 @@ std::string NcclDevice(std::string_view line) {
 
 bool IsOwnReport(std::string_view file) {
   static constexpr std::string_view kReports[] = {
-      "preflight.json", "warmup.json",      "env-plan.json", "status.json",
-      "manifest.json",  "ib_counters.json", "host.json"};
+      "preflight.json", "warmup.json",      "env-plan.json",       "status.json",
+      "manifest.json",  "ib_counters.json", "host.json",           "summary.md",
+      "summary.json",   "limits.txt",       "rank_environment.txt"};
   const std::size_t slash = file.find_last_of("/:");
   const std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
   return std::find(std::begin(kReports), std::end(kReports), base) != std::end(kReports);
@@ -36,7 +39,8 @@ bool IsOwnReport(std::string_view file) {
 bool IsDiagnosisFile(std::string_view file) {
   const std::size_t slash = file.find_last_of("/:");
   const std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
-  return base == "diagnosis.md" || base == "diagnosis.json" || base == "diagnosis.html";
+  return base == "diagnosis.md" || base == "diagnosis.json" || base == "diagnosis.html" ||
+         base == "remediation.json";
 }
 
 }  // namespace
@@ -67,7 +71,16 @@ void LogIngest::BeginFile(const std::string& name) {
   // safe-launch's own reports in a run directory or bundle are facts (ReadJobFacts reads them),
   // not log lines: their messages quote error strings ("ibv_reg_mr fails with ENOMEM") that the
   // catalog would take for the job's own.
-  skip_ = (!node_.empty() && IsOwnReport(name)) ||
+  // Found by a walk (below a directory input, or an archive's member), not named by the user.
+  bool walked = name.find(".tar.gz:") != std::string::npos ||
+                name.find(".tgz:") != std::string::npos || name.find(".tar:") != std::string::npos;
+  for (const std::string& root : walk_roots_) {
+    walked = walked || (name.size() > root.size() && name.compare(0, root.size(), root) == 0 &&
+                        name[root.size()] == '/');
+  }
+  // A bundle's summary quotes the lines it found, its environment copy holds values that look
+  // like errors, an earlier diagnosis quotes everything: counted again, one OOM became ten.
+  skip_ = ((!node_.empty() || walked) && IsOwnReport(name)) || (walked && IsDiagnosisFile(name)) ||
           (node_of_dir_ != nullptr && !node_of_dir_->empty() && IsDiagnosisFile(name));
   assembler_ = std::make_unique<LineAssembler>(
       [this](std::string_view block, std::uint64_t first) { OnBlock(block, first); });
@@ -147,10 +160,17 @@ Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::
                                    const ReadProgress& progress) {
   static const LineMatcher matcher;
   DiagnoseRun run;
-  run.job = ReadJobFacts(inputs, RootedFileReader(""));
+  run.job = ReadJobFacts(inputs, InputTreeReader(inputs));
   Evidence evidence;
   LogIngest ingest(matcher, &evidence);
   ingest.SetNodeDirs(&run.job.node_of_dir);
+  std::vector<std::string> roots;
+  for (const std::string& in : inputs) {
+    std::string r = in;
+    while (r.size() > 1 && r.back() == '/') r.pop_back();
+    if (in != "-" && InputTreeReader(std::vector<std::string>{r}).IsDir(r)) roots.push_back(r);
+  }
+  ingest.SetWalkRoots(std::move(roots));
   InputStats stats;
   ProgressSink sink(ingest, progress);
   for (const std::string& input : inputs) {
@@ -158,7 +178,7 @@ Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::
   }
   run.read = {inputs,         stats.files,        stats.bytes,
               ingest.lines(), ingest.cut_lines(), ingest.replaced_bytes(),
-              stats.skipped};
+              stats.skipped,  stats.binary};
   std::vector<CauseClaim> all(claims.begin(), claims.end());
   for (CauseClaim& c : run.job.Claims()) all.push_back(std::move(c));
   run.diagnosis = Diagnose(evidence, all);

@@ -29,6 +29,10 @@ class LogIngest : public InputSink {
   void SetNodeDirs(const std::map<std::string, std::string>* node_of_dir) {
     node_of_dir_ = node_of_dir;
   }
+  /// The directory inputs: a file found below one of them (or inside an archive) that is one of
+  /// safe-launch's own files (bundle summary, manifest, environment and limits copies, reports,
+  /// an earlier diagnosis.*) is not read as job log lines; named on its own it still is.
+  void SetWalkRoots(std::vector<std::string> roots) { walk_roots_ = std::move(roots); }
   /// One literal text as a whole file (tests, stdin already read).
   void AddText(const std::string& name, std::string_view text);
   std::uint64_t lines() const { return lines_; }
@@ -42,6 +46,7 @@ class LogIngest : public InputSink {
   std::string file_, node_;
   bool skip_ = false;
   const std::map<std::string, std::string>* node_of_dir_ = nullptr;
+  std::vector<std::string> walk_roots_;
   std::unique_ptr<LineAssembler> assembler_;
   std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0;
 };

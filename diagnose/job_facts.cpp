@@ -7,6 +7,8 @@
 #include <regex>
 #include <set>
 
+#include "common/json_text.h"
+
 namespace sl::diagnose {
 
 namespace {
@@ -183,7 +185,7 @@ const FactCategory* Find(std::span<const FactCategory> table, std::string_view k
 // reports are pretty-printed, so the finding's message sits on a line of its own.
 std::uint64_t LineOf(std::string_view text, const std::string& value) {
   if (value.empty()) return 1;
-  const std::string quoted = nlohmann::json(value).dump();
+  const std::string quoted = JsonText(nlohmann::json(value), -1);
   const std::size_t at = text.find(quoted);
   if (at == std::string_view::npos) return 1;
   return 1 + static_cast<std::uint64_t>(std::count(text.begin(), text.begin() + at, '\n'));

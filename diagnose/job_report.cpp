@@ -65,28 +65,82 @@ std::vector<NodeRow> NodeRows(const DiagnoseRun& run) {
   return out;
 }
 
+// Text from the job (node directory names, log lines, paths) as Markdown text: HTML-significant
+// characters become entities (a renderer passes raw HTML through: a node named
+// "<img src=x onerror=...>" must stay text), a table's '|' is escaped, line breaks become spaces
+// and link brackets, backticks and backslashes are backslash-escaped.
+namespace {
+
+std::string MdText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '\n':
+      case '\r':
+        out += ' ';
+        break;
+      case '|':
+      case '[':
+      case ']':
+      case '`':
+      case '\\':
+        out += '\\';
+        out += c;
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// The same inside a code span: literal there, but a backtick would end it and a line break or
+// '|' would break the table.
+std::string MdCode(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == '`') c = '\'';
+    if (c == '\n' || c == '\r') c = ' ';
+    if (c == '|') c = '/';
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string JobDiagnosisMarkdown(const DiagnoseRun& run) {
   const Diagnosis& d = run.diagnosis;
   const Cause& top = d.causes.front();
   std::string out = "# safe-launch diagnosis\n\n";
   if (top.category != "unknown") {
     out += fmt::format("**{}: {}** (probability {:.2f}, {})",
-                       d.decided ? "Verdict" : "Likeliest (symptoms only)", top.category,
+                       d.decided ? "Verdict" : "Likeliest (symptoms only)", MdCode(top.category),
                        top.probability, ConfidenceLevel(top.probability));
-    if (std::string e = EntityText(top.entity); !e.empty()) out += " — " + e;
-    out += fmt::format("\n\n{}\n\n**Fix:** {}\n\n", top.why, top.fix);
-    if (!d.separate.empty()) out += "**To tell the first two apart:** " + d.separate + "\n\n";
+    if (std::string e = EntityText(top.entity); !e.empty()) out += " — " + MdText(e);
+    out += fmt::format("\n\n{}\n\n**Fix:** {}\n\n", MdText(top.why), MdText(top.fix));
+    if (!d.separate.empty())
+      out += "**To tell the first two apart:** " + MdText(d.separate) + "\n\n";
   } else {
-    out += fmt::format("**No cause named** (unknown). {}\n\n**To decide:** {}\n\n", top.why,
-                       top.decide);
+    out += fmt::format("**No cause named** (unknown). {}\n\n**To decide:** {}\n\n", MdText(top.why),
+                       MdText(top.decide));
   }
   out += "## Differential\n\n";
   for (std::size_t i = 0; i < d.causes.size() && i < 5; ++i) {
     const Cause& c = d.causes[i];
-    out +=
-        fmt::format("{}. `{}` {:.2f} {}\n", i + 1, c.category, c.probability, EntityText(c.entity));
+    out += fmt::format("{}. `{}` {:.2f} {}\n", i + 1, MdCode(c.category), c.probability,
+                       MdText(EntityText(c.entity)));
     for (const EvidenceLine& e : c.evidence) {
-      out += fmt::format("   - `{}` {}\n", Where(e), e.text.substr(0, 200));
+      out += fmt::format("   - {} {}\n", MdText(Where(e)), MdText(e.text.substr(0, 200)));
     }
   }
   if (!run.job.nodes.empty()) {
@@ -94,10 +148,9 @@ std::string JobDiagnosisMarkdown(const DiagnoseRun& run) {
                        run.job.job_nodes);
     out += "| node | source | category | port | what | where |\n|---|---|---|---|---|---|\n";
     for (const NodeRow& r : NodeRows(run)) {
-      std::string text = r.text.substr(0, 160);
-      for (char& ch : text) ch = ch == '|' ? '/' : ch;
-      out += fmt::format("| {} | {} | {} | {} | {} | `{}` |\n", r.node, r.source, r.category,
-                         r.port, text, r.where);
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", MdText(r.node), MdText(r.source),
+                         MdText(r.category), MdText(r.port), MdText(r.text.substr(0, 160)),
+                         MdText(r.where));
     }
   }
   return out;

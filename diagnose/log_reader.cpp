@@ -3,11 +3,13 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -282,21 +284,57 @@ std::size_t CleanBytes(std::string_view in, std::string* out) {
   return replaced;
 }
 
+namespace {
+
+// The first line end in `s`: '\n', or '\r' (CRLF, and a lone CR as tqdm and progress bars write
+// it: the terminal shows the text after it on a fresh line, and so does the reader).
+std::size_t FindEol(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\n' || s[i] == '\r') return i;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+// Removes the line end at the front of `bytes` (CRLF as one); a CR that ends the chunk may be
+// half of a CRLF: the '\n' that may start the next chunk is then dropped (pending_cr_).
+void LineAssembler::DropEol(std::string_view* bytes) {
+  const bool cr = bytes->front() == '\r';
+  bytes->remove_prefix(1);
+  if (!cr) return;
+  if (bytes->empty()) {
+    pending_cr_ = true;
+  } else if (bytes->front() == '\n') {
+    bytes->remove_prefix(1);
+  }
+}
+
 void LineAssembler::Feed(std::string_view bytes) {
+  if (pending_cr_ && !bytes.empty()) {
+    pending_cr_ = false;
+    if (bytes.front() == '\n') bytes.remove_prefix(1);
+  }
   while (!bytes.empty()) {
     if (skipping_) {
-      const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
-      if (nl == nullptr) return;
+      // The dropped rest of an over-long line runs to its line end, CR included: the cap is per
+      // line, so what follows a progress bar's CR is a line of its own.
+      const std::size_t e = FindEol(bytes);
+      if (e == std::string_view::npos) return;
       skipping_ = false;
-      bytes.remove_prefix(static_cast<const char*>(nl) - bytes.data() + 1);
+      bytes.remove_prefix(e);
+      DropEol(&bytes);
       continue;
     }
     if (raw_.empty()) {
-      // The common case: a run of whole lines straight from the input, cleaned in one go.
+      // The common case: a run of whole '\n' lines with no CR in them (a CRLF's CR excepted),
+      // straight from the input, cleaned in one go.
       std::size_t p = 0, count = 0;
       while (const void* q = std::memchr(bytes.data() + p, '\n', bytes.size() - p)) {
         const std::size_t e = static_cast<const char*>(q) - bytes.data();
         if (e - p > kMaxLine) break;
+        const void* cr = std::memchr(bytes.data() + p, '\r', e - p);
+        if (cr != nullptr && static_cast<const char*>(cr) != bytes.data() + e - 1) break;
         p = e + 1;
         ++count;
       }
@@ -308,10 +346,9 @@ void LineAssembler::Feed(std::string_view bytes) {
         continue;
       }
     }
-    const void* nl_ptr = std::memchr(bytes.data(), '\n', bytes.size());
-    const std::size_t take =
-        nl_ptr ? static_cast<const char*>(nl_ptr) - bytes.data() + 1 : bytes.size();
-    if (raw_.size() + take > kMaxLine + (nl_ptr ? 1 : 0)) {
+    const std::size_t e = FindEol(bytes);
+    const std::size_t take = e == std::string_view::npos ? bytes.size() : e;
+    if (raw_.size() + take > kMaxLine) {
       // An over-long line: its first kMaxLine bytes stand for it, the rest is dropped.
       const std::size_t keep = kMaxLine - raw_.size();
       raw_.append(bytes.data(), keep);
@@ -321,8 +358,8 @@ void LineAssembler::Feed(std::string_view bytes) {
     } else {
       raw_.append(bytes.data(), take);
       bytes.remove_prefix(take);
-      if (nl_ptr == nullptr) return;
-      raw_.pop_back();
+      if (e == std::string_view::npos) return;
+      DropEol(&bytes);
       EndLine(/*cut=*/false);
     }
     if (block_.size() >= kBlock) Flush();
@@ -347,6 +384,7 @@ void LineAssembler::Flush() {
 void LineAssembler::Finish() {
   if (!raw_.empty()) EndLine(/*cut=*/false);
   skipping_ = false;
+  pending_cr_ = false;
   Flush();
 }
 
@@ -376,8 +414,6 @@ std::string TorchErrorFileText(std::string_view text) {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr std::size_t kReadChunk = 1 << 20;
 // Error files are a few KiB; anything this large is a log that happens to start with '{'.
 constexpr std::size_t kMaxErrorFile = 8 << 20;
@@ -394,15 +430,48 @@ bool IsArchiveName(std::string_view name) {
 // A NUL in the first bytes: pickles (Flight Recorder dumps), core files, binaries.
 bool LooksBinary(std::string_view head) { return head.find('\0') != std::string_view::npos; }
 
-// Streams a stdio stream to the sink; a small file that is a torchrun error file is handed over
-// as its message instead.
-void StreamFile(std::FILE* f, const std::string& name, InputSink& sink, InputStats* stats,
+// Where a file's bytes come from: stdin (fread) or an InputFile (checked, capped, deadline).
+class Source {
+ public:
+  explicit Source(std::FILE* f) : stdio_(f) {}
+  explicit Source(InputFile* f) : file_(f) {}
+  // Fills `buf` as far as the source goes; 0 at the end, an error for the file.
+  Result<std::size_t> Fill(char* buf, std::size_t n) {
+    std::size_t used = 0;
+    while (used < n) {
+      std::size_t got = 0;
+      if (stdio_ != nullptr) {
+        got = std::fread(buf + used, 1, n - used, stdio_);
+      } else {
+        auto r = file_->Read(buf + used, n - used);
+        if (!r.ok()) return r.error();
+        got = *r;
+      }
+      if (got == 0) break;
+      used += got;
+    }
+    return used;
+  }
+
+ private:
+  std::FILE* stdio_ = nullptr;
+  InputFile* file_ = nullptr;
+};
+
+// Streams a file to the sink; a small file that is a torchrun error file is handed over as its
+// message instead.
+void StreamFile(Source src, const std::string& name, InputSink& sink, InputStats* stats,
                 bool check_binary) {
   std::string buf(kReadChunk, '\0');
-  std::size_t n = std::fread(buf.data(), 1, buf.size(), f);
+  auto got = src.Fill(buf.data(), buf.size());
+  if (!got.ok()) {
+    stats->skipped.push_back(name + ": " + got.error().message);
+    return;
+  }
+  std::size_t n = *got;
   std::string_view first(buf.data(), n);
   if (check_binary && LooksBinary(first.substr(0, 4096))) {
-    stats->skipped.push_back(name + ": binary");
+    ++stats->binary;
     return;
   }
   ++stats->files;
@@ -418,7 +487,12 @@ void StreamFile(std::FILE* f, const std::string& name, InputSink& sink, InputSta
   while (n > 0) {
     stats->bytes += n;
     sink.Bytes(std::string_view(buf.data(), n));
-    n = std::fread(buf.data(), 1, buf.size(), f);
+    got = src.Fill(buf.data(), buf.size());
+    if (!got.ok()) {
+      stats->skipped.push_back(name + ": cut short (" + got.error().message + ")");
+      break;
+    }
+    n = *got;
   }
   sink.EndFile();
 }
@@ -437,8 +511,11 @@ struct ArchiveCloser {
   void operator()(archive* a) const { archive_read_free(a); }
 };
 
-// A .tar(.gz) walked member by member, or a lone .gz decompressed (raw format).
-Status StreamArchive(const std::string& path, bool raw, InputSink& sink, InputStats* stats) {
+// A .tar(.gz) walked member by member, or a lone .gz decompressed (raw format), from a file that
+// passed the input checks. What it decompresses to is capped and under the file's deadline too
+// (a gzip bomb is cut, not followed to the end of the disk).
+Status StreamArchive(InputFile& file, bool raw, InputSink& sink, InputStats* stats) {
+  const std::string& path = file.display();
   std::unique_ptr<archive, ArchiveCloser> a(archive_read_new());
   archive_read_support_filter_all(a.get());
   if (raw) {
@@ -446,9 +523,12 @@ Status StreamArchive(const std::string& path, bool raw, InputSink& sink, InputSt
   } else {
     archive_read_support_format_all(a.get());
   }
-  if (archive_read_open_filename(a.get(), path.c_str(), kReadChunk) != ARCHIVE_OK) {
+  if (archive_read_open_fd(a.get(), file.fd(), kReadChunk) != ARCHIVE_OK) {
     return MakeError(fmt::format("cannot open {}: {}", path, ArchiveError(a.get())), path);
   }
+  const auto deadline = std::chrono::steady_clock::now() + InputDeadline(InputKind::kLog);
+  const std::uint64_t cap = InputCap(InputKind::kLog);
+  std::uint64_t total = 0;
   std::string buf(kReadChunk, '\0');
   archive_entry* entry = nullptr;
   while (archive_read_next_header(a.get(), &entry) == ARCHIVE_OK) {
@@ -461,7 +541,7 @@ Status StreamArchive(const std::string& path, bool raw, InputSink& sink, InputSt
     }
     std::string_view first(buf.data(), static_cast<std::size_t>(n));
     if (LooksBinary(first.substr(0, 4096))) {
-      stats->skipped.push_back(name + ": binary");
+      ++stats->binary;
       continue;
     }
     ++stats->files;
@@ -474,7 +554,13 @@ Status StreamArchive(const std::string& path, bool raw, InputSink& sink, InputSt
     } else {
       while (n > 0) {
         stats->bytes += n;
+        total += static_cast<std::uint64_t>(n);
         sink.Bytes(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        if (total > cap || std::chrono::steady_clock::now() > deadline) {
+          stats->skipped.push_back(name + ": cut short (past the archive's size or time cap)");
+          sink.EndFile();
+          return OkStatus();
+        }
         n = archive_read_data(a.get(), buf.data(), buf.size());
       }
       if (n < 0) stats->skipped.push_back(name + ": cut short (" + ArchiveError(a.get()) + ")");
@@ -484,15 +570,11 @@ Status StreamArchive(const std::string& path, bool raw, InputSink& sink, InputSt
   return OkStatus();
 }
 
-Status StreamPath(const std::string& path, bool check_binary, InputSink& sink, InputStats* stats) {
-  if (IsArchiveName(path)) return StreamArchive(path, false, sink, stats);
-  if (EndsWith(path, ".gz")) return StreamArchive(path, true, sink, stats);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return MakeError(fmt::format("cannot read {}: {}", path, std::strerror(errno)), path);
-  }
-  StreamFile(f, path, sink, stats, check_binary);
-  std::fclose(f);
+Status StreamOpened(InputFile& f, bool check_binary, InputSink& sink, InputStats* stats) {
+  const std::string& path = f.display();
+  if (IsArchiveName(path)) return StreamArchive(f, false, sink, stats);
+  if (EndsWith(path, ".gz")) return StreamArchive(f, true, sink, stats);
+  StreamFile(Source(&f), path, sink, stats, check_binary);
   return OkStatus();
 }
 
@@ -501,31 +583,45 @@ Status StreamPath(const std::string& path, bool check_binary, InputSink& sink, I
 Status ReadInput(const std::string& input, InputSink& sink, InputStats* stats,
                  std::FILE* stdin_stream) {
   if (input == "-") {
-    StreamFile(stdin_stream, "-", sink, stats, /*check_binary=*/false);
+    StreamFile(Source(stdin_stream), "-", sink, stats, /*check_binary=*/false);
     return OkStatus();
   }
-  std::error_code ec;
-  const fs::file_status st = fs::status(input, ec);
-  if (ec || !fs::exists(st)) {
-    return MakeError(fmt::format("cannot read {}: no such file or directory", input), input);
+  struct stat st {};
+  if (::stat(input.c_str(), &st) != 0) {
+    return MakeError(fmt::format("cannot read {}: {}", input, std::strerror(errno)), input);
   }
-  if (!fs::is_directory(st)) return StreamPath(input, /*check_binary=*/false, sink, stats);
-  // A bundle or run directory: every regular file below it, in a stable order.
-  std::vector<std::string> files;
-  for (fs::recursive_directory_iterator
-           it(input, fs::directory_options::skip_permission_denied, ec),
-       end;
-       !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec) && !it->is_symlink(ec)) files.push_back(it->path().string());
+  if (!S_ISDIR(st.st_mode)) {
+    // A file the user named: read whoever owns it, but only a regular file, capped.
+    auto f = OpenInput(input, InputRule::Named(InputKind::kLog));
+    if (!f.ok())
+      return MakeError(fmt::format("cannot read {}: {}", input, f.error().message), input);
+    return StreamOpened(*f, /*check_binary=*/false, sink, stats);
   }
-  if (ec) stats->skipped.push_back(input + ": " + ec.message());
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files) {
-    if (Status s = StreamPath(f, /*check_binary=*/true, sink, stats); !s.ok()) {
-      stats->skipped.push_back(f + ": " + s.error().message);
-    }
+  // A bundle or run directory: every regular file below it (the one walk), in a stable order.
+  auto walk = WalkInputs(input, LogWalkOptions());
+  if (!walk.ok()) {
+    return MakeError(fmt::format("cannot read {}: {}", input, walk.error().message), input);
+  }
+  for (const std::string& d : walk->unreadable_dirs) {
+    stats->skipped.push_back(d + " (directory not read)");
+    stats->unreadable_dirs.push_back(d);
+  }
+  for (const std::string& s : walk->skipped) stats->skipped.push_back(s);
+  InputRule rule;
+  rule.kind = InputKind::kLog;
+  rule.trusted_uid = walk->owner;
+  for (const WalkedFile& wf : walk->files) {
+    auto f = OpenInputUnder(input, wf.rel, rule);
+    Status s = f.ok() ? StreamOpened(*f, /*check_binary=*/true, sink, stats) : Status(f.error());
+    if (!s.ok()) stats->skipped.push_back(wf.path + ": " + s.error().message);
   }
   return OkStatus();
+}
+
+WalkOptions LogWalkOptions() {
+  WalkOptions o;
+  o.skip_dirs = {".events"};  // coordination posts, not log lines
+  return o;
 }
 
 }  // namespace sl::diagnose

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/input_file.h"
 #include "common/result.h"
 
 namespace sl::diagnose {
@@ -51,11 +52,13 @@ class LineAssembler {
 
  private:
   void Flush();
+  void DropEol(std::string_view* bytes);
   void EndLine(bool cut);  // raw_ is a whole line (or its kept head): clean it into block_
   BlockFn on_block_;
-  std::string raw_;        // bytes of the current partial line (not yet cleaned)
-  std::string block_;      // cleaned whole lines waiting to be handed over
-  bool skipping_ = false;  // inside the dropped rest of an over-long line
+  std::string raw_;          // bytes of the current partial line (not yet cleaned)
+  std::string block_;        // cleaned whole lines waiting to be handed over
+  bool skipping_ = false;    // inside the dropped rest of an over-long line
+  bool pending_cr_ = false;  // the last chunk ended in CR: a '\n' next is its CRLF's
   std::uint64_t next_line_ = 1;
   std::uint64_t block_first_ = 1;
   std::uint64_t cut_lines_ = 0;
@@ -79,7 +82,9 @@ class InputSink {
 /// Counts of what the inputs held.
 struct InputStats {
   std::uint64_t files = 0, bytes = 0;
-  std::vector<std::string> skipped;  ///< "path: why" (binary, unreadable member, ...)
+  std::uint64_t binary = 0;          ///< files passed over as binary (dumps, cores): a count
+  std::vector<std::string> skipped;  ///< "path: why" (unreadable member, link, FIFO, ...)
+  std::vector<std::string> unreadable_dirs;  ///< "dir: why": directories the walk could not open
 };
 
 /// Reads one input: "-" (stdin), a file (".gz" decompressed, ".tar.gz"/".tgz"/".tar" walked as
@@ -89,5 +94,8 @@ struct InputStats {
 /// are listed in stats->skipped.
 Status ReadInput(const std::string& input, InputSink& sink, InputStats* stats,
                  std::FILE* stdin_stream = stdin);
+
+/// The walk ReadInput does over a directory input (WalkInputs; .events/ not entered).
+WalkOptions LogWalkOptions();
 
 }  // namespace sl::diagnose

@@ -132,7 +132,8 @@ nlohmann::json DiagnosisJson(const Diagnosis& d, const ReadSummary& read, bool e
   j["input"] = {{"inputs", read.inputs},       {"files", read.files},
                 {"bytes", read.bytes},         {"lines", read.lines},
                 {"cut_lines", read.cut_lines}, {"replaced_bytes", read.replaced_bytes},
-                {"recognised", d.recognised},  {"skipped", read.skipped}};
+                {"recognised", d.recognised},  {"skipped", read.skipped},
+                {"binary_files", read.binary}};
   if (explain) {
     j["rules_fired"] = FiredJson(d);
     j["features"] = FeaturesJson(d);
@@ -235,6 +236,10 @@ std::string DiagnosisText(const Diagnosis& d, const ReadSummary& read, bool expl
     }
   }
   for (const std::string& s : read.skipped) out += "skipped: " + s + "\n";
+  if (read.binary > 0) {
+    out += fmt::format("not read as logs: {} binary file(s) (Flight Recorder dumps, cores)\n",
+                       read.binary);
+  }
   if (explain) {
     FeaturesText(d, &out);
     FiredText(d, &out);

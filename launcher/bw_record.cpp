@@ -1,25 +1,22 @@
 #include "launcher/bw_record.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <ctime>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/file_writer.h"
+#include "common/input_file.h"
 #include "common/json_text.h"
 #include "common/log.h"
 #include "warmup/bw_svg.h"
 
 namespace sl::launcher {
 
-std::string ReadWholeFile(const std::string& path, bool* ok) {
-  std::ifstream in(path, std::ios::binary);
-  *ok = static_cast<bool>(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+Result<std::string> ReadUserFile(const std::string& path, InputKind kind) {
+  return ReadInputFile(path, InputRule::Named(kind));
 }
 
 std::vector<Finding> RecordBandwidth(const BandwidthRecord& a, warmup::HistoryEntry e,
@@ -34,8 +31,9 @@ std::vector<Finding> RecordBandwidth(const BandwidthRecord& a, warmup::HistoryEn
   const double drop = a.max_drop;
   warmup::HistoryEntry base;
   if (!a.baseline.empty()) {
-    bool ok = false;
-    auto parsed = warmup::ParseBaseline(ReadWholeFile(a.baseline, &ok));
+    auto text = ReadUserFile(a.baseline, InputKind::kHistory);
+    auto parsed =
+        text.ok() ? warmup::ParseBaseline(*text) : Result<warmup::HistoryEntry>(text.error());
     if (parsed.ok()) {
       base = *parsed;
       for (auto& f : warmup::CompareWithBaseline(e, base, drop)) findings->push_back(f);
@@ -44,15 +42,21 @@ std::vector<Finding> RecordBandwidth(const BandwidthRecord& a, warmup::HistoryEn
     }
   }
   if (!a.history.empty()) {
-    bool ok = false;
-    std::string text = ReadWholeFile(a.history, &ok);
+    // A history that does not exist yet is a first run; one that is a link, a FIFO or a
+    // device is not read (nor appended to: AppendRecord refuses it too).
+    auto text = ReadUserFile(a.history, InputKind::kHistory);
+    if (!text.ok() && ::access(a.history.c_str(), F_OK) != 0 && errno == ENOENT)
+      text = std::string();
     std::vector<std::string> problems;
-    auto past = warmup::ParseHistory(text, &problems);
+    std::vector<warmup::HistoryEntry> past;
+    if (text.ok()) {
+      past = warmup::ParseHistory(*text, &problems);
+    } else {
+      log::Warn("history {}: {}", a.history, text.error().message);
+    }
     for (const auto& p : problems) log::Warn("{}: {} (skipped)", a.history, p);
     for (auto& f : warmup::CompareWithHistory(e, past, a.last_n, drop)) findings->push_back(f);
-    if (!text.empty() && text.back() != '\n') text += '\n';
-    text += JsonText(nlohmann::json(e), -1) + "\n";
-    if (auto s = WriteFileAtomic(a.history, text, 0644); !s.ok())
+    if (auto s = AppendRecord(a.history, JsonText(nlohmann::json(e), -1) + "\n", 0644); !s.ok())
       log::Warn("history not written: {}", s.error().Describe());
     else
       log::Info("history: appended to {}", a.history);

@@ -9,6 +9,7 @@
 
 #include "common/environment.h"
 #include "common/finding.h"
+#include "common/input_file.h"
 #include "common/node_facts.h"
 #include "warmup/bw_history.h"
 
@@ -22,8 +23,9 @@ struct BandwidthRecord {
   double max_drop = 0.1;
 };
 
-/// The whole content of `path`; `ok` false when it cannot be opened.
-std::string ReadWholeFile(const std::string& path, bool* ok);
+/// A file the user named (history, baseline, --import): InputRule::Named(kind), so a regular
+/// file only, never through a link at its name, capped per kind.
+Result<std::string> ReadUserFile(const std::string& path, InputKind kind);
 
 /// Stamps `e` (time, SLURM_JOB_ID, safe-launch and driver versions), compares it with the
 /// baseline and the history, appends it, writes the picture; returns the findings. Problems with

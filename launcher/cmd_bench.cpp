@@ -193,9 +193,10 @@ Result<warmup::HistoryEntry> Sweep(const BenchArgs& a, BenchContext& c, nlohmann
   o.bandwidth.max_drop = c.thresholds.max_busbw_drop;
   o.bandwidth.pair_rounds = a.pairs;
   if (!a.baseline.empty()) {
-    bool ok = false;
-    auto base = warmup::ParseBaseline(ReadWholeFile(a.baseline, &ok));
-    if (!ok) return MakeError("cannot read the baseline", a.baseline);
+    auto text = ReadUserFile(a.baseline, InputKind::kHistory);
+    if (!text.ok())
+      return MakeError("cannot read the baseline: " + text.error().message, a.baseline);
+    auto base = warmup::ParseBaseline(*text);
     if (!base.ok()) return MakeError(base.error().message, a.baseline, base.error().fix);
     for (const auto& p : base->sweep) o.bandwidth.baseline.push_back({p.bytes, 0, 0, p.busbw_gbps});
   }
@@ -216,9 +217,10 @@ Result<warmup::HistoryEntry> Sweep(const BenchArgs& a, BenchContext& c, nlohmann
 
 Result<warmup::HistoryEntry> Import(const std::string& file, BenchContext& c,
                                     std::vector<Finding>* findings) {
-  bool ok = false;
-  std::string text = ReadWholeFile(file, &ok);
-  if (!ok) return MakeError("cannot read the nccl-tests output", file);
+  auto read = ReadUserFile(file, InputKind::kImport);
+  if (!read.ok())
+    return MakeError("cannot read the nccl-tests output: " + read.error().message, file);
+  const std::string& text = *read;
   const auto t0 = std::chrono::steady_clock::now();
   auto out = ParseNcclTests(text);
   const double ms =
@@ -366,7 +368,13 @@ void SetupBench(CLI::App& sub, int* exit_code) {
   sub.add_option("--rendezvous", a->layout.rendezvous, "Node 0's HOST:PORT");
   sub.add_option("--warmup-port", a->layout.warmup_port, "Port of the sweep's store on node 0")
       ->check(CLI::Range(1, 65535));
-  sub.add_option("--sizes", a->sizes, "Sweep sizes, e.g. 8M,64M,512M (default: the warm-up's)");
+  sub.add_option("--sizes", a->sizes, "Sweep sizes, e.g. 8M,64M,512M (default: the warm-up's)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            auto sizes = ParseSizes(text);
+            return sizes.ok() ? std::string() : sizes.error().message + " (e.g. 1M,8M,64M)";
+          },
+          "SIZES"));
   sub.add_option("--iterations", a->iterations, "Timed all_reduces per size")
       ->check(CLI::Range(1, 1000));
   sub.add_option("--backend", a->backend, "auto | nccl | gloo")
@@ -375,9 +383,11 @@ void SetupBench(CLI::App& sub, int* exit_code) {
                  "Pair rounds naming a slow node: auto (when below the line or baseline) | "
                  "always | never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  sub.add_option("--history", a->history, "JSON-lines history file: compare, then append");
+  auto* history =
+      sub.add_option("--history", a->history, "JSON-lines history file: compare, then append");
   sub.add_option("--history-runs", a->last_n, "Compare with the median of the last N runs")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->needs(history);
   sub.add_option("--baseline", a->baseline, "Baseline: one history line (a good run's)");
   sub.add_option("--svg", a->svg, "Where the picture goes (default: RUN_DIR/bandwidth.svg)");
   sub.add_option("--import", a->import_file, "Import an nccl-tests output instead of sweeping");

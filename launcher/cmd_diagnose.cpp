@@ -22,6 +22,7 @@
 #include "common/exit_codes.h"
 #include "common/file_reader.h"
 #include "common/file_writer.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "diagnose/flight_recorder/analysis.h"
 #include "diagnose/flight_recorder/report.h"
@@ -30,6 +31,7 @@
 #include "diagnose/report.h"
 #include "diagnose/stacks_analysis.h"
 #include "launcher/commands.h"
+#include "launcher/remediation.h"
 
 namespace sl::launcher {
 namespace {
@@ -116,7 +118,7 @@ int RunFlightRecorder(const DiagnoseArgs& args) {
   const auto& a = *analysis;
   auto causes = diagnose::fr::FlightRecorderCauses(a);
   if (args.json) {
-    std::printf("%s\n", diagnose::fr::DiagnosisJson(a, causes).dump(2).c_str());
+    std::printf("%s\n", JsonText(diagnose::fr::DiagnosisJson(a, causes)).c_str());
   } else {
     std::fputs(diagnose::fr::DiagnosisText(a, causes).c_str(), stdout);
   }
@@ -201,10 +203,20 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
     std::filesystem::create_directories(dir, ec);
   }
   const DiskFileWriter writer;
+  // A remediation already recorded in this run root (remediation.json) stays in the reports.
+  const auto remediation = RootedFileReader("").ReadFile(dir + "/remediation.json", 1 << 20);
+  const nlohmann::json rem =
+      remediation.ok() ? nlohmann::json::parse(*remediation, nullptr, false) : nlohmann::json();
+  std::string md = diagnose::JobDiagnosisMarkdown(run);
+  std::string html = diagnose::JobDiagnosisHtml(run, fr);
+  if (rem.is_object()) {
+    md = WithRemediationMarkdown(std::move(md), rem);
+    html = WithRemediationHtml(std::move(html), rem);
+  }
   const std::pair<const char*, std::string> files[] = {
-      {"diagnosis.json", diagnose::JobDiagnosisJson(run, explain).dump(2) + "\n"},
-      {"diagnosis.md", diagnose::JobDiagnosisMarkdown(run)},
-      {"diagnosis.html", diagnose::JobDiagnosisHtml(run, fr)},
+      {"diagnosis.json", JsonText(diagnose::JobDiagnosisJson(run, explain)) + "\n"},
+      {"diagnosis.md", std::move(md)},
+      {"diagnosis.html", std::move(html)},
   };
   for (const auto& [name, content] : files) {
     const std::string path = (std::filesystem::path(dir) / name).string();
@@ -220,7 +232,7 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
 // --features: what the model scores, for tools/fit_diagnosis.py (a developer flag).
 void PrintFeatures(const diagnose::DiagnoseRun& run, bool json) {
   if (json) {
-    std::printf("%s\n", diagnose::FeaturesOnlyJson(run.diagnosis.features).dump().c_str());
+    std::printf("%s\n", JsonText(diagnose::FeaturesOnlyJson(run.diagnosis.features), -1).c_str());
     return;
   }
   for (const auto& f : run.diagnosis.features) std::printf("%s\t%g\n", f.id.c_str(), f.value);
@@ -234,8 +246,9 @@ int PrintPriors() {
     for (const auto& [id, value] : p.features) f[id] = value;
     all.push_back({{"id", p.id}, {"category", p.category}, {"features", std::move(f)}});
   }
-  std::printf("%s\n",
-              nlohmann::json{{"schema", "safe-launch.priors/1"}, {"priors", all}}.dump().c_str());
+  std::printf(
+      "%s\n",
+      JsonText(nlohmann::json{{"schema", "safe-launch.priors/1"}, {"priors", all}}, -1).c_str());
   return exit_code::kOk;
 }
 
@@ -276,7 +289,7 @@ int RunDiagnose(const DiagnoseArgs& args) {
     return exit_code::kOk;
   }
   if (args.json) {
-    std::printf("%s\n", diagnose::JobDiagnosisJson(*run, args.explain).dump(2).c_str());
+    std::printf("%s\n", JsonText(diagnose::JobDiagnosisJson(*run, args.explain)).c_str());
   } else {
     std::fputs(diagnose::DiagnosisText(run->diagnosis, run->read, args.explain).c_str(), stdout);
   }
@@ -300,12 +313,15 @@ void SetupDiagnose(CLI::App& sub, int* exit_code) {
                "safe-launch.features/1), what tools/fit_diagnosis.py fits on; writes nothing");
   sub.add_flag("--priors", args->priors,
                "Developer: print the vocabulary's pseudo-observations the fit adds (JSON)");
-  sub.add_option("--flight-recorder,--fr", args->flight_recorder,
-                 "Flight Recorder dumps alone: files (<prefix><rank>, .pkl, .json) or directories "
-                 "(searched 4 levels deep, e.g. a run root or a hang bundle)")
-      ->expected(1, -1);
+  auto* fr =
+      sub.add_option(
+             "--flight-recorder,--fr", args->flight_recorder,
+             "Flight Recorder dumps alone: files (<prefix><rank>, .pkl, .json) or directories "
+             "(searched 4 levels deep, e.g. a run root or a hang bundle)")
+          ->expected(1, -1);
   sub.add_option("--html", args->html,
-                 "With --flight-recorder: also write the self-contained diagnosis.html here");
+                 "With --flight-recorder: also write the self-contained diagnosis.html here")
+      ->needs(fr);
   sub.add_flag("--no-write", args->no_write,
                "Do not write diagnosis.{md,json,html} into the run root");
   sub.add_option("--out", args->out_dir,

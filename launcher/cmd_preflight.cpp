@@ -240,20 +240,24 @@ void SetupPreflight(CLI::App& sub, int* exit_code) {
       ->delimiter(',');
   sub.add_option("--waive", args->waive, "Do not count fail/warn of these check ids")
       ->delimiter(',');
-  sub.add_flag("--list", args->list, "List the checks (and the warm-up comparisons) and exit");
+  auto* list =
+      sub.add_flag("--list", args->list, "List the checks (and the warm-up comparisons) and exit");
   sub.add_flag("--codes", args->codes,
-               "With --list: list every finding code (outcome, meaning, next step) instead");
+               "With --list: list every finding code (outcome, meaning, next step) instead")
+      ->needs(list);
   sub.add_flag("-v,--verbose", args->verbose, "Show evidence (files and raw values) and fixes");
   sub.add_option("--since", args->since,
                  "kernel.log: only records newer than this (e.g. 2h, 30m); default since boot");
-  sub.add_flag("--slurm", args->slurm,
-               "Prolog/HealthCheckProgram mode: a failing check drains this Slurm node "
-               "(scontrol, reason = the check id)");
+  auto* slurm =
+      sub.add_flag("--slurm", args->slurm,
+                   "Prolog/HealthCheckProgram mode: a failing check drains this Slurm node "
+                   "(scontrol, reason = the check id)");
   sub.add_flag("--epilog", args->epilog,
                "After a job: check for processes left on /dev/nvidia* and kernel errors since the "
                "job began (with --slurm: drain on them)");
   sub.add_option("--node-name", args->node_name,
-                 "--slurm: the Slurm node to drain when SLURMD_NODENAME is not set");
+                 "--slurm: the Slurm node to drain when SLURMD_NODENAME is not set")
+      ->needs(slurm);
   sub.callback([args, exit_code] { *exit_code = Run(*args); });
 }
 

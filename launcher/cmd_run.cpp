@@ -170,6 +170,12 @@ int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
   }
   ctx.job_env = recipes::ApplyPlan(*plan, ctx.base_env);
   ctx.thresholds = plan->thresholds;
+  auto policy = ResolveRemediationPolicy(args.remediation, ctx.base_env, plan->slurm);
+  if (!policy.ok()) {
+    log::Error("--on-node-fault: {}", policy.error().Describe());
+    return exit_code::kUsage;
+  }
+  ctx.remediation = *policy;
   ctx.plan_json = recipes::PlanToJson(*plan);
   if (preflight_opts) {
     preflight_opts->thresholds = plan->thresholds;
@@ -251,6 +257,7 @@ int SupervisePhase(const RunConfig& args, RunContext& ctx) {
   // status_extra may have been extended by the hang phase.
   sup.Options().status_extra = ctx.status_extra;
   auto result = sup.Run();
+  ctx.post_mortem_root = PostMortemRoot(*monitor, &ctx.hang_declared_unix);
   if (!result.ok()) {
     log::Error("could not start the job: {}", result.error().Describe());
     return exit_code::kInternal;
@@ -374,8 +381,21 @@ int Run(const RunConfig& args) {
   std::optional<preflight::PreflightReport> report;
   const std::optional<int> rc = PrepareJob(args, ctx, verdict, &report);
   PublishNodeVerdict(args, ctx, verdict, rc.value_or(exit_code::kOk));
-  if (rc) return *rc;
-  return SupervisePhase(args, ctx);
+  const std::string job_root = JobRootForRemediation(ctx);
+  if (rc) {
+    // The node a failed preflight or warm-up names gets the same treatment as a diagnosed hang:
+    // the preflight's node acts for itself, node 0 for the warm-up's odd node.
+    if (*rc == exit_code::kPreflightFailed)
+      RemediationPhase(ctx, RemediationTrigger::kPreflight, 0, job_root);
+    if (*rc == exit_code::kWarmupFailed && args.topology && args.topology->node_rank == 0)
+      RemediationPhase(ctx, RemediationTrigger::kWarmup, 0, job_root);
+    return *rc;
+  }
+  const int status = SupervisePhase(args, ctx);
+  if (!ctx.post_mortem_root.empty())
+    RemediationPhase(ctx, RemediationTrigger::kPostMortem, ctx.hang_declared_unix,
+                     ctx.post_mortem_root);
+  return status;
 }
 
 }  // namespace

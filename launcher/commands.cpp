@@ -18,6 +18,10 @@ constexpr Command kCommands[] = {
     {"diagnose",
      "Name the root cause of a failed or hung job from its logs, bundles or Flight Recorder dumps",
      SetupDiagnose},
+    {"remediate",
+     "Drain the node a job's diagnosis names and requeue the job without it: safe-launch "
+     "remediate --on-node-fault=requeue RUN_ROOT",
+     SetupRemediate},
     {"completion", "Print the bash completion script: safe-launch completion bash",
      SetupCompletion},
     {"bench", "Bandwidth sweep alone: expected line, slow node named, history, nccl-tests import",

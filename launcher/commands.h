@@ -27,6 +27,7 @@ void SetupDiagnose(CLI::App& sub, int* exit_code);
 void SetupCompletion(CLI::App& sub, int* exit_code);
 void SetupBench(CLI::App& sub, int* exit_code);
 void SetupWatch(CLI::App& sub, int* exit_code);
+void SetupRemediate(CLI::App& sub, int* exit_code);
 
 std::span<const Command> Commands();
 

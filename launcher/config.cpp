@@ -65,16 +65,66 @@ void AddWarmupOptions(CLI::App& app, RunFlags* f) {
 
 }  // namespace
 
+void AddRemediationOptions(CLI::App& app, RemediationFlags* r) {
+  app.add_option("--on-node-fault", r->on_node_fault,
+                 "When the job-level diagnosis names one node (node-local cause, probability >= "
+                 "--fault-threshold): report (default: nothing done), drain (drain that node), "
+                 "requeue (drain it and requeue the job without it); also "
+                 "SAFE_LAUNCH_ON_NODE_FAULT or a recipe's [slurm] on_node_fault")
+      ->check(CLI::IsMember({"report", "drain", "requeue"}));
+  app.add_option("--fault-threshold", r->fault_threshold,
+                 "Probability the first cause needs before --on-node-fault acts (default 0.8)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--max-requeues", r->max_requeues,
+                 "Requeues of the job by --on-node-fault=requeue, over all its attempts "
+                 "(default 2)")
+      ->check(CLI::Range(0, 100));
+  app.add_flag("--dry-run", r->dry_run,
+               "--on-node-fault prints the scontrol commands it would run and runs none (the "
+               "job itself runs)");
+}
+
 CLI::Validator SecondsValidator(double lo, double hi, bool lo_open) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         auto v = ParseDouble(text);
         const bool above_lo = v.ok() && (lo_open ? *v > lo : *v >= lo);
-        if (above_lo && *v <= hi) return {};
+        // 1e-300 is "more than 0" but no timeout: below a millisecond is refused (0, where
+        // allowed, means off).
+        if (above_lo && *v <= hi && (*v == 0 || *v >= kMinSeconds)) return {};
+        if (above_lo && *v > 0 && *v < kMinSeconds) {
+          return fmt::format("must be {}at least {:g} seconds, got '{}'",
+                             lo_open ? "" : "0 (off) or ", kMinSeconds, text);
+        }
         return fmt::format("must be {} {:g} and at most {:g} seconds, got '{}'",
                            lo_open ? "more than" : "at least", lo, hi, text);
       },
       "SECONDS");
+}
+
+CLI::Validator NonEmptyValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        // An empty value silently meaning the default ("--sysroot ''" reading the live node,
+        // "--sizes ''" running the default sweep) is refused instead.
+        return text.empty() ? std::string("must not be empty") : std::string();
+      },
+      "", "NONEMPTY");
+}
+
+void ValidateEveryValue(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_positional() || o->get_type_size_max() == 0) continue;  // flags take no value
+    bool has = false;
+    try {
+      has = o->get_validator(0) != nullptr;
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (!has) o->check(NonEmptyValidator());
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    ValidateEveryValue(*sub);
+  }
 }
 
 bool IsComparisonId(const std::string& id) {
@@ -141,6 +191,7 @@ void AddRunOptions(CLI::App& app, RunFlags* f) {
                "node); each gets its own run directory; local rank 0 runs the node's preflight and "
                "warm-up, the others wait for its verdict");
   AddWarmupOptions(app, f);
+  AddRemediationOptions(app, &c.remediation);
   c.hang = AddHangOptions(app);
   app.add_option("command", c.command, "The job: everything after --");
 }

@@ -29,6 +29,15 @@ struct WarmupConfig {
   std::string skip_reason;         ///< why it is skipped when not --no-warmup ("" = not skipped)
 };
 
+/// --on-node-fault, --fault-threshold, --max-requeues, --dry-run as given (unset: "", -1); the
+/// environment and the recipe's [slurm] fill the rest (ResolveRemediationPolicy).
+struct RemediationFlags {
+  std::string on_node_fault;
+  double fault_threshold = -1;
+  int max_requeues = -1;
+  bool dry_run = false;
+};
+
 /// What `run` needs, decided before anything starts.
 struct RunConfig {
   std::vector<std::string> command;  ///< the job, everything after --
@@ -45,6 +54,7 @@ struct RunConfig {
   /// The job's layout; absent with --no-warmup (nothing else needs it) and with --list.
   std::optional<warmup::Topology> topology;
   std::shared_ptr<HangArgs> hang;  ///< --stall-timeout, --on-hang (run_hang.cpp)
+  RemediationFlags remediation;    ///< what to do about a node the diagnosis names
   /// --per-task: one safe-launch per launcher task is allowed; each gets its own run directory
   /// ("-rank<R>") and log prefix. Where several share a node, local rank 0 does the node's
   /// duties (preflight, the warm-up among the nodes) and the others wait for its verdict.
@@ -68,6 +78,9 @@ struct RunFlags {
   std::vector<std::string> waive;  ///< --waive as given: check and comparison ids mixed
 };
 
+/// Registers --on-node-fault, --fault-threshold, --max-requeues, --dry-run (run, remediate).
+void AddRemediationOptions(CLI::App& app, RemediationFlags* flags);
+
 /// Registers every `run` flag on `app`, with CLI11 validators for ranges and choices.
 void AddRunOptions(CLI::App& app, RunFlags* flags);
 
@@ -81,7 +94,16 @@ Result<RunConfig> BuildConfig(const std::vector<std::string>& argv, const Enviro
 /// Seconds in [lo, hi] (or (lo, hi] when `lo_open`), for --kill-grace, --warmup-timeout,
 /// --stall-timeout. A check lambda rather than CLI::Range, which lets "nan" through (every
 /// comparison with NaN is false).
+/// Values above 0 and below kMinSeconds are refused ("1e-300" is no timeout).
 CLI::Validator SecondsValidator(double lo, double hi, bool lo_open);
+inline constexpr double kMinSeconds = 0.001;
+
+/// A value that must not be empty.
+CLI::Validator NonEmptyValidator();
+
+/// Every option of `app` and its subcommands that takes a value goes through a validator: those
+/// with none of their own get NonEmptyValidator. Called once the commands are set up.
+void ValidateEveryValue(CLI::App& app);
 
 /// True when `id` selects a warm-up comparison (or a group of them).
 bool IsComparisonId(const std::string& id);

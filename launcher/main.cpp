@@ -7,6 +7,7 @@
 
 #include "common/exit_codes.h"
 #include "launcher/commands.h"
+#include "launcher/config.h"
 
 namespace {
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   for (const auto& c : sl::launcher::Commands()) {
     c.setup(*app.add_subcommand(c.name, c.summary), &exit_code);
   }
+  sl::launcher::ValidateEveryValue(app);
   // CLI11 wants argv order reversed when given a vector.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

@@ -175,4 +175,11 @@ Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext
   return std::static_pointer_cast<void>(monitor);
 }
 
+std::string PostMortemRoot(const std::shared_ptr<void>& handle, double* declared_unix) {
+  if (!handle) return "";
+  const auto* m = static_cast<const hang::HangMonitor*>(handle.get());
+  if (declared_unix) *declared_unix = m->DeclaredUnix();
+  return m->PostMortem();
+}
+
 }  // namespace sl::launcher

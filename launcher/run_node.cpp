@@ -54,11 +54,11 @@ std::string Why(int rc) {
 }
 
 nlohmann::json ReadVerdict(const std::string& path) {
-  bool ok = false;
-  const std::string text = ReadWholeFile(path, &ok);
-  if (!ok || text.empty()) return nullptr;
+  // Our own warm-up's verdict, but in a shared job directory: read it as any input.
+  auto read = ReadUserFile(path, InputKind::kManifest);
+  if (!read.ok() || read->empty()) return nullptr;
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(*read);
   } catch (const std::exception&) {
     return nullptr;  // not written yet (the writer renames a whole file: a torn read is not one)
   }

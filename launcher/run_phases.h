@@ -14,6 +14,7 @@
 #include "common/node_facts.h"
 #include "common/result.h"
 #include "common/thresholds.h"
+#include "launcher/remediation.h"
 #include "recipes/plan.h"
 #include "watchdog/supervisor.h"
 
@@ -38,6 +39,10 @@ struct RunContext {
   nlohmann::json plan_json;               ///< env-plan.json content (null when no plan)
   std::vector<std::string> warmup_waive;  ///< the recipe's waivers of warm-up comparisons
   Thresholds thresholds;                  ///< the recipe's (bandwidth ones for the warm-up)
+  /// --on-node-fault and co. resolved with the recipe's [slurm] (set by the plan phase).
+  std::optional<RemediationPolicy> remediation;
+  std::string post_mortem_root;   ///< the job run root once a post-mortem ran there
+  double hang_declared_unix = 0;  ///< when this node declared a hang (0 = none)
   nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
 };
 
@@ -62,6 +67,16 @@ void PublishNodeVerdict(const RunConfig& config, const RunContext& ctx, const st
 std::optional<int> WaitForNodeVerdict(const RunConfig& config, RunContext& ctx,
                                       const std::string& path);
 
+// ---- remediation (launcher/run_remediation.cpp) --------------------------------------------
+enum class RemediationTrigger { kPreflight, kWarmup, kPostMortem };
+/// The job run root of the default layout (<dir>/safe-launch-runs/<job>/<node>), else "".
+std::string JobRootForRemediation(const RunContext& ctx);
+/// After this node's preflight refused the job, node 0's warm-up failed, or a post-mortem: the
+/// job-level diagnosis (made here unless a post-mortem made it) -> Remediate(). Nothing with
+/// --on-node-fault=report (the default) unless --dry-run.
+void RemediationPhase(RunContext& ctx, RemediationTrigger trigger, double declared_unix,
+                      const std::string& job_root);
+
 // ---- hang detection (launcher/run_hang.cpp) ---------------------------------------------------
 struct HangArgs;
 /// Registers --stall-timeout, --on-hang on `sub`.
@@ -72,6 +87,9 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub);
 /// exit_code::kUsage before the job starts.
 Result<std::shared_ptr<void>> AttachHangMonitor(const HangArgs& args, RunContext& ctx,
                                                 watchdog::Supervisor& sup);
+/// After the job: the post-mortem's run root ("" when none ran here) and when this node
+/// declared the hang, from the handle AttachHangMonitor returned.
+std::string PostMortemRoot(const std::shared_ptr<void>& monitor, double* declared_unix);
 /// SIGRTMIN + this is the signal the job's Python processes register faulthandler on.
 inline constexpr int kPythonStacksSignalOffset = 7;
 /// Python stacks on demand for the environment plan (recipes::AddPythonStacks): safe-launch's

@@ -133,8 +133,8 @@ warmup::BandwidthPlan BandwidthPlanFor(const RunContext& ctx, const BandwidthRec
   plan.judge_bytes = ctx.thresholds.busbw_judge_bytes;
   plan.max_drop = ctx.thresholds.max_busbw_drop;
   if (record.baseline.empty()) return plan;
-  bool ok = false;
-  auto base = warmup::ParseBaseline(ReadWholeFile(record.baseline, &ok));
+  auto text = ReadUserFile(record.baseline, InputKind::kHistory);
+  auto base = text.ok() ? warmup::ParseBaseline(*text) : Result<warmup::HistoryEntry>(text.error());
   if (!base.ok()) {
     log::Warn("{}={}: {}", kBaselineVar, record.baseline, base.error().Describe());
     return plan;

@@ -308,6 +308,11 @@ DrainOutcome DrainNode(const std::string& node, const std::string& reason, const
   return out;
 }
 
+Result<std::string> RunScontrol(const std::vector<std::string>& args, const Environment& env,
+                                int timeout_ms) {
+  return Scontrol(args, env, timeout_ms);
+}
+
 Result<std::string> ShowJob(const std::string& job_id, const Environment& env, int timeout_ms) {
   return Scontrol({"-o", "show", "job", job_id}, env, timeout_ms);
 }

@@ -96,6 +96,11 @@ struct DrainOutcome {
 DrainOutcome DrainNode(const std::string& node, const std::string& reason, const Environment& env,
                        int timeout_ms);
 
+/// Runs `scontrol ARGS` (killed after `timeout_ms`; a missing PATH gets the system's default):
+/// its stdout+stderr, or an error naming the command and what went wrong.
+Result<std::string> RunScontrol(const std::vector<std::string>& args, const Environment& env,
+                                int timeout_ms);
+
 /// `scontrol -o show job ID` (bounded), for the job's start time in the epilog.
 Result<std::string> ShowJob(const std::string& job_id, const Environment& env, int timeout_ms);
 

@@ -433,6 +433,7 @@ Result<Plan> Resolve(const Recipe& recipe, const Environment& env, const NodeFac
   plan.thresholds = recipe.thresholds;
   plan.thresholds_set = recipe.thresholds_set;
   plan.waive = recipe.waive;
+  plan.slurm = recipe.slurm;
   const ResolveInput in{recipe, env, facts, versions, run_dir, conf};
   std::set<std::string> handled;
   auto resolve = [&](const EnvSetting& s) -> Status {

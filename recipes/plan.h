@@ -74,6 +74,7 @@ struct Plan {
   Thresholds thresholds;  ///< for PreflightOptions.thresholds
   std::vector<std::string> thresholds_set;
   std::vector<std::string> waive;  ///< for PreflightOptions.waive
+  SlurmSettings slurm;             ///< the recipe's [slurm]: remediation's defaults
 
   const PlanEntry* Find(std::string_view name) const;
 };

@@ -31,8 +31,9 @@ const std::vector<std::pair<std::string, std::string>>& EmbeddedRecipes();
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"description", "extends",    "match",
-                                           "env",         "thresholds", "waive"};
+const std::vector<std::string> kTopKeys = {"description", "extends", "match", "env",
+                                           "thresholds",  "waive",   "slurm"};
+const std::vector<std::string> kSlurmKeys = {"on_node_fault", "fault_threshold", "max_requeues"};
 const std::vector<std::string> kMatchKeys = {"link_layer", "device", "gpu_model", "priority"};
 const std::vector<std::string> kComputeNames = {"ib_hca", "socket_ifname", "roce_gid_index",
                                                 "ras_addr"};
@@ -474,6 +475,35 @@ Status ParseMatch(const toml::table& t, std::string_view path, Recipe* r) {
   return OkStatus();
 }
 
+/// `[slurm]`: on_node_fault, fault_threshold, max_requeues (launcher/remediation.h).
+Status ParseSlurm(const toml::table& t, std::string_view path, Recipe* r) {
+  for (auto&& [key, node] : t) {
+    const std::string k(key.str());
+    const std::string where = At(path, key.source());
+    if (k == "on_node_fault") {
+      auto v = node.value<std::string>();
+      if (!v || (*v != "report" && *v != "drain" && *v != "requeue"))
+        return MakeError("[slurm] on_node_fault must be \"report\", \"drain\" or \"requeue\"",
+                         where);
+      r->slurm.on_node_fault = *v;
+      r->slurm.origin = where;
+    } else if (k == "fault_threshold") {
+      auto v = node.value<double>();
+      if (!v || !(*v >= 0 && *v <= 1))
+        return MakeError("[slurm] fault_threshold must be a number in 0..1", where);
+      r->slurm.fault_threshold = *v;
+    } else if (k == "max_requeues") {
+      auto v = node.value<std::int64_t>();
+      if (!v || *v < 0 || *v > 100)
+        return MakeError("[slurm] max_requeues must be an integer in 0..100", where);
+      r->slurm.max_requeues = static_cast<int>(*v);
+    } else {
+      return MakeError("unknown key '" + k + "' in [slurm]", where, DidYouMean(k, kSlurmKeys));
+    }
+  }
+  return OkStatus();
+}
+
 /// `waive = ["pci.acs", ...]`: ids only (checked against the registries by the launcher).
 Status ParseWaive(const toml::node_view<toml::node>& w, std::string_view path, Recipe* r) {
   if (!w.is_array() || !IsStringList(*w.node())) {
@@ -559,8 +589,10 @@ Result<Recipe> ParseRecipe(std::string_view text, std::string_view path,
   r.chain.insert(r.chain.begin(), StemOf(path));
   if (auto d = root["description"].value<std::string>()) r.description = *d;
   using Section = Status (*)(const toml::table&, std::string_view, Recipe*);
-  const std::pair<const char*, Section> sections[] = {
-      {"match", ParseMatch}, {"env", ParseEnv}, {"thresholds", ParseThresholds}};
+  const std::pair<const char*, Section> sections[] = {{"match", ParseMatch},
+                                                      {"env", ParseEnv},
+                                                      {"thresholds", ParseThresholds},
+                                                      {"slurm", ParseSlurm}};
   for (const auto& [name, parse] : sections) {
     auto t = SectionTable(root, name, path);
     if (!t.ok()) return t.error();

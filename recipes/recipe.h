@@ -3,6 +3,7 @@
 // environment a kind of node gets, which preflight thresholds apply and which checks are waived.
 // Format: doc/manual.md "Environment and recipes". Parsing is pure (text in, Recipe out).
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,14 @@ struct Match {
   bool empty() const { return link_layer.empty() && device.empty() && gpu_model.empty(); }
 };
 
+/// [slurm]: what safe-launch does about a node the diagnosis names (launcher/remediation.h).
+struct SlurmSettings {
+  std::string on_node_fault;              ///< "report" | "drain" | "requeue"; "" = unset
+  std::optional<double> fault_threshold;  ///< 0..1
+  std::optional<int> max_requeues;        ///< 0..100
+  std::string origin;                     ///< "recipes/site.toml:12" of on_node_fault
+};
+
 struct Recipe {
   std::string name;  ///< file stem: "infiniband"
   std::string path;  ///< as shown in messages: "recipes/infiniband.toml" or the user path
@@ -46,6 +55,7 @@ struct Recipe {
   Thresholds thresholds;        ///< defaults overridden by [thresholds] along the chain
   std::vector<std::string> thresholds_set;  ///< "min_roce_mtu (recipes/roce.toml:20)" for explain
   std::vector<std::string> waive;           ///< check ids, union over the chain
+  SlurmSettings slurm;                      ///< a child's keys replace its parent's
 };
 
 /// Names of the shipped recipes ("default", "infiniband", "roce", "socket-only", ...).

@@ -459,6 +459,10 @@ Result<HelperResult> Supervisor::RunHelper(const std::vector<std::string>& argv,
   spec.argv = argv;
   spec.env = ProcessEnvironment();
   spec.stdout_fd = spec.stderr_fd = out[1];
+  // py-spy, nvidia-smi, scontrol: they die with us (SIGKILL of safe-launch included) and lead
+  // their own process group, which their deadline kills whole.
+  spec.own_process_group = true;
+  spec.death_signal = SIGKILL;
   Result<SpawnedChild> spawned = MakeError("not started");
   {
     // Held across spawn+register so the main loop cannot reap the helper before it is known.
@@ -476,7 +480,9 @@ Result<HelperResult> Supervisor::RunHelper(const std::vector<std::string>& argv,
   const auto end = Clock::now() + deadline;
   result.timed_out = ReadHelperOutput(out[0], end, max_output, &result.output);
   ::close(out[0]);
-  if (result.timed_out) ::kill(pid, SIGKILL);
+  // The group while its leader is not reaped yet by us (the main loop may have: then the group
+  // id is still held by any member left, so no other process can have it).
+  if (result.timed_out) ::kill(-pid, SIGKILL);
   // Reap: either we get it here, or the main loop already did and left the status.
   for (int i = 0;; ++i) {
     {
@@ -499,7 +505,7 @@ Result<HelperResult> Supervisor::RunHelper(const std::vector<std::string>& argv,
         break;
       }
     }
-    if (Clock::now() > end && i % 50 == 0) ::kill(pid, SIGKILL);
+    if (Clock::now() > end && i % 50 == 0) ::kill(-pid, SIGKILL);
     if (Clock::now() > end) result.timed_out = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "common/input_file.h"
 #include "common/strings.h"
 #include "diagnose/flight_recorder/dump.h"
 
@@ -28,6 +29,8 @@ struct Candidate {
   std::string path;
   bool explicit_file = false;  // named on the command line: an error when not a dump
   std::string host;
+  std::string root, rel;                 // found by the walk: read below root, no link followed
+  uid_t owner = static_cast<uid_t>(-1);  // the walked root's owner
 };
 
 // Files in a bundle that are never dumps; a dump's name ends in its rank.
@@ -46,29 +49,52 @@ struct Bundle {
   std::vector<int> ranks;
 };
 
-Bundle ReadManifest(const FileReader& reader, const std::string& dir) {
+// A manifest of the wrong shape (a string where a list is, a number for the host) is read as
+// far as it goes: nlohmann's value()/get() throw on a type mismatch, so every access checks first.
+Bundle ParseManifest(std::string_view text) {
   Bundle b;
-  auto text = reader.ReadFile(dir + "/manifest.json", 4 << 20);
-  if (!text) return b;
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object() || !j.contains("host") || !j["host"].is_string()) return b;
-  b.host = j["host"].get<std::string>();
-  if (!j.contains("collectors") || !j["collectors"].is_array()) return b;
-  for (const auto& c : j["collectors"]) {
-    if (!c.is_object() || c.value("id", "") != "flight_recorder") continue;
-    if (!c.contains("details") || !c["details"].is_object()) continue;
-    const auto& dumps = c["details"].value("dumps", nlohmann::json::array());
-    for (const auto& d : dumps) {
-      if (d.is_object() && d.contains("rank") && d["rank"].is_number_integer()) {
-        b.ranks.push_back(d["rank"].get<int>());
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return b;
+  auto host = j.find("host");
+  if (host == j.end() || !host->is_string()) return b;
+  b.host = host->get<std::string>();
+  auto collectors = j.find("collectors");
+  if (collectors == j.end() || !collectors->is_array()) return b;
+  for (const auto& c : *collectors) {
+    if (!c.is_object()) continue;
+    auto id = c.find("id");
+    if (id == c.end() || !id->is_string() || id->get<std::string>() != "flight_recorder") continue;
+    auto details = c.find("details");
+    if (details == c.end() || !details->is_object()) continue;
+    auto dumps = details->find("dumps");
+    if (dumps == details->end() || !dumps->is_array()) continue;
+    for (const auto& d : *dumps) {
+      if (!d.is_object()) continue;
+      auto r = d.find("rank");
+      if (r != d.end() && r->is_number_integer()) {
+        const auto v = r->get<std::int64_t>();
+        if (v >= 0 && v < (1 << 24)) b.ranks.push_back(static_cast<int>(v));
       }
     }
   }
   return b;
 }
 
+Bundle ReadManifest(const FileReader* reader, const std::string& dir) {
+  Result<std::string> text = MakeError("");
+  if (reader != nullptr) {
+    text = reader->ReadFile(dir + "/manifest.json", InputCap(InputKind::kManifest));
+  } else {
+    InputRule rule;
+    rule.kind = InputKind::kManifest;
+    text = ReadInputFile(dir + "/manifest.json", rule);
+  }
+  if (!text) return Bundle{};
+  return ParseManifest(*text);
+}
+
 // The host of a dump: the manifest in its directory or the one above (a bundle keeps dumps in fr/).
-std::string BundleHost(const FileReader& reader, const std::string& dir,
+std::string BundleHost(const FileReader* reader, const std::string& dir,
                        std::map<std::string, Bundle>* cache, std::map<int, std::string>* hosts) {
   for (const std::string& d : {dir, std::filesystem::path(dir).parent_path().string()}) {
     auto it = cache->find(d);
@@ -92,8 +118,37 @@ void Walk(const FileReader& reader, const std::string& dir, int depth, std::vect
     } else if (n == "manifest.json") {
       manifests->push_back(dir);
     } else if (LooksLikeDumpName(n)) {
-      out->push_back({p, false, ""});
+      out->push_back({p, false, "", "", "", static_cast<uid_t>(-1)});
     }
+  }
+}
+
+// The live walk: the one directory walk (WalkInputs), which follows no link and opens nothing
+// but regular files below `root`.
+void WalkLive(const std::string& root, std::vector<Candidate>* out,
+              std::vector<std::string>* manifests, std::vector<std::string>* notes) {
+  WalkOptions o;
+  o.max_depth = 4;
+  o.skip_dirs = {".events"};
+  auto walk = WalkInputs(root, o);
+  if (!walk) {
+    notes->push_back(walk.error().Describe());
+    return;
+  }
+  for (const std::string& d : walk->unreadable_dirs) notes->push_back(d + " (directory not read)");
+  for (const WalkedFile& f : walk->files) {
+    const std::size_t slash = f.path.rfind('/');
+    const std::string name = f.path.substr(slash + 1);
+    if (name == "manifest.json") {
+      manifests->push_back(f.path.substr(0, slash));
+    } else if (LooksLikeDumpName(name)) {
+      out->push_back({f.path, false, "", root, f.rel, walk->owner});
+    }
+  }
+  // A link, FIFO or device with a dump's name is said, not opened.
+  for (const std::string& s : walk->skipped) {
+    const std::string path = s.substr(0, s.find(": "));
+    if (LooksLikeDumpName(path.substr(path.rfind('/') + 1))) notes->push_back(s);
   }
 }
 
@@ -103,44 +158,19 @@ struct ReadOutcome {
   bool skipped = false;
 };
 
-// The whole file in one read of its size (FileReader's 16 KiB chunks cost a copy per doubling
-// at 1.5 GB of dumps); only for the local file system, tests go through the FileReader.
-Result<std::string> ReadWhole(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return MakeError(std::string("cannot open: ") + std::strerror(errno), path);
-  struct stat st {};
-  std::string out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.reserve(st.st_size + 1);
-  char buf[1 << 16];
-  for (;;) {
-    std::size_t room = out.capacity() - out.size();
-    if (room > 0 && room >= sizeof buf / 4) {
-      std::size_t old = out.size();
-      out.resize(out.capacity());
-      ssize_t n = ::read(fd, out.data() + old, room);
-      out.resize(old + (n > 0 ? n : 0));
-      if (n > 0) continue;
-      if (n == 0) break;
-    } else {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n > 0) {
-        out.append(buf, n);
-        continue;
-      }
-      if (n == 0) break;
-    }
-    if (errno == EINTR) continue;
-    int err = errno;
-    ::close(fd);
-    return MakeError(std::string("cannot read: ") + std::strerror(err), path);
-  }
-  ::close(fd);
-  return out;
+// A dump through the input reader: regular files only, capped (a sparse 30 GB file is refused
+// by its size before any byte is read), under a deadline, no link followed below a walked root.
+Result<std::string> ReadLive(const Candidate& c) {
+  InputRule rule;
+  rule.kind = InputKind::kDump;
+  if (c.explicit_file) return ReadInputFile(c.path, InputRule::Named(InputKind::kDump));
+  rule.trusted_uid = c.owner;
+  return ReadInputUnder(c.root, c.rel, rule);
 }
 
 ReadOutcome ReadOne(const FileReader* reader, DumpReader& dr, const Candidate& c) {
   ReadOutcome out;
-  auto bytes = reader ? reader->ReadFile(c.path, std::size_t(4) << 30) : ReadWhole(c.path);
+  auto bytes = reader ? reader->ReadFile(c.path, InputCap(InputKind::kDump)) : ReadLive(c);
   if (!bytes) {
     out.error = DumpError{c.path, -1, bytes.error().message};
     return out;
@@ -159,7 +189,9 @@ ReadOutcome ReadOne(const FileReader* reader, DumpReader& dr, const Candidate& c
   auto d = dr.Read(*bytes);
   if (!d) {
     std::int64_t off = -1;
-    if (StartsWith(d.error().where, "byte ")) off = std::stoll(d.error().where.substr(5));
+    if (StartsWith(d.error().where, "byte ")) {
+      off = std::strtoll(d.error().where.c_str() + 5, nullptr, 10);
+    }
     out.error = DumpError{c.path, off, d.error().message};
     return out;
   }
@@ -177,7 +209,19 @@ std::vector<ReadOutcome> ReadAll(const FileReader* reader, const std::vector<Can
   auto work = [&] {
     DumpReader dr(a->strings.get(), a->stacks.get(), pgs);
     for (std::size_t i = next++; i < cands.size(); i = next++) {
-      outcomes[i] = ReadOne(reader, dr, cands[i]);
+      // No exception leaves a reader thread (std::terminate would take the whole diagnosis):
+      // whatever one file throws (bad_alloc, a parser's) becomes that file's error.
+      try {
+        outcomes[i] = ReadOne(reader, dr, cands[i]);
+      } catch (const std::exception& e) {
+        outcomes[i] = ReadOutcome{};
+        outcomes[i].error = DumpError{cands[i].path, -1, std::string("cannot read: ") + e.what()};
+        dr = DumpReader(a->strings.get(), a->stacks.get(), pgs);
+      } catch (...) {
+        outcomes[i] = ReadOutcome{};
+        outcomes[i].error = DumpError{cands[i].path, -1, "cannot read: unknown failure"};
+        dr = DumpReader(a->strings.get(), a->stacks.get(), pgs);
+      }
     }
   };
   int n = threads > 0 ? threads : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
@@ -278,12 +322,17 @@ Result<FrAnalysis> AnalyzeFlightRecorder(const std::vector<std::string>& paths,
   auto t0 = Clock::now();
   std::vector<Candidate> cands;
   std::vector<std::string> manifest_dirs;  // bundles, also those whose ranks wrote no dump
+  std::vector<std::string> walk_notes;
   for (const std::string& p : paths) {
     std::string abs = options.reader ? p : std::filesystem::absolute(p).lexically_normal().string();
     if (reader.IsDir(abs)) {
-      Walk(reader, abs, 0, &cands, &manifest_dirs);
+      if (options.reader) {
+        Walk(reader, abs, 0, &cands, &manifest_dirs);
+      } else {
+        WalkLive(abs, &cands, &manifest_dirs, &walk_notes);
+      }
     } else {
-      cands.push_back({abs, true, ""});
+      cands.push_back({abs, true, "", "", "", static_cast<uid_t>(-1)});
     }
   }
   if (cands.empty()) {
@@ -292,16 +341,17 @@ Result<FrAnalysis> AnalyzeFlightRecorder(const std::vector<std::string>& paths,
                      "$TORCH_FR_DUMP_TEMP_FILE<rank>; a hang bundle keeps them in fr/)");
   }
   FrAnalysis a;
+  a.notes = std::move(walk_notes);
   a.extra_hosts = options.hosts;
   std::map<std::string, Bundle> bundles;
   std::map<int, std::string> bundle_hosts;
   for (Candidate& c : cands) {
-    c.host = BundleHost(reader, std::filesystem::path(c.path).parent_path().string(), &bundles,
-                        &bundle_hosts);
+    c.host = BundleHost(options.reader, std::filesystem::path(c.path).parent_path().string(),
+                        &bundles, &bundle_hosts);
   }
   for (const std::string& d : manifest_dirs) {
     if (bundles.count(d)) continue;
-    Bundle b = ReadManifest(reader, d);
+    Bundle b = ReadManifest(options.reader, d);
     for (int r : b.ranks) bundle_hosts.emplace(r, b.host);
   }
   a.extra_hosts.insert(bundle_hosts.begin(), bundle_hosts.end());  // --host wins

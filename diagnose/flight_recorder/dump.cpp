@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace sl::diagnose::fr {
@@ -51,18 +52,32 @@ constexpr const char* kFieldNames[kFieldCount] = {"frames",
 constexpr std::uint32_t kNoId = 0xffffffffu;
 
 // An int field: torch writes ints, its JSON form sometimes strings ("5"), null for "not yet".
-std::int64_t AsInt(const PickleDoc& d, std::uint32_t id, std::int64_t fallback) {
+// A value that is a number but does not fit an int64 (1e400 read as inf, a LONG wider than 64
+// bits, "99999999999999999999") sets *out_of_range instead of wrapping or being UB.
+std::int64_t AsInt(const PickleDoc& d, std::uint32_t id, std::int64_t fallback,
+                   bool* out_of_range = nullptr) {
+  auto bad = [&] {
+    if (out_of_range != nullptr) *out_of_range = true;
+    return fallback;
+  };
   if (id == PickleDoc::kNotFound) return fallback;
   const Node& n = d.at(id);
   if (n.kind == Kind::kInt || n.kind == Kind::kBool) return n.i;
-  if (n.kind == Kind::kFloat) return static_cast<std::int64_t>(n.f);
+  if (n.kind == Kind::kBigInt) return bad();
+  if (n.kind == Kind::kFloat) {
+    // 2^63 is exact as a double; NaN fails both comparisons.
+    if (!(n.f >= -9223372036854775808.0 && n.f < 9223372036854775808.0)) return bad();
+    return static_cast<std::int64_t>(n.f);
+  }
   if (n.kind == Kind::kStr) {
     std::string_view t = d.Text(id);
     if (t.empty()) return fallback;
     std::int64_t v = 0;
     bool neg = t.front() == '-';
+    if (neg && t.size() == 1) return fallback;
     for (std::size_t k = neg ? 1 : 0; k < t.size(); ++k) {
       if (!std::isdigit(static_cast<unsigned char>(t[k]))) return fallback;
+      if (v > (std::numeric_limits<std::int64_t>::max() - (t[k] - '0')) / 10) return bad();
       v = v * 10 + (t[k] - '0');
     }
     return neg ? -v : v;
@@ -169,8 +184,27 @@ std::vector<int> ParseRankList(std::string_view text) {
   return out;
 }
 
+bool DumpReader::Spend(std::uint64_t n) {
+  spent_ += n;
+  return spent_ <= budget_;
+}
+
+Error DumpReader::BudgetError() const {
+  return MakeError(
+      fmt::format("the dump expands to more than {} MiB of values from {} bytes "
+                  "(repeated references to shared objects?): not read",
+                  budget_ >> 20, input_size_));
+}
+
 Result<RankDump> DumpReader::Read(std::string_view bytes) {
   if (bytes.empty()) return MakeError("empty file (the rank died while dumping?)", "byte 0");
+  // What one file may expand to, in bytes of values read out of it: proportional to its size
+  // (a real dump's entries, shapes and frames take less than its bytes), shared objects counted
+  // once (a memo'd frame or stack is interned once, not per reference).
+  input_size_ = bytes.size();
+  budget_ = kBudgetBase + kBudgetPerByte * static_cast<std::uint64_t>(bytes.size());
+  spent_ = 0;
+  range_error_.clear();
   if (static_cast<std::uint8_t>(bytes[0]) == 0x80) {
     json_text_.clear();
     auto st = unpickler_.Parse(bytes, &doc_);
@@ -213,6 +247,11 @@ Result<std::uint32_t> DumpReader::BuildJson(const nlohmann::json& v, int depth) 
     doc_.nodes_[id].i = v.is_boolean()           ? v.get<bool>()
                         : v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
                                                  : v.get<std::int64_t>();
+    // Past int64: kept as a big int (AsInt says it is out of range), never wrapped negative.
+    if (v.is_number_unsigned() &&
+        v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max())) {
+      doc_.nodes_[id].kind = Kind::kBigInt;
+    }
     return id;
   }
   if (v.is_number_float()) {
@@ -248,6 +287,11 @@ Status DumpReader::FromJson(std::string_view bytes) {
     j = nlohmann::json::parse(bytes.begin(), bytes.end());
   } catch (const nlohmann::json::parse_error& e) {
     return MakeError(fmt::format("not valid JSON: {}", e.what()), fmt::format("byte {}", e.byte));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // "number overflow parsing '1e400'": a number no double holds.
+    return MakeError(fmt::format("a number out of range: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    return MakeError(fmt::format("not valid JSON: {}", e.what()));
   }
   doc_.nodes_.clear();
   doc_.chunks_.clear();
@@ -276,7 +320,8 @@ std::uint32_t DumpReader::StrId(std::uint32_t node) {
 
 // "[[6553600]]", "[Float]": a shape or dtype list as Python prints it, 3 levels at most.
 void DumpReader::AppendRendered(std::uint32_t node, int depth, std::string* out) {
-  if (node == PickleDoc::kNotFound) return;
+  // The rest of an over-long shape is not rendered; each node rendered costs.
+  if (node == PickleDoc::kNotFound || out->size() > kMaxShape || !Spend(8)) return;
   const Node& n = doc_.at(node);
   switch (n.kind) {
     case Kind::kInt:
@@ -325,6 +370,7 @@ std::uint32_t DumpReader::StackId(std::uint32_t list) {
     std::uint32_t f;
     std::memcpy(&f, scratch_.data() + k, sizeof(f));
     Frame fr;
+    if (!Spend(sizeof(Frame))) break;
     doc_.ForEachPair(f, [&](std::uint32_t key, std::uint32_t v) {
       std::string_view name = doc_.Text(key);
       if (name == "name")
@@ -349,6 +395,9 @@ void DumpReader::Digest(std::uint32_t node, int depth, std::uint64_t* h) {
     *h ^= *h >> 29;
   };
   if (node == PickleDoc::kNotFound) return mix(1);
+  // Each visit costs: a list of memo references to a list of memo references ... is small in the
+  // file and huge when walked.
+  if (!Spend(8)) return mix(7);
   const Node& n = doc_.at(node);
   switch (n.kind) {
     case Kind::kInt:
@@ -382,10 +431,19 @@ void DumpReader::ExtractEntry(std::uint32_t dict, Entry* e) {
     if (field >= 0) f[field] = v;
   });
   e->is_p2p = f[kIsP2p] != PickleDoc::kNotFound && AsInt(doc_, f[kIsP2p], 0) != 0;
-  e->seq = AsInt(doc_, e->is_p2p ? f[kP2pSeq] : f[kCollSeq], -1);
-  e->t_created = AsInt(doc_, f[kCreated], 0);
-  e->t_started = AsInt(doc_, f[kStarted], 0);
-  e->t_completed = AsInt(doc_, f[kCompleted], 0);
+  auto number = [&](Field k, std::int64_t fallback) {
+    bool out_of_range = false;
+    std::int64_t v = AsInt(doc_, f[k], fallback, &out_of_range);
+    if (out_of_range && range_error_.empty()) {
+      range_error_ = fmt::format("entries[{}].{} is out of range (not a 64-bit integer)", e->index,
+                                 kFieldNames[k]);
+    }
+    return v;
+  };
+  e->seq = number(e->is_p2p ? kP2pSeq : kCollSeq, -1);
+  e->t_created = number(kCreated, 0);
+  e->t_started = number(kStarted, 0);
+  e->t_completed = number(kCompleted, 0);
   e->op = StrId(f[kProfilingName]);
   std::uint32_t state = f[kState];
   e->state = state == PickleDoc::kNotFound ? State::kUnknown : StateOf(doc_.Text(state));
@@ -433,11 +491,20 @@ Status DumpReader::ExtractEntries(std::uint32_t list, RankDump* out) {
       bad = MakeError(fmt::format("entries[{}] is not a dict", index));
       return;
     }
+    if (!Spend(sizeof(Entry))) {
+      bad = BudgetError();
+      return;
+    }
     Entry e;
     e.index = index++;
     ExtractEntry(item, &e);
+    if (!range_error_.empty()) {
+      bad = MakeError(range_error_);
+      return;
+    }
     out->entries.push_back(e);
   });
+  if (bad && spent_ > budget_) return BudgetError();
   return bad;
 }
 
@@ -455,8 +522,17 @@ void DumpReader::RegisterPgs(std::uint32_t config) {
     if (ranks != PickleDoc::kNotFound && doc_.at(ranks).kind == Kind::kStr) {
       text = doc_.Text(ranks);
     } else if (ranks != PickleDoc::kNotFound) {
-      doc_.ForEachItem(
-          ranks, [&](std::uint32_t r) { list.push_back(static_cast<int>(AsInt(doc_, r, -1))); });
+      // Only ranks: an item that is not one (a list that holds itself through the memo, a
+      // string, a number past 2^24) makes the members unknown rather than "rank -1", which
+      // would stand for a member no dump can match and hide what the others show.
+      bool valid = true;
+      doc_.ForEachItem(ranks, [&](std::uint32_t r) {
+        const Kind k = doc_.at(r).kind;
+        const std::int64_t v = k == Kind::kInt ? doc_.at(r).i : -1;
+        if (v < 0 || v > (1 << 24)) valid = false;
+        if (valid) list.push_back(static_cast<int>(v));
+      });
+      if (!valid) list.clear();
     }
     std::uint32_t d = doc_.Find(c, "desc");
     std::string desc = d != PickleDoc::kNotFound && !doc_.Text(d).empty()
@@ -492,6 +568,7 @@ Result<RankDump> DumpReader::Extract() {
   gloo_ = false;
   auto st = ExtractEntries(entries, &out);
   if (!st) return st.error();
+  if (spent_ > budget_) return BudgetError();
   out.gloo = gloo_;
   std::uint32_t config = doc_.Find(root, "pg_config");
   if (config != PickleDoc::kNotFound && doc_.at(config).kind == Kind::kDict) RegisterPgs(config);

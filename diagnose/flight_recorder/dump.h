@@ -47,6 +47,13 @@ class DumpReader {
 
  private:
   struct Fields;
+  /// A file may expand to kBudgetBase + kBudgetPerByte x its size bytes of values.
+  static constexpr std::uint64_t kBudgetBase = 16u << 20;
+  static constexpr std::uint64_t kBudgetPerByte = 16;
+  /// A shape string longer than this is not rendered further.
+  static constexpr std::size_t kMaxShape = 64u << 10;
+  bool Spend(std::uint64_t n);
+  Error BudgetError() const;
   Status FromJson(std::string_view bytes);
   Result<std::uint32_t> BuildJson(const nlohmann::json& v, int depth);
   std::uint32_t JsonNode(Kind kind);
@@ -75,6 +82,8 @@ class DumpReader {
   std::vector<Frame> frames_;
   std::unordered_map<std::uint32_t, std::pair<std::string, std::string>> pg_seen_;  // name, desc
   bool gloo_ = false;
+  std::uint64_t budget_ = 0, spent_ = 0, input_size_ = 0;
+  std::string range_error_;  // the first number out of range in this file
 };
 
 }  // namespace sl::diagnose::fr

@@ -100,6 +100,16 @@ Finding IommuFinding(const CheckContext& ctx) {
   }
   std::string args = iommu_args.empty() ? "no iommu arguments on the kernel command line"
                                         : "kernel command line: " + iommu_args;
+  if (!h.iommu_unreadable.empty() && !off) {
+    // The units could not be listed: "no units, IOMMU off" would rest on a read that failed.
+    Finding u = Coded(Make("iommu", Outcome::kError,
+                           "could not check the IOMMU: /sys/class/iommu is there but cannot be "
+                           "read (" +
+                               h.iommu_unreadable + "; " + args + ")"),
+                      "pci.acs/iommu_unknown");
+    u.next_step = "run preflight as root, or check /sys/class/iommu is readable (ls -l)";
+    return u;
+  }
   Finding f = Coded(Make("iommu", Outcome::kPass, ""), "pci.acs/iommu_off_or_passthrough");
   f.With("/sys/class/iommu", units.empty() ? "(no units)" : Join(units, " "));
   if (!cmdline.empty()) f.With("/proc/cmdline", cmdline);

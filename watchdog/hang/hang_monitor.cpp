@@ -440,6 +440,7 @@ void HangMonitor::OnStart(pid_t) {
     o.poll = options_.peer_poll;
     o.not_before_unix =
         std::chrono::duration<double>(start_wall_.time_since_epoch()).count() - kStaleEventS;
+    o.launch = LaunchOf(options_.job_env);
     peers_ = std::make_unique<PeerChannel>(std::move(o));
   }
   if (!options_.run_dir.empty() && !live_) {
@@ -617,6 +618,7 @@ void HangMonitor::OnTick(Clock::time_point now) {
   auto trigger = static_cast<diagnose::Trigger>(p);
   if (trigger != diagnose::Trigger::kPeerHang) {
     declared_here_ = true;
+    declared_unix_ = WallSeconds();
     // Before the capture: the other nodes start theirs while this one runs its collectors.
     if (peers_) PostEvent("hang", trigger, std::nullopt);
   }

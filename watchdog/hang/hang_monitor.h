@@ -123,6 +123,8 @@ class HangMonitor {
   bool HangDetected() const { return hang_detected_.load(); }
   /// The job-level post-mortem's run root, once `diagnose` ran there ("" = not run).
   const std::string& PostMortem() const { return post_mortem_; }
+  /// When this node declared the hang (seconds since the epoch; 0 = none declared here).
+  double DeclaredUnix() const { return declared_unix_; }
 
  private:
   void OnCandidateLine(int stream, std::string_view line, std::uint64_t line_no,
@@ -187,6 +189,7 @@ class HangMonitor {
   std::optional<PeerEvent> peer_hang_;  // the notice being answered (main thread)
   bool peer_ended_ = false;     // the job ended before the notice was seen (OnEnded, main thread)
   bool declared_here_ = false;  // a hang declared by this node's own detectors
+  double declared_unix_ = 0;
   bool stuck_logged_ = false;
   std::string post_mortem_;
   // A rank failure seen in the output (torchrun's "failed (exitcode: ...)" line), pump threads.

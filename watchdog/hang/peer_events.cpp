@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/file_writer.h"
+#include "common/input_file.h"
 #include "common/json_text.h"
 
 namespace sl::hang {
@@ -55,39 +56,59 @@ std::string TimeText(double t) {
   return buf;
 }
 
-// Reads one candidate event file relative to `dfd`: only a regular file of `uid`, not a link,
-// at most kMaxEventBytes; the checks are repeated on the open descriptor (a swap between the
-// fstatat and the open is caught).
-Result<std::string> ReadTrusted(int dfd, const char* name, uid_t uid) {
+// One candidate event file: the input reader's rules (a regular file, no link, at most
+// kMaxEventBytes), and owned by `uid` alone: the run root may be group-writable, and nobody else
+// may make us capture or change our verdict.
+Result<std::string> ReadTrusted(const std::string& dir, const char* name, uid_t uid) {
+  InputRule rule;
+  rule.kind = InputKind::kEvent;
+  rule.max_bytes = kMaxEventBytes;
+  rule.trusted_uid = uid;
+  auto f = OpenInputUnder(dir, name, rule);
+  if (!f.ok()) return f.error();
   struct stat st {};
-  if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return MakeError(Errno(errno));
-  auto check = [&](const struct stat& s) -> Status {
-    if (!S_ISREG(s.st_mode)) return MakeError("not a regular file");
-    if (s.st_uid != uid) return MakeError(fmt::format("owned by uid {}, not {}", s.st_uid, uid));
-    if (static_cast<std::size_t>(s.st_size) > kMaxEventBytes) return MakeError("too large");
-    return OkStatus();
-  };
-  if (auto ok = check(st); !ok.ok()) return ok.error();
-  int fd = ::openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return MakeError(Errno(errno));
-  std::string text;
-  if (::fstat(fd, &st) != 0 || !check(st).ok()) {
-    ::close(fd);
-    return MakeError("changed while opening");
+  if (::fstat(f->fd(), &st) != 0 || st.st_uid != uid) {
+    return MakeError(fmt::format("owned by uid {}, not {}", st.st_uid, uid));
   }
-  char buf[8192];
-  while (text.size() <= kMaxEventBytes) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  if (text.size() > kMaxEventBytes) return MakeError("too large");
-  return text;
+  return f->ReadAll();
 }
 
 }  // namespace
+
+Launch LaunchOf(const Environment& env) {
+  auto get = [&](std::string_view name) { return Lookup(env, name).value_or(""); };
+  Launch l;
+  for (std::string_view v : {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"}) {
+    if (l.job_id = get(v); !l.job_id.empty()) break;
+  }
+  const std::string restart = get("SLURM_RESTART_COUNT");
+  l.restart = 0;
+  for (char c : restart) {
+    if (c < '0' || c > '9' || l.restart > (1 << 26)) {
+      l.restart = -1;
+      break;
+    }
+    l.restart = l.restart * 10 + (c - '0');
+  }
+  l.launch_id = get("SAFE_LAUNCH_LAUNCH_ID");
+  if (l.launch_id.empty()) {
+    // What every node of one launch shares and the next launch does not: the srun step, and
+    // torchrun's rendezvous (its id, else its endpoint).
+    std::vector<std::string> parts;
+    // (MASTER_ADDR/PORT are left out: scripts set them per node as often as not.)
+    for (std::string_view v :
+         {"SLURM_STEP_ID", "TORCHELASTIC_RUN_ID", "PET_RDZV_ID", "PET_RDZV_ENDPOINT"}) {
+      if (std::string x = get(v); !x.empty()) parts.push_back(std::string(v) + "=" + x);
+    }
+    for (const auto& p : parts) l.launch_id += (l.launch_id.empty() ? "" : ",") + p;
+  }
+  return l;
+}
+
+std::string LaunchText(const Launch& l) {
+  return fmt::format("job {} restart {} launch {}", l.job_id.empty() ? "-" : l.job_id, l.restart,
+                     l.launch_id.empty() ? "-" : l.launch_id);
+}
 
 std::string EventJson(const PeerEvent& e) {
   nlohmann::json j;
@@ -103,6 +124,9 @@ std::string EventJson(const PeerEvent& e) {
   j["rank"] = e.rank ? nlohmann::json(*e.rank) : nlohmann::json();
   j["exit_status"] = e.exit_status ? nlohmann::json(*e.exit_status) : nlohmann::json();
   j["first_error"] = e.first_error;
+  j["launch"] = {{"job_id", e.launch.job_id},
+                 {"restart", e.launch.restart},
+                 {"launch_id", e.launch.launch_id}};
   return JsonText(j);
 }
 
@@ -131,6 +155,18 @@ Result<PeerEvent> ParseEvent(std::string_view text) {
   if (auto r = j.find("rank"); r != j.end() && r->is_number_integer()) e.rank = r->get<int>();
   if (auto s = j.find("exit_status"); s != j.end() && s->is_number_integer())
     e.exit_status = s->get<int>();
+  if (auto l = j.find("launch"); l != j.end() && l->is_object()) {
+    auto text = [&](const char* k) {
+      auto it = l->find(k);
+      return it != l->end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    e.launch.job_id = text("job_id");
+    e.launch.launch_id = text("launch_id");
+    if (auto r = l->find("restart"); r != l->end() && r->is_number_integer()) {
+      const auto v = r->get<std::int64_t>();
+      e.launch.restart = v >= 0 && v < (1 << 30) ? static_cast<int>(v) : -1;
+    }
+  }
   return e;
 }
 
@@ -169,7 +205,8 @@ Result<std::string> WriteEvent(const std::string& dir, const PeerEvent& event) {
 }
 
 std::vector<PeerEvent> ReadEvents(const std::string& dir, uid_t uid,
-                                  std::vector<std::string>* rejected) {
+                                  std::vector<std::string>* rejected,
+                                  std::set<std::string>* known) {
   std::vector<PeerEvent> events;
   int dfd = OpenDirNoFollow(dir);
   if (dfd < 0) return events;
@@ -181,7 +218,9 @@ std::vector<PeerEvent> ReadEvents(const std::string& dir, uid_t uid,
   while (dirent* ent = ::readdir(d)) {
     const char* name = ent->d_name;
     if (name[0] == '.') continue;  // ., .., and posts being written
-    auto text = ReadTrusted(::dirfd(d), name, uid);
+    // Event files are renamed into place whole and never change: one look per name.
+    if (known != nullptr && !known->insert(name).second) continue;
+    auto text = ReadTrusted(dir, name, uid);
     Result<PeerEvent> e = text.ok() ? ParseEvent(*text) : Result<PeerEvent>(text.error());
     if (!e.ok()) {
       if (rejected) rejected->push_back(fmt::format("{}: {}", name, e.error().message));
@@ -299,6 +338,8 @@ struct PeerChannel::State {
   bool stop = false, exited = false;
   std::vector<PeerEvent> events;  // from other nodes, oldest first
   std::set<std::string> seen;     // files taken
+  std::set<std::string> known;    // names looked at by a poll (ReadEvents' incremental set)
+  std::size_t other_launches = 0;
   std::string last_error;
   std::string busy_with;  // "" when idle
   std::chrono::steady_clock::time_point busy_since{};
@@ -311,13 +352,18 @@ struct PeerChannel::State {
 
   void Poll() {
     SetBusy("polling " + options.dir);
-    std::vector<PeerEvent> got = ReadEvents(options.dir, options.uid);
+    // `known` is touched by this worker thread only.
+    std::vector<PeerEvent> got = ReadEvents(options.dir, options.uid, nullptr, &known);
     std::lock_guard lock(mu);
     busy_with.clear();
     for (auto& e : got) {
       if (e.node == options.self_node || seen.count(e.file)) continue;
       seen.insert(e.file);
       if (options.not_before_unix > 0 && e.time_unix < options.not_before_unix) continue;
+      if (!(e.launch == options.launch)) {
+        ++other_launches;  // a requeue's, a re-run's, an earlier step's: not ours
+        continue;
+      }
       events.push_back(std::move(e));
     }
     std::stable_sort(events.begin(), events.end(), [](const PeerEvent& a, const PeerEvent& b) {
@@ -371,6 +417,7 @@ PeerChannel::~PeerChannel() {
 
 void PeerChannel::Post(PeerEvent event) {
   std::weak_ptr<State> weak = state_;
+  event.launch = state_->options.launch;
   std::lock_guard lock(state_->mu);
   state_->work.push_back([weak, event = std::move(event)] {
     auto s = weak.lock();
@@ -432,6 +479,11 @@ std::optional<PeerEvent> PeerChannel::First(std::string_view kind) const {
     if (e.kind == kind) return e;
   }
   return std::nullopt;
+}
+
+std::size_t PeerChannel::OtherLaunches() const {
+  std::lock_guard lock(state_->mu);
+  return state_->other_launches;
 }
 
 std::string PeerChannel::Stuck() const {

@@ -24,13 +24,31 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/environment.h"
 #include "common/result.h"
 
 namespace sl::hang {
+
+/// Which launch of which job an event belongs to. A Slurm requeue, a second srun step or a re-run
+/// into the same run root is another launch: its supervisors must not take this one's hang.
+struct Launch {
+  std::string job_id;     ///< SLURM_JOB_ID (else PBS_JOBID, LSB_JOBID, FLUX_JOB_ID), "" if none
+  int restart = 0;        ///< SLURM_RESTART_COUNT: a requeued job keeps its id
+  std::string launch_id;  ///< SAFE_LAUNCH_LAUNCH_ID, else the step and rendezvous of this launch
+  bool operator==(const Launch&) const = default;
+};
+
+/// The launch as every node of it sees it in its job environment: the same on all nodes of one
+/// launch (the scheduler's ids, torchrun's rendezvous id and endpoint), another on a requeue, a
+/// new srun step or a new rendezvous. SAFE_LAUNCH_LAUNCH_ID, when set, is the launch id.
+Launch LaunchOf(const Environment& env);
+/// "job 812 restart 1 launch 812.0/rdzv-1" for messages.
+std::string LaunchText(const Launch& launch);
 
 /// One event a node's supervisor posts for the other nodes of its job.
 struct PeerEvent {
@@ -45,6 +63,7 @@ struct PeerEvent {
   std::optional<int> rank;  ///< the failed rank, when known (failure)
   std::optional<int> exit_status;  ///< the job's exit status there (failure)
   std::string first_error;         ///< the first error line of the failed rank (failure)
+  Launch launch;                   ///< the launch it was posted by (the channel stamps it)
   std::string file;                ///< where it was read from (set by the reader)
 };
 
@@ -63,9 +82,12 @@ Status EnsureEventsDir(const std::string& dir, uid_t uid);
 /// Writes one event file into `dir` (see the top of this file). Returns its path.
 Result<std::string> WriteEvent(const std::string& dir, const PeerEvent& event);
 /// Every event in `dir` whose file is trusted (regular, owned by `uid`, at most kMaxEventBytes,
-/// not a dot name) and parses; `rejected` (optional) gets "name: why" for the others.
+/// not a dot name) and parses; `rejected` (optional) gets "name: why" for the others. Names in
+/// `known` (optional) are not opened, and every name looked at is added to it: a poll that
+/// passes the same set reads only the files that are new since the last one.
 std::vector<PeerEvent> ReadEvents(const std::string& dir, uid_t uid,
-                                  std::vector<std::string>* rejected = nullptr);
+                                  std::vector<std::string>* rejected = nullptr,
+                                  std::set<std::string>* known = nullptr);
 
 /// What a failed job's output says of its first failure: torchrun's failure table names the
 /// rank ("rank      : 1 (local_rank: 0)"); the error is the first Python exception line
@@ -101,7 +123,11 @@ class PeerChannel {
   struct Options {
     std::string dir;        ///< <job run root>/.events
     std::string self_node;  ///< events from this node are ignored
-    uid_t uid = 0;          ///< only files of this user are trusted
+    /// This supervisor's launch: posts carry it, and events of another launch are ignored
+    /// (counted in OtherLaunches()). An event without one is another launch's unless ours is
+    /// empty too.
+    Launch launch;
+    uid_t uid = 0;  ///< only files of this user are trusted
     std::chrono::milliseconds poll{500};
     /// Events older than this (wall clock, seconds) are ignored: left over from an earlier job
     /// that used the same run root. 0 = take all.
@@ -130,6 +156,8 @@ class PeerChannel {
   std::vector<PeerEvent> Events() const;
   /// The oldest event of `kind` from another node, if any.
   std::optional<PeerEvent> First(std::string_view kind) const;
+  /// Events seen from other launches of the job (ignored), for a log line.
+  std::size_t OtherLaunches() const;
   /// Describes a poll/post that has run longer than stuck_after ("" when none); for a log line.
   std::string Stuck() const;
   /// Where events are written, and the last error writing one ("" = none).

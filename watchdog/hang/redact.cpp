@@ -15,14 +15,47 @@ bool IsNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
 }
 
+// The name classes (one row per class; redact.h lists them): a '_'/'-'/'.'-separated part of a
+// name is secret when it ends with, contains or is one of these words.
+enum class Match { kSuffix, kContains, kExact };
+struct NameClass {
+  std::string_view word;
+  Match how;
+};
+constexpr NameClass kNameClasses[] = {
+    {"TOKEN", Match::kSuffix},         // HF_TOKEN, GITLABTOKEN; not TOKENIZERS_, --max-tokens
+    {"SECRET", Match::kContains},      // AWS_SECRET_ACCESS_KEY, CLIENT_SECRETS
+    {"PASS", Match::kSuffix},          // SSHPASS, DB_PASS, PGPASS
+    {"PASSWORD", Match::kContains},    // DB_PASSWORD, PASSWORDFILE
+    {"PASSWD", Match::kContains},      // MYSQL_PASSWD
+    {"PASSPHRASE", Match::kContains},  // GPG_PASSPHRASE
+    {"KEY", Match::kSuffix},           // WANDB_API_KEY, APIKEY, --api-key
+    {"CRED", Match::kContains},        // *_CREDS, *_CREDENTIALS, CREDFILE
+    {"AUTH", Match::kContains},        // AUTH, OAUTH_, AUTHORIZATION, BASICAUTH; not AUTHOR
+    {"PAT", Match::kExact},            // GH_PAT, GITLAB_PAT; not PATH
+    {"COOKIE", Match::kContains},      // SESSION_COOKIE
+};
+// Words that hold a class's word without being a secret.
+constexpr std::string_view kNotSecret[] = {"BYPASS", "COMPASS", "AUTHOR", "AUTHORS"};
+
 bool EndsWithWord(std::string_view part) {
-  static constexpr std::string_view kWords[] = {"TOKEN",       "SECRET", "PASSWORD",
-                                                "PASSWD",      "KEY",    "CREDENTIAL",
-                                                "CREDENTIALS", "APIKEY", "PASSPHRASE"};
-  for (auto w : kWords) {
-    if (EndsWith(part, w)) return true;
+  for (std::string_view w : kNotSecret) {
+    if (part == w) return false;
   }
-  return part == "AUTH" || part == "AUTHORIZATION" || part == "COOKIE" || part == "PASS";
+  for (const NameClass& c : kNameClasses) {
+    switch (c.how) {
+      case Match::kSuffix:
+        if (EndsWith(part, c.word)) return true;
+        break;
+      case Match::kContains:
+        if (part.find(c.word) != std::string_view::npos) return true;
+        break;
+      case Match::kExact:
+        if (part == c.word) return true;
+        break;
+    }
+  }
+  return false;
 }
 
 // End of a value starting at out[p]. Quoted: at the closing quote (a backslash escapes the next
@@ -97,7 +130,33 @@ constexpr TokenShape kTokenShapes[] = {
     {"xoxe-", 10, DashBody},
     {"AKIA", 16, UpperDigitBody, 16},
     {"ASIA", 16, UpperDigitBody, 16},
+    {"sk_live_", 16, AlnumBody},  // Stripe secret and restricted keys
+    {"sk_test_", 16, AlnumBody},
+    {"rk_live_", 16, AlnumBody},
+    {"rk_test_", 16, AlnumBody},
+    {"whsec_", 16, AlnumBody},
+    {"npm_", 30, AlnumBody},
+    {"pypi-", 50, DashBody},
 };
+
+bool Base64UrlChar(char c) { return IsAlnum(c) || c == '-' || c == '_'; }
+
+// A JWT: three base64url parts joined by '.', the first two JSON objects ("eyJ" is base64 of
+// '{"'); the signature may be empty (alg none). Its length at text[i], 0 when none.
+std::size_t JwtAt(std::string_view text, std::size_t i) {
+  std::size_t e = i;
+  for (int part = 0; part < 3; ++part) {
+    const std::size_t b = e;
+    if (part < 2 && text.compare(e, 3, "eyJ") != 0) return 0;
+    while (e < text.size() && Base64UrlChar(text[e])) ++e;
+    if (part < 2 && e - b < 10) return 0;
+    if (part < 2) {
+      if (e >= text.size() || text[e] != '.') return 0;
+      ++e;
+    }
+  }
+  return e - i;
+}
 
 // Length of a token shape starting at text[i] (at a word boundary), 0 when none.
 std::size_t ShapeAt(std::string_view text, std::size_t i) {
@@ -146,7 +205,7 @@ std::string RedactShapes(std::string_view text) {
     const bool boundary = i == 0 || !(IsAlnum(text[i - 1]) || text[i - 1] == '_' ||
                                       text[i - 1] == '-' || text[i - 1] == '.');
     if (boundary) {
-      if (std::size_t len = ShapeAt(text, i)) {
+      if (std::size_t len = std::max(ShapeAt(text, i), JwtAt(text, i))) {
         out.append(kRedacted);
         i += len;
         continue;
@@ -169,6 +228,14 @@ std::string RedactShapes(std::string_view text) {
       // user:password@ right after the scheme: keep the user, drop the password.
       std::size_t colon = i + 3;
       while (colon < n && IsUserChar(text[colon])) ++colon;
+      // scheme://KEY@host (a DSN, a token as the user): the user-info alone is the secret.
+      if (colon < n && text[colon] == '@' && colon > i + 3 &&
+          text.compare(i + 3, kRedacted.size(), kRedacted) != 0) {
+        out.append("://");
+        out.append(kRedacted);
+        i = colon;
+        continue;
+      }
       if (colon < n && text[colon] == ':') {
         if (std::size_t len = UserInfoPasswordAt(text, colon + 1); len > 0) {
           out.append(text, i, colon + 1 - i);
@@ -239,6 +306,43 @@ std::optional<Span> ValueToRedact(std::string_view out, std::size_t p, bool json
   return Span{p, e};
 }
 
+// PEM private keys: the body between "-----BEGIN ... PRIVATE KEY-----" and its "-----END" line
+// (to the end of the text when the END is cut off) becomes one "<redacted>" line.
+std::string RedactPem(std::string_view text) {
+  static constexpr std::string_view kBegin = "-----BEGIN ";
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t b = text.find(kBegin, i);
+    if (b == std::string_view::npos) break;
+    std::size_t head_end = text.find("-----", b + kBegin.size());
+    if (head_end == std::string_view::npos) break;
+    std::string_view label = text.substr(b + kBegin.size(), head_end - b - kBegin.size());
+    head_end += 5;
+    if (label.find("PRIVATE KEY") == std::string_view::npos || label.find('\n') != label.npos) {
+      out.append(text, i, head_end - i);
+      i = head_end;
+      continue;
+    }
+    out.append(text, i, head_end - i);
+    const std::size_t end = text.find("-----END", head_end);
+    out.append("\n");
+    out.append(kRedacted);
+    out.append("\n");
+    i = end == std::string_view::npos ? text.size() : end;
+  }
+  out.append(text, std::min(i, text.size()));
+  return out;
+}
+
+// netrc's "machine H login U password P" (and "passwd"): a keyword, a space, the secret.
+bool IsNetrcKeyword(std::string_view name, std::string_view line_before) {
+  return (name == "password" || name == "passwd") &&
+         (line_before.find("machine ") != std::string_view::npos ||
+          line_before.find("login ") != std::string_view::npos ||
+          line_before.find("default") != std::string_view::npos);
+}
+
 }  // namespace
 
 bool IsSecretName(std::string_view name) {
@@ -255,6 +359,39 @@ bool IsSecretName(std::string_view name) {
   }
   // DB_PWD, MYSQL_PWD; but PWD alone is the working directory.
   return parts.size() > 1 && parts.back() == "PWD";
+}
+
+std::span<const RedactionPattern> RedactionPatterns() {
+  static constexpr RedactionPattern kPatterns[] = {
+      {"name_token", "HF_TOKEN=hf_value_0123", "hf_value_0123"},
+      {"name_secret", "CLIENT_SECRETS=s3cr3t-value", "s3cr3t-value"},
+      {"name_pass_suffix", "SSHPASS=hunter2hunter2", "hunter2hunter2"},
+      {"name_password", "DB_PASSWORD: pw-value-1", "pw-value-1"},
+      {"name_key", "WANDB_API_KEY=0123456789abcdef", "0123456789abcdef"},
+      {"name_cred", "GCP_CREDS=cred-value-77", "cred-value-77"},
+      {"name_auth", "OAUTH_CLIENT=auth-value-1", "auth-value-1"},
+      {"name_pat", "GH_PAT=patvalue1234", "patvalue1234"},
+      {"name_pwd", "MYSQL_PWD=abcd1234", "abcd1234"},
+      {"spaced_assignment", "aws_secret_access_key = wJalrXUtnFEMIK7MDENG", "wJalrXUtnFEMIK7MDENG"},
+      {"json_key", R"({"api_key": "json-secret-1"})", "json-secret-1"},
+      {"flag", "train.py --api-key flag-secret-1", "flag-secret-1"},
+      {"auth_scheme", "Authorization: Bearer abcdefgh12345678", "abcdefgh12345678"},
+      {"url_password", "https://alice:url-pw-123@git.example.com/r", "url-pw-123"},
+      {"url_user_key", "https://0123456789abcdef@o1.ingest.sentry.io/5", "0123456789abcdef"},
+      {"token_prefix", "token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghij"},
+      {"stripe_key", "charge with sk_live_abcdefghijklmnop1234", "sk_live_abcdefghijklmnop"},
+      {"jwt",
+       "cookie "
+       "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_"
+       "XgL0n3I9PlFUP0THsR8U",
+       "dozjgNryP4J3jVmNHl0w5N"},
+      {"pem_private_key",
+       "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx1pemBody\nSecondLineOfKey\n"
+       "-----END RSA PRIVATE KEY-----\n",
+       "MIIEowIBAAKCAQEAx1pemBody"},
+      {"netrc_password", "machine api.example.com login bob password netrc-pw-9", "netrc-pw-9"},
+  };
+  return kPatterns;
 }
 
 Redactor::Redactor(const Environment& env) {
@@ -300,7 +437,7 @@ std::vector<std::string> Redactor::RedactArgv(const std::vector<std::string>& ar
 }
 
 std::string Redactor::Redact(std::string_view text) const {
-  std::string out(text);
+  std::string out = RedactPem(text);
   {
     std::lock_guard lock(mu_);
     for (const std::string& s : secrets_) {
@@ -331,12 +468,28 @@ std::string Redactor::Redact(std::string_view text) const {
     const bool json_key = start > 0 && out[start - 1] == '"' && p < n && out[p] == '"';
     // "NAME": "VALUE" (JSON) -- skip the closing quote, colon and spaces.
     if (p < n && (out[p] == '"' || out[p] == '\'')) ++p;
+    // "key = value" (ini files, ~/.aws/credentials): spaces around '='.
+    bool spaced = false;
+    if (p < n && out[p] == ' ') {
+      std::size_t q = p;
+      while (q < n && (out[q] == ' ' || out[q] == '\t')) ++q;
+      if (q < n && out[q] == '=' && (q + 1 >= n || out[q + 1] != '=')) {
+        p = q;
+        spaced = true;
+      }
+    }
     bool json = p < n && out[p] == ':';
     bool assign = p < n && out[p] == '=';
     bool flag = StartsWith(name, "-") && p < n && (out[p] == ' ' || out[p] == '\0');
+    const std::size_t line_start =
+        out.rfind('\n', start) == std::string::npos ? 0 : out.rfind('\n', start) + 1;
+    if (!json && !assign && !flag && p < n && out[p] == ' ' &&
+        IsNetrcKeyword(name, std::string_view(out).substr(line_start, start - line_start))) {
+      flag = true;
+    }
     if (!json && !assign && !flag) continue;
     ++p;
-    while (json && p < n && out[p] == ' ') ++p;
+    while ((json || spaced || flag) && p < n && (out[p] == ' ' || out[p] == '\t')) ++p;
     char quote = 0;
     if (p < n && (out[p] == '"' || out[p] == '\'')) quote = out[p++];
     auto r = ValueToRedact(out, p, json, json_key, quote);

@@ -8,9 +8,15 @@
 // --secret-flag=VALUE; (4) shapes that are secrets without a name: well-known token prefixes
 // (ghp_/gho_/ghu_/ghs_/ghr_/github_pat_, glpat-, hf_, sk-, xox[abprse]-, AKIA/ASIA key ids), a
 // word after "Bearer ", and the password of URL user-info (scheme://user:PASSWORD@host).
-// The replacement is "<redacted>".
+// The replacement is "<redacted>". Matching is by class, not by a list of known names: the
+// pattern table (RedactionPatterns) holds one row per class with an example, and each row has
+// its test: secret names (parts with TOKEN/KEY suffix, SECRET/PASSWORD/CRED/AUTH/COOKIE inside,
+// a PASS suffix, PAT, a trailing PWD), NAME=VALUE with or without spaces around '=', JSON keys,
+// --flags, HTTP auth schemes, URL user-info (scheme://user:PASSWORD@ and scheme://KEY@), token
+// prefixes, JWTs, PEM private-key blocks (multi-line), netrc "password P".
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +33,17 @@ inline constexpr std::string_view kRedacted = "<redacted>";
 /// DB_PASS, MYSQL_PWD; not PWD itself, the working directory). Parts rather than raw substrings so
 /// that --max-tokens or TOKENIZERS_PARALLELISM are not taken for secrets.
 bool IsSecretName(std::string_view name);
+
+/// One class of secret the Redactor matches: a stable id, an example line holding a secret, and
+/// the secret itself (which must not survive Redact(example)).
+struct RedactionPattern {
+  std::string_view id;
+  std::string_view example;
+  std::string_view secret;
+};
+
+/// The table of classes, one row per pattern.
+std::span<const RedactionPattern> RedactionPatterns();
 
 class Redactor {
  public:

@@ -142,7 +142,9 @@ class Diagnose(unittest.TestCase):
         self.assertEqual(rc, 0)
         j = json.loads(out)
         self.assertEqual(j["causes"][0]["category"], "gid_index")
-        self.assertTrue(any("rank0.pkl" in s for s in j["input"]["skipped"]))
+        # Binary files (dumps) are counted, not listed one line each (1024 dumps: 1 line).
+        self.assertEqual(j["input"]["binary_files"], 1)
+        self.assertFalse(any("rank0.pkl" in s for s in j["input"]["skipped"]))
         tgz = os.path.join(self.dir, "bundle.tar.gz")
         with tarfile.open(tgz, "w:gz") as t:
             t.add(bundle, arcname="hang-n1")

@@ -1,6 +1,7 @@
 """A throw-away Slurm cluster on this host for the integration tests: munged on its own socket
 and key, one slurmctld and two slurmd (node 0 carries this host's name, which resolves; node 1 is
-a second NodeName on its own port), all state under one temporary directory, unique ports.
+a second NodeName on its own port; `nnodes=3` adds node 2, `<host>-n2`, on a third port: room for
+a requeued job that leaves a node out), all state under one temporary directory, unique ports.
 
     with SlurmCluster() as c:
         c.sbatch("job.sbatch") ...
@@ -34,9 +35,12 @@ def free_ports(n):
 
 
 class SlurmCluster:
-    def __init__(self, kill_wait=30, extra_conf=""):
+    def __init__(self, kill_wait=30, extra_conf="", nnodes=2, auth_info=""):
         self.host = socket.gethostname().split(".")[0]
-        self.nodes = [self.host, self.host + "-n1"]
+        self.nodes = [self.host] + [f"{self.host}-n{i}" for i in range(1, nnodes)]
+        # Extra AuthInfo options, e.g. "cred_expire=10": a requeued batch job waits that long
+        # (120 s by default) before it may start again.
+        self.auth_info = auth_info
         self.kill_wait = kill_wait
         self.extra_conf = extra_conf
         self.dir = None
@@ -64,8 +68,8 @@ class SlurmCluster:
         os.chmod(self.dir, 0o700)
         for sub in ("munge", "state", "spool", "log", "submit"):
             os.makedirs(self.path(sub), mode=0o700)
-        ctld_port, port_a, port_b = free_ports(3)
-        self.write_conf(ctld_port, port_a, port_b)
+        ctld_port, *node_ports = free_ports(1 + len(self.nodes))
+        self.write_conf(ctld_port, node_ports)
         self.env = dict(os.environ, SLURM_CONF=self.path("slurm.conf"))
         for k in list(self.env):
             # The caller's own job (CI under Slurm) must not leak into ours.
@@ -78,11 +82,14 @@ class SlurmCluster:
                        ["slurmd", "-D", "-N", node, "-f", self.path("slurm.conf")])
         self.wait_idle()
 
-    def write_conf(self, ctld_port, port_a, port_b):
+    def write_conf(self, ctld_port, node_ports):
         p = self.path
         # A callable extra_conf writes what its lines name (prolog wrappers, sysroots) into the
         # cluster's directory and returns the lines.
         extra = self.extra_conf(self) if callable(self.extra_conf) else self.extra_conf
+        nodes = "\n".join(f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname=localhost Port={port} "
+                          "CPUs=4 RealMemory=1000 State=UNKNOWN"
+                          for n, port in zip(self.nodes, node_ports))
         conf = f"""ClusterName=sltest{os.getpid()}
 SlurmctldHost={self.host}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -90,7 +97,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={p('munge', 'munge.socket')}
+AuthInfo=socket={p('munge', 'munge.socket')}{',' + self.auth_info if self.auth_info else ''}
 StateSaveLocation={p('state')}
 SlurmdSpoolDir={p('spool')}/%n
 SlurmctldPidFile={p('slurmctld.pid')}
@@ -114,8 +121,7 @@ KillWait={self.kill_wait}
 MinJobAge=600
 InactiveLimit=0
 MessageTimeout=20
-NodeName={self.nodes[0]} NodeAddr=127.0.0.1 NodeHostname=localhost Port={port_a} CPUs=4 RealMemory=1000 State=UNKNOWN
-NodeName={self.nodes[1]} NodeAddr=127.0.0.1 NodeHostname=localhost Port={port_b} CPUs=4 RealMemory=1000 State=UNKNOWN
+{nodes}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 {extra}
 """

@@ -191,3 +191,70 @@ TEST_CASE("WaitChildren kills what is left at the deadline and wakes on SIGCHLD,
 }
 
 }  // namespace sl
+
+namespace sl {
+namespace {
+
+bool Gone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    // "pid (comm) S ...": a zombie waiting for init is dead too.
+    auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+pid_t PidIn(const std::string& path) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream f(path);
+    pid_t pid = 0;
+    if (f >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("RunChild's deadline kills the helper's whole process group, its children too") {
+  char tmpl[] = "/tmp/sl-spawn-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  SpawnSpec spec;
+  spec.argv = {"/bin/sh", "-c", "sleep 30 & echo $! > " + dir + "/kid; wait"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  auto r = RunChild(spec, std::chrono::milliseconds(500));
+  REQUIRE(r.ok());
+  CHECK(r->timed_out);
+  const pid_t kid = PidIn(dir + "/kid");
+  REQUIRE(kid > 0);
+  CHECK(Gone(kid));
+  ::kill(kid, SIGKILL);
+  ::waitpid(kid, nullptr, WNOHANG);  // ours only when this process is a subreaper
+}
+
+TEST_CASE("a helper dies with a SIGKILLed safe-launch (PR_SET_PDEATHSIG)") {
+  char tmpl[] = "/tmp/sl-spawn-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const pid_t middle = ::fork();
+  if (middle == 0) {
+    // Stands for safe-launch running a probe; it is SIGKILLed below.
+    SpawnSpec spec;
+    spec.argv = {"/bin/sh", "-c", "echo $$ > " + dir + "/helper; exec sleep 30"};
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
+    (void)RunChild(spec, std::chrono::seconds(30));
+    _exit(0);
+  }
+  const pid_t helper = PidIn(dir + "/helper");
+  REQUIRE(helper > 0);
+  ::kill(middle, SIGKILL);
+  ::waitpid(middle, nullptr, 0);
+  CHECK(Gone(helper));
+  ::kill(helper, SIGKILL);
+}
+
+}  // namespace sl

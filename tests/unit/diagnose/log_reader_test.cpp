@@ -85,6 +85,32 @@ TEST_CASE("an over-long line is cut at kMaxLine and the next line keeps its numb
   }
 }
 
+TEST_CASE("a lone CR ends a line, so a line after a progress bar is its own line") {
+  auto l = Lines({"epoch 1:  50%|#####\r", "epoch 1: 100%|##########\r[rank3]: watchdog timeout\n",
+                  "after\r\n"});
+  REQUIRE(l.size() == 4);
+  CHECK(l[0].second == "epoch 1:  50%|#####");
+  CHECK(l[2] == std::make_pair(std::uint64_t{3}, std::string("[rank3]: watchdog timeout")));
+  CHECK(l[3] == std::make_pair(std::uint64_t{4}, std::string("after")));
+}
+
+TEST_CASE("the line cap is per line: 100 KiB of CR-separated progress keeps the OOM after it") {
+  std::string bar;
+  while (bar.size() < 100 * 1024) bar += "  3%|#   | 30/1000 [00:01<00:30, 30it/s]\r";
+  for (const auto& feeds : {std::vector<std::string>{bar + "CUDA out of memory\n"},
+                            std::vector<std::string>{bar.substr(0, 70000), bar.substr(70000),
+                                                     "CUDA out of memory\n"}}) {
+    auto l = Lines(feeds);
+    REQUIRE(!l.empty());
+    CHECK(l.back().second == "CUDA out of memory");
+    for (const auto& [n, text] : l) CHECK(text.size() < 100);
+  }
+  // And one over-long line with a CR after it: the cut stops at the CR.
+  auto cut = Lines({std::string(LineAssembler::kMaxLine * 2, 'x') + "\rOOM\n"});
+  REQUIRE(cut.size() == 2);
+  CHECK(cut[1].second == "OOM");
+}
+
 TEST_CASE("a torchrun error file becomes its message and call stack") {
   std::string t = TorchErrorFileText(
       R"({"message": {"message": "RuntimeError: NCCL error in: x.cpp:1, unhandled system error", )"

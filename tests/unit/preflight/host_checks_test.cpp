@@ -369,6 +369,55 @@ TEST_CASE("pci.acs warns when the IOMMU translates DMA") {
   CHECK(Has(iommu->next_step, "iommu=pt"));
 }
 
+namespace {
+
+// A tree where /sys/class/iommu is there but cannot be listed (EACCES as a non-root user sees
+// a 0700 directory): MemFileReader cannot make a directory unreadable.
+class IommuUnreadable final : public FileReader {
+ public:
+  explicit IommuUnreadable(const MemFileReader& m) : m_(m) {}
+  Result<std::string> ReadFile(std::string_view p, std::size_t max) const override {
+    return m_.ReadFile(p, max);
+  }
+  Result<std::vector<std::string>> ListDir(std::string_view p) const override {
+    if (p == "/sys/class/iommu") return MakeError("cannot list directory: Permission denied");
+    return m_.ListDir(p);
+  }
+  Result<std::string> ReadLink(std::string_view p) const override { return m_.ReadLink(p); }
+  bool Exists(std::string_view p) const override { return p == "/sys/class/iommu" || m_.Exists(p); }
+  bool IsDir(std::string_view p) const override { return p == "/sys/class/iommu" || m_.IsDir(p); }
+  Result<std::uint64_t> FsSizeBytes(std::string_view p) const override { return m_.FsSizeBytes(p); }
+  std::string HostPath(std::string_view p) const override { return std::string(p); }
+  bool IsSysroot() const override { return true; }
+
+ private:
+  const MemFileReader& m_;
+};
+
+}  // namespace
+
+TEST_CASE("an unreadable /sys/class/iommu is 'could not check', not 'IOMMU off'") {
+  MemFileReader mem;
+  mem.AddDir("/sys/bus/pci/devices");
+  mem.AddDir("/sys/class");
+  mem.AddFile("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro intel_iommu=on\n");
+  IommuUnreadable fs(mem);
+  auto r = RunCheck(fs, CheckPciAcs);
+  const Finding* iommu = ForEntity(r.findings, "iommu");
+  REQUIRE(iommu);
+  CHECK(iommu->outcome == Outcome::kError);
+  CHECK(iommu->code == "pci.acs/iommu_unknown");
+  CHECK(Has(iommu->message, "could not check"));
+  // With no IOMMU class at all (no driver) it is still off.
+  MemFileReader none;
+  none.AddDir("/sys/bus/pci/devices");
+  none.AddFile("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro\n");
+  auto off = RunCheck(none, CheckPciAcs);
+  const Finding* f = ForEntity(off.findings, "iommu");
+  REQUIRE(f);
+  CHECK(f->outcome == Outcome::kPass);
+}
+
 // ---- kernel.log ------------------------------------------------------------------------------
 
 TEST_CASE("kernel.log passes on a clean boot log") {

@@ -267,3 +267,17 @@ TEST_CASE("no recipe is chosen from a fabric that could not be read") {
   port.AddDir("/sys/class/infiniband/mlx5_0/ports/1/link_layer");
   REQUIRE_FALSE(ChooseRecipe(GatherNodeFacts(port), {}, &why).ok());
 }
+
+TEST_CASE("a recipe's [slurm] table sets the remediation defaults and rejects bad values") {
+  auto r = Parse("[slurm]\non_node_fault = \"requeue\"\nfault_threshold = 0.9\nmax_requeues = 1\n");
+  REQUIRE(r.ok());
+  CHECK(r->slurm.on_node_fault == "requeue");
+  CHECK(r->slurm.origin == "test.toml:2");
+  CHECK(*r->slurm.fault_threshold == Approx(0.9));
+  CHECK(*r->slurm.max_requeues == 1);
+  CHECK(!Parse("[slurm]\non_node_fault = \"reboot\"\n").ok());
+  CHECK(!Parse("[slurm]\nfault_threshold = 1.5\n").ok());
+  auto typo = Parse("[slurm]\nmax_requeue = 1\n");
+  REQUIRE(!typo.ok());
+  CHECK(typo.error().fix.find("max_requeues") != std::string::npos);
+}

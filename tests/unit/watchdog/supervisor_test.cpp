@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 using namespace sl::watchdog;
 using namespace std::chrono_literals;
@@ -239,6 +240,29 @@ TEST_CASE("RunHelper kills a helper at its deadline") {
   REQUIRE(h.ok());
   CHECK(h->timed_out);
   CHECK(Clock::now() - t0 < 5s);
+}
+
+TEST_CASE("RunHelper's deadline kills the helper's children too, and the helper dies with us") {
+  char tmpl[] = "/tmp/sl-helper-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  Supervisor sup(Options({"true"}), {});
+  auto h = sup.RunHelper({"/bin/sh", "-c", "sleep 30 & echo $! > " + dir + "/kid; wait"}, 500ms);
+  REQUIRE(h.ok());
+  CHECK(h->timed_out);
+  pid_t kid = 0;
+  std::ifstream(dir + "/kid") >> kid;
+  REQUIRE(kid > 0);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(kid) + "/stat");
+    std::string line;
+    gone = !std::getline(stat, line) || line.find(") Z") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(gone);
+  ::kill(kid, SIGKILL);
+  // The test process is a subreaper (the supervisor made it one): the orphan is ours to reap.
+  ::waitpid(kid, nullptr, 0);
 }
 
 TEST_CASE("RunHelper of a program that does not exist is an error naming it") {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "common/exit_codes.h"
@@ -191,6 +192,7 @@ TEST_CASE("the channel never holds its caller up: a stuck worker is reported, no
 
 TEST_CASE("a hang declared on one node makes the other capture at once with trigger peer_hang") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   HangMonitor b(NodeOptions(root, "b"));
   auto ja = std::make_unique<FakeJob>();
@@ -229,11 +231,11 @@ TEST_CASE("a hang declared on one node makes the other capture at once with trig
   a.OnTick(t0 + 7s);
   CHECK(fa->stops.size() == 1);
   CHECK(ReadEvents(root + "/.events", ::geteuid()).size() == 1);
-  fs::remove_all(root);
 }
 
 TEST_CASE("a hang after another node's failure has that failure as verdict and its exit status") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   HangMonitor b(NodeOptions(root, "b"));
   auto ja = std::make_unique<FakeJob>();
@@ -267,11 +269,11 @@ TEST_CASE("a hang after another node's failure has that failure as verdict and i
   std::ifstream sf(bundle->path + "/summary.json");
   std::string summary((std::istreambuf_iterator<char>(sf)), {});
   CHECK(summary.find("\"signature\": \"peer_event.failure\"") != std::string::npos);
-  fs::remove_all(root);
 }
 
 TEST_CASE("a failure that was a hang on its node is a notice, not the cause") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   auto ja = std::make_unique<FakeJob>();
   a.SetControl(std::move(ja));
@@ -290,11 +292,11 @@ TEST_CASE("a failure that was a hang on its node is a notice, not the cause") {
   CHECK_FALSE(bundle->peer_failure);
   REQUIRE(bundle->peer_hang);
   CHECK(bundle->verdict.category == "collective_timeout");
-  fs::remove_all(root);
 }
 
 TEST_CASE("events older than the job are left over from an earlier one and ignored") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   fs::create_directories(root + "/.events");
   REQUIRE(WriteEvent(root + "/.events", Event("hang", "b", Now() - 3600)).ok());
   HangMonitor a(NodeOptions(root, "a"));
@@ -303,7 +305,6 @@ TEST_CASE("events older than the job are left over from an earlier one and ignor
   std::this_thread::sleep_for(200ms);
   a.OnTick(Clock::now());
   CHECK_FALSE(a.HangDetected());
-  fs::remove_all(root);
 }
 
 TEST_CASE("the exit status after a peer's failure is its status, or 1 when it has none or 124") {
@@ -376,6 +377,7 @@ TEST_CASE("on the failing node the rank's failure outranks a later store error i
 
 TEST_CASE("a peer's bundle counts once it has its final name; partial ones and links do not") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   fs::create_directories(root + "/self/hang-self-1");
   fs::create_directories(root + "/a/hang-a-20261201T000000Z");
   fs::create_directories(root + "/b/.hang-b-20261201T000000Z.partial");
@@ -386,11 +388,11 @@ TEST_CASE("a peer's bundle counts once it has its final name; partial ones and l
   PeerBundles p = ScanPeerBundles(root, "self", ::geteuid());
   CHECK(p.nodes == std::vector<std::string>{"a", "b", "c"});
   CHECK(p.complete == std::vector<std::string>{"a"});
-  fs::remove_all(root);
 }
 
 TEST_CASE("a rank torchrun reports failed after our own capture is not posted as a failure") {
   std::string root = TempDir();
+  DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   a.SetControl(std::make_unique<FakeJob>());
   a.OnStart(0);
@@ -413,7 +415,6 @@ TEST_CASE("a rank torchrun reports failed after our own capture is not posted as
   auto events = ReadEvents(root + "/.events", ::geteuid());
   REQUIRE(events.size() == 1);
   CHECK(events[0].kind == "hang");
-  fs::remove_all(root);
 }
 
 TEST_CASE("a failed rank, then torchrun's exit barrier reset by the other node, is the rank's") {
@@ -443,4 +444,82 @@ TEST_CASE("a failed rank, then torchrun's exit barrier reset by the other node, 
   REQUIRE(b);
   CHECK(b->verdict.category == "rank_process_failed");
   CHECK(b->verdict.headline.find("on this node failed first (exit 1 at ") != std::string::npos);
+}
+
+TEST_CASE("a launch is the scheduler's job, restart and step: the same on every node, not across") {
+  sl::Environment n0{{"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "0"}};
+  sl::Environment n1{{"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "1"}};
+  sl::Environment requeued{
+      {"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "0"}, {"SLURM_RESTART_COUNT", "1"}};
+  sl::Environment next_step{{"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "1"}};
+  CHECK(LaunchOf(n0) == LaunchOf(n1));
+  CHECK_FALSE(LaunchOf(n0) == LaunchOf(requeued));
+  CHECK_FALSE(LaunchOf(n0) == LaunchOf(next_step));
+  CHECK(LaunchOf({{"SAFE_LAUNCH_LAUNCH_ID", "run-7"}}).launch_id == "run-7");
+  PeerEvent e = Event("hang", "a", Now());
+  e.launch = LaunchOf(requeued);
+  auto back = ParseEvent(EventJson(e));
+  REQUIRE(back.ok());
+  CHECK(back->launch == e.launch);
+}
+
+TEST_CASE(
+    "a supervisor hears only its own launch: a fresh hang of the previous launch is ignored") {
+  const std::string dir = TempDir();
+  PeerEvent old = Event("hang", "b", Now() - 5);  // well inside the 60 s window
+  old.launch = LaunchOf({{"SLURM_JOB_ID", "812"}, {"SLURM_RESTART_COUNT", "0"}});
+  fs::create_directories(dir + "/.events");
+  REQUIRE(WriteEvent(dir + "/.events", old).ok());
+  PeerChannel::Options o;
+  o.dir = dir + "/.events";
+  o.self_node = "a";
+  o.uid = ::geteuid();
+  o.poll = 20ms;
+  o.not_before_unix = Now() - 60;
+  o.launch = LaunchOf({{"SLURM_JOB_ID", "812"}, {"SLURM_RESTART_COUNT", "1"}});
+  PeerChannel channel(o);
+  REQUIRE(channel.PollNow(2s));
+  CHECK(channel.Events().empty());
+  CHECK(channel.OtherLaunches() == 1);
+  // The same launch's node b is heard.
+  PeerEvent now = Event("hang", "b", Now());
+  now.launch = o.launch;
+  REQUIRE(WriteEvent(o.dir, now).ok());
+  REQUIRE(channel.PollNow(2s));
+  REQUIRE(channel.Events().size() == 1);
+  CHECK(channel.Events()[0].launch == o.launch);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the .events poll is incremental: a file seen once is never opened again") {
+  const std::string dir = TempDir() + "/.events";
+  fs::create_directories(dir);
+  for (int i = 0; i < 3000; ++i) {
+    PeerEvent e = Event("failure", "n" + std::to_string(i % 8), Now() - 3600);
+    e.first_error = std::string(200, 'x');
+    REQUIRE(WriteEvent(dir, e).ok());
+  }
+  auto cpu = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+  };
+  std::set<std::string> known;
+  double t0 = cpu();
+  CHECK(ReadEvents(dir, ::geteuid(), nullptr, &known).size() == 3000);
+  double first = cpu() - t0;
+  CHECK(known.size() == 3000);
+  // A file that would be rejected now is not even opened: it was looked at already.
+  std::ofstream(dir + "/" + *known.begin()) << "garbage";
+  std::vector<std::string> rejected;
+  t0 = cpu();
+  CHECK(ReadEvents(dir, ::geteuid(), &rejected, &known).empty());
+  double again = cpu() - t0;
+  CHECK(rejected.empty());
+  INFO("first poll " << first << " s CPU, next " << again << " s");
+  CHECK(again < first / 4);
+  PeerEvent fresh = Event("hang", "n1", Now());
+  REQUIRE(WriteEvent(dir, fresh).ok());
+  CHECK(ReadEvents(dir, ::geteuid(), nullptr, &known).size() == 1);
+  fs::remove_all(fs::path(dir).parent_path());
 }

@@ -114,3 +114,75 @@ TEST_CASE("redacting JSON text keeps it valid: escapes, numbers and braces are n
   CHECK(r.Redact(R"({"auth": {"user": "u"}, "TOKEN": null})") ==
         R"({"auth": {"user": "u"}, "TOKEN": null})");
 }
+
+TEST_CASE("every row of the pattern table redacts its example") {
+  Redactor r;
+  for (const RedactionPattern& p : RedactionPatterns()) {
+    DYNAMIC_SECTION(p.id) {
+      const std::string out = r.Redact(p.example);
+      INFO(out);
+      CHECK(out.find(p.secret) == std::string::npos);
+      CHECK(out.find("<redacted>") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("name classes: SSHPASS, *_CREDS, GH_PAT are secrets; PATH, AUTHOR, BYPASS are not") {
+  CHECK(IsSecretName("SSHPASS"));
+  CHECK(IsSecretName("GOOGLE_APPLICATION_CREDS"));
+  CHECK(IsSecretName("GH_PAT"));
+  CHECK(IsSecretName("OAUTH_TOKEN"));
+  CHECK(IsSecretName("CLIENT_SECRETS"));
+  CHECK_FALSE(IsSecretName("PATH"));
+  CHECK_FALSE(IsSecretName("LD_LIBRARY_PATH"));
+  CHECK_FALSE(IsSecretName("GIT_AUTHOR_NAME"));
+  CHECK_FALSE(IsSecretName("NCCL_BYPASS_X"));
+  CHECK_FALSE(IsSecretName("TOKENIZERS_PARALLELISM"));
+}
+
+TEST_CASE("key = value with spaces loses its value, a comparison does not") {
+  Redactor r;
+  CHECK(r.Redact("aws_secret_access_key = wJalrXUtnFEMI") == "aws_secret_access_key = <redacted>");
+  CHECK(r.Redact("if key == other:") == "if key == other:");
+}
+
+TEST_CASE("a DSN-style URL with the key as its user loses the key, the host stays") {
+  Redactor r;
+  CHECK(r.Redact("SENTRY_DSN https://abc123def456@o1.ingest.sentry.io/5") ==
+        "SENTRY_DSN https://<redacted>@o1.ingest.sentry.io/5");
+}
+
+TEST_CASE("a PEM private key block loses its body across lines, a certificate keeps it") {
+  Redactor r;
+  const std::string key =
+      "a\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\nZZZZsecond\n"
+      "-----END OPENSSH PRIVATE KEY-----\nafter\n";
+  const std::string out = r.Redact(key);
+  CHECK(out.find("b3BlbnNzaC1rZXktdjEAAAA") == std::string::npos);
+  CHECK(out.find("ZZZZsecond") == std::string::npos);
+  CHECK(out.find("after") != std::string::npos);
+  CHECK(r.Redact("-----BEGIN PRIVATE KEY-----\ncut off here") ==
+        "-----BEGIN PRIVATE KEY-----\n<redacted>\n");
+  const std::string cert = "-----BEGIN CERTIFICATE-----\nMIIBpublic\n-----END CERTIFICATE-----\n";
+  CHECK(r.Redact(cert) == cert);
+}
+
+TEST_CASE("a JWT is redacted by its shape, a dotted identifier is not") {
+  Redactor r;
+  CHECK(r.Redact("t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig_nature-1 end") ==
+        "t=<redacted> end");
+  CHECK(r.Redact("module eyJsomething.attr") == "module eyJsomething.attr");
+}
+
+TEST_CASE("netrc's password keyword loses its value; prose about a password does not") {
+  Redactor r;
+  CHECK(r.Redact("machine h login u password pw-netrc-1") ==
+        "machine h login u password <redacted>");
+  CHECK(r.Redact("the password is wrong") == "the password is wrong");
+}
+
+TEST_CASE("Stripe live and test keys are redacted by their prefix") {
+  Redactor r;
+  CHECK(r.Redact("key sk_live_4eC39HqLyjWDarjtT1zdp7dc") == "key <redacted>");
+  CHECK(r.Redact("key rk_test_4eC39HqLyjWDarjtT1zdp7dc") == "key <redacted>");
+}
