@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when the repository reaches outside itself: a user's clone has nothing beside it.
-#   1. no tracked file names a path outside the checkout (`../shared`, the team's own checkout
+#   1. no tracked file names a path outside the checkout (a sibling `shared` folder, the team's checkout
 #      paths), and the licence files are there;
 #   2. a lone copy of the tracked files (in a fresh temporary directory, nothing beside it)
 #      configures, and every input `ninja -t inputs` lists for its build exists in that copy, on

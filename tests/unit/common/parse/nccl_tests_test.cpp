@@ -1,6 +1,6 @@
 // nccl-tests output parser (common/parse/nccl_tests.h) on real all_reduce_perf outputs
-// (tests/fixtures/nccl_tests: tables published in eugenesiow/LLM-Insights), one written in nccl-tests'
-// full layout, and truncated or garbled copies of them.
+// (tests/fixtures/nccl_tests: tables published in eugenesiow/LLM-Insights), one written in
+// nccl-tests' full layout, and truncated or garbled copies of them.
 #include "common/parse/nccl_tests.h"
 
 #include <catch2/catch.hpp>
