@@ -12,6 +12,7 @@ RUNS=${2:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SL=$(cd "$BUILD" && pwd)/bin/safe-launch
 PY=/usr/bin/python3
+. "$(dirname "$0")/progress.sh"
 [ -x "$SL" ] || { echo "no $SL: build safe-launch first"; exit 2; }
 WORK=$(mktemp -d /tmp/sl-bench-bw.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -20,6 +21,7 @@ echo "bandwidth bench: $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg), kern
 echo "== pair rounds, 4 namespaces, node 2 shaped"
 if [ "$(id -u)" = 0 ] && [ -x "$(dirname "$SL")/safe-launch-warmup" ]; then
   for i in $(seq 1 "$RUNS"); do
+    bench_phase "pair rounds: run $i of $RUNS"
     out=$(bash "$ROOT/tests/integration/bench/bench_test.sh" netns-slow-node "$SL" "$ROOT/tests/fixtures" 2>&1)
     echo "run $i: $(echo "$out" | grep -E '^4 nodes|^ok|^FAIL' | tr '\n' ' ')"
   done

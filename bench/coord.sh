@@ -6,6 +6,7 @@
 # usage: bench/coord.sh [BUILD_DIR] [ROUNDS]   (default build, 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 B=${1:-build}
 ROUNDS=${2:-5}
 SL=$PWD/$B/bin/safe-launch
@@ -15,11 +16,14 @@ export SL CHILD SRC=$PWD ROUNDS
 
 /usr/bin/python3 - <<'PY'
 import glob, json, os, shutil, statistics, subprocess, tempfile, time
+import os
+exec(os.environ["SL_BENCH_PY_PROGRESS"])
 SL, CHILD, SRC, ROUNDS = os.environ["SL"], os.environ["CHILD"], os.environ["SRC"], int(os.environ["ROUNDS"])
 busy = os.path.join(SRC, "tests", "integration", "coord", "busy_job.py")
 watchdog = os.path.join(SRC, "tests", "fixtures", "logs", "watchdog_timeout.torchrun.txt")
 figures = []
-for _ in range(ROUNDS):
+for rnd in range(ROUNDS):
+    progress(f"round {rnd + 1} of {ROUNDS}")
     tmp = tempfile.mkdtemp(prefix="sl-bench-coord-")
     root = os.path.join(tmp, "safe-launch-runs", "job")
     os.makedirs(root)

@@ -12,6 +12,7 @@
 #        diagnose_test binary of the tree before this engine, none by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 SL=${1:-build/bin/safe-launch}
 CORPUS=${2:-tests/fixtures/corpus/logs}
 MB=${3:-100}
@@ -19,6 +20,7 @@ BASELINE_TEST=${BASELINE_TEST:-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
+bench_phase "writing a $MB MB mixed log"
 python3 - "$T/mixed.log" "$MB" <<'PY'
 import random, sys
 path, mb = sys.argv[1], int(sys.argv[2])
@@ -51,6 +53,7 @@ with open(path, "w", newline="") as f:
     f.write("".join(out))
 PY
 bytes=$(stat -c %s "$T/mixed.log")
+bench_phase "throughput: 3 runs of diagnose over it"
 python3 - "$SL" "$T/mixed.log" "$bytes" <<'PY'
 import resource, subprocess, sys, time
 sl, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -71,6 +74,7 @@ print(f"throughput: {size / 1e6 / best:.0f} MB/s wall, {size / 1e6 / cpu_best:.0
       f"CPU); peak RSS {rss / 1024:.1f} MiB")
 PY
 
+bench_phase "the labelled corpus"
 python3 - "$SL" "$CORPUS" <<'PY'
 import json, os, subprocess, sys
 sl, corpus = sys.argv[1], sys.argv[2]

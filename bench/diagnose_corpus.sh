@@ -8,6 +8,7 @@
 #        (default build/bin/safe-launch, tests/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 SL=${1:-build/bin/safe-launch}
 CORPUS=${2:-tests/corpus}
 [ -x "$SL" ] || { echo "no $SL: build safe-launch first"; exit 2; }
@@ -15,6 +16,7 @@ CORPUS=${2:-tests/corpus}
 grep -E '^meta' diagnose/model/weights.tsv | cut -f2,3 | tr '\t' '=' | tr '\n' ' '
 echo
 for split in test train; do
+  bench_phase "scoring the $split split"
   /usr/bin/python3 tools/score_diagnosis.py --split "$split" --binary "$SL" --corpus "$CORPUS"
   echo
 done

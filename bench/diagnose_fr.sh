@@ -13,6 +13,7 @@
 #   FR_BENCH_REPEAT: runs of each binary per size, the best wall time is printed (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 B=${1:-build}
 shift || true
 SIZES=("$@")
@@ -44,6 +45,7 @@ best_of() {
   echo "$best"
 }
 for n in "${SIZES[@]}"; do
+  bench_phase "$n rank dump(s)"
   d=$ROOT/r$n
   summary=$(python3 "$GEN" "$d" --ranks "$n" --entries 2000 --scenario missing-rank --seed 1)
   fault=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["fault_rank"])' "$summary")

@@ -6,6 +6,7 @@
 # Usage: bench/env.sh [SAFE_LAUNCH] [N]   (default build/bin/safe-launch, 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 SL=${1:-build/bin/safe-launch}
 N=${2:-20}
 T=$(mktemp -d)
@@ -14,6 +15,7 @@ export XDG_CACHE_HOME=$T/cache
 measure() {  # label cmd...
   local label=$1
   shift
+  bench_phase "$label: $N runs"
   local times=()
   for _ in $(seq "$N"); do
     local s=$(date +%s%N)

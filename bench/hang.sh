@@ -9,6 +9,7 @@
 # usage: bench/hang.sh [BUILD_DIR]   (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 B=${1:-}
 B=${B:-build}
 SL=$PWD/$B/bin/safe-launch
@@ -19,9 +20,11 @@ export SL CHILD SRC=$PWD
 /usr/bin/python3 - <<'PY'
 import glob, json, os, re, subprocess, sys, tempfile, time
 SL, CHILD, SRC = os.environ["SL"], os.environ["CHILD"], os.environ["SRC"]
+exec(os.environ["SL_BENCH_PY_PROGRESS"])
 TORCHRUN = "/usr/bin/torchrun"
 
 def capture_time(nranks):
+    progress(f"hang capture with {nranks} local ranks")
     tmp = tempfile.mkdtemp(prefix="sl-bench-hang-")
     run = os.path.join(tmp, "run")
     if os.path.exists(TORCHRUN):
@@ -59,6 +62,7 @@ def capture_time(nranks):
     subprocess.run(["rm", "-rf", tmp])
 
 def peak_rss():
+    progress("supervisor RSS under 256 MiB of output")
     tmp = tempfile.mkdtemp(prefix="sl-bench-rss-")
     n = 256 << 20
     p = subprocess.Popen([SL, "--no-preflight", "--no-warmup", "--run-dir",

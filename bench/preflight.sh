@@ -6,6 +6,7 @@
 # usage: bench/preflight.sh [path/to/safe-launch] [fixture dir]   (env: RUNS=30 WARMUP=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 SL=${1:-build/bin/safe-launch}
 FIXTURE=${2:-tests/fixtures/ib-healthy}
 RUNS=${RUNS:-30}
@@ -22,6 +23,9 @@ import resource, statistics, subprocess, sys, time
 
 sl, fixture, runs, warmup = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 cmd = [sl, "preflight", "--sysroot", fixture]
+import os
+exec(os.environ["SL_BENCH_PY_PROGRESS"])
+progress(f"{warmup} warm-up run(s), then {runs} timed")
 # Exit status 1/2 means findings (the fixture may fail a check), not a benchmark error.
 for _ in range(warmup):
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

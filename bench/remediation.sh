@@ -15,6 +15,7 @@
 #   faster main scheduling loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 B=${1:-build}
 RUNS=${2:-2}
 SL=$PWD/$B/bin/safe-launch
@@ -23,6 +24,7 @@ export SL_CRED_EXPIRE=${SL_CRED_EXPIRE:-10}
 FIG=$(mktemp)
 trap 'rm -f "$FIG"' EXIT
 for i in $(seq "$RUNS"); do
+  bench_phase "run $i of $RUNS"
   /usr/bin/python3 tests/integration/slurm/remediation_test.py "$SL" "$PWD" \
     -k test_a_port_down_drains 2>&1 | grep '^.*FIGURES ' | sed 's/.*FIGURES //'
 done > "$FIG"

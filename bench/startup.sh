@@ -7,6 +7,7 @@
 # usage: bench/startup.sh [path/to/safe-launch [path/to/other/safe-launch]]   (env: RUNS=30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 RUNS=${RUNS:-30}
 BINS=("${@:-build/bin/safe-launch}")
 for sl in "${BINS[@]}"; do
@@ -18,6 +19,7 @@ trap 'rm -rf "$work"' EXIT
 
 echo "== safe-launch start-up benchmark ($(uname -n), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ))"
 for sl in "${BINS[@]}"; do
+  bench_phase "$sl: callgrind, then $RUNS timed runs"
   (cd "$work" && valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
      "$(realpath "$OLDPWD/$sl" 2>/dev/null || realpath "$sl")" --no-preflight -- true \
      >/dev/null 2>"$work/cg.log") || { cat "$work/cg.log" >&2; exit 1; }

@@ -13,11 +13,13 @@ RUNS=${RUNS:-20}
 BYTES=${BYTES:-1073741824}
 IDLE_S=${IDLE_S:-60}
 PY=/usr/bin/python3
+. "$(dirname "$0")/progress.sh"
 tmp=$(mktemp -d /tmp/sl-bench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 [ -x "$SL" ] || { echo "no safe-launch binary at $SL (build first or pass its path)" >&2; exit 2; }
 
 now() { date +%s.%N; }
+bench_phase "start-up: $RUNS runs of /bin/true, bare and supervised"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 echo "== safe-launch supervisor benchmark ($(uname -n), $(nproc) cores, $(date -u +%FT%TZ))"
@@ -40,6 +42,7 @@ printf 'wall time of one run:     true %.2f ms   safe-launch -- true %.2f ms   r
 "$PY" - "$SL" "$tmp" "$BYTES" "${ROUNDS:-7}" <<'PYEOF'
 import json, os, statistics, subprocess, sys, time
 sl, tmp, nbytes, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+exec(os.environ["SL_BENCH_PY_PROGRESS"])
 gen = f"yes '{'x' * 79}' | head -c {nbytes}"
 def through_cat():
     t0 = time.monotonic()
@@ -62,6 +65,7 @@ def through_sl(i):
     return w, ru["user_s"] + ru["sys_s"], ru["max_rss_kib"]
 cat_w, cat_c, sl_w, sl_c, rss = [], [], [], [], []
 for i in range(rounds):
+    progress(f"throughput: round {i + 1} of {rounds}")
     w, c = through_cat(); cat_w.append(w); cat_c.append(c)
     w, c, r = through_sl(i); sl_w.append(w); sl_c.append(c); rss.append(r)
 gib = nbytes / 2**30

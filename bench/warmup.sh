@@ -11,6 +11,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SL=$(cd "$BUILD" && pwd)/bin/safe-launch
 FX=$ROOT/tests/fixtures/roce-jumbo
 PY=/usr/bin/python3
+. "$ROOT/bench/progress.sh"
 [ -x "$SL" ] || { echo "no $SL: build safe-launch and safe-launch-warmup first"; exit 2; }
 [ -x "$(dirname "$SL")/safe-launch-warmup" ] || { echo "no safe-launch-warmup next to $SL (libtorch not found at configure time?)"; exit 2; }
 WORK=$(mktemp -d /tmp/sl-bench-warmup.XXXXXX)
@@ -19,6 +20,7 @@ trap 'rm -rf "$WORK"' EXIT
 echo "warm-up, 2 nodes x 2 ranks, loopback, Gloo (libtorch $( $PY -c 'import torch;print(torch.__version__)' 2>/dev/null || echo '?')), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 printf "%-4s %10s %14s %11s %11s %12s %9s %14s\n" run wall_ms process_start rendezvous comparison collectives total busbw_GB/s
 for i in $(seq 1 "$RUNS"); do
+  bench_phase "round $i of $RUNS"
   PORT=$($PY -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
   start=$(date +%s%N)
   for n in 0 1; do

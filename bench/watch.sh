@@ -8,6 +8,7 @@
 # usage: bench/watch.sh [BUILD_DIR] [NODES] [SECONDS]   (default build, 1024, 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/progress.sh
 B=${1:-build}
 export NODES=${2:-1024} SECONDS_=${3:-30}
 export SL=$PWD/$B/bin/safe-launch
@@ -16,6 +17,7 @@ command -v tmux >/dev/null || { echo "bench/watch.sh needs tmux"; exit 2; }
 
 /usr/bin/python3 - <<'PY'
 import json, os, shutil, subprocess, tempfile, threading, time, uuid
+exec(os.environ["SL_BENCH_PY_PROGRESS"])
 SL, NODES, SECS = os.environ["SL"], int(os.environ["NODES"]), float(os.environ["SECONDS_"])
 tmp = tempfile.mkdtemp(prefix="sl-bench-watch-")
 root = os.path.join(tmp, "safe-launch-runs", "4242")
@@ -44,6 +46,7 @@ for i in range(NODES):
     for f in ("env-plan.json", "preflight.json", "heartbeat"):
         write(os.path.join(d, f), "{}")
     write(os.path.join(d, "live.json"), live(i, now))
+progress(f"{NODES} node directories written; starting the simulator and the screen")
 size = os.path.getsize(os.path.join(root, "gpu0000", "status.json"))
 stop = threading.Event()
 def simulate():   # every node's live.json rewritten every 2 s, spread over the 2 s
@@ -77,6 +80,7 @@ try:
     time.sleep(3)   # the first refresh reads and parses everything once
     pid = pid_of()
     c0, t0 = cpu_s(pid), time.time()
+    progress(f"measuring for {SECS:.0f} s")
     time.sleep(SECS)
     c1, t1 = cpu_s(pid), time.time()
     screen = subprocess.run(["tmux", "-L", name, "capture-pane", "-p"], capture_output=True, text=True).stdout

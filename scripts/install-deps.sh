@@ -35,8 +35,25 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   log=$(mktemp "${TMPDIR:-/tmp}/safe-launch-apt.XXXXXX.log")
   echo "  installing ${#missing[@]} package(s) and their dependencies with apt (log: $log)"
-  if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends \
-           "${missing[@]}"; } >"$log" 2>&1; then
+  { $SUDO apt-get update -qq && echo "@@ apt-get install" &&
+      $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1 &
+  apt_pid=$!
+  if [ -t 1 ]; then
+    # On a terminal one line, rewritten each second: the phase and the packages set up so far
+    # (apt's own progress needs a terminal it is not given here). Nothing extra otherwise.
+    while kill -0 "$apt_pid" 2>/dev/null; do
+      if grep -q '^@@ apt-get install' "$log"; then
+        last=$(grep '^Setting up ' "$log" | tail -1 | awk '{print $3}')
+        printf '\r\033[K  apt-get install: %d package(s) set up%s' \
+          "$(grep -c '^Setting up ' "$log" || true)" "${last:+ (last: $last)}"
+      else
+        printf '\r\033[K  apt-get update: reading the package lists'
+      fi
+      sleep 1
+    done
+    printf '\r\033[K'
+  fi
+  if ! wait "$apt_pid"; then
     tail -20 "$log"
     echo "install-deps: apt-get failed; the whole log is $log" >&2
     exit 1
