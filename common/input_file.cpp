@@ -12,12 +12,15 @@
 
 #include "common/file_reader.h"
 #include "common/strings.h"
+#include "common/timed_read.h"
 
 namespace sl {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// One read() of at most 1 MiB that returns nothing for this long is stuck, not slow.
+constexpr auto kReadStall = std::chrono::seconds(60);
 
 std::string Errno(int err) { return std::strerror(err); }
 
@@ -152,17 +155,28 @@ Result<std::size_t> InputFile::Read(char* buf, std::size_t n) {
   if (Clock::now() > deadline_) {
     return MakeError("reading took longer than its deadline (a hung file system?)", display_);
   }
-  for (;;) {
-    ssize_t got = ::read(fd_, buf, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return MakeError("cannot read: " + Errno(errno), display_);
-    read_ += static_cast<std::uint64_t>(got);
-    if (read_ > cap_) {
-      return MakeError(fmt::format("grew past the {} cap while being read", SizeText(cap_)),
-                       display_);
-    }
-    return static_cast<std::size_t>(got);
+  // On a helper thread: a read() stuck on a dead NFS server (uninterruptible, poll says
+  // readable) ends at the deadline, or after kReadStall without a byte, whichever is first.
+  const auto start = Clock::now();
+  auto got = TimedRead(fd_, buf, n, std::min(deadline_, start + kReadStall));
+  if (!got.ok()) return MakeError("cannot read: " + got.error().message, display_, got.error().fix);
+  if (got->timed_out) {
+    fd_ = -1;  // the stuck helper owns it now and closes it if the read ever returns
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    return MakeError(
+        fmt::format("timed out reading after {:.1f} s: read() did not return (a hung network "
+                    "file system?); {} read(s) stuck now",
+                    waited, StuckReads()),
+        display_,
+        "check the file system holding it (`stat -f`, dmesg 'server not responding'); copy the "
+        "file to a local disk and read that copy");
   }
+  read_ += got->bytes;
+  if (read_ > cap_) {
+    return MakeError(fmt::format("grew past the {} cap while being read", SizeText(cap_)),
+                     display_);
+  }
+  return got->bytes;
 }
 
 Result<std::string> InputFile::ReadAll() {

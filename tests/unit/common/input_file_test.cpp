@@ -10,8 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/file_writer.h"
+#include "common/timed_read.h"
 
 namespace {
 
@@ -200,5 +204,89 @@ TEST_CASE("an append never writes through a planted link and adds a missing newl
   std::ifstream h(d + "/h");
   std::string text((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
   CHECK(text == "{\"torn\": 1}\n{\"next\": 2}\n");
+  std::filesystem::remove_all(d);
+}
+
+namespace {
+
+// A FIFO with a writer that never writes: a read() on it really blocks in the kernel, as one
+// on a hard-mounted NFS file whose server went away does. No regular file can be made to block
+// here (no FUSE, no NFS), so the FIFO goes in through InputFile's descriptor constructor (the
+// seam behind OpenInput's regular-file check). Returns {read fd, write fd}.
+std::pair<int, int> SilentFifo(const std::string& path) {
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  int r = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int w = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(r >= 0);
+  REQUIRE(w >= 0);
+  ::fcntl(r, F_SETFL, ::fcntl(r, F_GETFL) & ~O_NONBLOCK);
+  return {r, w};
+}
+
+bool StuckReadsBecome(int n) {
+  for (int i = 0; i < 200 && sl::StuckReads() != n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return sl::StuckReads() == n;
+}
+
+}  // namespace
+
+TEST_CASE("a read that blocks in the kernel ends at its deadline, and its helper is given back") {
+  const std::string d = TempDir();
+  auto [r, w] = SilentFifo(d + "/stuck");
+  sl::InputRule rule = sl::InputRule::Named(sl::InputKind::kManifest);
+  rule.deadline = std::chrono::milliseconds(300);
+  sl::InputFile f(r, 0, d + "/stuck", rule);
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[64];
+  auto got = f.Read(buf, sizeof buf);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(!got.ok());
+  CHECK(took >= 0.25);
+  CHECK(took < 2.0);
+  CHECK(got.error().message.find("timed out reading after 0.") != std::string::npos);
+  CHECK(got.error().where == d + "/stuck");
+  CHECK(got.error().fix.find("local disk") != std::string::npos);
+  CHECK(f.fd() == -1);  // the stuck helper owns the descriptor now
+  CHECK(sl::StuckReads() == 1);
+  // The read returns at last: the helper closes the descriptor and goes back to work.
+  REQUIRE(::write(w, "x", 1) == 1);
+  CHECK(StuckReadsBecome(0));
+  ::close(w);
+  std::filesystem::remove_all(d);
+}
+
+TEST_CASE("at most kMaxStuckReads reads may be stuck; the next is refused at once") {
+  const std::string d = TempDir();
+  std::vector<int> writers;
+  const auto deadline = [] {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  };
+  char buf[8];
+  for (int i = 0; i < sl::kMaxStuckReads; ++i) {
+    auto [r, w] = SilentFifo(d + "/f" + std::to_string(i));
+    writers.push_back(w);
+    auto got = sl::TimedRead(r, buf, sizeof buf, deadline());
+    REQUIRE(got.ok());
+    CHECK(got->timed_out);
+  }
+  CHECK(sl::StuckReads() == sl::kMaxStuckReads);
+  auto [r, w] = SilentFifo(d + "/one-more");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto refused = sl::TimedRead(r, buf, sizeof buf, deadline() + std::chrono::seconds(5));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+  REQUIRE(!refused.ok());
+  CHECK(refused.error().message.find("reads are stuck already") != std::string::npos);
+  ::close(r);
+  ::close(w);
+  for (int fd : writers) REQUIRE(::write(fd, "x", 1) == 1);
+  CHECK(StuckReadsBecome(0));
+  for (int fd : writers) ::close(fd);
+  // Back to normal: a read that answers is read.
+  const std::string plain = d + "/plain";
+  Put(plain, "hello\n");
+  auto text = sl::ReadInputFile(plain, sl::InputRule::Named(sl::InputKind::kLog));
+  REQUIRE(text.ok());
+  CHECK(*text == "hello\n");
   std::filesystem::remove_all(d);
 }
