@@ -67,6 +67,7 @@ LogIngest::~LogIngest() = default;
 
 void LogIngest::BeginFile(const std::string& name) {
   file_ = name;
+  ++file_number_;
   node_ = node_of_dir_ != nullptr ? NodeOfFile(*node_of_dir_, name) : "";
   // safe-launch's own reports in a run directory or bundle are facts (ReadJobFacts reads them),
   // not log lines: their messages quote error strings ("ibv_reg_mr fails with ENOMEM") that the
@@ -99,6 +100,32 @@ void LogIngest::EndFile() {
   assembler_.reset();
 }
 
+// The identity of a line is its node and its text without collector prefixes (timestamps, rank
+// tags, stream tags differ between a tail and its log). A line's count is the most any one file
+// of that node holds (a line printed twice is twice in each copy), never their sum. Only lines
+// of a known node: two nodes' logs named on the command line may hold the same text.
+bool LogIngest::SeenInAnotherFile(std::string_view clean_line) {
+  if (node_.empty()) return false;
+  LinePrefix prefix;
+  std::string key = node_;
+  key += '\n';
+  key += StripCollectorPrefixes(clean_line, &prefix);
+  const std::uint64_t h = std::hash<std::string>{}(key);
+  auto it = seen_.find(h);
+  if (it == seen_.end()) {
+    if (seen_.size() >= kMaxRemembered) return false;
+    it = seen_.emplace(h, std::vector<std::pair<std::uint32_t, std::uint32_t>>{}).first;
+  }
+  auto& per_file = it->second;
+  if (per_file.empty() || per_file.back().first != file_number_)
+    per_file.emplace_back(file_number_, 0);
+  const std::uint32_t here = ++per_file.back().second;
+  std::uint32_t elsewhere = 0;
+  for (std::size_t i = 0; i + 1 < per_file.size(); ++i)
+    elsewhere = std::max(elsewhere, per_file[i].second);
+  return here <= elsewhere;
+}
+
 void LogIngest::AddText(const std::string& name, std::string_view text) {
   BeginFile(name);
   Bytes(text);
@@ -110,6 +137,10 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
   // so a line that matches once stripped holds the same anchors).
   matcher_.ScanBlock(block, [&](std::string_view line, std::size_t index) {
     if (auto m = RecognizeLine(matcher_, line)) {
+      if (SeenInAnotherFile(line)) {
+        ++duplicates_;
+        return;
+      }
       m->source = file_;
       m->line_number = first_line + index;
       if (!node_.empty() && m->Field("host").empty()) m->fields["host"] = node_;
@@ -178,7 +209,7 @@ Result<DiagnoseRun> DiagnoseInputs(const std::vector<std::string>& inputs, std::
   }
   run.read = {inputs,         stats.files,        stats.bytes,
               ingest.lines(), ingest.cut_lines(), ingest.replaced_bytes(),
-              stats.skipped,  stats.binary};
+              stats.skipped,  stats.binary,       ingest.duplicate_lines()};
   std::vector<CauseClaim> all(claims.begin(), claims.end());
   for (CauseClaim& c : run.job.Claims()) all.push_back(std::move(c));
   run.diagnosis = Diagnose(evidence, all);

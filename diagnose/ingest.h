@@ -6,6 +6,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "diagnose/engine.h"
 #include "diagnose/evidence.h"
@@ -38,9 +41,15 @@ class LogIngest : public InputSink {
   std::uint64_t lines() const { return lines_; }
   std::uint64_t cut_lines() const { return cut_lines_; }
   std::uint64_t replaced_bytes() const { return replaced_; }
+  /// Recognised lines not counted again: the same line of the same node already counted from
+  /// another file (a bundle's output/*.tail repeats the job's stream and rank logs).
+  std::uint64_t duplicate_lines() const { return duplicates_; }
+  /// Distinct lines remembered for that (beyond it, every line counts: bounded memory).
+  static constexpr std::size_t kMaxRemembered = 1 << 18;
 
  private:
   void OnBlock(std::string_view block, std::uint64_t first_line);
+  bool SeenInAnotherFile(std::string_view clean_line);
   const LineMatcher& matcher_;
   Evidence* evidence_;
   std::string file_, node_;
@@ -48,7 +57,10 @@ class LogIngest : public InputSink {
   const std::map<std::string, std::string>* node_of_dir_ = nullptr;
   std::vector<std::string> walk_roots_;
   std::unique_ptr<LineAssembler> assembler_;
-  std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0;
+  std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0, duplicates_ = 0;
+  // hash(node, line without collector prefixes) -> (file number, times seen there), per file.
+  std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> seen_;
+  std::uint32_t file_number_ = 0;
 };
 
 /// Recognises one clean line: collector prefixes off (timestamp, rank, pod kept as fields "ts",

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/strings.h"
 #include "diagnose/flight_recorder/report.h"
 #include "diagnose/report.h"
 
@@ -202,6 +203,39 @@ std::string DifferentialTable(const Diagnosis& d) {
   return out;
 }
 
+// What was read, by kind: the log files and their lines, and the Flight Recorder dumps by rank
+// and file (a page built from dumps alone must not say "0 file(s) read").
+std::string ReadLineHtml(const DiagnoseRun& run, const fr::FrAnalysis* fr) {
+  using fr::EscapeHtml;
+  std::vector<std::string> parts;
+  if (run.read.files > 0 || fr == nullptr || fr->dumps.empty()) {
+    std::string logs = fmt::format("{} log file(s), {} line(s), {} recognised", run.read.files,
+                                   run.read.lines, run.diagnosis.recognised);
+    if (run.read.duplicate_lines > 0)
+      logs += fmt::format(" ({} repeated in another file of the same node, counted once)",
+                          run.read.duplicate_lines);
+    parts.push_back(logs);
+  }
+  if (fr != nullptr && !fr->dumps.empty()) {
+    constexpr std::size_t kNamed = 8;
+    std::vector<std::string> named;
+    for (std::size_t i = 0; i < fr->dumps.size() && i < kNamed; ++i)
+      named.push_back(
+          fmt::format("rank {} <code>{}</code>", fr->dumps[i].rank, EscapeHtml(fr->dumps[i].file)));
+    std::string more = fr->dumps.size() > kNamed
+                           ? fmt::format(" and {} more", fr->dumps.size() - kNamed)
+                           : std::string();
+    parts.push_back(
+        fmt::format("{} Flight Recorder dump(s): {}{}", fr->dumps.size(), Join(named, ", "), more));
+  }
+  if (!run.read.inputs.empty()) {
+    std::vector<std::string> inputs;
+    for (const auto& in : run.read.inputs) inputs.push_back("<code>" + EscapeHtml(in) + "</code>");
+    parts.push_back("from " + Join(inputs, ", "));
+  }
+  return "<p>Read " + Join(parts, "; ") + ".</p>\n";
+}
+
 std::string NodeFactsTable(const DiagnoseRun& run) {
   using fr::EscapeHtml;
   std::string out = fmt::format(
@@ -233,8 +267,7 @@ std::string JobDiagnosisHtml(const DiagnoseRun& run, const fr::FrAnalysis* fr) {
   for (std::size_t i = 1; i < causes.size() && i < 5; ++i) out += CauseSection(causes[i], false);
   if (fr != nullptr) out += fr::GridHtml(*fr);
   if (!run.job.nodes.empty()) out += NodeFactsTable(run);
-  out += fmt::format("<p>{} file(s), {} line(s) read, {} recognised.</p>\n", run.read.files,
-                     run.read.lines, run.diagnosis.recognised);
+  out += ReadLineHtml(run, fr);
   return out + "</body></html>\n";
 }
 

@@ -14,7 +14,8 @@ struct ReadSummary {
   std::vector<std::string> inputs;
   std::uint64_t files = 0, bytes = 0, lines = 0, cut_lines = 0, replaced_bytes = 0;
   std::vector<std::string> skipped;
-  std::uint64_t binary = 0;  ///< binary files (dumps, cores) not read as logs: one count
+  std::uint64_t binary = 0;           ///< binary files (dumps, cores) not read as logs: one count
+  std::uint64_t duplicate_lines = 0;  ///< recognised lines already counted from another file
 };
 
 /// "node n1, rank 3, port mlx5_0, GPU 2, peer n2": the entity's non-empty parts, or "".

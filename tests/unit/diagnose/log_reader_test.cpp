@@ -1,6 +1,8 @@
 #include "diagnose/log_reader.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <string>
 
 #include "diagnose/ingest.h"
 
@@ -137,4 +139,27 @@ TEST_CASE("ingest keeps file:line and the rank of a coloured, prefixed NCCL WARN
   CHECK(x.Field("dev") == "3");
   CHECK(x.Field("host") == "n1");
   CHECK(ingest.lines() == 2);
+}
+
+TEST_CASE("a bundle tail repeating a rank log's line counts it once, and a real repeat twice") {
+  LineMatcher m;
+  Evidence ev;
+  LogIngest ingest(m, &ev);
+  const std::map<std::string, std::string> nodes = {{"root/n1", "n1"}, {"root/n2", "n2"}};
+  ingest.SetNodeDirs(&nodes);
+  const std::string warn = "n1:5:6 [3] NCCL WARN NET/IB : Got async event : port error\n";
+  // The rank log holds the line twice (two events); the bundle's stream tail and per-rank tail
+  // copy both, with torch's "[rank2]:" tag in front.
+  ingest.AddText("root/n1/logs/rank2.log", warn + "noise\n" + warn);
+  ingest.AddText("root/n1/bundle/output/stderr.tail", "[rank2]:" + warn + "[rank2]:" + warn);
+  ingest.AddText("root/n1/bundle/output/rank_2.tail", "[rank2]:" + warn + "[rank2]:" + warn);
+  CHECK(ev.Count("nccl.ib_port_error") == 2);
+  CHECK(ingest.duplicate_lines() == 4);
+  // The same text on another node is its own evidence.
+  ingest.AddText("root/n2/logs/rank5.log", warn);
+  CHECK(ev.Count("nccl.ib_port_error") == 3);
+  // Files of no known node (named on the command line) are never merged.
+  ingest.AddText("a.log", warn);
+  ingest.AddText("b.log", warn);
+  CHECK(ev.Count("nccl.ib_port_error") == 5);
 }
