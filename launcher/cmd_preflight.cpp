@@ -135,6 +135,11 @@ int DrainOnFindings(const PreflightArgs& args, const Environment& env,
 // Checks the mode's options; a usage message, or "" when they fit.
 std::string CheckModeArgs(PreflightArgs& args, const Environment& env) {
   if (args.epilog && !args.only.empty()) return "--epilog runs its own checks: drop --only";
+  // Without --slurm nothing would drain: an Epilog= line missing it passes every node silently.
+  if (args.epilog && !args.slurm)
+    return "--epilog needs --slurm: the epilog checks exist to drain the node after a job, and "
+           "without --slurm nothing is drained; run `safe-launch preflight --slurm --epilog` "
+           "(examples/slurm/epilog.sh), with --node-name NODE outside slurmd";
   if (!args.slurm) return "";
   if (auto n = Lookup(env, "SLURMD_NODENAME"); n && !n->empty()) args.node_name = *n;
   if (args.node_name.empty()) {

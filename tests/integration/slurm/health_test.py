@@ -53,6 +53,16 @@ class HealthTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--epilog runs its own checks", r.stderr)
 
+    def test_epilog_without_slurm_is_a_usage_error_naming_both_flags(self):
+        # Nothing would drain: an Epilog= line without --slurm would pass every node silently.
+        r = subprocess.run([SL, "preflight", "--epilog", "--since", "1h",
+                            "--sysroot", self.fixture("ib-healthy")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--epilog needs --slurm", r.stderr)
+        self.assertIn("safe-launch preflight --slurm --epilog", r.stderr)
+        self.assertEqual(r.stdout, "")
+
     def test_the_epilog_names_a_real_process_holding_a_gpu_device_and_waive_applies(self):
         if os.geteuid() != 0 or not shutil.which("unshare"):
             self.skipTest("needs root (mount namespace, mknod) and unshare")
@@ -67,9 +77,16 @@ class HealthTest(unittest.TestCase):
         self.addCleanup(holder.wait)
         self.addCleanup(holder.kill)
 
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir)
+        with open(os.path.join(bindir, "scontrol"), "w") as f:  # stands in for slurmctld
+            f.write("#!/bin/sh\necho \"$@\" >> %s/scontrol.log\n" % self.tmp)
+        os.chmod(os.path.join(bindir, "scontrol"), 0o755)
+
         def epilog(*extra):
             # The sysroot sees the real /proc through a bind mount in a mount namespace of its own.
-            cmd = (f"mount --bind /proc {root}/proc && exec {SL} preflight --epilog --since 1h "
+            cmd = (f"mount --bind /proc {root}/proc && PATH={bindir}:$PATH exec {SL} preflight "
+                   f"--slurm --node-name gpu07 --epilog --since 1h "
                    f"--sysroot {root} " + " ".join(extra))
             return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd],
                                   capture_output=True, text=True, timeout=60)
