@@ -6,13 +6,16 @@
 # every node's live.json and live.tail every 2 s (every job printing: the most work a refresh can meet) and
 # touches its heartbeat. CPU is the watcher's own (utime+stime from /proc) over SECONDS.
 # usage: bench/watch.sh [BUILD_DIR] [NODES] [SECONDS]   (default build, 1024, 30)
+#   WATCH_BINARIES="OLD NEW": measure each binary in turn over the same simulated run root (a
+#   before/after from one run); WATCH_PERF=PREFIX: also `perf record -g` each measured window
+#   into PREFIX.<n>.data (where perf is installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/progress.sh
 B=${1:-build}
 export NODES=${2:-1024} SECONDS_=${3:-30}
-export SL=$PWD/$B/bin/safe-launch
-[[ -x $SL ]] || { echo "build safe-launch first ($B)"; exit 2; }
+export SL=${WATCH_BINARIES:-$PWD/$B/bin/safe-launch}
+for b in $SL; do [[ -x $b ]] || { echo "build safe-launch first ($b)"; exit 2; }; done
 command -v tmux >/dev/null || { echo "bench/watch.sh needs tmux"; exit 2; }
 
 /usr/bin/python3 - <<'PY'
@@ -63,10 +66,7 @@ def simulate():   # every node's live.json rewritten every 2 s, spread over the 
             time.sleep(max(0.0, t0 + 2.0 * (i + 1) / NODES - time.time()))
 sim = threading.Thread(target=simulate)
 sim.start()
-name = "slwb" + uuid.uuid4().hex[:6]
-subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "200", "-y", "50",
-                f"exec {SL} watch {root}"], check=True)
-def pid_of():
+def pid_of(name):
     out = subprocess.run(["tmux", "-L", name, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True)
     return int(out.stdout.split()[0])
 def cpu_s(pid):
@@ -76,22 +76,38 @@ def mem_kib(pid, key):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith(key):
             return int(line.split()[1])
+def measure(sl, n):
+    name = "slwb" + uuid.uuid4().hex[:6]
+    subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "200", "-y", "50",
+                    f"exec {sl} watch {root}"], check=True)
+    try:
+        time.sleep(3)   # the first refresh reads and parses everything once
+        pid = pid_of(name)
+        perf = None
+        if os.environ.get("WATCH_PERF") and shutil.which("perf"):
+            perf = subprocess.Popen(["perf", "record", "-g", "-q", "-o",
+                                     f"{os.environ['WATCH_PERF']}.{n}.data", "-p", str(pid)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        c0, t0 = cpu_s(pid), time.time()
+        progress(f"{sl}: measuring for {SECS:.0f} s")
+        time.sleep(SECS)
+        c1, t1 = cpu_s(pid), time.time()
+        if perf:
+            perf.send_signal(2)
+            perf.wait()
+        screen = subprocess.run(["tmux", "-L", name, "capture-pane", "-p"], capture_output=True, text=True).stdout
+        assert f"nodes {NODES}" in screen, screen
+        print(f"{sl}: watch over {NODES} node directories (status.json {size} B each; every "
+              f"live.json rewritten every 2 s), {SECS:.0f} s, load {open('/proc/loadavg').read().split()[0]}:")
+        print(f"  CPU {100 * (c1 - c0) / (t1 - t0):.2f} % of one core (goal <= 2 %)")
+        print(f"  RSS {mem_kib(pid, 'VmRSS:') / 1024:.1f} MB, peak {mem_kib(pid, 'VmHWM:') / 1024:.1f} MB (goal <= 50 MB)")
+    finally:
+        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
 try:
-    time.sleep(3)   # the first refresh reads and parses everything once
-    pid = pid_of()
-    c0, t0 = cpu_s(pid), time.time()
-    progress(f"measuring for {SECS:.0f} s")
-    time.sleep(SECS)
-    c1, t1 = cpu_s(pid), time.time()
-    screen = subprocess.run(["tmux", "-L", name, "capture-pane", "-p"], capture_output=True, text=True).stdout
-    assert f"nodes {NODES}" in screen, screen
-    print(f"watch over {NODES} node directories (status.json {size} B each; every live.json "
-          f"rewritten every 2 s), {SECS:.0f} s:")
-    print(f"  CPU {100 * (c1 - c0) / (t1 - t0):.2f} % of one core (goal <= 2 %)")
-    print(f"  RSS {mem_kib(pid, 'VmRSS:') / 1024:.1f} MB, peak {mem_kib(pid, 'VmHWM:') / 1024:.1f} MB (goal <= 50 MB)")
+    for n, sl in enumerate(SL.split()):
+        measure(sl, n)
 finally:
     stop.set()
     sim.join()
-    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
     shutil.rmtree(tmp, ignore_errors=True)
 PY

@@ -2,13 +2,20 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "common/strings.h"
 
@@ -28,8 +35,8 @@ struct Fd {
 double Mtime(const struct stat& st) { return st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9; }
 
 std::string Sig(const struct stat& st) {
-  return std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  // One allocation (this runs for every file of every node each refresh).
+  return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 }
 
 const char* KindOf(mode_t m) {
@@ -72,6 +79,13 @@ void ReadOpen(int fd, const struct stat& st, std::size_t cap, bool tail, FileRea
 struct RunRootReader::Cache {
   std::map<std::string, std::pair<std::string, FileRead>> files;  // path -> (stat sig, read)
   std::map<std::string, std::pair<std::string, std::vector<std::string>>> dirs;  // listings
+  // node -> its directory's and its status/live files' stat sigs, and what was read then (its
+  // heartbeat left out)
+  struct NodeEntry {
+    std::string dir_sig, status_sig, live_sig;
+    NodeFiles files;
+  };
+  std::map<std::string, NodeEntry> nodes;
 };
 
 namespace {
@@ -170,8 +184,10 @@ void ReadBundles(int nodefd, const std::string& key, const std::vector<std::stri
   }
 }
 
+// `status_sig`/`live_sig` (may be null) get those two files' stat signatures ("-" when absent).
 NodeFiles ReadNode(int rootfd, const std::string& name, const ReaderLimits& lim,
-                   RunRootReader::Cache* cache) {
+                   RunRootReader::Cache* cache, std::string* status_sig = nullptr,
+                   std::string* live_sig = nullptr) {
   NodeFiles n{.name = name};
   Fd fd(OpenDirAt(rootfd, name));
   if (fd.fd < 0) {
@@ -187,15 +203,61 @@ NodeFiles ReadNode(int rootfd, const std::string& name, const ReaderLimits& lim,
   auto read = [&](const char* file, std::size_t cap) {
     return ReadAt(fd.fd, name + "/" + file, file, cap, false, cache, &n.signature);
   };
-  n.status = read("status.json", lim.json_cap);
-  n.live = read("live.json", lim.json_cap);
-  n.env_plan = read("env-plan.json", 0);  // presence and time only
-  n.preflight = read("preflight.json", 0);
-  n.heartbeat = read("heartbeat", 0);
-  std::string error;
-  auto names = List(fd.fd, name, cache, 4096, &error);
-  if (!error.empty()) n.problem = "run directory not listable: " + error;
-  ReadBundles(fd.fd, name, names, lim, cache, &n);
+  auto read_sig = [&](const char* file, std::string* sig) {
+    std::string one;
+    FileRead f = ReadAt(fd.fd, name + "/" + file, file, lim.json_cap, false, cache, &one);
+    n.signature += one;
+    // ReadAt gave "file=SIG;" (nothing when absent or not a regular file).
+    if (sig)
+      *sig = f.ok() ? one.substr(std::strlen(file) + 1, one.size() - std::strlen(file) - 2) : "-";
+    return f;
+  };
+  n.status = read_sig("status.json", status_sig);
+  n.live = read_sig("live.json", live_sig);
+  if (n.status.state == FileRead::State::kMissing) {
+    // Presence and time only, and only before status.json: they date the phases before it.
+    n.env_plan = read("env-plan.json", 0);
+    n.preflight = read("preflight.json", 0);
+  }
+  // Bundles are directories: with no subdirectory (st_nlink 2) there is nothing to list. A
+  // file system that does not count them (st_nlink 1) is listed.
+  if (st.st_nlink != 2) {
+    std::string error;
+    auto names = List(fd.fd, name, cache, 4096, &error);
+    if (!error.empty()) n.problem = "run directory not listable: " + error;
+    ReadBundles(fd.fd, name, names, lim, cache, &n);
+  }
+  return n;
+}
+
+// The stat signature of `rel` below `rootfd` without opening it ("-" when absent or not a
+// regular file: then the full read names it).
+std::string StatSig(int rootfd, const std::string& rel) {
+  struct stat st {};
+  if (::fstatat(rootfd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+    return "-";
+  return Sig(st);
+}
+
+// A node's files, with three fstatat and no open when nothing changed: a file is created,
+// renamed (the supervisor's one atomic writer) or removed only by changing its directory's
+// mtime, so an unchanged directory leaves only in-place writes to look for, of the two files
+// whose text is read (status.json, live.json) and of the heartbeat (touched, utime).
+NodeFiles ReadNodeCached(int rootfd, const std::string& name, const struct stat& dir_st,
+                         const ReaderLimits& lim, RunRootReader::Cache* cache) {
+  const std::string dir_sig = Sig(dir_st);
+  auto it = cache->nodes.find(name);
+  const bool same = it != cache->nodes.end() && it->second.dir_sig == dir_sig &&
+                    it->second.status_sig == StatSig(rootfd, name + "/status.json") &&
+                    it->second.live_sig == StatSig(rootfd, name + "/live.json");
+  std::string status_sig, live_sig;
+  NodeFiles n =
+      same ? it->second.files : ReadNode(rootfd, name, lim, cache, &status_sig, &live_sig);
+  if (!same && n.problem.empty()) cache->nodes[name] = {dir_sig, status_sig, live_sig, n};
+  if (!n.problem.empty()) return n;
+  n.heartbeat =
+      ReadAt(rootfd, name + "/heartbeat", name + "/heartbeat", 0, false, cache, &n.signature);
+  n.heartbeat.name = "heartbeat";
   return n;
 }
 
@@ -236,40 +298,199 @@ void ReadEvents(int rootfd, const ReaderLimits& lim, RunRootReader::Cache* cache
 
 }  // namespace
 
-RunRootReader::RunRootReader(std::string root, ReaderLimits limits)
-    : root_(std::move(root)), limits_(limits), cache_(std::make_unique<Cache>()) {}
-RunRootReader::~RunRootReader() = default;
+// Shared by the reader and its workers (a stuck worker may outlive the reader).
+struct RunRootReader::Shared {
+  std::mutex mu;
+  std::condition_variable done;
+  std::map<std::string, double> stuck;  // node -> since (unix s) its read has not returned
+  double root_stuck_since = 0;          // the run root's own open/listing has not returned
+  int stuck_workers = 0;
+};
 
-RunRootFiles RunRootReader::Read() {
-  RunRootFiles out{.root = root_};
-  Fd root(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+// One refresh, run by a worker. Fields after `cache` are guarded by shared->mu.
+struct RunRootReader::Job {
+  std::string root;
+  ReaderLimits limits;
+  std::shared_ptr<Shared> shared;
+  std::map<std::string, double> skip;  // stuck nodes when the job started
+  std::unique_ptr<Cache> cache;
+  RunRootFiles out;
+  std::string current;  // the node being read ("" = the run root itself)
+  double current_since = 0;
+  bool done = false, abandoned = false;
+};
+
+namespace {
+
+double NowUnix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string UnreadableText(double since, double now) {
+  return "unreadable for " + std::to_string(static_cast<long long>(std::max(0.0, now - since))) +
+         "s: a stat or read of its files has not returned (a hung network file system?)";
+}
+
+// An abandoned job whose read returned after all (shared->mu held): what it was marked stuck
+// on answers again, and the worker ends.
+void GiveUp(RunRootReader::Job* job) {
+  if (job->current.empty())
+    job->shared->root_stuck_since = 0;
+  else
+    job->shared->stuck.erase(job->current);
+  --job->shared->stuck_workers;
+  job->done = true;  // nobody waits for it any more
+}
+
+// Marks the start of reading `node` (or the root, ""); false when the job was abandoned
+// meanwhile, and then the worker ends there.
+bool Enter(RunRootReader::Job* job, const std::string& node) {
+  std::lock_guard<std::mutex> lock(job->shared->mu);
+  if (job->abandoned) {
+    GiveUp(job);
+    return false;
+  }
+  job->current = node;
+  job->current_since = NowUnix();
+  return true;
+}
+
+// After a read returned: false (the worker ends) when it was given up meanwhile.
+bool Leave(RunRootReader::Job* job) {
+  std::lock_guard<std::mutex> lock(job->shared->mu);
+  if (!job->abandoned) return true;
+  GiveUp(job);
+  return false;
+}
+
+// The refresh itself (on the worker): the body of what Read() used to do.
+bool ReadRoot(RunRootReader::Job* job) {
+  RunRootFiles& out = job->out;
+  const ReaderLimits& limits = job->limits;
+  RunRootReader::Cache* cache = job->cache.get();
+  if (!Enter(job, "")) return false;
+  Fd root(::open(job->root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (root.fd < 0) {
     out.problem = errno == EACCES ? "not readable (permission denied)" : std::strerror(errno);
-    return out;
+    return Leave(job);
   }
   std::string error;
-  auto names = List(root.fd, ".", cache_.get(), limits_.max_nodes + 64, &error);
+  auto names = List(root.fd, ".", cache, limits.max_nodes + 64, &error);
+  if (!Leave(job)) return false;
   if (!error.empty()) out.problem = "not listable: " + error;
+  const double now = NowUnix();
   for (const auto& name : names) {
     if (StartsWith(name, ".")) continue;
-    struct stat st {};
-    if (::fstatat(root.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISREG(st.st_mode)) continue;  // diagnosis.*, per-task verdict files
-    if (out.nodes.size() >= limits_.max_nodes) {
-      ++out.nodes_left_out;
+    if (auto it = job->skip.find(name); it != job->skip.end()) {
+      out.nodes.push_back({.name = name, .problem = UnreadableText(it->second, now)});
       continue;
     }
-    if (!S_ISDIR(st.st_mode)) {
+    if (!Enter(job, name)) return false;
+    if (limits.before_node) limits.before_node(name);
+    struct stat st {};
+    const bool seen = ::fstatat(root.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!seen || S_ISREG(st.st_mode)) {  // regular: diagnosis.*, per-task verdict files
+      if (!Leave(job)) return false;
+      continue;
+    }
+    if (out.nodes.size() >= limits.max_nodes) {
+      ++out.nodes_left_out;
+    } else if (!S_ISDIR(st.st_mode)) {
       out.nodes.push_back(
           {.name = name, .problem = std::string("run directory is ") + KindOf(st.st_mode)});
-      continue;
+    } else {
+      out.nodes.push_back(ReadNodeCached(root.fd, name, st, limits, cache));
     }
-    out.nodes.push_back(ReadNode(root.fd, name, limits_, cache_.get()));
+    if (!Leave(job)) return false;
   }
-  ReadEvents(root.fd, limits_, cache_.get(), &out);
-  out.diagnosis = ReadAt(root.fd, "diagnosis.json", "diagnosis.json", 4 * limits_.json_cap, false,
-                         cache_.get(), nullptr);
-  return out;
+  if (!Enter(job, "")) return false;
+  ReadEvents(root.fd, limits, cache, &out);
+  out.diagnosis = ReadAt(root.fd, "diagnosis.json", "diagnosis.json", 4 * limits.json_cap, false,
+                         cache, nullptr);
+  return Leave(job);
+}
+
+void RunJob(const std::shared_ptr<RunRootReader::Job>& job) {
+  if (!ReadRoot(job.get())) return;
+  std::lock_guard<std::mutex> lock(job->shared->mu);
+  if (job->abandoned) GiveUp(job.get());  // given up just as it finished
+  job->done = true;
+  job->shared->done.notify_all();
+}
+
+}  // namespace
+
+RunRootReader::RunRootReader(std::string root, ReaderLimits limits)
+    : root_(std::move(root)),
+      limits_(std::move(limits)),
+      cache_(std::make_unique<Cache>()),
+      shared_(std::make_shared<Shared>()) {}
+RunRootReader::~RunRootReader() = default;
+
+// The last complete refresh, with what is stuck now said on it.
+const RunRootFiles& RunRootReader::Stale(double now) {
+  stale_ = last_;
+  RunRootFiles& out = stale_;
+  out.root = root_;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (shared_->root_stuck_since > 0)
+    out.problem = "the run root is " + UnreadableText(shared_->root_stuck_since, now) +
+                  "; showing the last refresh";
+  else if (shared_->stuck_workers >= kMaxStuckWorkers)
+    out.problem = std::to_string(shared_->stuck_workers) +
+                  " reads are stuck on this file system; showing the last refresh";
+  for (const auto& [name, since] : shared_->stuck) {
+    auto it = std::find_if(out.nodes.begin(), out.nodes.end(),
+                           [&](const NodeFiles& n) { return n.name == name; });
+    if (it == out.nodes.end()) it = out.nodes.insert(out.nodes.end(), NodeFiles{.name = name});
+    *it = NodeFiles{.name = name, .problem = UnreadableText(since, now)};
+  }
+  std::sort(out.nodes.begin(), out.nodes.end(),
+            [](const NodeFiles& a, const NodeFiles& b) { return a.name < b.name; });
+  return stale_;
+}
+
+const RunRootFiles& RunRootReader::Read() {
+  const double now = NowUnix();
+  auto job = std::make_shared<Job>();
+  bool blocked = false;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    // The run root itself does not answer, or too many workers are stuck: no new worker.
+    blocked = shared_->root_stuck_since > 0 || shared_->stuck_workers >= kMaxStuckWorkers;
+    job->skip = shared_->stuck;
+  }
+  if (blocked) return Stale(now);
+  job->root = root_;
+  job->limits = limits_;
+  job->shared = shared_;
+  job->cache = cache_ ? std::move(cache_) : std::make_unique<Cache>();
+  job->out.root = root_;
+  {
+    // The worker takes no signal: the screen's SIGINT/SIGTERM handlers stay on this thread.
+    sigset_t all, old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    std::thread([job] { RunJob(job); }).detach();
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  shared_->done.wait_for(lock, std::chrono::milliseconds(limits_.read_deadline_ms),
+                         [&] { return job->done; });
+  if (job->done) {
+    cache_ = std::move(job->cache);
+    last_ = std::move(job->out);
+    return last_;
+  }
+  // Stuck: the worker keeps its cache (the next refresh starts a fresh one) and is given up.
+  job->abandoned = true;
+  ++shared_->stuck_workers;
+  if (job->current.empty())
+    shared_->root_stuck_since = job->current_since;
+  else
+    shared_->stuck.emplace(job->current, job->current_since);
+  lock.unlock();
+  return Stale(now);
 }
 
 std::vector<std::string> RunRootReader::Tail(const std::string& node, std::size_t lines) {
@@ -285,6 +506,13 @@ std::vector<std::string> RunRootReader::TailOf(const std::string& node,
                                                std::initializer_list<const char*> files,
                                                std::size_t lines) {
   std::vector<std::string> out;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (auto it = shared_->stuck.find(node); it != shared_->stuck.end())
+      return {UnreadableText(it->second, NowUnix())};
+    if (shared_->root_stuck_since > 0) return {};
+  }
+  if (!cache_) cache_ = std::make_unique<Cache>();
   Fd root(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   Fd fd(root.fd >= 0 ? OpenDirAt(root.fd, node) : -1);
   if (fd.fd < 0) return out;

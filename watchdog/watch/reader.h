@@ -8,9 +8,15 @@
 //   * a file is read again only when its inode, size or mtime changed, and at most a cap (JSON
 //     files 256 KiB, tails the last 16 KiB); a directory is listed again only when its mtime did;
 //   * event files are trusted as the supervisors trust them (peer_events.h): regular, of our own
-//     user, at most 64 KiB, no dot names; the others are listed with why.
+//     user, at most 64 KiB, no dot names; the others are listed with why;
+//   * a refresh reads on a worker thread and waits for it at most read_deadline_ms: a stat or
+//     read stuck on a dead NFS server (uninterruptible: no signal or poll ends it) never freezes
+//     the screen. The node it is stuck on is shown "unreadable for Ns" and skipped by the next
+//     refreshes until that read returns; the stuck worker is abandoned with the cache it held
+//     (the next one starts a fresh cache), at most kMaxStuckWorkers of them.
 #include <sys/types.h>
 
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -28,7 +34,14 @@ struct ReaderLimits {
   std::size_t max_nodes = 4096;
   std::size_t max_events = 256;
   std::size_t max_bundles = 64;  ///< bundle directories looked at per node
+  int read_deadline_ms = 2000;   ///< how long a refresh waits for its worker
+  /// Test seam: called on the worker before each run directory is read (a hook that blocks
+  /// stands in for a hung file system).
+  std::function<void(const std::string& node)> before_node;
 };
+
+/// Workers abandoned in a read that has not returned; beyond it the last refresh is shown.
+inline constexpr int kMaxStuckWorkers = 8;
 
 class RunRootReader {
  public:
@@ -37,8 +50,9 @@ class RunRootReader {
   RunRootReader(const RunRootReader&) = delete;
   RunRootReader& operator=(const RunRootReader&) = delete;
 
-  /// One refresh.
-  RunRootFiles Read();
+  /// One refresh; the reference stays valid until the next Read (no copy of every node's text
+  /// per refresh).
+  const RunRootFiles& Read();
   /// The detail view of one run directory when its supervisor published no tail (it ended):
   /// the last lines of stdout.tail and stderr.tail, at most tail_cap bytes each.
   std::vector<std::string> EndTail(const std::string& node, std::size_t lines);
@@ -47,13 +61,19 @@ class RunRootReader {
   std::vector<std::string> Tail(const std::string& node, std::size_t lines);
 
   struct Cache;
+  struct Shared;
+  struct Job;
 
  private:
   std::vector<std::string> TailOf(const std::string& node, std::initializer_list<const char*> files,
                                   std::size_t lines);
+  const RunRootFiles& Stale(double now);
   std::string root_;
   ReaderLimits limits_;
   std::unique_ptr<Cache> cache_;
+  std::shared_ptr<Shared> shared_;  ///< with the workers: what is stuck, since when
+  RunRootFiles last_;               ///< the last complete refresh
+  RunRootFiles stale_;              ///< last_ with what is stuck now said on it
 };
 
 /// The job run root of Slurm job `job_id` under `base`

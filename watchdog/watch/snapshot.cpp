@@ -164,19 +164,41 @@ const char* PhaseName(Phase phase) {
   return "unknown";
 }
 
-NodeState ParseNode(const NodeFiles& n) {
+namespace {
+
+// The state from the run directory and status.json alone; `memo` (may be null) reuses the last
+// parse while status.json's text and time are the same.
+NodeState StatusPart(const NodeFiles& n, MemoEntry* memo) {
+  const bool cacheable = n.status.ok();
+  if (memo && cacheable && memo->status_valid && memo->status_mtime == n.status.mtime_unix &&
+      memo->status_text == n.status.text)
+    return memo->after_status;
   NodeState s;
   s.row.name = Printable(n.name, 80);
   s.row.dir = n.name;
-  if (!n.problem.empty()) {
-    s.row.problems.push_back(n.problem);
-    return s;
-  }
   if (json st = ParseJson(n.status, &s.row.problems); !st.is_null()) {
     FromStatus(st, n.status, &s);
   } else if (n.status.state == FileRead::State::kMissing) {
     PhaseBeforeStart(n, &s);
   }
+  if (memo) {
+    memo->status_valid = cacheable;
+    memo->status_text = cacheable ? n.status.text : std::string();
+    memo->status_mtime = n.status.mtime_unix;
+    memo->after_status = s;
+  }
+  return s;
+}
+
+NodeState ParseNodeWith(const NodeFiles& n, MemoEntry* memo) {
+  if (!n.problem.empty()) {
+    NodeState s;
+    s.row.name = Printable(n.name, 80);
+    s.row.dir = n.name;
+    s.row.problems.push_back(n.problem);
+    return s;
+  }
+  NodeState s = StatusPart(n, memo);
   if (json live = ParseJson(n.live, &s.row.problems); !live.is_null()) FromLive(live, &s);
   if (n.heartbeat.ok()) s.heartbeat_unix = n.heartbeat.mtime_unix;
   if (n.heartbeat.state == FileRead::State::kProblem) {
@@ -185,6 +207,10 @@ NodeState ParseNode(const NodeFiles& n) {
   FromBundles(n, &s);
   return s;
 }
+
+}  // namespace
+
+NodeState ParseNode(const NodeFiles& n) { return ParseNodeWith(n, nullptr); }
 
 namespace {
 
@@ -334,9 +360,12 @@ Snapshot BuildSnapshot(const RunRootFiles& files, double now, const WatchOptions
     NodeState fresh;
     const NodeState* parsed = &fresh;
     if (memo && !n.signature.empty()) {
-      auto& slot = (*memo)[n.name];
-      if (slot.first != n.signature) slot = {n.signature, ParseNode(n)};
-      parsed = &slot.second;
+      MemoEntry& slot = (*memo)[n.name];
+      if (slot.signature != n.signature) {
+        slot.state = ParseNodeWith(n, &slot);
+        slot.signature = n.signature;
+      }
+      parsed = &slot.state;
     } else {
       fresh = ParseNode(n);
     }

@@ -117,7 +117,18 @@ struct NodeState {
   Row row{};  ///< fields that do not depend on now
   double phase_since_unix = 0, last_output_unix = 0, heartbeat_unix = 0, live_unix = 0;
 };
-using ParseMemo = std::map<std::string, std::pair<std::string, NodeState>>;
+/// What the memo keeps per node: the state for the node's stat signature, and the part parsed
+/// from status.json alone (a changed live.json, every 2 s on a printing job, then costs the
+/// small live.json's parse, not the status.json's too).
+struct MemoEntry {
+  std::string signature{};  ///< the node's stat signature when `state` was parsed
+  NodeState state{};
+  bool status_valid = false;  ///< `after_status` holds the parse of `status_text`
+  std::string status_text{};
+  double status_mtime = 0;
+  NodeState after_status{};
+};
+using ParseMemo = std::map<std::string, MemoEntry>;
 
 /// Parses one run directory's files (pure).
 NodeState ParseNode(const NodeFiles& node);

@@ -4,8 +4,13 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 namespace sl::watch {
 namespace {
@@ -130,4 +135,58 @@ TEST_CASE("The run root of a Slurm job is found by its id") {
 }
 
 }  // namespace
+}  // namespace sl::watch
+
+namespace sl::watch {
+namespace {
+
+// A read that never returns (a hard-mounted NFS server gone): the worker's hook blocks on node
+// B until released, as a stat of B's files would.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("A node whose read never returns is shown unreadable and does not freeze a refresh") {
+  Tree t;
+  t.Write("A/status.json", R"({"state":"running"})");
+  t.Write("B/status.json", R"({"state":"running"})");
+  auto gate = std::make_shared<Gate>();
+  ReaderLimits lim;
+  lim.read_deadline_ms = 200;
+  lim.before_node = [gate](const std::string& node) {
+    if (node == "B") gate->Wait();
+  };
+  RunRootReader reader(t.root.string(), lim);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto first = reader.Read();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(NodeOf(first, "B").problem.find("unreadable for 0s") != std::string::npos);
+  // The next refresh skips B and reads the rest.
+  auto second = reader.Read();
+  CHECK(NodeOf(second, "A").status.text == R"({"state":"running"})");
+  CHECK(NodeOf(second, "B").problem.find("has not returned") != std::string::npos);
+  CHECK(reader.Tail("B", 5).front().find("unreadable for") != std::string::npos);
+  // The read returns at last: B is read again.
+  gate->Open();
+  bool back = false;
+  for (int i = 0; i < 100 && !back; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    back = NodeOf(reader.Read(), "B").status.ok();
+  }
+  CHECK(back);
+}
+
 }  // namespace sl::watch
