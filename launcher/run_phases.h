@@ -21,6 +21,9 @@
 namespace sl::preflight {
 struct PreflightReport;
 }
+namespace sl::warmup {
+class ClaimGuard;
+}
 
 namespace sl::launcher {
 
@@ -44,6 +47,8 @@ struct RunContext {
   std::string post_mortem_root;   ///< the job run root once a post-mortem ran there
   double hang_declared_unix = 0;  ///< when this node declared a hang (0 = none)
   nlohmann::json status_extra = nlohmann::json::object();  ///< merged into status.json
+  /// Node 0 while the job runs: answers late claimants on the warm-up port (claim_guard.h).
+  std::shared_ptr<warmup::ClaimGuard> claim_guard;
 };
 
 // ---- warm-up (launcher/run_warmup.cpp) --------------------------------------------------------

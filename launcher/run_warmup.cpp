@@ -20,6 +20,7 @@
 #include "launcher/layout.h"
 #include "launcher/run_phases.h"
 #include "warmup/bw_history.h"
+#include "warmup/claim_guard.h"
 #include "warmup/warmup_phase.h"
 
 namespace sl::launcher {
@@ -243,6 +244,43 @@ warmup::WarmupOptions WarmupOptionsFor(const WarmupConfig& args, const RunContex
   return o;
 }
 
+// A late process of this job (the same --node-rank twice) finds node 0's guard on the warm-up
+// port: refused at once, naming the first claimant, instead of waiting its whole timeout for a
+// store that is gone. True when this process must not go on.
+bool RefusedAsLateClaim(const warmup::Topology& t, const warmup::WarmupOptions& o,
+                        RunContext& ctx) {
+  const std::string line = warmup::ProbeClaimGuard(t.rendezvous_host, t.warmup_port, 250);
+  if (line.empty()) return false;
+  auto notice = warmup::ParseGuardLine(o.auth, line);
+  if (!notice.ok()) {
+    log::Warn("{}:{} answered as another job's warm-up guard ({}); going on", t.rendezvous_host,
+              t.warmup_port, notice.error().message);
+    return false;
+  }
+  if (!*notice) return false;
+  const std::string why = warmup::LateClaimMessage(**notice, t.node_rank, o.node_name);
+  log::Error("warm-up FAILED: {}", why);
+  log::Error(
+      "  fix: give every node its own --node-rank (or SLURM_NODEID); stop this safe-launch, or "
+      "the job on {}:{} first if this one is meant to replace it",
+      t.rendezvous_host, t.warmup_port);
+  ctx.status_extra["warmup"] = {{"verdict", "fail"}, {"reason", why}};
+  return true;
+}
+
+// Node 0, once the job is to start: the warm-up port answers late claimants while the job runs.
+void GuardWarmupPort(const warmup::Topology& t, const warmup::WarmupOptions& o,
+                     const warmup::WarmupOutcome& outcome, RunContext& ctx) {
+  if (t.node_rank != 0 || t.nnodes < 2) return;
+  auto line = warmup::GuardLine(o.auth, warmup::NoticeFromReport(outcome.report));
+  auto guard = warmup::ClaimGuard::Start(t.rendezvous_host, t.warmup_port, std::move(line));
+  if (!guard.ok()) {
+    log::Debug("warm-up port not guarded while the job runs: {}", guard.error().message);
+    return;
+  }
+  ctx.claim_guard = std::move(*guard);
+}
+
 }  // namespace
 
 int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
@@ -289,6 +327,7 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
   const BandwidthRecord record = BandwidthRecordFromEnv(ctx);
   warmup::WarmupOptions o = WarmupOptionsFor(args, ctx, t, record);
   o.rendezvous = std::move(job);
+  if (t.nnodes > 1 && RefusedAsLateClaim(t, o, ctx)) return exit_code::kWarmupFailed;
   auto outcome = warmup::RunWarmup(o);
   if (StopSignalSeen()) {
     // A SIGTERM/SIGINT ended the warm-up: no verdict of its own to report; the stop check after
@@ -310,6 +349,7 @@ int RunWarmupPhase(const RunConfig& config, RunContext& ctx) {
     }
     log::Warn("starting the job anyway (--on-warmup-fail=warn)");
   }
+  GuardWarmupPort(t, o, outcome, ctx);
   return exit_code::kOk;
 }
 

@@ -168,6 +168,7 @@ class Rank {
     std::string arrive_key = "arrive/" + std::to_string(rank_) + "/" + std::to_string(*claim);
     if (auto s = store_->Set(arrive_key, JsonText(json(arrive), -1)); !s.ok())
       return Fail(s.error().Describe());
+    if (*claim > 1) return RefuseSecondClaim(arrive, *claim);
     if (local_rank_ == 0) {
       NodeLayout layout{plan_.node_rank, plan_.nnodes, plan_.nproc_per_node, plan_.node.node_name};
       json facts = {{"report", plan_.node}, {"layout", layout}};
@@ -184,6 +185,42 @@ class Rank {
   int Fail(const std::string& why) {
     result_.error = why;
     return 1;
+  }
+
+  // A second process on this rank (the same --node-rank twice): refused at once, naming the
+  // first claimant, instead of waiting for a verdict or joining a group whose rank is taken (it
+  // would hang to the deadline). Its facts are never published; node 0 reads the claim and
+  // fails the warm-up (ClaimFindings), and this process counts itself done so node 0 does not
+  // wait for it.
+  int RefuseSecondClaim(const ArrivalRecord& me, std::int64_t claim) {
+    (void)store_->Add("arrived", 1);  // wakes rank 0, which names both claimants
+    const std::string first_key = "arrive/" + std::to_string(rank_) + "/1";
+    std::optional<ArrivalRecord> first;
+    // The first claim's record follows its counter by one store call: wait briefly, not for
+    // the deadline.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!first && std::chrono::steady_clock::now() < until) {
+      if (auto a = GetJson(first_key)) {
+        try {
+          first = a->get<ArrivalRecord>();
+        } catch (const std::exception&) {
+          break;
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    (void)store_->Add("done", 1);
+    auto who = [](const ArrivalRecord& a) {
+      return fmt::format("{} ({}, pid {})", a.host.empty() ? "?" : a.host,
+                         a.address.empty() ? "address unknown" : a.address, a.pid);
+    };
+    return Fail(fmt::format(
+        "two processes claim node {}: hosts {} and {} -- the first claimed rank {}; this "
+        "process (claim {}) is refused at once, and node 0 will not start the job; give every "
+        "node its own --node-rank (or SLURM_NODEID) and stop the stray safe-launch",
+        plan_.node_rank, first ? who(*first) : "? (its record is unreadable)", who(me), rank_,
+        claim));
   }
 
   // Reads the claims on every rank not read yet (claim n of rank r is "arrive/r/n"). A claim
@@ -324,6 +361,14 @@ class Rank {
       return Fail(s.error().Describe());
     // Keep the store (hosted in this process) up until every other process has the report.
     PollUntil([&] { return Counter("done") >= ExpectedOthers(); }, 0);
+    // A claim made after the report went out still stops node 0: the job must not start with
+    // a contested layout (the others already read the report; they fail at their rendezvous).
+    const std::size_t known = findings.size();
+    LateClaims(&findings);
+    if (findings.size() > known) {
+      result_.timings.end = NowMs();
+      BuildReport(findings, results, arrivals);
+    }
     return 0;
   }
 

@@ -3,7 +3,7 @@
 # warm-up ranks (real libtorch Gloo), on loopback or in two network namespaces joined by a veth
 # pair. Usage: warmup_pair.sh CASE SAFE_LAUNCH FIXTURES_DIR
 #   healthy | mtu | mtu-waived | mtu-waived-recipe | hca | missing | no-node0 | usage | no-binary | torchrun | netns-healthy |
-#   netns-mtu | netns-rdzv-elsewhere | secret-healthy | impostor | duplicate | preset-verdict | nproc-mismatch | rdzv-differs | rdzv-same
+#   netns-mtu | netns-rdzv-elsewhere | secret-healthy | impostor | duplicate | late-duplicate | preset-verdict | nproc-mismatch | rdzv-differs | rdzv-same
 set -u
 CASE=$1
 SL=$2
@@ -310,6 +310,32 @@ PYEOF
     # Usually no collective runs: both claims arrive before node 0's verdict. The second claim can
     # only be made once node 0's store is up, so on a loaded machine it may land after the
     # verdict; then it is still named (above) and nobody passes (exit 69), which is the contract.
+    unset SAFE_LAUNCH_WARMUP_SECRET
+    ;;
+  late-duplicate)
+    # A second --node-rank 1 starts after the warm-up passed and the job runs: node 0's store is
+    # gone, but its launcher answers on the warm-up port, so the late one is refused at once,
+    # naming the first claimant, where it used to wait its whole timeout ("could not reach").
+    export SAFE_LAUNCH_WARMUP_SECRET=s3cret-of-this-job
+    run_node 0 "$FX/roce-jumbo" roce-a $(pair_args 0) -- sleep 60
+    run_node 1 "$FX/roce-jumbo" roce-b $(pair_args 1) -- sleep 60
+    for _ in $(seq 1 900); do
+      grep -q "warm-up passed" "$WORK/n0.out" 2>/dev/null && break
+      sleep 0.1
+    done
+    expect_in "$WORK/n0.out" "warm-up passed"
+    sleep 1  # the guard starts right after the verdict line
+    start=$(date +%s)
+    "$SL" run --sysroot "$FX/roce-jumbo" --on-preflight-fail=warn --node-name roce-c \
+      --run-dir "$WORK/n2" $(pair_args 1 90) -- true > "$WORK/n2.out" 2>&1
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    [ "$rc" = 69 ] || fail "the late claimant exited $rc, expected 69"
+    [ "$took" -le 20 ] || fail "the late claimant took ${took} s to be refused (timeout 90 s)"
+    expect_in "$WORK/n2.out" "two processes claim node 1: roce-b (127.0.0.1, pid [0-9]*) passed this job's warm-up"
+    expect_in "$WORK/n2.out" "this process on roce-c is a second --node-rank 1 and is refused at once"
+    expect_in "$WORK/n2.out" "give every node its own --node-rank"
+    expect_in "$WORK/n0.out" "refused a late claim from 127.0.0.1"
     unset SAFE_LAUNCH_WARMUP_SECRET
     ;;
   preset-verdict)
