@@ -301,7 +301,7 @@ class Rank {
     for (const auto& [r, c] : claims_)
       for (const auto& a : c.valid) arrivals.push_back(a);
     std::vector<Finding> findings = ArrivalVerdict(all_here);
-    bool run_collectives = all_here && Worst(findings) != Outcome::kFail;
+    bool run_collectives = all_here && Worst(findings) != Outcome::kFail && plan_.collectives;
     json verdict = {{"run_collectives", run_collectives}, {"findings", findings}};
     if (auto s = store_->Set("verdict", JsonText(verdict, -1)); !s.ok())
       return Fail(s.error().Describe());
