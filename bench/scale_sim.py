@@ -173,7 +173,7 @@ def warmup_run(n, facts, odd_facts=None, missing=None):
         "store_peak_sockets": sampler.peak,
         "report_bytes": len(json.dumps(report)),
         "verdict": report.get("verdict"),
-        "findings": [f"{f.get('check_id')} {f.get('entity')}: {f.get('message', '')[:160]}"
+        "findings": [f"{f.get('check')} {f.get('entity')}: {f.get('message', '')[:160]}"
                      for f in report.get("findings", []) if f.get("outcome") in ("fail", "warn")],
     }
     shutil.rmtree(d, ignore_errors=True)
@@ -275,14 +275,12 @@ def diagnose_run(n, src):
     except ValueError:
         doc = {}
     causes = doc.get("causes", [])
-    text = json.dumps(doc)
     shutil.rmtree(root, ignore_errors=True)
     return {"n": n, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
             "peak_rss_mib": ru.ru_maxrss / 1024, "files": files, "mib": size / 2**20,
             "files_per_node": files / n, "kib_per_node": size / 1024 / n,
             "top": causes[0].get("category") if causes else None,
-            "nodes_seen": len(doc.get("nodes", [])),
-            "names_bundleless": f"sim{n // 2:04d}" in text}
+            "nodes_seen": len(doc.get("nodes", [])), "job_nodes": doc.get("job_nodes")}
 
 
 def fmt(v, spec):
@@ -354,7 +352,7 @@ def main():
             ok = warmup_run(n, facts)
             odd_fig = warmup_run(n, facts, odd_facts=odd)
             miss = warmup_run(n, facts, missing=n // 2) if n > 1 else None
-            named_odd = any(f"sim{n - 1:04d}" in f and "mtu" in f for f in odd_fig["findings"])
+            named_odd = any(f"sim{n - 1:04d}" in f and "mtu" in f.lower() for f in odd_fig["findings"])
             named_miss = miss and any(f"node {n // 2}" in f for f in miss["findings"])
             rows[n].update(ok)
             rows[n]["odd_named"], rows[n]["odd_named_s"] = named_odd, odd_fig["first_start_to_verdict_s"]
@@ -375,11 +373,11 @@ def main():
         print("\n2. coordinated capture (sl-scale-peer: real PeerChannel, poll 0.5 s, tick 0.1 s)")
         print("   ->all started: node 0's detection -> every other node's bundle started; poll "
               "CPU: each node's CPU per second of running (median, max); node N-1 is killed "
-              "before the detection")
+              "before the detection (N > 2)")
         print(f"{'N':>5} {'->all started':>13} {'->median':>8} {'poll CPU ms/s':>13} "
               f"{'(max)':>6} bundles | killed node without a bundle  load")
         for n in NS:
-            c = capture_run(n, kill=n - 1 if n > 1 else None)
+            c = capture_run(n, kill=n - 1 if n > 2 else None)
             rows[n].update(c)
             print(f"{n:>5} {fmt(c['detect_to_all_started_s'], '13.2f')} "
                   f"{fmt(c['detect_to_median_started_s'], '8.2f')} "
@@ -391,15 +389,14 @@ def main():
         print("\n3. safe-launch diagnose RUN_ROOT (N copies of one real run directory with its "
               "hang bundle; the middle node without one)")
         print(f"{'N':>5} {'wall s':>7} {'CPU s':>6} {'peak RSS':>9} {'files':>7} {'MiB':>7} "
-              f"{'files/node':>10} {'KiB/node':>8} top cause | nodes | bundle-less node named  load")
+              f"{'files/node':>10} {'KiB/node':>8} top cause | nodes seen  load")
         for n in NS:
             g = diagnose_run(n, src)
             for k, v in g.items():
                 rows[n]["diagnose_" + k if k in ("files", "mib", "top") else k] = v
             print(f"{n:>5} {g['wall_s']:7.2f} {g['cpu_s']:6.2f} {g['peak_rss_mib']:8.1f}M "
                   f"{g['files']:>7} {g['mib']:7.1f} {g['files_per_node']:10.1f} "
-                  f"{g['kib_per_node']:8.0f} {g['top']} | {g['nodes_seen']} | "
-                  f"{'yes' if g['names_bundleless'] else 'no'}  {load()}", flush=True)
+                  f"{g['kib_per_node']:8.0f} {g['top']} | {g['nodes_seen']}  {load()}", flush=True)
     series = [rows[n] for n in NS]
     svg(series)
     print(f"\ncurves: {SVG}")
