@@ -148,22 +148,30 @@ def warmup_run(n, facts, odd_facts=None, missing=None):
     spawned = time.time()
     rusage = {r: reap(p, DEADLINE_S + 30) for r, p in procs.items()}
     sampler.stop = True
-    outs = {}
+    # Only what is measured is kept: this process's size is the floor of every child's peak RSS
+    # (a forked child's high-water mark starts at its parent's; see the RSS note in main()).
+    t, errors, reports, report = {}, {}, 0, {}
     for r in procs:
         try:
-            outs[r] = json.load(open(os.path.join(d, f"out{r}.json")))
+            o = json.load(open(os.path.join(d, f"out{r}.json")))
         except (OSError, ValueError):
-            outs[r] = {}
-    t = {r: o.get("result", {}).get("timings", {}) for r, o in outs.items()}
+            o = {"result": {"error": "no output file"}}
+        t[r] = o.get("result", {}).get("timings", {})
+        err = o.get("result", {}).get("error", "")
+        if err:
+            errors[err[:120]] = errors.get(err[:120], 0) + 1
+        reports += bool(o.get("report"))
+        if r == 0:
+            report = o.get("report", {})
+        del o
     arrivals = [x.get("store", 0) for x in t.values() if x.get("store")]
     verdicts = [x.get("verdict", 0) for x in t.values()]
     ends = [x.get("end", 0) for x in t.values()]
-    report = outs.get(0, {}).get("report", {})
     rss = sorted(ru.ru_maxrss for ru in rusage.values())
     fig = {
         "n": n, "started": len(procs), "spawn_s": spawned - now_ms / 1000,
         "arrived": len(arrivals), "verdicts": sum(1 for v in verdicts if v > 0),
-        "reports": sum(1 for o in outs.values() if o.get("report")),
+        "reports": reports, "errors": errors,
         "last_arrival_to_verdict_s": (max(verdicts) - max(arrivals)) / 1000 if arrivals and min(verdicts) > 0 else None,
         "last_arrival_to_report_s": (max(ends) - max(arrivals)) / 1000 if arrivals and min(ends) > 0 else None,
         "first_start_to_verdict_s": (max(verdicts) - now_ms) / 1000 if min(verdicts) > 0 else None,
@@ -366,6 +374,9 @@ def main():
                   f"{'yes' if named_odd else 'NO'} {fmt(odd_fig['first_start_to_verdict_s'], '.2f')} | "
                   f"{'yes' if named_miss else 'NO'} {fmt(rows[n]['missing_named_s'], '.2f')}  "
                   f"{load()}", flush=True)
+            for fig in (ok, odd_fig):
+                if fig["errors"]:
+                    print("   errors on the nodes:", fig["errors"])
             if not named_odd or not named_miss:
                 print("   odd run findings:", odd_fig["findings"][:3])
                 print("   missing run findings:", (miss or {}).get("findings", [])[:3])
