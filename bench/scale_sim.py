@@ -350,7 +350,7 @@ def main():
         facts, odd = facts_of("roce-jumbo"), facts_of("roce-mtu1500")
         print("\n1. warm-up facts exchange (safe-launch-warmup-sim: real protocol and comparisons, "
               "simulator's store)")
-        print("   arr->verdict / arr->report: the last node's arrival at the store -> every node "
+        print("   arr->verdict / arr->report: last arrival (of a node at the store) -> every node "
               "holding the verdict / the job-wide report; node 0 CPU and peak RSS: node 0's "
               "process (store + comparison); sockets: node 0's peak")
         print(f"{'N':>5} {'arr->verdict':>12} {'arr->report':>11} {'node0 CPU':>9} "
@@ -382,7 +382,7 @@ def main():
                 print("   missing run findings:", (miss or {}).get("findings", [])[:3])
     if "capture" not in SKIP:
         print("\n2. coordinated capture (sl-scale-peer: real PeerChannel, poll 0.5 s, tick 0.1 s)")
-        print("   ->all started: node 0's detection -> every other node's bundle started; poll "
+        print("   ->all started: node 0's detection -> all bundles started (every other node); poll "
               "CPU: each node's CPU per second of running (median, max); node N-1 is killed "
               "before the detection (N > 2)")
         print(f"{'N':>5} {'->all started':>13} {'->median':>8} {'poll CPU ms/s':>13} "
