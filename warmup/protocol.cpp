@@ -26,6 +26,7 @@ void to_json(nlohmann::json& j, const WarmupPlan& p) {
       {"waive", p.waive},
       {"node", p.node},
       {"bandwidth", p.bandwidth},
+      {"collectives", p.collectives},
       {"auth",
        {{"job_id", p.auth.job_id}, {"key_hex", p.auth.key_hex}, {"source", p.auth.source}}}};
 }
@@ -48,6 +49,7 @@ void from_json(const nlohmann::json& j, WarmupPlan& p) {
   p.waive = j.value("waive", d.waive);
   if (j.contains("node")) p.node = j.at("node").get<NodeReport>();
   p.bandwidth = j.value("bandwidth", d.bandwidth);
+  p.collectives = j.value("collectives", d.collectives);
   if (j.contains("auth")) {
     const auto& a = j.at("auth");
     p.auth.job_id = a.value("job_id", "");

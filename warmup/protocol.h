@@ -67,6 +67,9 @@ struct WarmupPlan {
   NodeReport node;  ///< this node's published facts (versions filled by rank)
   WarmupAuth auth;  ///< namespace and HMAC key of every store key (plan.json is 0600)
   BandwidthPlan bandwidth;
+  /// false: rank 0's verdict never starts the collectives (the scale simulator,
+  /// safe-launch-warmup-sim, which has none); `run` always plans them.
+  bool collectives = true;
 
   int World() const { return nnodes * nproc_per_node; }
   int NodeOfRank(int rank) const { return nproc_per_node > 0 ? rank / nproc_per_node : 0; }

@@ -67,6 +67,12 @@ class Rank {
     double total = plan_.deadline_unix_ms - plan_.spawn_unix_ms;
     // Rank 0 stops waiting this long before the deadline so it can still publish the verdict.
     reserve_ms_ = std::clamp(total * 0.15, 200.0, 3000.0);
+    // The other ranks poll rank 0's store for the verdict and the report: their backoff grows to
+    // about 1 ms per rank of the job (50 ms to 1 s), so that all of them together ask about a
+    // thousand times a second whatever the size -- at 1024 nodes a 50 ms cap was 20000 requests
+    // a second, and rank 0's own reads waited behind them until the others' deadline
+    // (bench/scale.sh). Rank 0 keeps 50 ms: it is the one reading everyone's arrival.
+    poll_cap_ms_ = rank_ == 0 ? 50 : std::clamp(plan_.World(), 50, 1000);
   }
 
   // Returns the process exit status; `out` receives {"result": ..., "report": ...}.
@@ -98,7 +104,7 @@ class Rank {
       if (done()) return true;
       if (RemainingMs(reserve) <= 0) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-      sleep_ms = std::min(sleep_ms * 2, 50);
+      sleep_ms = std::min(sleep_ms * 2, poll_cap_ms_);
     }
   }
   std::int64_t Counter(const std::string& key) {
@@ -226,8 +232,13 @@ class Rank {
   // Reads the claims on every rank not read yet (claim n of rank r is "arrive/r/n"). A claim
   // whose counter is up but whose record is absent is retried next time without holding up the
   // ones after it: a process that died between the two, or a bumped counter, hides no one.
-  void ReadClaims() {
+  // `unclaimed_only`: only ranks without a valid claim yet -- the polls while ranks arrive, so
+  // that each costs the ranks still missing, not the whole world (bench/scale.sh: at 512 nodes
+  // the full scan on every arrival was most of node 0's work); a full scan runs before the
+  // verdict, so a second claimant is still named.
+  void ReadClaims(bool unclaimed_only = false) {
     for (int r = 0; r < plan_.World(); ++r) {
+      if (unclaimed_only && !claims_[r].valid.empty()) continue;
       std::int64_t count = Counter("claims/" + std::to_string(r));
       std::set<std::int64_t>& done = claims_read_[r];
       RankClaims& c = claims_[r];
@@ -286,7 +297,7 @@ class Rank {
       std::int64_t now = Counter("arrived");
       if (now == seen) return;
       seen = now;
-      ReadClaims();
+      ReadClaims(/*unclaimed_only=*/true);
       ReadFacts();
     };
     bool done = PollUntil(
@@ -295,7 +306,7 @@ class Rank {
           return !LayoutFindings(plan_, layouts_).empty() || EveryoneHere();
         },
         reserve_ms_);
-    ReadClaims();  // a last look: a claim whose record was written after the counter moved
+    ReadClaims();  // a last look, full: a second claimant, a record written after the counter
     ReadFacts();
     return done && LayoutFindings(plan_, layouts_).empty() && EveryoneHere();
   }
@@ -338,7 +349,7 @@ class Rank {
     for (const auto& [r, c] : claims_)
       for (const auto& a : c.valid) arrivals.push_back(a);
     std::vector<Finding> findings = ArrivalVerdict(all_here);
-    bool run_collectives = all_here && Worst(findings) != Outcome::kFail;
+    bool run_collectives = all_here && Worst(findings) != Outcome::kFail && plan_.collectives;
     json verdict = {{"run_collectives", run_collectives}, {"findings", findings}};
     if (auto s = store_->Set("verdict", JsonText(verdict, -1)); !s.ok())
       return Fail(s.error().Describe());
@@ -710,6 +721,7 @@ class Rank {
   WarmupPlan plan_;
   int local_rank_ = 0, rank_ = 0;
   double reserve_ms_ = 0;
+  int poll_cap_ms_ = 50;  // longest sleep between two polls (PollUntil)
   BackendOptions options_;
   std::unique_ptr<KvStore> raw_store_;
   std::unique_ptr<AuthStore> store_;
