@@ -224,6 +224,22 @@ std::vector<RowCase> VerbsCases() {
       {W("Call to ibv_create_cq failed with error Invalid argument errno 22"),
        "nccl.ibv_create",
        {{"call", "ibv_create_cq"}, {"errno", "22"}}},
+      // libfabric prov/efa/src/efa_mr.c (1.19)
+      {"libfabric:15409:1705531788::efa:mr:efa_mr_reg_impl():850<warn> Unable to register MR: "
+       "Cannot allocate memory",
+       "libfabric.efa_mr_enomem",
+       {{"call", "efa_mr_reg_impl"}}},
+      // Open MPI help-mpi-btl-openib.txt (4.1)
+      {"WARNING: It appears that your OpenFabrics subsystem is configured to only",
+       "openmpi.openib_reg_limit",
+       {}},
+      // bash ulimit.def: a finite limit is a symptom, unlimited only the fact
+      {"max locked memory       (kbytes, -l) 64",
+       "os.ulimit_memlock_small",
+       {{"memlock_kb", "64"}}},
+      {"max locked memory       (kbytes, -l) unlimited",
+       "os.ulimit_memlock",
+       {{"memlock_kb", "unlimited"}}},
       // UCX ib_mlx5_log.c (1.10) and rc_verbs_iface.c with ibv_wc_status_str()
       {"[master:19548:0:19548] ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB "
        "(synd 0x15 vend 0x81 hw_synd 0/0)",
@@ -959,6 +975,9 @@ std::vector<RowCase> KernelCases() {
        "parameter (see dmesg)",
        "kmod.peermem_insert_failed",
        {{"module", "nvidia_peermem"}}},
+      // infiniband-diags ibstat.c "\t\tPhysical state: %s"
+      {"\t\tPhysical state: Disabled", "ibstat.port_no_link", {{"phys_state", "Disabled"}}},
+      {"\t\tPhysical state: Polling", "ibstat.port_no_link", {{"phys_state", "Polling"}}},
       // cuda-samples p2pBandwidthLatencyTest.cu "Device=%d %s Access Peer Device=%d"
       {"Device=0 CANNOT Access Peer Device=2",
        "cuda_samples.p2p_cannot_access",
@@ -1326,7 +1345,9 @@ std::vector<RowCase> OtherLayerCases() {
        "8192 kbytes)",
        "ucx.memlock_hint",
        {{"memlock_kb", "8192"}}},
-      {"max locked memory       (kbytes, -l) 64", "os.ulimit_memlock", {{"memlock_kb", "64"}}},
+      {"max locked memory       (kbytes, -l) 2097152",
+       "os.ulimit_memlock",
+       {{"memlock_kb", "2097152"}}},
       {"[qgpu813:1    :0:381] Caught signal 7 (Bus error: nonexistent physical address)",
        "ucx.caught_signal",
        {{"signal", "7"}, {"signal_name", "Bus error"}}},
