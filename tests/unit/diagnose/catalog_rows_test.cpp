@@ -229,6 +229,12 @@ std::vector<RowCase> VerbsCases() {
        "Cannot allocate memory",
        "libfabric.efa_mr_enomem",
        {{"call", "efa_mr_reg_impl"}}},
+      // libfabric verbs_ep.c (1.14) and other ENOMEM warnings
+      {"libfabric:22102:1638393161:verbs:ep_ctrl:vrb_ep_enable():884<warn> rdma_create_qp: Cannot "
+       "allocate memory (12)",
+       "libfabric.verbs_create_qp_enomem",
+       {{"errno", "12"}}},
+      {"Libfabric error: (-12) Cannot allocate memory", "libfabric.enomem", {}},
       // Open MPI help-mpi-btl-openib.txt (4.1)
       {"WARNING: It appears that your OpenFabrics subsystem is configured to only",
        "openmpi.openib_reg_limit",
@@ -532,6 +538,10 @@ std::vector<RowCase> InitCases() {
          "vs 0"),
        "nccl.bootstrap_root_mismatch",
        {{"nranks_a", "16"}}},
+      // proxy.cc v2.14.3-1 "Proxy Call to rank %d failed (%s)"
+      {W("Proxy Call to rank 0 failed (Connect)"),
+       "nccl.proxy_call_failed",
+       {{"peer_rank", "0"}, {"op", "Connect"}}},
       // proxy.cc v2.18.3-1
       {W("[Proxy Service 3] Failed to execute operation Connect from rank 11, retcode 6"),
        "nccl.proxy_op_failed",
