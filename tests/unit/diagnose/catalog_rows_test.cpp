@@ -124,9 +124,11 @@ std::vector<RowCase> IbAsyncEventsCases() {
   return {
       // net_ib.cc v2.10.3-1 .. v2.19.4-1: "NET/IB : Got async event : %s"
       {W("NET/IB : Got async event : port error"), "nccl.ib_port_error", {}},
-      {W("NET/IB : Got async event : GID table change"),
-       "nccl.ib_async_event",
-       {{"event", "GID table change"}}},
+      {W("NET/IB : Got async event : GID table change"), "nccl.ib_event_gid_change", {}},
+      {W("NET/IB : Got async event : local catastrophic error"), "nccl.ib_event_device_fatal", {}},
+      {W("NET/IB : Got async event : local access violation work queue error"),
+       "nccl.ib_event_qp_access_error",
+       {}},
       // v2.20.5-1 .. v2.22.3-1: "NET/IB : %s:%d Got async event : %s"
       {W("NET/IB : mlx5_2:1 Got async event : port error"),
        "nccl.ib_port_error",
@@ -147,8 +149,20 @@ std::vector<RowCase> IbAsyncEventsCases() {
        {{"event", "port active(9)"}}},
       // v2.23.4-1 .. v2.28.9-1: fatal events
       {W("NET/IB : mlx5_0:1 async fatal event: local catastrophic error"),
-       "nccl.ib_async_fatal",
-       {{"dev", "mlx5_0"}, {"event", "local catastrophic error"}}},
+       "nccl.ib_event_device_fatal",
+       {{"dev", "mlx5_0"}, {"port", "1"}}},
+      {W("NET/IB : mlx5_0:1 async fatal event on QP (0x7f3a2c001b40): local access violation "
+         "work queue error"),
+       "nccl.ib_event_qp_access_error",
+       {{"dev", "mlx5_0"}}},
+      // v2.23.4-1 .. v2.27.7-1: IBV_EVENT_GID_CHANGE falls to "%s:%d unknown event type (%d)"
+      {W("NET/IB : mlx5_0:1 unknown event type (18)"),
+       "nccl.ib_event_gid_change_unknown",
+       {{"dev", "mlx5_0"}, {"port", "1"}}},
+      // v2.20.5-1 .. v2.22.3-1
+      {W("NET/IB : mlx5_1:1 Got async event : GID table change"),
+       "nccl.ib_event_gid_change",
+       {{"dev", "mlx5_1"}}},
       {W("NET/IB : mlx5_0:1 async fatal event on QP (0x7f3a2c001b40): local work queue "
          "catastrophic error"),
        "nccl.ib_async_fatal",
@@ -207,9 +221,47 @@ std::vector<RowCase> VerbsCases() {
       {W("Call to ibv_create_qp failed with error Cannot allocate memory"),
        "nccl.ibv_create",
        {{"call", "ibv_create_qp"}, {"error", "Cannot allocate memory"}}},
-      {W("Call to ibv_create_cq failed with error Cannot allocate memory errno 12"),
+      {W("Call to ibv_create_cq failed with error Invalid argument errno 22"),
        "nccl.ibv_create",
-       {{"call", "ibv_create_cq"}, {"errno", "12"}}},
+       {{"call", "ibv_create_cq"}, {"errno", "22"}}},
+      // libfabric prov/efa/src/efa_mr.c (1.19)
+      {"libfabric:15409:1705531788::efa:mr:efa_mr_reg_impl():850<warn> Unable to register MR: "
+       "Cannot allocate memory",
+       "libfabric.efa_mr_enomem",
+       {{"call", "efa_mr_reg_impl"}}},
+      // libfabric verbs_ep.c (1.14) and other ENOMEM warnings
+      {"libfabric:22102:1638393161:verbs:ep_ctrl:vrb_ep_enable():884<warn> rdma_create_qp: Cannot "
+       "allocate memory (12)",
+       "libfabric.verbs_create_qp_enomem",
+       {{"errno", "12"}}},
+      {"Libfabric error: (-12) Cannot allocate memory", "libfabric.enomem", {}},
+      // Open MPI help-mpi-btl-openib.txt (4.1)
+      {"WARNING: It appears that your OpenFabrics subsystem is configured to only",
+       "openmpi.openib_reg_limit",
+       {}},
+      // bash ulimit.def: a finite limit is a symptom, unlimited only the fact
+      {"max locked memory       (kbytes, -l) 64",
+       "os.ulimit_memlock_small",
+       {{"memlock_kb", "64"}}},
+      {"max locked memory       (kbytes, -l) unlimited",
+       "os.ulimit_memlock",
+       {{"memlock_kb", "unlimited"}}},
+      // UCX ib_mlx5_log.c (1.10) and rc_verbs_iface.c with ibv_wc_status_str()
+      {"[master:19548:0:19548] ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB "
+       "(synd 0x15 vend 0x81 hw_synd 0/0)",
+       "ucx.retry_exceeded",
+       {{"hca", "mlx5_0"}, {"port", "1"}, {"link", "IB"}}},
+      {"[jazz22:93644:0:93644] rc_verbs_iface.c:63   FATAL: send completion with error: transport "
+       "retry counter exceeded",
+       "ucx.retry_exceeded",
+       {}},
+      // misc/ibvwrap.cc v2.18.3-1 "Call to ibv_create_cq failed with error %s": ENOMEM is memlock
+      {W("Call to ibv_create_cq failed with error Cannot allocate memory"),
+       "nccl.ibv_create_cq_enomem",
+       {{"call", "ibv_create_cq"}}},
+      {W("Call to ibv_create_cq failed with error Cannot allocate memory errno 12"),
+       "nccl.ibv_create_cq_enomem",
+       {{"call", "ibv_create_cq"}}},
       // net_ib.cc v2.10.3-1 .. v2.28.9-1
       {W("NET/IB : No IP interface found."), "nccl.ib_no_ip_interface", {}},
       // net_ib.cc v2.26.6-1
@@ -433,6 +485,17 @@ std::vector<RowCase> SocketFactsCases() {
        {{"ifname", "eth0"}, {"addr", "10.0.0.1"}}},
       // misc/socket.cc v2.18.3-1
       {I("NCCL_SOCKET_IFNAME set to ib0"), "nccl.socket_ifname_set", {{"value", "ib0"}}},
+      // SYSCHECK's "Call to bind failed : %s" (misc/socket.cc v2.12.12-1 .. v2.29.3-1)
+      {W("Call to bind failed : Cannot assign requested address"),
+       "nccl.socket_bind_addr_unavailable",
+       {{"error", "Cannot assign requested address"}}},
+      {W("Call to bind failed : Address already in use"),
+       "nccl.socket_bind_in_use",
+       {{"error", "Address already in use"}}},
+      // graph/xml.cc v2.10.3-1 .. v2.29.3-1 "Could not find real path of %s"
+      {I("Could not find real path of /sys/class/net/br0/device"),
+       "nccl.net_virtual_interface",
+       {{"ifname", "br0"}}},
       // misc/socket.cc via the environment echo (the generic env row takes it first)
       {I("NCCL_SOCKET_IFNAME set by environment to ^docker0,lo"),
        "nccl.env_set",
@@ -475,6 +538,10 @@ std::vector<RowCase> InitCases() {
          "vs 0"),
        "nccl.bootstrap_root_mismatch",
        {{"nranks_a", "16"}}},
+      // proxy.cc v2.14.3-1 "Proxy Call to rank %d failed (%s)"
+      {W("Proxy Call to rank 0 failed (Connect)"),
+       "nccl.proxy_call_failed",
+       {{"peer_rank", "0"}, {"op", "Connect"}}},
       // proxy.cc v2.18.3-1
       {W("[Proxy Service 3] Failed to execute operation Connect from rank 11, retcode 6"),
        "nccl.proxy_op_failed",
@@ -626,6 +693,11 @@ std::vector<RowCase> TopologyCases() {
       {I("Could not enable P2P between dev 0(=18000) and dev 1(=3f000)"),
        "nccl.p2p_not_enabled",
        {{"bus_b", "3f000"}}},
+      // transport/p2p.cc v2.7.8-1 "failed to open CUDA IPC handle : %d %s"
+      {W("failed to open CUDA IPC handle : 217 peer access is not "
+         "supported between these two devices"),
+       "nccl.p2p_ipc_open_failed",
+       {{"cuda_err", "217"}, {"error", "peer access is not supported between these two devices"}}},
       {W("failed to peer with device 1(=3f000): 217 peer access is not supported between these "
          "two devices"),
        "nccl.peer_access_failed",
@@ -896,6 +968,30 @@ std::vector<RowCase> KernelCases() {
        "kernel.mlx5_module_event",
        {{"error_flag", "[error]"}, {"module", "1"}}},
       {"mlx5_core 0000:41:00.0 ens1f0np0: Link down", "kernel.link_down", {}},
+      // mlx5 cmd.c mlx5_cmd_check (5.x) and mlx5_cmd_out_err (6.x) on a queue create command
+      {"[1899678.679848] mlx5_core 0000:5e:00.0: mlx5_cmd_check:824:(pid 46096): CREATE_QP(0x500) "
+       "op_mod(0x0) failed, status limits exceeded(0x8), syndrome (0x19c6d6)",
+       "kernel.mlx5_cmd_limits",
+       {{"command", "CREATE_QP"}}},
+      {"mlx5_core 0000:41:00.0: mlx5_cmd_out_err:838:(pid 9): CREATE_CQ(0x400) op_mod(0x0) "
+       "failed, status limits exceeded(0x8), syndrome (0x1b2c3d), err(-12)",
+       "kernel.mlx5_cmd_limits",
+       {{"command", "CREATE_CQ"}}},
+      // kmod tools/modprobe.c "modprobe: ERROR: could not insert '%s': %s"
+      {"modprobe: ERROR: could not insert 'nv_peer_mem': Invalid argument",
+       "kmod.peermem_insert_failed",
+       {{"module", "nv_peer_mem"}, {"error", "Invalid argument"}}},
+      {"modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown "
+       "parameter (see dmesg)",
+       "kmod.peermem_insert_failed",
+       {{"module", "nvidia_peermem"}}},
+      // infiniband-diags ibstat.c "\t\tPhysical state: %s"
+      {"\t\tPhysical state: Disabled", "ibstat.port_no_link", {{"phys_state", "Disabled"}}},
+      {"\t\tPhysical state: Polling", "ibstat.port_no_link", {{"phys_state", "Polling"}}},
+      // cuda-samples p2pBandwidthLatencyTest.cu "Device=%d %s Access Peer Device=%d"
+      {"Device=0 CANNOT Access Peer Device=2",
+       "cuda_samples.p2p_cannot_access",
+       {{"cuda_dev", "0"}, {"peer_dev", "2"}}},
   };
 }
 TEST_CASE("kernel log rows: OOM killer, GPU off the bus, NIC module events") {
@@ -1259,7 +1355,9 @@ std::vector<RowCase> OtherLayerCases() {
        "8192 kbytes)",
        "ucx.memlock_hint",
        {{"memlock_kb", "8192"}}},
-      {"max locked memory       (kbytes, -l) 64", "os.ulimit_memlock", {{"memlock_kb", "64"}}},
+      {"max locked memory       (kbytes, -l) 2097152",
+       "os.ulimit_memlock",
+       {{"memlock_kb", "2097152"}}},
       {"[qgpu813:1    :0:381] Caught signal 7 (Bus error: nonexistent physical address)",
        "ucx.caught_signal",
        {{"signal", "7"}, {"signal_name", "Bus error"}}},
