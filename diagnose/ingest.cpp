@@ -83,7 +83,7 @@ void LogIngest::BeginFile(const std::string& name) {
   // like errors, an earlier diagnosis quotes everything: counted again, one OOM became ten.
   skip_ = ((!node_.empty() || walked) && IsOwnReport(name)) || (walked && IsDiagnosisFile(name)) ||
           (node_of_dir_ != nullptr && !node_of_dir_->empty() && IsDiagnosisFile(name));
-  assembler_ = std::make_unique<LineAssembler>(
+  assembler_ = std::make_unique<LogLineBlocks>(
       [this](std::string_view block, std::uint64_t first) { OnBlock(block, first); });
 }
 

@@ -56,7 +56,7 @@ class LogIngest : public InputSink {
   bool skip_ = false;
   const std::map<std::string, std::string>* node_of_dir_ = nullptr;
   std::vector<std::string> walk_roots_;
-  std::unique_ptr<LineAssembler> assembler_;
+  std::unique_ptr<LogLineBlocks> assembler_;
   std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0, duplicates_ = 0;
   // hash(node, line without collector prefixes) -> (file number, times seen there), per file.
   std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> seen_;

@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -243,6 +247,25 @@ std::size_t EscapeLength(std::string_view s, std::size_t i) {
   return s[j] == '\n' ? 1 : 2;
 }
 
+// How many bytes at the front of `s` pass through cleaning as they are, 16 at a time (SSE2, in
+// every x86-64): printable ASCII, '\n' and '\t'. Stops at or before the first byte that needs a
+// look; the byte loop in CleanBytes goes on from there.
+std::size_t PrintableRun(std::string_view s) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7F);
+  const __m128i nl = _mm_set1_epi8('\n'), tab = _mm_set1_epi8('\t');
+  for (; i + 16 <= s.size(); i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    // Signed compare: bytes >= 0x80 are negative, so "below space" takes them in too.
+    const __m128i low = _mm_andnot_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, tab)), _mm_cmplt_epi8(v, space));
+    if (_mm_movemask_epi8(_mm_or_si128(low, _mm_cmpeq_epi8(v, del))) != 0) break;
+  }
+#endif
+  return i;
+}
+
 }  // namespace
 
 std::size_t CleanBytes(std::string_view in, std::string* out) {
@@ -251,7 +274,7 @@ std::size_t CleanBytes(std::string_view in, std::string* out) {
   out->reserve(out->size() + in.size());
   while (i < in.size()) {
     // The common case: a run of printable ASCII copied at once.
-    std::size_t j = i;
+    std::size_t j = i + PrintableRun(in.substr(i));
     while (j < in.size()) {
       const unsigned char c = static_cast<unsigned char>(in[j]);
       if ((c < 0x20 && c != '\n' && c != '\t') || c >= 0x7F) break;
@@ -284,107 +307,23 @@ std::size_t CleanBytes(std::string_view in, std::string* out) {
   return replaced;
 }
 
-namespace {
+LogLineBlocks::LogLineBlocks(BlockFn on_block)
+    : on_block_(std::move(on_block)),
+      lines_({kMaxLine, LineAssembler::LongLine::kCut, /*cr_ends_line=*/true},
+             [this](std::string_view text) {
+               // Whole lines: "\r\n" becomes '\n' here, escapes never reach past a line end.
+               replaced_ += CleanBytes(text, &block_);
+               if (block_.size() >= kBlock) Flush();
+             }) {}
 
-// The first line end in `s`: '\n', or '\r' (CRLF, and a lone CR as tqdm and progress bars write
-// it: the terminal shows the text after it on a fresh line, and so does the reader).
-std::size_t FindEol(std::string_view s) {
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\n' || s[i] == '\r') return i;
-  }
-  return std::string_view::npos;
-}
-
-}  // namespace
-
-// Removes the line end at the front of `bytes` (CRLF as one); a CR that ends the chunk may be
-// half of a CRLF: the '\n' that may start the next chunk is then dropped (pending_cr_).
-void LineAssembler::DropEol(std::string_view* bytes) {
-  const bool cr = bytes->front() == '\r';
-  bytes->remove_prefix(1);
-  if (!cr) return;
-  if (bytes->empty()) {
-    pending_cr_ = true;
-  } else if (bytes->front() == '\n') {
-    bytes->remove_prefix(1);
-  }
-}
-
-void LineAssembler::Feed(std::string_view bytes) {
-  if (pending_cr_ && !bytes.empty()) {
-    pending_cr_ = false;
-    if (bytes.front() == '\n') bytes.remove_prefix(1);
-  }
-  while (!bytes.empty()) {
-    if (skipping_) {
-      // The dropped rest of an over-long line runs to its line end, CR included: the cap is per
-      // line, so what follows a progress bar's CR is a line of its own.
-      const std::size_t e = FindEol(bytes);
-      if (e == std::string_view::npos) return;
-      skipping_ = false;
-      bytes.remove_prefix(e);
-      DropEol(&bytes);
-      continue;
-    }
-    if (raw_.empty()) {
-      // The common case: a run of whole '\n' lines with no CR in them (a CRLF's CR excepted),
-      // straight from the input, cleaned in one go.
-      std::size_t p = 0, count = 0;
-      while (const void* q = std::memchr(bytes.data() + p, '\n', bytes.size() - p)) {
-        const std::size_t e = static_cast<const char*>(q) - bytes.data();
-        if (e - p > kMaxLine) break;
-        const void* cr = std::memchr(bytes.data() + p, '\r', e - p);
-        if (cr != nullptr && static_cast<const char*>(cr) != bytes.data() + e - 1) break;
-        p = e + 1;
-        ++count;
-      }
-      if (count > 0) {
-        replaced_ += CleanBytes(bytes.substr(0, p), &block_);
-        next_line_ += count;
-        bytes.remove_prefix(p);
-        if (block_.size() >= kBlock) Flush();
-        continue;
-      }
-    }
-    const std::size_t e = FindEol(bytes);
-    const std::size_t take = e == std::string_view::npos ? bytes.size() : e;
-    if (raw_.size() + take > kMaxLine) {
-      // An over-long line: its first kMaxLine bytes stand for it, the rest is dropped.
-      const std::size_t keep = kMaxLine - raw_.size();
-      raw_.append(bytes.data(), keep);
-      EndLine(/*cut=*/true);
-      skipping_ = true;
-      bytes.remove_prefix(keep);
-    } else {
-      raw_.append(bytes.data(), take);
-      bytes.remove_prefix(take);
-      if (e == std::string_view::npos) return;
-      DropEol(&bytes);
-      EndLine(/*cut=*/false);
-    }
-    if (block_.size() >= kBlock) Flush();
-  }
-}
-
-void LineAssembler::EndLine(bool cut) {
-  if (!raw_.empty() && raw_.back() == '\r') raw_.pop_back();  // CRLF split across two reads
-  replaced_ += CleanBytes(raw_, &block_);
-  block_.push_back('\n');
-  raw_.clear();
-  ++next_line_;
-  if (cut) ++cut_lines_;
-}
-
-void LineAssembler::Flush() {
+void LogLineBlocks::Flush() {
   if (!block_.empty()) on_block_(block_, block_first_);
   block_.clear();
-  block_first_ = next_line_;
+  block_first_ = lines_.lines() + 1;
 }
 
-void LineAssembler::Finish() {
-  if (!raw_.empty()) EndLine(/*cut=*/false);
-  skipping_ = false;
-  pending_cr_ = false;
+void LogLineBlocks::Finish() {
+  lines_.Finish();
   Flush();
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/input_file.h"
+#include "common/line_assembler.h"
 #include "common/result.h"
 
 namespace sl::diagnose {
@@ -34,34 +35,32 @@ std::size_t CleanBytes(std::string_view in, std::string* out);
 
 /// Cuts a byte stream into blocks of whole, cleaned lines (each ends in '\n'), so a 100 MB log
 /// never sits in memory: the buffer holds one block plus at most one partial line, and a line
-/// longer than kMaxLine is cut there (the rest of it is dropped and counted).
-class LineAssembler {
+/// longer than kMaxLine is cut there (the rest of it is dropped and counted). The cutting is the
+/// one LineAssembler (common/line_assembler.h, kCut mode, a lone CR ends a line); this adds the
+/// cleaning and the blocks.
+class LogLineBlocks {
  public:
   static constexpr std::size_t kMaxLine = 64 * 1024;
   static constexpr std::size_t kBlock = 1 << 20;
   /// Called with each block and the 1-based number of its first line.
   using BlockFn = std::function<void(std::string_view block, std::uint64_t first_line)>;
-  explicit LineAssembler(BlockFn on_block) : on_block_(std::move(on_block)) {}
+  explicit LogLineBlocks(BlockFn on_block);
+  LogLineBlocks(const LogLineBlocks&) = delete;  // the assembler's callback holds `this`
+  LogLineBlocks& operator=(const LogLineBlocks&) = delete;
   /// Takes the next bytes of the stream.
-  void Feed(std::string_view bytes);
+  void Feed(std::string_view bytes) { lines_.Feed(bytes); }
   /// Ends the stream: a last line without '\n' is handed over too.
   void Finish();
-  std::uint64_t lines() const { return next_line_ - 1; }
-  std::uint64_t cut_lines() const { return cut_lines_; }
+  std::uint64_t lines() const { return lines_.lines(); }
+  std::uint64_t cut_lines() const { return lines_.cut_lines(); }
   std::uint64_t replaced_bytes() const { return replaced_; }
 
  private:
   void Flush();
-  void DropEol(std::string_view* bytes);
-  void EndLine(bool cut);  // raw_ is a whole line (or its kept head): clean it into block_
   BlockFn on_block_;
-  std::string raw_;          // bytes of the current partial line (not yet cleaned)
-  std::string block_;        // cleaned whole lines waiting to be handed over
-  bool skipping_ = false;    // inside the dropped rest of an over-long line
-  bool pending_cr_ = false;  // the last chunk ended in CR: a '\n' next is its CRLF's
-  std::uint64_t next_line_ = 1;
+  LineAssembler lines_;
+  std::string block_;  // cleaned whole lines waiting to be handed over
   std::uint64_t block_first_ = 1;
-  std::uint64_t cut_lines_ = 0;
   std::uint64_t replaced_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -242,6 +243,8 @@ int SupervisePhase(const RunConfig& args, RunContext& ctx) {
     }
   }
   opts.run_dir = ctx.run_dir;
+  const char* copy = std::getenv("SAFE_LAUNCH_OUTPUT_COPY");
+  opts.forward_by_copy = copy != nullptr && std::string_view(copy) == "1";
   opts.kill_grace = std::chrono::milliseconds(static_cast<long long>(args.kill_grace_s * 1000));
   opts.sweep_grace = std::min(opts.sweep_grace, opts.kill_grace);
   opts.status_extra = ctx.status_extra;

@@ -28,6 +28,7 @@
 #include <set>
 #include <thread>
 
+#include "common/line_assembler.h"
 #include "common/log.h"
 #include "common/spawn.h"
 #include "common/strings.h"
@@ -209,12 +210,21 @@ std::string SignalName(int signal) {
   return it != kNames.end() ? it->second : "signal " + std::to_string(signal);
 }
 
+// How a pump hands the job's bytes on to our stdout/stderr.
+enum class Forward {
+  kTee,     // ours is a pipe: tee(2) into it, no copy; the read into the ring consumes the bytes
+  kSplice,  // a file, /dev/null, a socket: tee(2) into a private pipe, splice(2) from it to ours
+  kCopy,    // a terminal, or where the kernel refused: read(2) into the ring, write(2) from it
+};
+
 // ---------------------------------------------------------------------------------------------
 struct Supervisor::Impl {
   struct Pump {
     int stream = 0;
     int in_fd = -1;   // read end of the job's pipe
     int out_fd = -1;  // our stdout / stderr
+    Forward forward = Forward::kCopy;
+    int via[2] = {-1, -1};  // kSplice: the private pipe tee(2) fills and splice(2) empties
     ReadRing ring;
     std::thread thread;
     std::mutex done_mu;
@@ -279,6 +289,11 @@ struct Supervisor::Impl {
   }
 
   void RunPump(Pump& p, const std::function<void(int, std::string_view, Clock::time_point)>& hook);
+  void ChooseForward(Pump& p);
+  ssize_t PumpChunk(Pump& p, char* into, std::size_t room);
+  ssize_t TeeChunk(Pump& p, int to, std::size_t room);
+  bool SpliceOut(Pump& p, const char* copy, std::size_t n);
+  void StopForwarding(Pump& p, int err);
 
   // The steps of Run(), in order.
   std::optional<JobExit> NotStartedBySignal();
@@ -298,6 +313,103 @@ struct Supervisor::Impl {
   void WriteFinalStatus(const JobExit& exit);
 };
 
+// Job output passes through a pipe of ours; how it goes on depends on what our stdout is.
+// Measured (bench/supervise.sh): read + write cost two copies through user space per byte, and
+// the tail ring and the hang scanner need the bytes once; tee(2) hands the job's pipe buffers to
+// the next pipe by reference, so only the read into the ring copies.
+ssize_t Supervisor::Impl::TeeChunk(Pump& p, int to, std::size_t room) {
+  // Non-blocking tee, then a poll on the one side that stopped it: a job that is silent (no
+  // input) is told apart from a consumer that is slow (no room), as read/write tell them apart.
+  while (true) {
+    const ssize_t n = ::tee(p.in_fd, to, room, SPLICE_F_NONBLOCK);
+    if (n >= 0 || errno != EAGAIN) return n;  // 0: every writer closed and the pipe is empty
+    pollfd in{p.in_fd, POLLIN, 0};
+    if (::poll(&in, 1, 0) == 0) {  // nothing to read: the job is silent
+      if (::poll(&in, 1, -1) < 0 && errno == EINTR && pump_stop.load()) return -1;
+      continue;
+    }
+    // Input waits and `to` has no room: our consumer is slow.
+    pollfd out{to, POLLOUT, 0};
+    p.writing.store(true);
+    const int r = ::poll(&out, 1, -1);
+    p.writing.store(false);
+    if (r < 0 && errno == EINTR && pump_stop.load()) return -1;
+  }
+}
+
+// The ring's copy of `n` bytes already went to p.via by tee: splice them on to our fd. Falls
+// back to writing the copy when the kernel refuses to splice there (O_APPEND files, some
+// filesystems): returns false after the fallback, which ends kSplice for this pump.
+bool Supervisor::Impl::SpliceOut(Pump& p, const char* copy, std::size_t n) {
+  std::size_t done = 0;
+  p.writing.store(true);
+  while (done < n) {
+    const ssize_t m = ::splice(p.via[0], nullptr, p.out_fd, nullptr, n - done, SPLICE_F_MOVE);
+    if (m > 0) {
+      done += static_cast<std::size_t>(m);
+      continue;
+    }
+    if (m < 0 && errno == EINTR) continue;
+    if (m < 0 && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+      if (!WriteAll(p.out_fd, copy + done, n - done)) StopForwarding(p, errno);
+    } else {
+      StopForwarding(p, m < 0 ? errno : EIO);
+    }
+    p.writing.store(false);
+    return false;
+  }
+  p.writing.store(false);
+  return true;
+}
+
+void Supervisor::Impl::StopForwarding(Pump& p, int err) {
+  if (!p.out_broken) {
+    log::Warn("cannot write the job's {} to ours ({}); still reading it for the run directory",
+              p.stream == kStdout ? "stdout" : "stderr", ErrnoText(err));
+  }
+  p.out_broken = true;
+}
+
+// One chunk of the job's output: forwarded on, and its copy read into the ring at `into`.
+// Returns the bytes now at `into` (0 at end of stream, -1 on a read error or a stop).
+ssize_t Supervisor::Impl::PumpChunk(Pump& p, char* into, std::size_t room) {
+  if (p.forward != Forward::kCopy && !p.out_broken) {
+    const int to = p.forward == Forward::kTee ? p.out_fd : p.via[1];
+    const ssize_t n = TeeChunk(p, to, room);
+    const int err = n < 0 ? errno : 0;
+    if (err == EPIPE) StopForwarding(p, EPIPE);  // the reader of ours went away
+    if (err != 0 && err != EINTR && err != EPIPE) p.forward = Forward::kCopy;  // refused: copy
+    if (n > 0) {
+      // The same bytes, consumed from the job's pipe into the ring (they are there already).
+      std::size_t got = 0;
+      while (got < static_cast<std::size_t>(n)) {
+        const ssize_t m = ::read(p.in_fd, into + got, static_cast<std::size_t>(n) - got);
+        if (m <= 0 && !(m < 0 && errno == EINTR)) break;
+        if (m > 0) got += static_cast<std::size_t>(m);
+      }
+      if (p.forward == Forward::kSplice && !SpliceOut(p, into, got)) {
+        p.forward = Forward::kCopy;
+        ::close(p.via[0]);  // what is left in it was written from the copy
+        ::close(p.via[1]);
+        p.via[0] = p.via[1] = -1;
+      }
+      return static_cast<ssize_t>(got);
+    }
+    if (n == 0 || err == EINTR) {
+      errno = err;
+      return n;
+    }
+  }
+  const ssize_t n = ::read(p.in_fd, into, room);
+  if (n <= 0 || p.out_broken) return n;
+  // Blocking here is the backpressure (the pipe fills, the job's write blocks): nothing is ever
+  // dropped while our stdout is merely slow.
+  p.writing.store(true);
+  if (!WriteAll(p.out_fd, into, static_cast<std::size_t>(n))) StopForwarding(p, errno);
+  p.writing.store(false);
+  return n;
+}
+
 void Supervisor::Impl::RunPump(
     Pump& p, const std::function<void(int, std::string_view, Clock::time_point)>& hook) {
   // This thread alone takes the wake signal (every other thread inherits it blocked).
@@ -305,68 +417,32 @@ void Supervisor::Impl::RunPump(
   sigemptyset(&wake);
   sigaddset(&wake, PumpWakeSignal());
   pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
-  std::string partial;
-  // Blocking reads, as cat does them: under heavy output one syscall per chunk and no poll; the
-  // read goes straight into the tail ring.
+  auto now = Clock::now();
+  // Whole lines go to the hook in one block, straight from the ring; only the unterminated tail
+  // of a chunk is copied (common/line_assembler.h, pieces of kMaxHookLine for longer lines).
+  LineAssembler lines({kMaxHookLine, LineAssembler::LongLine::kPieces, false},
+                      [&](std::string_view text) { hook(p.stream, text, now); });
   while (true) {
     auto [into, room] = p.ring.Reserve();
-    ssize_t n = ::read(p.in_fd, into, room);
+    const ssize_t n = PumpChunk(p, into, room);
     p.ring.Commit(n > 0 ? static_cast<std::size_t>(n) : 0);
     if (n < 0) {
       if (errno == EINTR && !pump_stop.load()) continue;
       break;  // told to stop (EINTR) or a read error
     }
     if (n == 0) break;  // every writer closed: end of stream
-    const auto now = Clock::now();
+    // After the forward: a write that blocked for long means we were slow, not the job silent.
+    now = Clock::now();
     last_output.store(now.time_since_epoch().count(), std::memory_order_relaxed);
-    // Forward first: blocking here is the backpressure (the pipe fills, the job's write blocks),
-    // nothing is ever dropped while our stdout is merely slow.
-    p.writing.store(true);
-    if (!p.out_broken && !WriteAll(p.out_fd, into, static_cast<std::size_t>(n))) {
-      p.out_broken = true;
-      log::Warn("cannot write the job's {} to ours ({}); still reading it for the run directory",
-                p.stream == kStdout ? "stdout" : "stderr", ErrnoText(errno));
-    }
-    // The write may have blocked for long: the job was not silent meanwhile, we were slow.
-    last_output.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-    p.writing.store(false);
     p.bytes += static_cast<std::size_t>(n);
-    if (!hook) continue;
-    // Whole lines go to the hook in one block, straight from the read buffer when no partial
-    // line is pending; only the unterminated tail of a read is copied (to `partial`).
-    std::string_view data(into, static_cast<std::size_t>(n));
-    if (!partial.empty()) {  // finish the pending line first
-      const std::size_t nl = data.find('\n');
-      const std::size_t take = nl == std::string_view::npos ? data.size() : nl + 1;
-      partial.append(data.substr(0, take));
-      data.remove_prefix(take);
-      // The pending piece and this read's part of the line may together pass the cap (a line
-      // longer than kMaxHookLine split across reads): cut the pieces off first.
-      while (partial.size() > kMaxHookLine ||
-             (partial.size() == kMaxHookLine && partial.back() != '\n')) {
-        hook(p.stream, std::string_view(partial).substr(0, kMaxHookLine), now);
-        partial.erase(0, kMaxHookLine);
-      }
-      if (nl != std::string_view::npos) {
-        hook(p.stream, partial, now);
-        partial.clear();
-      }
-    }
-    if (partial.empty()) {  // `data` starts at a line start
-      const void* last = data.empty() ? nullptr : ::memrchr(data.data(), '\n', data.size());
-      if (last != nullptr) {
-        const std::size_t whole = static_cast<const char*>(last) - data.data() + 1;
-        hook(p.stream, data.substr(0, whole), now);
-        data.remove_prefix(whole);
-      }
-      partial.append(data);
-    }
-    while (partial.size() >= kMaxHookLine) {
-      hook(p.stream, std::string_view(partial).substr(0, kMaxHookLine), now);
-      partial.erase(0, kMaxHookLine);
-    }
+    if (hook) lines.Feed(std::string_view(into, static_cast<std::size_t>(n)));
   }
-  if (hook && !partial.empty()) hook(p.stream, partial, Clock::now());
+  now = Clock::now();
+  if (hook) lines.Finish();
+  for (int& fd : p.via) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
   std::lock_guard lock(p.done_mu);
   p.done = true;
   p.done_cv.notify_all();
@@ -576,6 +652,21 @@ Status Supervisor::Impl::OpenLoopFds() {
   return OkStatus();
 }
 
+// tee(2) needs a pipe on both sides, splice(2) a pipe on one; a terminal takes neither.
+void Supervisor::Impl::ChooseForward(Pump& p) {
+  struct stat st {};
+  if (self->options_.forward_by_copy || ::fstat(p.out_fd, &st) != 0 || ::isatty(p.out_fd)) {
+    p.forward = Forward::kCopy;
+  } else if (S_ISFIFO(st.st_mode)) {
+    p.forward = Forward::kTee;
+  } else if (::pipe2(p.via, O_CLOEXEC) == 0) {
+    p.forward = Forward::kSplice;
+    ::fcntl(p.via[0], F_SETPIPE_SZ, 1 << 20);  // as large as the job's: one tee moves it all
+  } else {
+    p.forward = Forward::kCopy;
+  }
+}
+
 // The pumps start before the job: a thread that cannot start (ulimit -u, pids.max) is then an
 // error with nothing to clean up, instead of a job running unread.
 Status Supervisor::Impl::StartPumps(int out_read, int err_read) {
@@ -585,6 +676,7 @@ Status Supervisor::Impl::StartPumps(int out_read, int err_read) {
   pumps[1].stream = kStderr;
   pumps[1].in_fd = err_read;
   pumps[1].out_fd = 2;
+  for (auto& p : pumps) ChooseForward(p);
   // The pumps' wake signal: a no-op handler without SA_RESTART, blocked in every thread but the
   // pumps (threads started from here on inherit the mask).
   struct sigaction sa {};

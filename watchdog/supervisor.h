@@ -97,6 +97,9 @@ struct SupervisorOptions {
   std::vector<std::string> argv;  ///< the job's command; argv[0] is searched in env's PATH
   Environment env;                ///< the job's whole environment (the plan already applied)
   std::string run_dir;            ///< "" = write nothing; else status.json, stdout.tail, ...
+  /// Forward the job's output with read/write even where tee/splice would do (for comparison;
+  /// SAFE_LAUNCH_OUTPUT_COPY=1 in `run`).
+  bool forward_by_copy = false;
   /// After the first TERM, before killing all. Below Slurm's default KillWait (30 s): Slurm
   /// SIGKILLs the step KillWait after its SIGTERM, and our sweep must come first.
   std::chrono::milliseconds kill_grace{25000};

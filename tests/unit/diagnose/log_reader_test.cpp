@@ -50,7 +50,7 @@ TEST_CASE("cleaning removes ANSI colours and CR, and replaces bytes that are not
 namespace {
 std::vector<std::pair<std::uint64_t, std::string>> Lines(const std::vector<std::string>& feeds) {
   std::vector<std::pair<std::uint64_t, std::string>> lines;
-  LineAssembler a([&](std::string_view block, std::uint64_t first) {
+  LogLineBlocks a([&](std::string_view block, std::uint64_t first) {
     std::uint64_t n = first;
     std::size_t start = 0;
     for (std::size_t i = 0; i < block.size(); ++i) {
@@ -76,13 +76,13 @@ TEST_CASE("lines split across reads, CRLF split across reads, no final newline k
 }
 
 TEST_CASE("an over-long line is cut at kMaxLine and the next line keeps its number") {
-  std::string huge(LineAssembler::kMaxLine * 3, 'x');
+  std::string huge(LogLineBlocks::kMaxLine * 3, 'x');
   for (const auto& feeds :
        {std::vector<std::string>{huge + "\nnext\n"},
         std::vector<std::string>{huge.substr(0, 1000), huge.substr(1000), "\nnext\n"}}) {
     auto l = Lines(feeds);
     REQUIRE(l.size() == 2);
-    CHECK(l[0].second.size() == LineAssembler::kMaxLine);
+    CHECK(l[0].second.size() == LogLineBlocks::kMaxLine);
     CHECK(l[1] == std::make_pair(std::uint64_t{2}, std::string("next")));
   }
 }
@@ -108,7 +108,7 @@ TEST_CASE("the line cap is per line: 100 KiB of CR-separated progress keeps the 
     for (const auto& [n, text] : l) CHECK(text.size() < 100);
   }
   // And one over-long line with a CR after it: the cut stops at the CR.
-  auto cut = Lines({std::string(LineAssembler::kMaxLine * 2, 'x') + "\rOOM\n"});
+  auto cut = Lines({std::string(LogLineBlocks::kMaxLine * 2, 'x') + "\rOOM\n"});
   REQUIRE(cut.size() == 2);
   CHECK(cut[1].second == "OOM");
 }

@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "common/parse/kmsg.h"
 #include "common/strings.h"
+#include "diagnose/regex_lead.h"
 #include "diagnose/verdict.h"
 
 using namespace sl::diagnose;
@@ -342,4 +344,63 @@ TEST_CASE("an Xid line is explained from the one Xid table (meaning and fatal)")
   REQUIRE(app.has_value());
   CHECK(app->Field("xid_fatal") == "no");
   CHECK(app->Field("xid_meaning") == "graphics engine exception (usually the application)");
+}
+
+TEST_CASE("a regex's leading literal is what every match starts with, or nothing when unsure") {
+  CHECK(RegexLeadingLiteral(R"(Channel (\d+)(?:/(\d+))? : )") == "Channel ");
+  CHECK(RegexLeadingLiteral(R"(NET/IB ?: ?(\S+))") == "NET/IB");  // the space is optional
+  CHECK(RegexLeadingLiteral(R"(\[Rank (\d+)\])") == "[Rank ");
+  CHECK(RegexLeadingLiteral(R"(\*\*\* (?:JOB|STEP))") == "*** ");
+  CHECK(RegexLeadingLiteral(R"(timed out|hung)") == "");  // a top-level alternation
+  CHECK(RegexLeadingLiteral(R"((?:a|b)x)") == "");
+  CHECK(RegexLeadingLiteral(R"(^NCCL)") == "");
+  CHECK(RegexLeadingLiteral(R"(\bWARN)") == "");
+  CHECK(RegexLeadingLiteral(R"([Cc]onnect)") == "");
+  CHECK(RegexLeadingLiteral(R"(ab+c)") == "a");
+  CHECK(RegexLeadingLiteral(R"(x[|]y)") == "x");  // '|' in a class is no alternation
+}
+
+// The search from the leading literal must find exactly what a full regex_search finds: every
+// catalog row's regex on every line of the real logs that holds its prefilter, fields compared.
+TEST_CASE("anchored search from the leading literal equals a full search for every catalog row") {
+  std::vector<std::string> lines;
+  for (const char* dir : {"/corpus/logs", "/device", "/logs"}) {
+    for (const auto& e :
+         std::filesystem::recursive_directory_iterator(std::string(SL_FIXTURES_DIR) + dir)) {
+      if (!e.is_regular_file() || e.file_size() >= (8u << 20)) continue;
+      sl::ForEachLine(Slurp(e.path().string()), [&](std::string_view l) { lines.emplace_back(l); });
+    }
+  }
+  std::size_t compared = 0, with_lead = 0;
+  for (const Signature& sig : Catalog()) {
+    if (sig.pattern.empty()) continue;
+    const std::string lead = RegexLeadingLiteral(sig.pattern);
+    if (lead.empty()) continue;
+    ++with_lead;
+    INFO(sig.id << " lead '" << lead << "'");
+    // The literal is a prefix of the pattern's text (escapes aside), never longer.
+    CHECK(lead.size() <= sig.pattern.size());
+    const std::regex re(std::string(sig.pattern), std::regex::ECMAScript | std::regex::optimize);
+    for (const std::string& line : lines) {
+      if (line.find(sig.prefilter) == std::string::npos) continue;
+      const std::string_view sv(line);
+      std::match_results<std::string_view::const_iterator> full;
+      const bool full_hit = std::regex_search(sv.begin(), sv.end(), full, re);
+      std::match_results<std::string_view::const_iterator> from_lead;
+      const bool lead_hit = SearchFromLead(sv, lead, re, &from_lead);
+      ++compared;
+      INFO(line);
+      REQUIRE(lead_hit == full_hit);
+      if (!full_hit) continue;
+      REQUIRE(from_lead.size() == full.size());
+      for (std::size_t g = 0; g < full.size(); ++g) {
+        CHECK(from_lead[g].matched == full[g].matched);
+        CHECK(from_lead[g].str() == full[g].str());
+        if (full[g].matched) CHECK(from_lead[g].first == full[g].first);
+      }
+    }
+  }
+  std::printf("leading literal: %zu rows, %zu row x line searches compared\n", with_lead, compared);
+  CHECK(with_lead > 50);
+  CHECK(compared > 100);
 }
