@@ -117,6 +117,20 @@ TEST_CASE("two NCCL versions in one job is version_mismatch") {
   CHECK_FALSE(same.named());
 }
 
+TEST_CASE("two NCCL library files of different releases on one node is version_mismatch") {
+  Diagnosis d =
+      Run("lrwxrwxrwx 1 root root 17 Jul 17 19:02 /opt/nccl/build/lib/libnccl.so.2 -> "
+          "libnccl.so.2.27.0\n"
+          "lrwxrwxrwx 1 root root 17 Sep 10  2024 /usr/lib/x86_64-linux-gnu/libnccl.so.2 -> "
+          "libnccl.so.2.23.4\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "version_mismatch");
+  Diagnosis one =
+      Run("lrwxrwxrwx 1 root root 17 Sep 10  2024 /usr/lib/x86_64-linux-gnu/libnccl.so.2 -> "
+          "libnccl.so.2.23.4\n");
+  CHECK_FALSE(one.named());
+}
+
 // socket.cc 2.18-2.28: "ncclSocketInit: connecting to address %s with family %d is neither
 // AF_INET(%d) nor AF_INET6(%d)".
 TEST_CASE("a peer address of family 0 is version_mismatch") {
