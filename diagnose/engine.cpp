@@ -328,21 +328,11 @@ bool OpCountsOddOneBehind(const Evidence& ev, Lines* out) {
   return any;
 }
 
-// The distinct values of `field` among the watchdog timeouts, whole or cut by a wrapped line.
-Lines TimeoutDistinct(const Evidence& ev, std::string_view field) {
-  Lines out = ev.Distinct("torch.watchdog_timeout", field);
-  std::set<std::string> seen;
-  for (const Match* m : out) seen.insert(m->Field(field));
-  for (const Match* m : ev.Distinct("torch.watchdog_timeout_cut", field)) {
-    if (seen.insert(m->Field(field)).second) out.push_back(m);
-  }
-  return out;
-}
-
 // Watchdog timeouts from every rank seen but one: that rank is where the others wait.
 bool AllButOneRankTimeOut(const Evidence& ev, Lines* out) {
   std::set<std::string> timed_out, seen;
-  for (const Match* m : TimeoutDistinct(ev, "rank")) timed_out.insert(m->Field("rank"));
+  for (const Match* m : ev.Distinct("torch.watchdog_timeout", "rank"))
+    timed_out.insert(m->Field("rank"));
   if (timed_out.size() < 2) return false;
   const Match* odd = nullptr;
   for (const Signature& s : Catalog()) {
@@ -1305,7 +1295,7 @@ bool FailureEvidence(const Evidence& ev, const Diagnosis& d) {
 // BROADCAST or BARRIER waited on is where a late rank is usually caught, an ALLREDUCE of the
 // training step where a dead one is.
 void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
-  const Lines ranks = TimeoutDistinct(ev, "rank");
+  const Lines ranks = ev.Distinct("torch.watchdog_timeout", "rank");
   if (ranks.empty()) return;
   fs->Add(ranks.size() == 1 ? "struct:timeout_one_rank" : "struct:timeout_many_ranks", 1,
           "the processes whose watchdog timed out in a collective", CiteAll(ranks, 3));
@@ -1316,16 +1306,16 @@ void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
       {"op", "struct:timeout_ops_differ"},
       {"numel_in", "struct:timeout_sizes_differ"}};
   for (const auto& [field, id] : differ) {
-    const Lines values = TimeoutDistinct(ev, field);
+    const Lines values = ev.Distinct("torch.watchdog_timeout", field);
     if (values.size() >= 2) {
       fs->Add(id, 1, "timed-out collectives of different ranks disagree", CiteAll(values, 3));
     }
   }
-  if (ranks.size() >= 2 && TimeoutDistinct(ev, "seq").size() == 1) {
+  if (ranks.size() >= 2 && ev.Distinct("torch.watchdog_timeout", "seq").size() == 1) {
     fs->Add("struct:timeout_same_seq", 1, "every timed-out rank waits in the same collective",
             CiteAll(ranks, 3));
   }
-  for (const Match* m : TimeoutDistinct(ev, "op")) {
+  for (const Match* m : ev.Distinct("torch.watchdog_timeout", "op")) {
     std::string op = Lower(m->Field("op"));
     while (!op.empty() && op.front() == '_') op.erase(op.begin());
     if (!op.empty()) {

@@ -1300,12 +1300,6 @@ std::vector<RowCase> OtherLayerCases() {
        "libnccl.so.2.27.0",
        "nccl.lib_file_version",
        {{"nccl_version", "2.27.0"}}},
-      // ProcessGroupNCCL.cpp's watchdog message, cut by a wrapped line inside WorkNCCL(...).
-      {"[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] Watchdog caught "
-       "collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, Nume",
-       "torch.watchdog_timeout_cut",
-       {{"seq", "2"}, {"op", "ALLREDUCE"}, {"rank", "6"}}},
-      {"[Rank 1] Watchdog caught collective operation timeout:", "torch.watchdog_timeout_cut", {}},
       // faulthandler.c.
       {"Fatal Python error: Segmentation fault",
        "crash.fatal_python_signal",
