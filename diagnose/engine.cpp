@@ -201,7 +201,8 @@ bool RefusedOrUnreachable(const Evidence& ev, Lines* out) {
 
 // ---- conditions: versions and protocol ----
 
-// "NCCL version 2.18.3" anywhere (NCCL's own banner, torch's error text): the versions seen.
+// "NCCL version 2.18.3" anywhere (NCCL's own banner, torch's error text) and the library's
+// file names (libnccl.so.2.23.4): the versions seen.
 bool TwoNcclVersions(const Evidence& ev, Lines* out) {
   std::map<std::string, const Match*> seen;
   auto note = [&seen](std::string_view line, const Match* m) {
@@ -218,6 +219,10 @@ bool TwoNcclVersions(const Evidence& ev, Lines* out) {
   };
   for (const Match* m : ev.Distinct("nccl.version", "nccl_version")) note(m->line, m);
   for (const Match& m : ev.matches()) note(m.line, &m);
+  // The library's file names: two releases installed where the job loads NCCL from.
+  for (const Match* m : ev.Distinct("nccl.lib_file_version", "nccl_version")) {
+    seen.emplace(m->Field("nccl_version"), m);
+  }
   if (seen.size() < 2) return false;
   for (const auto& [v, m] : seen) out->push_back(m);
   return true;
@@ -1319,6 +1324,54 @@ void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
   }
 }
 
+// An error line: above a fact, and a cause row or an error symptom (not a wait or an exit).
+bool IsErrorLine(const Match& m) {
+  const Signature& s = *m.signature;
+  return s.kind != EvidenceKind::kFact &&
+         (s.kind == EvidenceKind::kCause || IsErrorSymptom(s.category));
+}
+
+// The NCCL release series ("2.18") of every "NCCL version 2.18.3" the evidence holds: which
+// releases ran, so that the model can learn the series whose defects the corpus shows.
+void NcclSeries(const Evidence& ev, FeatureSet* fs) {
+  // torch before 1.10 printed NCCL's version code 21104 as "21.1.4" (code/1000, then digits).
+  static const std::regex kVersion(R"(NCCL version:? (?:2\.(\d{1,2})|2(\d)\.(\d))\.\d+)");
+  for (const Match& m : ev.matches()) {
+    if (m.line.find("NCCL version") == std::string::npos) continue;
+    std::smatch v;
+    if (!std::regex_search(m.line, v, kVersion)) continue;
+    const std::string minor = v[1].matched ? v[1].str() : v[2].str() + v[3].str();
+    fs->Add("struct:nccl_series:2." + minor, 1, "the NCCL release series the job ran", {Cite(m)});
+  }
+}
+
+// Who errs: the error lines of one rank (or host) only, or of several. One rank failing first
+// while the others wait points at that rank (its crash, its GPU); every rank reporting the same
+// error points at something they share (a library, a setting, a collective called differently).
+void ErrorSpread(const Evidence& ev, FeatureSet* fs) {
+  std::set<std::string> who;
+  std::set<std::string_view> rows;
+  const Match* first = nullptr;
+  for (const Match& m : ev.matches()) {
+    if (!IsErrorLine(m)) continue;
+    if (first == nullptr) first = &m;
+    rows.insert(m.signature->id);
+    std::string w = m.Field("rank");
+    if (w.empty()) w = m.Field("host");
+    if (!w.empty()) who.insert(w);
+  }
+  if (first == nullptr) return;
+  // The first error in the log's order is usually the cause; later ones are its cascade.
+  fs->Add("first:" + std::string(first->signature->category), 1,
+          "the category of the first error line", {Cite(*first)});
+  if (who.size() == 1) fs->Add("struct:errors_one_rank", 1, "error lines of one process", {});
+  if (who.size() >= 2) fs->Add("struct:errors_many_ranks", 1, "error lines of several ranks", {});
+  if (rows.size() == 1 && who.size() >= 2) {
+    fs->Add("struct:same_error_everywhere", 1, "several ranks report the same error row",
+            {Cite(*first)});
+  }
+}
+
 // The CUDA error text a failed call names (cudaGetErrorString, whichever wrapper printed it) and
 // the NCCL source file of each WARN ("graph/rings.cc", "transport/net_ib.cc"): what failed,
 // and where in NCCL, for lines the rows only know as "a CUDA failure" or "an NCCL warning".
@@ -1357,6 +1410,8 @@ void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
             {});
   }
   TimeoutShape(ev, fs);
+  NcclSeries(ev, fs);
+  ErrorSpread(ev, fs);
 }
 
 void CollectSymptoms(const Evidence& ev, Diagnosis* d) {

@@ -43,6 +43,18 @@ bool IsDiagnosisFile(std::string_view file) {
          base == "remediation.json";
 }
 
+// The line after `line` (a view into `text`), without its end of line and leading blanks.
+std::string_view NextLine(std::string_view text, std::string_view line) {
+  std::size_t at = static_cast<std::size_t>(line.data() - text.data()) + line.size();
+  if (at < text.size() && text[at] == '\r') ++at;
+  if (at < text.size() && text[at] == '\n') ++at;
+  std::string_view rest = text.substr(std::min(at, text.size()));
+  rest = rest.substr(0, std::min(rest.size(), rest.find('\n')));
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  while (!rest.empty() && rest.back() == '\r') rest.remove_suffix(1);
+  return rest;
+}
+
 }  // namespace
 
 std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view line) {
@@ -60,6 +72,27 @@ std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view 
   return m;
 }
 
+// torch's watchdog message is one long line that terminals and pasted logs wrap (inside a word
+// or after a comma): unmatched alone, the line is joined with up to two following lines of its
+// block, the way it was printed. The supervisor joins its own pieces at the seam instead.
+std::optional<Match> RecognizeWrapped(const LineMatcher& matcher, std::string_view block,
+                                      std::string_view line) {
+  if (line.find("Watchdog caught collective") == std::string_view::npos) return std::nullopt;
+  if (line.data() < block.data() || line.data() + line.size() > block.data() + block.size()) {
+    return std::nullopt;
+  }
+  std::string joined(line);
+  std::string_view piece = line;
+  for (int i = 0; i < 2; ++i) {
+    piece = NextLine(block, piece);
+    if (piece.empty()) break;
+    const char last = joined.back();
+    if (last == ',' || last == ':' || last == ')') joined += ' ';
+    joined.append(piece);
+    if (auto m = RecognizeLine(matcher, joined)) return m;
+  }
+  return std::nullopt;
+}
 LogIngest::LogIngest(const LineMatcher& matcher, Evidence* evidence)
     : matcher_(matcher), evidence_(evidence) {}
 
@@ -136,7 +169,9 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
   // The skip scan hands over every line MatchLine can match (prefixes only add bytes in front,
   // so a line that matches once stripped holds the same anchors).
   matcher_.ScanBlock(block, [&](std::string_view line, std::size_t index) {
-    if (auto m = RecognizeLine(matcher_, line)) {
+    auto m = RecognizeLine(matcher_, line);
+    if (!m) m = RecognizeWrapped(matcher_, block, line);
+    if (m) {
       if (SeenInAnotherFile(line)) {
         ++duplicates_;
         return;

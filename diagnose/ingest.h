@@ -66,6 +66,10 @@ class LogIngest : public InputSink {
 /// Recognises one clean line: collector prefixes off (timestamp, rank, pod kept as fields "ts",
 /// "rank", "pod"), NCCL's "[dev]" kept as "dev". nullopt when the catalog does not know it.
 std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view line);
+/// A line of `block` that matched nothing, joined with up to two following lines where the log
+/// wrapped one long message (torch's watchdog timeout); nullopt when that matches nothing either.
+std::optional<Match> RecognizeWrapped(const LineMatcher& matcher, std::string_view block,
+                                      std::string_view line);
 
 /// What `safe-launch diagnose` computes from its inputs.
 struct DiagnoseRun {

@@ -65,6 +65,7 @@ constexpr Signature kCatalog[] = {
 #include "diagnose/catalog/torch_elastic.inc"
 #include "diagnose/catalog/mpi.inc"
 #include "diagnose/catalog/slurm.inc"
+#include "diagnose/catalog/crash.inc"
 #include "diagnose/catalog/nccl_coll.inc"
 #include "diagnose/catalog/progress.inc"
 #include "diagnose/catalog/nccl_result.inc"

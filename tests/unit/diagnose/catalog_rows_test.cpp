@@ -1361,6 +1361,47 @@ std::vector<RowCase> OtherLayerCases() {
       {"[qgpu813:1    :0:381] Caught signal 7 (Bus error: nonexistent physical address)",
        "ucx.caught_signal",
        {{"signal", "7"}, {"signal_name", "Bus error"}}},
+      // UCX debug.c backtrace frames: an NCCL function, or any function of a file in NCCL's src/.
+      {" 1 0x000000000004f03d ncclLaunchPrepare()  /dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/"
+       "src/enqueue.cc:574",
+       "ucx.frame_in_nccl",
+       {{"function", "ncclLaunchPrepare"}}},
+      {" 3 0x0000000000053d4b groupLaunch()  /dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/src/"
+       "group.cc:129",
+       "ucx.frame_in_nccl",
+       {{"function", "groupLaunch"}}},
+      // glibc backtracesyms.c; c10 Backtrace.cpp.
+      {"/usr/lib/x86_64-linux-gnu/libnccl.so.2(ncclProxyService+0x1a2) [0x7f3c2e1b41a2]",
+       "crash.frame_libnccl",
+       {{"function", "ncclProxyService"}}},
+      {"frame #4: <unknown function> + 0x5e1b2 (0x7f3c2e1b41a2 in "
+       "/usr/local/lib/python3.10/dist-packages/nvidia/nccl/lib/libnccl.so.2)",
+       "crash.frame_libnccl",
+       {{"function", "<unknown"}}},
+      // gdb stack.c; Open MPI stacktrace.c; Python MemoryError of a C++ std::bad_alloc.
+      {"#0  0x00001554ff97c269 in ncclIbDeregMr (comm=0x0, mhandle=0x0) at transport/net_ib.cc:906",
+       "gdb.frame_in_nccl",
+       {{"function", "ncclIbDeregMr"}}},
+      {"[rtptest1621:405884] *** Process received signal ***",
+       "openmpi.process_received_signal",
+       {}},
+      {"    \"message\": \"MemoryError: std::bad_alloc\",", "python.memory_error_bad_alloc", {}},
+      // nccl-tests common.h CUDACHECK; NVRM's assertion with nvstatuscodes.h's name; ls -l.
+      {"gpu07: Test CUDA failure common.cu:1007 'unspecified launch failure'",
+       "nccltests.cuda_failure",
+       {{"error", "unspecified launch failure"}}},
+      {"NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] "
+       "(0x00000062) returned from status @ kernel_channel.c:2874",
+       "nvrm.reset_required",
+       {}},
+      {"lrwxrwxrwx 1 root root 17 Jul 17 19:02 /opt/nccl/build/lib/libnccl.so.2 -> "
+       "libnccl.so.2.27.0",
+       "nccl.lib_file_version",
+       {{"nccl_version", "2.27.0"}}},
+      // faulthandler.c.
+      {"Fatal Python error: Segmentation fault",
+       "crash.fatal_python_signal",
+       {{"signal_name", "Segmentation fault"}}},
       // init.cc commAbort (2.12-2.30).
       {I("comm 0x560c6a8aafd0 rank 0 nranks 2 cudaDev 0 busId 86000 - Abort COMPLETE"),
        "nccl.abort_complete",

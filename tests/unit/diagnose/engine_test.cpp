@@ -117,6 +117,42 @@ TEST_CASE("two NCCL versions in one job is version_mismatch") {
   CHECK_FALSE(same.named());
 }
 
+TEST_CASE("a watchdog timeout wrapped over two or three lines is still read whole") {
+  auto timeout_seq = [](std::string_view text) {
+    Diagnosis d = Run(text);
+    for (const Feature& f : d.features) {
+      if (f.id == "row:torch.watchdog_timeout") return f.lines.empty() ? -1 : 1;
+    }
+    return 0;
+  };
+  // Cut inside a word (a terminal's wrap) and after the colon and a comma (a pasted log).
+  CHECK(timeout_seq("[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] "
+                    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+                    "OpType=ALLREDUCE, NumelIn=1, Nume\nlOut=1, Timeout(ms)=600000) ran for "
+                    "600050 milliseconds before timing out.\n") == 1);
+  CHECK(
+      timeout_seq("[Rank 1] Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=12590, "
+                  "OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n         "
+                  "Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n") == 1);
+  // The first line alone is not a whole message.
+  CHECK(timeout_seq("[Rank 1] Watchdog caught collective operation timeout:\nsomething else\n") ==
+        0);
+}
+
+TEST_CASE("two NCCL library files of different releases on one node is version_mismatch") {
+  Diagnosis d =
+      Run("lrwxrwxrwx 1 root root 17 Jul 17 19:02 /opt/nccl/build/lib/libnccl.so.2 -> "
+          "libnccl.so.2.27.0\n"
+          "lrwxrwxrwx 1 root root 17 Sep 10  2024 /usr/lib/x86_64-linux-gnu/libnccl.so.2 -> "
+          "libnccl.so.2.23.4\n");
+  REQUIRE(d.named());
+  CHECK(d.causes[0].category == "version_mismatch");
+  Diagnosis one =
+      Run("lrwxrwxrwx 1 root root 17 Sep 10  2024 /usr/lib/x86_64-linux-gnu/libnccl.so.2 -> "
+          "libnccl.so.2.23.4\n");
+  CHECK_FALSE(one.named());
+}
+
 // socket.cc 2.18-2.28: "ncclSocketInit: connecting to address %s with family %d is neither
 // AF_INET(%d) nor AF_INET6(%d)".
 TEST_CASE("a peer address of family 0 is version_mismatch") {

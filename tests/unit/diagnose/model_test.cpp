@@ -172,6 +172,48 @@ TEST_CASE("the features name rows, conditions, rules, claims and the evidence's 
   CHECK(no_error);
 }
 
+namespace {
+
+bool HasFeature(std::string_view text, std::string_view id) {
+  static const LineMatcher matcher;
+  Evidence ev;
+  LogIngest ingest(matcher, &ev);
+  ingest.AddText("job.log", text);
+  for (const Feature& x : ExtractFeatures(ev)) {
+    if (x.id == id) return true;
+  }
+  return false;
+}
+
+// torch's "NCCL error in: %s:%d, %s, NCCL version %d.%d.%d" (ProcessGroupNCCL.cpp, NCCLUtils.cpp,
+// 1.10-2.11); before 1.10 it printed NCCL's code 21104 as "21.1.4".
+constexpr std::string_view kTorchNcclError =
+    "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "NCCLUtils.cpp:77, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version "
+    "2.26.2\n";
+
+}  // namespace
+
+TEST_CASE("the NCCL release series of the job is a feature, in both of torch's spellings") {
+  CHECK(HasFeature(kTorchNcclError, "struct:nccl_series:2.26"));
+  CHECK(
+      HasFeature("RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/"
+                 "ProcessGroupNCCL.cpp:975, internal error, NCCL version 21.1.4\n",
+                 "struct:nccl_series:2.11"));
+  CHECK_FALSE(HasFeature(kTorchNcclError, "struct:nccl_series:2.2"));
+}
+
+TEST_CASE("the first error's category and whether one rank or several err are features") {
+  CHECK(HasFeature(kTorchNcclError, "first:nccl_error"));
+  CHECK(HasFeature(kTorchNcclError, "struct:errors_one_rank"));
+  CHECK_FALSE(HasFeature(kTorchNcclError, "struct:errors_many_ranks"));
+  std::string two(kTorchNcclError);
+  two += std::string(kTorchNcclError).replace(0, 7, "[rank1]");
+  CHECK(HasFeature(two, "struct:errors_many_ranks"));
+  CHECK(HasFeature(two, "struct:same_error_everywhere"));
+  CHECK_FALSE(HasFeature(two, "struct:errors_one_rank"));
+}
+
 TEST_CASE("every pseudo-observation names a cause and features the extractor produces") {
   auto priors = PriorExamples();
   REQUIRE(!priors.empty());
