@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -363,6 +364,41 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
   }
   if (!killed && !result.timed_out) {
     result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  return result;
+}
+
+Result<RunChildResult> RunCallInChild(const std::function<int()>& fn,
+                                      std::chrono::milliseconds deadline, WaitPolicy policy) {
+  const pid_t parent = ::getpid();
+  std::fflush(nullptr);  // what is buffered would be written twice, by the child too
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    return MakeError(std::string("fork: ") + std::strerror(errno), "",
+                     "raise the process limit (ulimit -u, the cgroup's pids.max) or free memory");
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent died before PDEATHSIG took effect
+    ::setpgid(0, 0);
+    const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && devnull >= 0; ++fd) ::dup2(devnull, fd);
+    int rc = 70;
+    try {
+      rc = fn();
+    } catch (...) {
+    }
+    ::_exit(rc & 0xff);  // no atexit handlers, no static destructors: they are the parent's
+  }
+  ::setpgid(pid, pid);  // the group exists before a kill can be aimed at it (either may run first)
+  policy.kill_groups = true;
+  const WaitOutcome waited = WaitChildren({pid}, Clock::now() + deadline, policy);
+  RunChildResult result;
+  result.timed_out = waited.deadline_passed;
+  result.stopped = waited.stopped;
+  const int st = waited.ends[0].wait_status;
+  if (!waited.ends[0].killed) {
+    result.exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
   return result;
 }

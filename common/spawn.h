@@ -156,4 +156,14 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
                                 bool capture_stderr = false, std::size_t max_output = 1u << 20,
                                 std::chrono::milliseconds tick = std::chrono::milliseconds(100));
 
+/// Runs `fn` in a forked child to its end, its `deadline` or (when `policy` takes signals) a
+/// stop signal, whichever is first, and reaps it: for a library call that may hang (a dead file
+/// system) and must not hold the caller -- unlike a thread, a child can be killed. The child has
+/// stdin, stdout and stderr on /dev/null, leads its own process group (killed whole), dies with
+/// safe-launch (PR_SET_PDEATHSIG) and exits with fn's return (70 when it threw). Only the
+/// calling thread exists in the child: `fn` must not wait for a lock another thread may hold
+/// (a deadlock there ends at the deadline). Error only when fork failed.
+Result<RunChildResult> RunCallInChild(const std::function<int()>& fn,
+                                      std::chrono::milliseconds deadline, WaitPolicy policy = {});
+
 }  // namespace sl
