@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -76,17 +77,22 @@ struct ExecImage {
 }
 
 void KillAll(const std::vector<ChildEnd>& ends, const std::vector<bool>& done, int sig,
-             std::vector<ChildEnd>* mark) {
+             std::vector<ChildEnd>* mark, bool groups = false) {
   for (std::size_t i = 0; i < ends.size(); ++i) {
     if (done[i]) continue;
-    ::kill(ends[i].pid, sig);
+    // A leader not reaped yet holds its group id: no other process can have it.
+    ::kill(groups ? -ends[i].pid : ends[i].pid, sig);
     if (mark && sig == SIGKILL) (*mark)[i].killed = true;
   }
 }
 
-// Sleeps up to `timeout`, waking early on SIGCHLD or a stop signal when they are blocked (a
-// stop signal is latched). Without them blocked, only the timeout wakes it: a tick.
-void WaitTick(std::chrono::milliseconds timeout) {
+// Sleeps up to `timeout`, waking early on SIGCHLD or a stop signal when they are blocked and
+// `take_signals` (a stop signal is latched). Otherwise only the timeout wakes it: a tick.
+void WaitTick(std::chrono::milliseconds timeout, bool take_signals) {
+  if (!take_signals) {
+    std::this_thread::sleep_for(timeout);
+    return;
+  }
   sigset_t current, wanted;
   pthread_sigmask(SIG_BLOCK, nullptr, &current);
   sigemptyset(&wanted);
@@ -218,29 +224,58 @@ void ClearStopSignal() {
   g_stop.reset();
 }
 
+std::optional<Reaped> TryReap(pid_t pid, bool* no_child) {
+  int st = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid, &st, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (no_child) *no_child = r < 0 && errno == ECHILD;
+  if (r <= 0) return std::nullopt;
+  return Reaped{r, st};
+}
+
+namespace {
+
+// One pass over the children not reaped yet; returns how many still run.
+std::size_t ReapPass(const WaitPolicy& policy, WaitOutcome& out, std::vector<bool>& done) {
+  std::size_t left = 0;
+  for (std::size_t i = 0; i < out.ends.size(); ++i) {
+    if (done[i]) continue;
+    if (policy.reap) {
+      if (auto st = policy.reap(out.ends[i].pid)) {
+        out.ends[i].wait_status = *st;
+        done[i] = true;
+      }
+    } else {
+      bool gone = false;  // ECHILD: not ours (any more); nothing to wait for
+      if (auto r = TryReap(out.ends[i].pid, &gone)) {
+        out.ends[i].wait_status = r->wait_status;
+        done[i] = true;
+      } else if (gone) {
+        done[i] = true;
+      }
+    }
+    if (!done[i]) ++left;
+  }
+  return left;
+}
+
+}  // namespace
+
 WaitOutcome WaitChildren(const std::vector<pid_t>& pids, Clock::time_point deadline,
-                         std::chrono::milliseconds tick, std::chrono::milliseconds stop_grace) {
+                         const WaitPolicy& policy) {
   WaitOutcome out;
   for (pid_t p : pids) out.ends.push_back(ChildEnd{p, 0, false});
   std::vector<bool> done(pids.size(), false);
   std::optional<Clock::time_point> kill_at;
   bool deadline_hit = false;
   while (true) {
-    std::size_t left = 0;
-    for (std::size_t i = 0; i < pids.size(); ++i) {
-      if (done[i]) continue;
-      const pid_t r = ::waitpid(pids[i], &out.ends[i].wait_status, WNOHANG);
-      if (r == pids[i] || (r < 0 && errno == ECHILD)) {
-        done[i] = true;
-      } else {
-        ++left;
-      }
-    }
-    if (left == 0) return out;
+    if (ReapPass(policy, out, done) == 0) return out;
     const auto now = Clock::now();
-    if (!out.stopped && (out.stopped = TakeStopSignal())) {  // one taken now or latched before
-      KillAll(out.ends, done, SIGTERM, nullptr);
-      kill_at = now + stop_grace;
+    // One taken now or latched before.
+    if (policy.take_signals && !out.stopped && (out.stopped = TakeStopSignal())) {
+      KillAll(out.ends, done, SIGTERM, nullptr, policy.kill_groups);
+      kill_at = now + policy.stop_grace;
     }
     if (now >= deadline && !deadline_hit) {
       deadline_hit = true;
@@ -248,10 +283,10 @@ WaitOutcome WaitChildren(const std::vector<pid_t>& pids, Clock::time_point deadl
       kill_at = now;
     }
     if (kill_at && now >= *kill_at) {
-      KillAll(out.ends, done, SIGKILL, &out.ends);
+      KillAll(out.ends, done, SIGKILL, &out.ends, policy.kill_groups);
       kill_at = now + std::chrono::milliseconds(200);  // again if one survived a round
     }
-    auto wait = tick;
+    auto wait = policy.tick;
     for (auto t : {std::optional(deadline), kill_at}) {
       if (t) {
         wait = std::min(wait, std::max(std::chrono::milliseconds(1),
@@ -259,7 +294,7 @@ WaitOutcome WaitChildren(const std::vector<pid_t>& pids, Clock::time_point deadl
                                            *t - now + std::chrono::microseconds(999))));
       }
     }
-    WaitTick(wait);
+    WaitTick(wait, policy.take_signals);
   }
 }
 
@@ -299,7 +334,8 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
     pollfd fd{out[0], POLLIN, 0};
     if (::poll(&fd, 1, static_cast<int>(std::min(left, tick).count())) <= 0) {
       // Quiet for a tick: a child that exited while a grandchild holds its stdout is done.
-      if (::waitpid(child->pid, &status, WNOHANG) == child->pid) {
+      if (auto r = TryReap(child->pid)) {
+        status = r->wait_status;
         reaped = true;
         break;
       }
@@ -328,6 +364,41 @@ Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadli
   }
   if (!killed && !result.timed_out) {
     result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  return result;
+}
+
+Result<RunChildResult> RunCallInChild(const std::function<int()>& fn,
+                                      std::chrono::milliseconds deadline, WaitPolicy policy) {
+  const pid_t parent = ::getpid();
+  std::fflush(nullptr);  // what is buffered would be written twice, by the child too
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    return MakeError(std::string("fork: ") + std::strerror(errno), "",
+                     "raise the process limit (ulimit -u, the cgroup's pids.max) or free memory");
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent died before PDEATHSIG took effect
+    ::setpgid(0, 0);
+    const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && devnull >= 0; ++fd) ::dup2(devnull, fd);
+    int rc = 70;
+    try {
+      rc = fn();
+    } catch (...) {
+    }
+    ::_exit(rc & 0xff);  // no atexit handlers, no static destructors: they are the parent's
+  }
+  ::setpgid(pid, pid);  // the group exists before a kill can be aimed at it (either may run first)
+  policy.kill_groups = true;
+  const WaitOutcome waited = WaitChildren({pid}, Clock::now() + deadline, policy);
+  RunChildResult result;
+  result.timed_out = waited.deadline_passed;
+  result.stopped = waited.stopped;
+  const int st = waited.ends[0].wait_status;
+  if (!waited.ends[0].killed) {
+    result.exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
   return result;
 }

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,14 +97,45 @@ struct WaitOutcome {
   std::optional<StopSignal> stopped;  ///< a SIGTERM/SIGINT ended the wait
 };
 
+/// A child that ended, as the kernel reported it.
+struct Reaped {
+  pid_t pid = 0;
+  int wait_status = 0;  ///< raw waitpid status
+};
+
+/// The one waitpid of safe-launch: reaps `pid` (-1: any child) when it has ended, without
+/// blocking. std::nullopt while it runs, or when there is no such child (then `no_child` is set:
+/// ECHILD, e.g. another reaper got it first).
+std::optional<Reaped> TryReap(pid_t pid = -1, bool* no_child = nullptr);
+
+/// How WaitChildren waits.
+struct WaitPolicy {
+  std::chrono::milliseconds tick{100};
+  /// After a stop signal: TERM to the children still running, KILL this much later.
+  std::chrono::milliseconds stop_grace{1000};
+  /// Take SIGTERM/SIGINT from the queue (and wake on SIGCHLD) when they are blocked. False on a
+  /// thread beside the supervisor's loop, whose signalfd owns them: only the deadline ends the
+  /// wait there, and the tick paces it.
+  bool take_signals = true;
+  /// The children lead their own process groups: the deadline's KILL goes to each group.
+  bool kill_groups = false;
+  /// How a child's end is learnt: its raw wait status, or std::nullopt while it runs. Empty:
+  /// TryReap. (The supervisor's helpers: its loop's waitpid(-1) may have reaped one first.)
+  std::function<std::optional<int>(pid_t)> reap{};
+};
+
 /// Waits for every pid in `pids` (children of this process) to end, reaping only those. Wakes
-/// on SIGCHLD when it is blocked, else every `tick`. A stop signal (TakeStopSignal) sends TERM to
-/// the children still running, then KILL after `stop_grace`; `deadline` KILLs them. Always
+/// on SIGCHLD when it is blocked, else every tick. A stop signal (TakeStopSignal) sends TERM to
+/// the children still running, then KILL after the stop grace; `deadline` KILLs them. Always
 /// returns with every child reaped.
 WaitOutcome WaitChildren(const std::vector<pid_t>& pids,
-                         std::chrono::steady_clock::time_point deadline,
-                         std::chrono::milliseconds tick = std::chrono::milliseconds(100),
-                         std::chrono::milliseconds stop_grace = std::chrono::milliseconds(1000));
+                         std::chrono::steady_clock::time_point deadline, const WaitPolicy& policy);
+inline WaitOutcome WaitChildren(
+    const std::vector<pid_t>& pids, std::chrono::steady_clock::time_point deadline,
+    std::chrono::milliseconds tick = std::chrono::milliseconds(100),
+    std::chrono::milliseconds stop_grace = std::chrono::milliseconds(1000)) {
+  return WaitChildren(pids, deadline, WaitPolicy{.tick = tick, .stop_grace = stop_grace});
+}
 
 /// Result of RunChild.
 struct RunChildResult {
@@ -123,5 +155,15 @@ struct RunChildResult {
 Result<RunChildResult> RunChild(SpawnSpec spec, std::chrono::milliseconds deadline,
                                 bool capture_stderr = false, std::size_t max_output = 1u << 20,
                                 std::chrono::milliseconds tick = std::chrono::milliseconds(100));
+
+/// Runs `fn` in a forked child to its end, its `deadline` or (when `policy` takes signals) a
+/// stop signal, whichever is first, and reaps it: for a library call that may hang (a dead file
+/// system) and must not hold the caller -- unlike a thread, a child can be killed. The child has
+/// stdin, stdout and stderr on /dev/null, leads its own process group (killed whole), dies with
+/// safe-launch (PR_SET_PDEATHSIG) and exits with fn's return (70 when it threw). Only the
+/// calling thread exists in the child: `fn` must not wait for a lock another thread may hold
+/// (a deadlock there ends at the deadline). Error only when fork failed.
+Result<RunChildResult> RunCallInChild(const std::function<int()>& fn,
+                                      std::chrono::milliseconds deadline, WaitPolicy policy = {});
 
 }  // namespace sl

@@ -41,6 +41,7 @@
 #include "warmup/bw_history.h"
 #include "warmup/bw_svg.h"
 #include "warmup/warmup_phase.h"
+#include "watchdog/supervisor.h"
 
 namespace sl::launcher {
 
@@ -283,11 +284,21 @@ Result<std::string> RunNcclTests(const BenchArgs& a, BenchContext& c) {
   if (!fd.ok()) return fd.error();
   spec.stdout_fd = *fd;
   log::Info("running {}", Join(spec.argv, " "));
+  // SIGTERM/SIGINT (scancel, Ctrl-C) queue for the wait instead of killing us and orphaning
+  // the benchmark: the wait TERMs it, KILLs it after the grace, and RunBench exits 128+S.
+  BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
   auto child = Spawn(spec);
   ::close(*fd);
   if (!child.ok()) return child.error();
-  int status = 0;
-  while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
+  WaitOutcome waited =
+      WaitChildren({child->pid}, std::chrono::steady_clock::now() + std::chrono::hours(24 * 365),
+                   WaitPolicy{.stop_grace = std::chrono::seconds(5)});
+  const int status = waited.ends[0].wait_status;
+  if (waited.stopped) {
+    return MakeError(
+        fmt::format("{} stopped: {} from pid {}", spec.argv[0],
+                    watchdog::SignalName(waited.stopped->signal), waited.stopped->from_pid),
+        out_path, "what it printed before the stop is in the file");
   }
   if (child->exec_errno != 0)
     return MakeError("cannot run " + spec.argv[0] + ": " + std::strerror(child->exec_errno));
@@ -319,6 +330,7 @@ int RunBench(const BenchArgs& a) {
     auto out = RunNcclTests(a, *ctx);
     if (!out.ok()) {
       log::Error("bench --nccl-tests: {}", out.error().Describe());
+      if (auto s = StopSignalSeen()) return exit_code::kSignalBase + s->signal;
       return exit_code::kUsage;
     }
     entry = Import(*out, *ctx, &findings);

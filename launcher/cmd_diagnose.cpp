@@ -188,7 +188,7 @@ std::string ForeignOwner(const std::string& dir) {
 // diagnosis.{json,md,html} into `dir`. A failure is said on stderr; the diagnosis was printed
 // already and the exit status stays what the diagnosis decides.
 void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseRun& run,
-                  const diagnose::fr::FrAnalysis* fr, bool explain) {
+                  const diagnose::fr::FrAnalysis* fr, bool explain, const FileWriter& writer) {
   if (!chosen) {
     if (std::string why = ForeignOwner(dir); !why.empty()) {
       std::fprintf(stderr,
@@ -202,7 +202,6 @@ void WriteReports(const std::string& dir, bool chosen, const diagnose::DiagnoseR
     std::error_code ec;  // --out names a directory that may not exist yet
     std::filesystem::create_directories(dir, ec);
   }
-  const DiskFileWriter writer;
   // A remediation already recorded in this run root (remediation.json) stays in the reports.
   const auto remediation = RootedFileReader("").ReadFile(dir + "/remediation.json", 1 << 20);
   const nlohmann::json rem =
@@ -252,6 +251,37 @@ int PrintPriors() {
   return exit_code::kOk;
 }
 
+// The diagnosis of valid inputs: printed (when `print`), and diagnosis.{json,md,html} written
+// through `writer` where ReportDir says.
+int DiagnoseAndWrite(const DiagnoseArgs& args, const FileWriter& writer, bool print) {
+  const auto fr = FlightRecorderOfInputs(args);
+  auto claims =
+      fr ? ClaimsOf(diagnose::fr::FlightRecorderCauses(*fr)) : std::vector<diagnose::CauseClaim>{};
+  for (auto& c : StacksOfInputs(args)) claims.push_back(std::move(c));
+  TermProgress progress;
+  auto run = diagnose::DiagnoseInputs(args.inputs, stdin, claims,
+                                      print ? progress.Callback() : diagnose::ReadProgress{});
+  progress.Done();
+  if (!run.ok()) {
+    std::fprintf(stderr, "safe-launch diagnose: %s\n", run.error().Describe().c_str());
+    return exit_code::kUsage;
+  }
+  if (args.features) {
+    PrintFeatures(*run, args.json);
+    return exit_code::kOk;
+  }
+  if (print && args.json) {
+    std::printf("%s\n", JsonText(diagnose::JobDiagnosisJson(*run, args.explain)).c_str());
+  } else if (print) {
+    std::fputs(diagnose::DiagnosisText(run->diagnosis, run->read, args.explain).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  if (const std::string dir = ReportDir(args); !dir.empty()) {
+    WriteReports(dir, !args.out_dir.empty(), *run, fr ? &*fr : nullptr, args.explain, writer);
+  }
+  return run->diagnosis.named() ? exit_code::kOk : exit_code::kChecksFailed;
+}
+
 int RunDiagnose(const DiagnoseArgs& args) {
   if (args.priors) return PrintPriors();
   if (!args.flight_recorder.empty()) {
@@ -273,34 +303,16 @@ int RunDiagnose(const DiagnoseArgs& args) {
     std::fprintf(stderr, "safe-launch diagnose: '-' (standard input) can be given once\n");
     return exit_code::kUsage;
   }
-  const auto fr = FlightRecorderOfInputs(args);
-  auto claims =
-      fr ? ClaimsOf(diagnose::fr::FlightRecorderCauses(*fr)) : std::vector<diagnose::CauseClaim>{};
-  for (auto& c : StacksOfInputs(args)) claims.push_back(std::move(c));
-  TermProgress progress;
-  auto run = diagnose::DiagnoseInputs(args.inputs, stdin, claims, progress.Callback());
-  progress.Done();
-  if (!run.ok()) {
-    std::fprintf(stderr, "safe-launch diagnose: %s\n", run.error().Describe().c_str());
-    return exit_code::kUsage;
-  }
-  if (args.features) {
-    PrintFeatures(*run, args.json);
-    return exit_code::kOk;
-  }
-  if (args.json) {
-    std::printf("%s\n", JsonText(diagnose::JobDiagnosisJson(*run, args.explain)).c_str());
-  } else {
-    std::fputs(diagnose::DiagnosisText(run->diagnosis, run->read, args.explain).c_str(), stdout);
-  }
-  std::fflush(stdout);
-  if (const std::string dir = ReportDir(args); !dir.empty()) {
-    WriteReports(dir, !args.out_dir.empty(), *run, fr ? &*fr : nullptr, args.explain);
-  }
-  return run->diagnosis.named() ? exit_code::kOk : exit_code::kChecksFailed;
+  return DiagnoseAndWrite(args, DiskFileWriter(), /*print=*/true);
 }
 
 }  // namespace
+
+int DiagnoseRunRoot(const std::string& root, const FileWriter& writer) {
+  DiagnoseArgs args;
+  args.inputs = {root};
+  return DiagnoseAndWrite(args, writer, /*print=*/false);
+}
 
 void SetupDiagnose(CLI::App& sub, int* exit_code) {
   auto args = std::make_shared<DiagnoseArgs>();

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/environment.h"
+#include "common/file_writer.h"
 
 namespace sl::launcher {
 
@@ -24,6 +25,10 @@ void SetupEnv(CLI::App& sub, int* exit_code);
 void SetupRun(CLI::App& sub, int* exit_code);
 void SetupVersion(CLI::App& sub, int* exit_code);
 void SetupDiagnose(CLI::App& sub, int* exit_code);
+/// `safe-launch diagnose ROOT` without its printout: diagnoses the job run root and writes
+/// diagnosis.{json,md,html} there through `writer` (the run's post-mortem, in-process). Returns
+/// diagnose's exit status (0: a cause named, 1: only symptoms or nothing, 2: unreadable).
+int DiagnoseRunRoot(const std::string& root, const FileWriter& writer);
 void SetupCompletion(CLI::App& sub, int* exit_code);
 void SetupBench(CLI::App& sub, int* exit_code);
 void SetupWatch(CLI::App& sub, int* exit_code);

@@ -5,12 +5,13 @@
 // --post-mortem-wait.
 #include <unistd.h>
 
-#include <climits>
 #include <csignal>
 
+#include "common/file_writer.h"
 #include "common/install_layout.h"
 #include "common/log.h"
 #include "diagnose/verdict.h"
+#include "launcher/commands.h"
 #include "launcher/config.h"
 #include "launcher/run_phases.h"
 #include "watchdog/hang/hang_monitor.h"
@@ -50,7 +51,8 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   sub.add_option("--post-mortem-wait", args->post_mortem_wait_s,
                  "After a hang declared on this node: seconds to wait for the other nodes' "
-                 "bundles before running `safe-launch diagnose <job run root>`; 0: neither "
+                 "bundles before diagnosing the job run root (as `safe-launch diagnose <root>`); "
+                 "0: neither "
                  "(default 30)")
       ->check(SecondsValidator(0, 3600, /*lo_open=*/false));
   sub.add_flag("--no-python-stacks", args->no_python_stacks,
@@ -76,12 +78,6 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-std::string OwnExecutable() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
 // The job run root shared by the nodes: the run directory's parent, when asked for (on) or when
 // the run directory has the default layout <root>/safe-launch-runs/<job id>/<node> (auto): an
 // explicit --run-dir elsewhere (/tmp/x) has no parent of its own to share.
@@ -102,7 +98,9 @@ void SetCoordination(const HangArgs& args, const RunContext& ctx, hang::HangOpti
   h.node = BaseName(ctx.run_dir);
   if (h.node.empty()) h.node = ctx.host;
   h.post_mortem_wait = std::chrono::milliseconds(static_cast<long>(args.post_mortem_wait_s * 1000));
-  if (std::string self = OwnExecutable(); !self.empty()) h.diagnose_argv = {self, "diagnose"};
+  // In-process (a forked child of the library call, with its deadline): not an exec of
+  // ourselves, which needed /proc/self/exe and a second start-up.
+  h.diagnose_root = [](const std::string& root) { return DiagnoseRunRoot(root, DiskFileWriter()); };
   for (const char* k : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES"}) {
     auto v = Lookup(ctx.base_env, k);
     if (v && !v->empty() && v->find_first_not_of("0123456789") == std::string::npos) {

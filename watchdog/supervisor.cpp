@@ -1,6 +1,6 @@
 // The supervisor loop, in tini's steps: spawn (common/spawn.h), wait on the signalfd or the tick,
-// forward, reap with waitpid(-1), feed the escalation state machine (watchdog/escalation.h) and
-// carry out its actions, sweep, drain the output, write the status. Why not Boost.Process: as a
+// forward, reap any child (TryReap(-1)), feed the escalation state machine (watchdog/escalation.h)
+// and carry out its actions, sweep, drain the output, write the status. Why not Boost.Process: as a
 // child subreaper we must reap every child with waitpid(-1) (orphaned setsid'd torchrun workers
 // are re-parented to us), which steals the status its child::wait() expects. See doc/manual.md,
 // "Running a job".
@@ -559,31 +559,32 @@ Result<HelperResult> Supervisor::RunHelper(const std::vector<std::string>& argv,
   // The group while its leader is not reaped yet by us (the main loop may have: then the group
   // id is still held by any member left, so no other process can have it).
   if (result.timed_out) ::kill(-pid, SIGKILL);
-  // Reap: either we get it here, or the main loop already did and left the status.
-  for (int i = 0;; ++i) {
-    {
-      std::lock_guard lock(impl_->reap_mu);
-      int st = 0;
-      auto it = impl_->helper_status.find(pid);
-      bool got = false;
-      if (it != impl_->helper_status.end()) {
-        st = it->second;
-        impl_->helper_status.erase(it);
-        got = true;
-      } else if (::waitpid(pid, &st, WNOHANG) == pid) {
-        got = true;
-      }
-      if (got) {
-        impl_->helpers.erase(pid);
-        if (!result.timed_out) {
-          result.exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        }
-        break;
-      }
+  // Reap: either we get it here, or the main loop already did and left the status. The wait
+  // leaves SIGTERM/SIGINT/SIGCHLD to the loop's signalfd; its deadline KILLs the group.
+  auto reap = [impl = impl_.get()](pid_t p) -> std::optional<int> {
+    std::lock_guard lock(impl->reap_mu);
+    std::optional<int> st;
+    bool gone = false;
+    if (auto it = impl->helper_status.find(p); it != impl->helper_status.end()) {
+      st = it->second;
+      impl->helper_status.erase(it);
+    } else if (auto r = TryReap(p, &gone)) {
+      st = r->wait_status;
+    } else if (gone) {
+      st = 0;  // not ours any more (cannot happen while registered): nothing to wait for
     }
-    if (Clock::now() > end && i % 50 == 0) ::kill(-pid, SIGKILL);
-    if (Clock::now() > end) result.timed_out = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (st) impl->helpers.erase(p);
+    return st;
+  };
+  WaitOutcome waited = WaitChildren({pid}, end,
+                                    WaitPolicy{.tick = std::chrono::milliseconds(10),
+                                               .take_signals = false,
+                                               .kill_groups = true,
+                                               .reap = reap});
+  if (waited.deadline_passed) result.timed_out = true;
+  if (!result.timed_out) {
+    const int st = waited.ends[0].wait_status;
+    result.exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
   if (spawned->exec_errno != 0) {
     return MakeError("cannot run: " + ErrnoText(spawned->exec_errno), argv[0],
@@ -827,10 +828,9 @@ void Supervisor::Impl::TakeStopRequest() {
 
 void Supervisor::Impl::Reap() {
   std::lock_guard lock(reap_mu);
-  while (true) {
-    int st = 0;
-    pid_t r = ::waitpid(-1, &st, WNOHANG);
-    if (r <= 0) break;
+  while (auto reaped = TryReap(-1)) {
+    const pid_t r = reaped->pid;
+    const int st = reaped->wait_status;
     if (r == pid) {
       job_reaped = true;
       job_wait_status = st;

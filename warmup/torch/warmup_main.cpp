@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -744,6 +745,30 @@ bool WriteJson(const std::string& path, const json& j) {
   return WriteFileAtomic(path, JsonText(j) + "\n", kPrivateFile).ok();
 }
 
+// The command line, with CLI11 as every other command of safe-launch: std::nullopt to go on,
+// else the exit status (0 for --help; 2 for a usage error, said on stderr with the usage).
+std::optional<int> ParseArgs(int argc, char** argv, std::string* plan, int* local_rank,
+                             std::string* out) {
+  CLI::App app{
+      "One rank of the warm-up collective (started by `safe-launch run`; see doc/manual.md, "
+      "'Warm-up')",
+      "safe-launch-warmup"};
+  app.add_option("--plan", *plan, "The warm-up plan safe-launch wrote (JSON)")->required();
+  app.add_option("--local-rank", *local_rank, "This rank's index on the node (0-based)")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--out", *out, "Where this rank's result goes (JSON)")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "safe-launch-warmup: %s\n%s", e.what(), app.help().c_str());
+    return exit_code::kUsage;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 }  // namespace sl::warmup
 
@@ -752,21 +777,8 @@ int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::string plan_path, out_path;
   int local_rank = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--plan")
-      plan_path = argv[i + 1];
-    else if (a == "--out")
-      out_path = argv[i + 1];
-    else if (a == "--local-rank")
-      local_rank = std::atoi(argv[i + 1]);
-  }
-  if (plan_path.empty() || out_path.empty() || local_rank < 0) {
-    std::fprintf(stderr,
-                 "usage: safe-launch-warmup --plan PLAN.json --local-rank N --out RESULT.json\n"
-                 "(started by `safe-launch run`; see doc/manual.md, 'Warm-up')\n");
-    return sl::exit_code::kUsage;
-  }
+  if (std::optional<int> rc = sl::warmup::ParseArgs(argc, argv, &plan_path, &local_rank, &out_path))
+    return *rc;
   nlohmann::json out;
   sl::warmup::WarmupPlan plan;
   try {

@@ -190,6 +190,69 @@ TEST_CASE("WaitChildren kills what is left at the deadline and wakes on SIGCHLD,
   CHECK(SecondsSince(start) < 2.0);
 }
 
+TEST_CASE("a SIGTERM interrupts a WaitChildren with no deadline near: TERM, then reaped") {
+  BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
+  ClearStopSignal();
+  auto child = Spawn(Sh("exec sleep 30"));
+  REQUIRE(child.ok());
+  const auto start = Clock::now();
+  auto sender = SignalSelfLater(SIGTERM, std::chrono::milliseconds(150));
+  // A year away: the way `bench --nccl-tests` waits for all_reduce_perf.
+  auto w = WaitChildren({child->pid}, Clock::now() + std::chrono::hours(24 * 365),
+                        WaitPolicy{.tick = std::chrono::seconds(5)});
+  sender.join();
+  REQUIRE(w.stopped);
+  CHECK(w.stopped->signal == SIGTERM);
+  CHECK(w.stopped->from_pid == ::getpid());
+  CHECK_FALSE(w.deadline_passed);
+  CHECK(WIFSIGNALED(w.ends[0].wait_status));
+  CHECK(WTERMSIG(w.ends[0].wait_status) == SIGTERM);
+  CHECK(SecondsSince(start) < 2.0);  // a 5 s tick: the signal itself woke it
+  ClearStopSignal();
+}
+
+TEST_CASE("a wait that leaves signals to another reaper uses its reap and takes no SIGTERM") {
+  BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
+  ClearStopSignal();
+  auto child = Spawn(Sh("exit 3"));
+  REQUIRE(child.ok());
+  // Another reaper (the supervisor's loop) got the child first and left its status.
+  const int left_status = Reap(child->pid);
+  int asked = 0;
+  ::kill(::getpid(), SIGTERM);  // queued: it belongs to that reaper's signalfd, not this wait
+  auto w = WaitChildren({child->pid}, Clock::now() + std::chrono::seconds(10),
+                        WaitPolicy{.tick = std::chrono::milliseconds(10),
+                                   .take_signals = false,
+                                   .reap = [&](pid_t p) -> std::optional<int> {
+                                     ++asked;
+                                     if (p == child->pid && asked >= 3) return left_status;
+                                     return std::nullopt;
+                                   }});
+  CHECK(asked == 3);
+  CHECK_FALSE(w.stopped);
+  CHECK(WEXITSTATUS(w.ends[0].wait_status) == 3);
+  // The SIGTERM is still queued for its owner.
+  auto taken = TakeStopSignal();
+  REQUIRE(taken);
+  CHECK(taken->signal == SIGTERM);
+  ClearStopSignal();
+}
+
+TEST_CASE("TryReap reaps an ended child once and says when there is none") {
+  auto child = Spawn(Sh("exit 7"));
+  REQUIRE(child.ok());
+  std::optional<Reaped> r;
+  for (int i = 0; i < 500 && !(r = TryReap(child->pid)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(r);
+  CHECK(r->pid == child->pid);
+  CHECK(WEXITSTATUS(r->wait_status) == 7);
+  bool none = false;
+  CHECK_FALSE(TryReap(child->pid, &none));
+  CHECK(none);
+}
+
 }  // namespace sl
 
 namespace sl {
