@@ -1,7 +1,7 @@
 // nccl/job_env.h: a job's NCCL/torch variables read as NCCL and torch read them.
-#include <catch2/catch.hpp>
-
 #include "nccl/job_env.h"
+
+#include <catch2/catch.hpp>
 
 using namespace sl;
 using namespace sl::nccl;

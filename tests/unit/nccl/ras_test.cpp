@@ -1,7 +1,7 @@
 // nccl/ras.h: the one parser of NCCL_RAS_ADDR and NCCL's RAS port.
-#include <catch2/catch.hpp>
-
 #include "nccl/ras.h"
+
+#include <catch2/catch.hpp>
 
 using namespace sl;
 using namespace sl::nccl;

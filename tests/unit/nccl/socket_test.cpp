@@ -1,7 +1,7 @@
 // nccl/socket.h: NCCL's socket-interface choice and the non-routable names, on literal facts.
-#include <catch2/catch.hpp>
-
 #include "nccl/socket.h"
+
+#include <catch2/catch.hpp>
 
 using namespace sl;
 using namespace sl::nccl;
