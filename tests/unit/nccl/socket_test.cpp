@@ -28,9 +28,12 @@ TEST_CASE("NCCL's default order takes ib* first, then anything but docker* and l
   c = ChooseSocketInterfaces(ifs, {});
   CHECK(c.chosen.front()->name == "eno1");
   CHECK(c.how.find("any but docker*/lo") != std::string::npos);
-  c = ChooseSocketInterfaces({If("lo", {"127.0.0.1"}), If("docker0", {"172.17.0.1"})}, {});
+  // chosen points into the interfaces passed: they must outlive the choice.
+  const std::vector<NetInterface> bridge = {If("lo", {"127.0.0.1"}), If("docker0", {"172.17.0.1"})};
+  c = ChooseSocketInterfaces(bridge, {});
   CHECK(c.chosen.front()->name == "docker0");
-  c = ChooseSocketInterfaces({If("lo", {"127.0.0.1"})}, {});
+  const std::vector<NetInterface> loopback = {If("lo", {"127.0.0.1"})};
+  c = ChooseSocketInterfaces(loopback, {});
   CHECK(c.chosen.front()->name == "lo");
 }
 
@@ -65,7 +68,8 @@ TEST_CASE("NCCL_SOCKET_IFNAME filters, and says when it is invalid or matches no
 }
 
 TEST_CASE("no interface with an address is kNoAddress") {
-  auto c = ChooseSocketInterfaces({If("eno1", {})}, {});
+  const std::vector<NetInterface> ifs = {If("eno1", {})};
+  auto c = ChooseSocketInterfaces(ifs, {});
   CHECK(c.outcome == SocketChoice::Outcome::kNoAddress);
 }
 
