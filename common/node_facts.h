@@ -59,7 +59,8 @@ struct IbPort {
   int netdev_mtu = 0;          ///< /sys/class/net/<netdev>/mtu, 0 when unknown
   int active_mtu = 0;          ///< IB MTU in bytes from libibverbs, 0 when not checkable
   std::vector<GidEntry> gids;  ///< non-empty entries only (RoCE: all; InfiniBand: index 0)
-  // Added with the IB checks:
+  // The raw codes and table size ib.port.state and ib.gid cite, and the device identity the
+  // published facts carry (node_facts_json.cpp):
   int state_code = 0;       ///< the number in "4: ACTIVE"
   int phys_state_code = 0;  ///< the number in "5: LinkUp"
   int gid_table_len = 0;    ///< number of gids/I entries (empty ones included)

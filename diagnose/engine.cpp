@@ -10,6 +10,7 @@
 
 #include "common/strings.h"
 #include "diagnose/job_facts.h"
+#include "nccl/socket.h"
 
 namespace sl::diagnose {
 
@@ -136,16 +137,9 @@ bool CreateQpFailed(const Evidence& ev, Lines* out) {
 
 // ---- conditions: sockets and interfaces ----
 
-// Interfaces that do not reach other nodes: container bridges, loopback, tunnels, link-local.
+// Interfaces that do not reach other nodes: nccl/socket.h keeps the one list.
 bool IsBadInterface(std::string_view ifname, std::string_view addr) {
-  const std::string n = Lower(ifname);
-  for (std::string_view p : {"docker", "lo", "tun", "tap", "virbr", "veth", "br-", "cni", "flannel",
-                             "cali", "weave", "kube-bridge"}) {
-    if (n.rfind(p, 0) == 0 && (p != "lo" || n == "lo" || n.rfind("lo:", 0) == 0)) return true;
-  }
-  const std::string a = Lower(addr);
-  return a.rfind("127.", 0) == 0 || a.rfind("169.254.", 0) == 0 || a.rfind("fe80", 0) == 0 ||
-         a.rfind("172.17.", 0) == 0 || a == "::1";
+  return nccl::IsNonRoutableInterface(ifname, addr);
 }
 
 constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.socket_using"};

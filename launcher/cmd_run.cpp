@@ -1,5 +1,6 @@
-// `safe-launch [run] [OPTIONS] -- CMD ARGS...`: preflight -> environment plan -> warm-up ->
-// supervise, each phase one call; the hang monitor attaches to the supervisor through hooks.
+// `safe-launch [run] [OPTIONS] -- CMD ARGS...`: environment plan -> preflight -> warm-up ->
+// supervise, each phase one call (remediation after a failure or a diagnosed hang); the hang
+// monitor attaches to the supervisor through hooks.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -81,7 +82,7 @@ std::optional<int> StopBeforeStart(const RunContext& ctx, const char* phase) {
                           {"exit_status_override", nullptr}});
 }
 
-// ---- phase 1: local preflight --------------------------------------------------------------
+// ---- phase 2: local preflight --------------------------------------------------------------
 // Returns kOk to go on, or the exit status. The report is kept for later phases and preflight.json.
 int PreflightPhase(const RunConfig& args, RunContext& ctx,
                    std::optional<preflight::PreflightReport>* report,
@@ -144,7 +145,7 @@ int PreflightPhase(const RunConfig& args, RunContext& ctx,
   return exit_code::kOk;
 }
 
-// ---- phase 2: environment plan -------------------------------------------------------------
+// ---- phase 1: environment plan -------------------------------------------------------------
 int EnvPlanPhase(const RunConfig& args, RunContext& ctx,
                  preflight::PreflightOptions* preflight_opts) {
   ctx.job_env = ctx.base_env;

@@ -1,6 +1,8 @@
 #pragma once
-// The phases of `safe-launch run`, each one call from cmd_run.cpp:
-//   preflight -> environment plan -> warm-up -> supervise (hang monitor attached through hooks).
+// The phases of `safe-launch run`, each one call from cmd_run.cpp, in this order:
+//   environment plan (its thresholds and waivers feed preflight) -> preflight -> warm-up ->
+//   supervise (hang monitor attached through hooks); remediation after a failed preflight or
+//   warm-up, or after a diagnosed hang (launcher/run_remediation.cpp).
 // Warm-up (launcher/run_warmup.cpp) and hang detection (launcher/run_hang.cpp) live in their own
 // files so that their owners add flags and behaviour without editing cmd_run.cpp.
 #include <CLI/CLI.hpp>

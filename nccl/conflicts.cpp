@@ -9,6 +9,7 @@
 #include "nccl/name_filter.h"
 #include "nccl/param.h"
 #include "nccl/ports.h"
+#include "nccl/socket.h"
 
 namespace sl::nccl {
 namespace {

@@ -110,6 +110,7 @@ GidChoice SimulateGidIndex(const IbPort& port, const Environment& env, bool hono
     long long forced = IntParam(env, "NCCL_IB_GID_INDEX", -1);
     if (forced >= 0) {
       c.from_env = true;
+      c.env_text = Lookup(env, "NCCL_IB_GID_INDEX").value_or("");
       c.index = forced > 1 << 20 ? 1 << 20 : static_cast<int>(forced);
       c.usable = usable(c.index);
       return c;

@@ -19,6 +19,7 @@ std::optional<int> SelectGidIndex(const IbPort& port, const Environment& env);
 struct GidChoice {
   int index = 0;           ///< the index NCCL ends up with (NCCL_IB_GID_INDEX when set >= 0)
   bool from_env = false;   ///< NCCL_IB_GID_INDEX was set (>= 0): NCCL uses it as is
+  std::string env_text;    ///< from_env: NCCL_IB_GID_INDEX as written, for evidence
   bool usable = false;     ///< the entry is configured, not link-local, of the wanted RoCE
                            ///< version and address family, and inside NCCL_IB_ADDR_RANGE
   int roce_version = 2;    ///< wanted: NCCL_IB_ROCE_VERSION_NUM (default 2)

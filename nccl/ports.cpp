@@ -34,25 +34,6 @@ std::string PortSelection::Describe() const {
                      : "NCCL_IB_HCA is unset, so NCCL uses every port";
 }
 
-bool IsSkippedInterface(std::string_view n) {
-  return n == "lo" || StartsWith(n, "docker") || StartsWith(n, "virbr") || StartsWith(n, "veth") ||
-         StartsWith(n, "br-") || StartsWith(n, "cni") || StartsWith(n, "flannel");
-}
-
-const NetInterface* PickSocketInterface(const NodeFacts& facts) {
-  auto usable = [](const NetInterface& i) {
-    return !IsSkippedInterface(i.name) && (i.operstate == "up" || i.operstate == "unknown") &&
-           !i.addresses.empty();
-  };
-  for (const auto& i : facts.interfaces) {
-    if (StartsWith(i.name, "ib") && usable(i)) return &i;
-  }
-  for (const auto& i : facts.interfaces) {
-    if (usable(i)) return &i;
-  }
-  return nullptr;
-}
-
 std::string DescribePort(const IbPort& p) {
   std::string s = p.Name() + " (" + (p.state.empty() ? "?" : p.state);
   if (!p.rate_text.empty()) s += ", " + p.rate_text;

@@ -29,14 +29,6 @@ class PortSelection {
   NameFilter filter_;
 };
 
-/// Names NCCL and safe-launch never choose for the bootstrap on their own: lo and container or
-/// VM bridges (docker*, virbr*, veth*, br-*, cni*, flannel*).
-bool IsSkippedInterface(std::string_view name);
-/// The interface to pin NCCL_SOCKET_IFNAME to, in NCCL's own order (src/misc/socket.cc
-/// ncclFindInterfaces: IPoIB ib* first, then any other): up (or "unknown"), with an address, not
-/// skipped. nullptr when there is none.
-const NetInterface* PickSocketInterface(const NodeFacts& facts);
-
 /// "mlx5_0:1 (ACTIVE, 400 Gb/sec (4X NDR), RoCE)" for messages.
 std::string DescribePort(const IbPort& p);
 

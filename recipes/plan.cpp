@@ -12,7 +12,10 @@
 #include "nccl/gid.h"
 #include "nccl/name_filter.h"
 #include "nccl/ports.h"
+#include "nccl/ras.h"
 #include "nccl/registry.h"
+#include "nccl/socket.h"
+#include "recipes/computes.h"
 
 namespace sl::recipes {
 
@@ -26,145 +29,7 @@ using nccl::VarSpec;
 
 namespace {
 
-constexpr Version kNcclAutoGid{2, 21, 5};  // first NCCL that picks the RoCE v2 GID itself
-constexpr Version kNcclRas{2, 24, 3};      // first NCCL with the RAS subsystem
-
-std::vector<const IbPort*> Ports(const NodeFacts& f, std::string_view link_layer, bool up_only) {
-  std::vector<const IbPort*> out;
-  for (const auto& p : f.ib_ports) {
-    if (!link_layer.empty() && p.link_layer != link_layer) continue;
-    if (up_only && !p.IsUp()) continue;
-    out.push_back(&p);
-  }
-  return out;
-}
-
 std::string VersionText(const std::optional<Version>& v) { return v ? v->ToString() : "unknown"; }
-
-// What a compute function produced: a value with its reason, or a note why nothing is set.
-struct Computed {
-  std::optional<std::string> value;
-  std::string reason;  // for a value: why; without: the note
-};
-
-Computed ComputeIbHca(const EnvSetting& s, const NodeFacts& facts) {
-  auto up = Ports(facts, s.link_layer, true);
-  auto all = Ports(facts, s.link_layer, false);
-  if (up.empty()) {
-    std::string why = all.empty()
-                          ? "this node has no RDMA port" +
-                                (s.link_layer.empty() ? "" : " of link layer " + s.link_layer)
-                          : "no RDMA port is ACTIVE/LinkUp";
-    return {std::nullopt,
-            why + "; left unset (NCCL would use sockets: see preflight ib.port.state)"};
-  }
-  nccl::NameFilter f;
-  f.exact = true;
-  std::vector<std::string> used, skipped;
-  for (const IbPort* p : up) {
-    f.entries.push_back({p->device, p->port});
-    used.push_back(nccl::DescribePort(*p));
-  }
-  for (const IbPort* p : all) {
-    if (!p->IsUp()) skipped.push_back(nccl::DescribePort(*p));
-  }
-  std::string why = "the ACTIVE ports: " + Join(used, ", ");
-  if (!skipped.empty()) why += "; skipped " + Join(skipped, ", ");
-  why += "; '=' makes the match exact (without it mlx5_1 also selects mlx5_10..mlx5_17)";
-  return {nccl::FormatFilter(f), why};
-}
-
-Computed ComputeSocketIfname(const NodeFacts& facts) {
-  if (facts.interfaces.empty()) {
-    return {std::nullopt,
-            "no network interfaces known for this node; left unset (NCCL picks ib* first, then any "
-            "interface but docker*, lo, virbr*)"};
-  }
-  const NetInterface* pick = nccl::PickSocketInterface(facts);
-  if (pick == nullptr) {
-    return {std::nullopt,
-            "no interface is up with an address (lo, docker*, veth*, virbr* do not count); left "
-            "unset: see preflight net.ifname"};
-  }
-  std::string why = pick->name + " is up with address " + pick->addresses.front() +
-                    (StartsWith(pick->name, "ib") ? " (IPoIB: NCCL's first preference)"
-                                                  : " (first usable non-container interface)") +
-                    "; pinned with '=' so every rank bootstraps over the same, checked interface "
-                    "and never over a container bridge";
-  return {"=" + pick->name, why};
-}
-
-Computed ComputeGidIndex(const EnvSetting& s, const Environment& env, const NodeFacts& facts,
-                         const Versions& versions) {
-  auto up = Ports(facts, s.link_layer.empty() ? "Ethernet" : s.link_layer, true);
-  std::vector<const IbPort*> roce;
-  for (const IbPort* p : up) {
-    if (p->IsRoce()) roce.push_back(p);
-  }
-  if (roce.empty()) return {std::nullopt, "no ACTIVE RoCE port; not needed"};
-  std::vector<std::string> picks;
-  std::optional<int> common;
-  bool agree = true;
-  for (const IbPort* p : roce) {
-    auto idx = nccl::SelectGidIndex(*p, env);
-    if (!idx) {
-      return {std::nullopt, p->Name() +
-                                " has no usable RoCE v2 GID (IPv4, not link-local); left unset: "
-                                "see preflight ib.gid"};
-    }
-    picks.push_back(p->Name() + " -> " + std::to_string(*idx));
-    if (common && *common != *idx) agree = false;
-    if (!common) common = idx;
-  }
-  const std::string where = Join(picks, ", ");
-  if (!versions.nccl) {
-    return {std::nullopt,
-            "NCCL version unknown; assuming >= 2.21, which picks the RoCE v2 GID "
-            "itself (" +
-                where + "); state --nccl-version if older"};
-  }
-  if (*versions.nccl >= kNcclAutoGid) {
-    return {std::nullopt, "NCCL " + versions.nccl->ToString() +
-                              " (>= 2.21) picks the RoCE v2 GID itself (" + where +
-                              "); setting it would only break on nodes whose table differs"};
-  }
-  if (!agree) {
-    return {std::nullopt, "ports need different GID indexes (" + where + ") but NCCL " +
-                              versions.nccl->ToString() +
-                              " takes one global value; upgrade NCCL to >= 2.21"};
-  }
-  return {std::to_string(*common),
-          "NCCL " + versions.nccl->ToString() +
-              " (< 2.21) uses index 0 unless told; the RoCE v2 IPv4 entry is " + where};
-}
-
-std::uint64_t Fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-Computed ComputeRasAddr(const Environment& env, const Versions& versions) {
-  if (versions.nccl && *versions.nccl < kNcclRas) {
-    return {std::nullopt,
-            "NCCL " + versions.nccl->ToString() + " has no RAS (added in 2.24); not needed"};
-  }
-  auto job = Lookup(env, "SLURM_JOB_ID");
-  if (!job || job->empty()) {
-    return {std::nullopt,
-            "not in a Slurm job (no SLURM_JOB_ID): NCCL's default 127.0.0.1:28028 is kept"};
-  }
-  auto step = Lookup(env, "SLURM_STEP_ID").value_or("");
-  int port = RasPortFor(env);
-  return {"127.0.0.1:" + std::to_string(port),
-          "job-unique port 28028 + hash(SLURM_JOB_ID=" + *job +
-              (step.empty() ? "" : ", SLURM_STEP_ID=" + step) +
-              ") % 1000: two jobs sharing this node would otherwise both want 28028 and the "
-              "second one's RAS could not listen"};
-}
 
 std::string ExpandRunDir(const std::string& value, const std::string& run_dir) {
   std::string out = value;
@@ -233,13 +98,6 @@ const PlanEntry* Plan::Find(std::string_view name) const {
   return nullptr;
 }
 
-int RasPortFor(const Environment& env) {
-  auto job = Lookup(env, "SLURM_JOB_ID");
-  if (!job || job->empty()) return 28028;
-  std::string key = *job + "." + Lookup(env, "SLURM_STEP_ID").value_or("");
-  return 28028 + static_cast<int>(Fnv1a(key) % 1000);
-}
-
 namespace {
 
 /// What the hang capture needs in the job's environment whatever the recipe says: the heartbeat
@@ -283,10 +141,12 @@ Result<Computed> RecipeValue(const EnvSetting& s, const std::string& name, const
                              const ResolveInput& in) {
   Computed c;
   if (!s.compute.empty()) {
-    if (s.compute == "ib_hca") c = ComputeIbHca(s, in.facts);
-    if (s.compute == "socket_ifname") c = ComputeSocketIfname(in.facts);
-    if (s.compute == "roce_gid_index") c = ComputeGidIndex(s, in.env, in.facts, in.versions);
-    if (s.compute == "ras_addr") c = ComputeRasAddr(in.env, in.versions);
+    const ComputeSpec* compute = FindCompute(s.compute);
+    if (compute == nullptr) {  // recipe.cpp rejects unknown names; a hand-made setting may not
+      return MakeError("unknown compute '" + s.compute + "' for " + s.name, s.origin,
+                       "use one of the names in doc/manual.md \"Recipes\"");
+    }
+    c = compute->compute({s, in.env, in.facts, in.versions});
     if (!s.why.empty()) c.reason = s.why + ": " + c.reason;
   } else {
     if (s.literal.find("{run_dir}") != std::string::npos && in.run_dir.empty()) {
@@ -295,12 +155,10 @@ Result<Computed> RecipeValue(const EnvSetting& s, const std::string& name, const
     }
     c.value = ExpandRunDir(s.literal, in.run_dir);
     c.reason = s.why.empty() && spec ? std::string(spec->meaning) : s.why;
-    // Mode 3 (SkipCleanUp) came with the TORCH_NCCL_ name in torch 2.2; older ProcessGroupNCCL
-    // knows 0..2 and would treat 3 as "no handling", so a failed collective hangs instead.
-    if (name == "NCCL_ASYNC_ERROR_HANDLING" && *c.value == "3") {
-      c.value = "1";
-      c.reason += "; torch " + VersionText(in.versions.torch) +
-                  " has no mode 3 (SkipCleanUp), so 1 (TearDown: kill the process on error)";
+    std::string why;
+    if (auto v = nccl::ValueForOldName(name, *c.value, in.versions, &why)) {
+      c.value = std::move(v);
+      c.reason += why;
     }
   }
   if (c.value && spec != nullptr) {

@@ -20,6 +20,7 @@
 #include "nccl/conf_file.h"
 #include "nccl/conflicts.h"
 #include "nccl/version.h"
+#include "recipes/computes.h"
 #include "recipes/recipe.h"
 
 namespace sl::recipes {
@@ -118,8 +119,5 @@ void AddPythonStacks(Plan* plan, const Environment& env, const PythonStacks& sta
 Environment ApplyPlan(const Plan& plan, Environment env);
 /// Single-quotes a value for sh.
 std::string ShellQuote(std::string_view value);
-
-/// The job-unique RAS port: 28028 + hash(SLURM_JOB_ID, SLURM_STEP_ID) % 1000 (28028 without a job).
-int RasPortFor(const Environment& env);
 
 }  // namespace sl::recipes

@@ -17,6 +17,7 @@
 
 #include "common/strings.h"
 #include "nccl/registry.h"
+#include "recipes/computes.h"
 
 namespace sl::recipes {
 
@@ -35,8 +36,6 @@ const std::vector<std::string> kTopKeys = {"description", "extends", "match", "e
                                            "thresholds",  "waive",   "slurm"};
 const std::vector<std::string> kSlurmKeys = {"on_node_fault", "fault_threshold", "max_requeues"};
 const std::vector<std::string> kMatchKeys = {"link_layer", "device", "gpu_model", "priority"};
-const std::vector<std::string> kComputeNames = {"ib_hca", "socket_ifname", "roce_gid_index",
-                                                "ras_addr"};
 const std::vector<std::string> kComputeKeys = {"value", "compute", "why", "required", "link_layer"};
 const std::vector<std::string> kThresholdKeys = {
     "min_ib_mtu",         "min_roce_mtu",      "expected_mtu",     "min_rate_gbps",
@@ -217,12 +216,12 @@ Status ParseEnvTable(const toml::table& tbl, std::string_view path, const std::s
     s->literal = *text;
   } else if (!compute) {
     return MakeError(name + " = { ... } needs value = ... or compute = \"<name>\"", where,
-                     DidYouMean("", kComputeNames));
+                     DidYouMean("", ComputeNames()));
   }
   if (compute) {
-    if (std::find(kComputeNames.begin(), kComputeNames.end(), *compute) == kComputeNames.end()) {
+    if (FindCompute(*compute) == nullptr) {
       return MakeError("unknown compute '" + *compute + "' for " + name, where,
-                       DidYouMean(*compute, kComputeNames));
+                       DidYouMean(*compute, ComputeNames()));
     }
     s->compute = *compute;
   }

@@ -11,6 +11,7 @@
 
 #include "common/strings.h"
 #include "nccl/gid.h"
+#include "nccl/registry.h"
 
 namespace sl::warmup {
 namespace {
@@ -100,34 +101,14 @@ std::string GpuModels(const NodeFacts& f) {
 
 // Index NCCL will use on a RoCE port: NCCL_IB_GID_INDEX when set, else its own choice.
 std::string GidChoice(const IbPort& port, const Environment& env) {
-  std::optional<int> index;
-  if (auto v = Lookup(env, "NCCL_IB_GID_INDEX"); v && !Trim(*v).empty()) {
-    auto n = ParseInt(*v);
-    if (n.ok() && *n >= 0) index = static_cast<int>(*n);
-  }
-  if (!index) index = nccl::SelectGidIndex(port, env);
+  const nccl::GidChoice forced = nccl::SimulateGidIndex(port, env);
+  std::optional<int> index =
+      forced.from_env ? std::optional<int>(forced.index) : nccl::SelectGidIndex(port, env);
   if (!index) return "none usable";
   std::string type = "?";
   for (const auto& g : port.gids)
     if (g.index == *index) type = g.type.empty() ? "unknown type" : g.type;
   return std::to_string(*index) + " (" + type + ")";
-}
-
-const std::set<std::string>& MustMatchEnv() {
-  // A mismatch here makes nodes speak different protocols or transports: connections fail or hang.
-  static const std::set<std::string> k = {"NCCL_IB_DISABLE",
-                                          "NCCL_NET",
-                                          "NCCL_PROTO",
-                                          "NCCL_ALGO",
-                                          "NCCL_IB_ROCE_VERSION_NUM",
-                                          "NCCL_IB_ADDR_FAMILY",
-                                          "NCCL_NET_PLUGIN",
-                                          "NCCL_P2P_DISABLE",
-                                          "NCCL_IB_GID_INDEX",
-                                          "NCCL_CROSS_NIC",
-                                          "NCCL_NVLS_ENABLE",
-                                          "NCCL_COLLNET_ENABLE"};
-  return k;
 }
 
 }  // namespace
@@ -172,17 +153,10 @@ void from_json(const nlohmann::json& j, NodeReport& r) {
 }
 
 Environment ComparableEnvironment(const Environment& env) {
-  static const std::set<std::string> kPerHost = {"NCCL_DEBUG_FILE",
-                                                 "NCCL_HOSTID",
-                                                 "NCCL_COMM_ID",
-                                                 "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
-                                                 "TORCH_FR_DUMP_TEMP_FILE",
-                                                 "TORCH_COMPILE_DEBUG_DIR",
-                                                 "TORCHINDUCTOR_CACHE_DIR"};
   Environment out;
   for (const auto& [k, v] : env) {
     if (!StartsWith(k, "NCCL_") && !StartsWith(k, "TORCH_")) continue;
-    if (kPerHost.count(k) || k.find("RANK") != std::string::npos) continue;
+    if (nccl::VariableScope(k) == nccl::Scope::kPerHost) continue;
     out[k] = v;
   }
   return out;
@@ -389,7 +363,8 @@ void CompareEnv(const std::vector<NodeReport>& nodes, std::vector<Finding>* out)
       auto it = envs[i].find(name);
       v[i] = it == envs[i].end() ? std::string("(unset)") : "'" + it->second + "'";
     }
-    bool must = MustMatchEnv().count(name) > 0;
+    // A must-match difference makes nodes speak different protocols or transports.
+    bool must = nccl::VariableScope(name) == nccl::Scope::kMustMatch;
     Compare(nodes,
             {"warmup.consistency.env", name, must ? Outcome::kFail : Outcome::kWarn, false,
              "export the same " + name +

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "nccl/conflicts.h"
+#include "nccl/job_env.h"
 #include "nccl/registry.h"
 #include "preflight/check.h"
 
@@ -33,8 +34,8 @@ Finding Make(std::string entity, Outcome o, std::string message, std::string nex
 // link at the name, or leave files the hang collector must tell apart. The run directory (known
 // here only through SAFE_LAUNCH_HEARTBEAT, a plan row) is the place for it.
 std::optional<Finding> DebugFileFinding(const Environment& env) {
-  auto file = Lookup(env, "NCCL_DEBUG_FILE");
-  if (!file || file->empty()) return std::nullopt;
+  auto file = nccl::DebugFile(env);
+  if (!file) return std::nullopt;
   const std::string& f = *file;
   static constexpr std::string_view kSystem[] = {"/etc/",     "/usr/",     "/bin/",  "/sbin/",
                                                  "/lib",      "/boot/",    "/proc/", "/sys/",

@@ -5,6 +5,7 @@
 // Without either, NCCL still runs over IB but stages every transfer through host memory
 // ("GPU Direct RDMA Disabled"): a large bandwidth loss that nothing reports.
 #include "common/strings.h"
+#include "nccl/job_env.h"
 #include "preflight/check.h"
 
 namespace sl::preflight {
@@ -97,8 +98,8 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
   if (auto v = ParseInt(facts.nvidia_driver.substr(0, facts.nvidia_driver.find('.'))); v.ok()) {
     major = static_cast<int>(*v);
   }
-  auto dmabuf_env = Lookup(ctx.env, "NCCL_DMABUF_ENABLE");
-  const bool dmabuf_off = dmabuf_env && Trim(*dmabuf_env) == "0";
+  const auto dmabuf_env = nccl::DmabufDisabledBy(ctx.env);
+  const bool dmabuf_off = dmabuf_env.has_value();
   if (facts.nvidia_open_kernel && major >= 515) {
     f.With("/proc/driver/nvidia/version", "Open Kernel Module " + facts.nvidia_driver);
     if (dmabuf_off) {

@@ -128,7 +128,7 @@ void JudgeGidIndex(const IbPort& p, const Environment& env, const nccl::GidChoic
   const bool any_usable = !own.usable_indices.empty();
   const int best = own.usable ? own.index : (any_usable ? own.usable_indices.back() : -1);
   const std::string var = "NCCL_IB_GID_INDEX=" + std::to_string(eff.index);
-  f.With("NCCL_IB_GID_INDEX", *Lookup(env, "NCCL_IB_GID_INDEX"));
+  f.With("NCCL_IB_GID_INDEX", eff.env_text);
   AddEntryEvidence(f, p, eff.index);
   if (eff.usable) {
     f.outcome = Outcome::kPass;

@@ -1,14 +1,12 @@
-// net.ifname: the interface NCCL's bootstrap (and its socket transport) would use. NCCL picks
-// it the way src/misc/socket.cc ncclFindInterfaces does: NCCL_SOCKET_IFNAME when set (prefix
-// list, "^" excludes, "=" exact); otherwise interfaces starting with "ib", then any except
-// docker* and lo, then docker*, then lo -- the first one with an IPv4 or non-link-local IPv6
-// address (NCCL_SOCKET_FAMILY restricts the family). NCCL does not look at the link state, so
-// an interface that is down but keeps its address is picked and the bootstrap hangs.
+// net.ifname: the interface NCCL's bootstrap (and its socket transport) would use, as
+// nccl/socket.h works it out (NCCL_SOCKET_IFNAME, else NCCL's default order). NCCL does not look
+// at the link state, so an interface that is down but keeps its address is picked and the
+// bootstrap hangs: this check judges the choice.
 #include <algorithm>
 #include <optional>
 
 #include "common/strings.h"
-#include "nccl/name_filter.h"
+#include "nccl/socket.h"
 #include "preflight/check.h"
 
 namespace sl::preflight {
@@ -43,71 +41,41 @@ Finding Make(std::string entity, Outcome o, std::string message) {
   return MakeFinding(kId, std::move(entity), o, std::move(message));
 }
 
-bool IsIpv6(const std::string& a) { return a.find(':') != std::string::npos; }
-
-// Addresses NCCL accepts on an interface, in the family order getifaddrs() gives.
-std::vector<std::string> UsableAddresses(const NetInterface& nif, int family) {
-  std::vector<std::string> out;
-  for (const auto& a : nif.addresses) {
-    if (IsIpv6(a)) {
-      if (family == 4) continue;
-      if (StartsWith(ToLower(a), "fe80:")) continue;  // NCCL skips IPv6 link-local
-    } else if (family == 6) {
-      continue;
-    }
-    out.push_back(a);
-  }
-  return out;
-}
-
 std::string Names(const std::vector<NetInterface>& ifs) {
   std::string out;
   for (const auto& i : ifs) {
     out += (out.empty() ? "" : ", ") + i.name;
-    auto a = UsableAddresses(i, 0);
+    auto a = nccl::UsableAddresses(i, 0);
     out += a.empty() ? " (no address)" : " (" + a[0] + ")";
   }
   return out;
 }
 
-// Interfaces NCCL_SOCKET_IFNAME selects, in NCCL's order; a failure finding when it is invalid or
-// selects nothing usable.
-std::optional<Finding> ChooseBySpec(const std::vector<NetInterface>& ifs,
-                                    const std::vector<const NetInterface*>& ordered,
-                                    const std::string& spec_value,
-                                    std::vector<const NetInterface*>* chosen_out,
-                                    std::string* how_out) {
-  const std::string* spec = &spec_value;
-  std::vector<const NetInterface*>& chosen = *chosen_out;
-  std::string& how = *how_out;
-  auto filter = nccl::ParseSocketIfname(*spec);
-  if (!filter.ok()) {
-    Finding f =
-        Coded(Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
-                   "NCCL_SOCKET_IFNAME=\"" + *spec + "\" is not valid: " + filter.error().message),
-              "net.ifname/ifname_invalid");
-    f.With("NCCL_SOCKET_IFNAME", *spec);
+// The failure finding when NCCL would pick no interface (nccl::ChooseSocketInterfaces).
+Finding NoChoiceFinding(const std::vector<NetInterface>& ifs, const nccl::SocketChoice& c) {
+  using O = nccl::SocketChoice::Outcome;
+  const std::string spec = c.ifname.value_or("");
+  if (c.outcome == O::kInvalidIfname) {
+    Finding f = Coded(Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
+                           "NCCL_SOCKET_IFNAME=\"" + spec + "\" is not valid: " + c.error),
+                      "net.ifname/ifname_invalid");
+    f.With("NCCL_SOCKET_IFNAME", spec);
     f.next_step =
         "use a comma-separated list of interface name prefixes, e.g. "
         "NCCL_SOCKET_IFNAME=eno1 or =eno1 (exact) or ^docker,lo (exclude)";
     return f;
   }
-  std::vector<NetInterface> by_name;
-  for (const auto& i : ifs) {
-    if (nccl::FilterSelectsIfname(*filter, i.name)) by_name.push_back(i);
-  }
-  for (const NetInterface* i : ordered) {
-    if (nccl::FilterSelectsIfname(*filter, i->name)) chosen.push_back(i);
-  }
-  how = "NCCL_SOCKET_IFNAME=" + *spec;
-  if (chosen.empty()) {
+  if (c.outcome == O::kMatchesNone) {
+    std::vector<NetInterface> by_name;
+    for (const NetInterface* i : c.named) by_name.push_back(*i);
     Finding f = Coded(
         Make("NCCL_SOCKET_IFNAME", Outcome::kFail,
-             by_name.empty() ? how + " matches no interface on this node; available: " + Names(ifs)
-                             : how + " matches only interfaces without a usable address: " +
-                                   Names(by_name) + "; available: " + Names(ifs)),
+             by_name.empty()
+                 ? c.how + " matches no interface on this node; available: " + Names(ifs)
+                 : c.how + " matches only interfaces without a usable address: " + Names(by_name) +
+                       "; available: " + Names(ifs)),
         "net.ifname/ifname_matches_none");
-    f.With("NCCL_SOCKET_IFNAME", *spec);
+    f.With("NCCL_SOCKET_IFNAME", spec);
     f.With("/sys/class/net", [&] {
       std::string n;
       for (const auto& i : ifs) n += (n.empty() ? "" : " ") + i.name;
@@ -119,54 +87,19 @@ std::optional<Finding> ChooseBySpec(const std::vector<NetInterface>& ifs,
         "address (same name on every node), or unset it";
     return f;
   }
-  return std::nullopt;
-}
-
-// NCCL's default order without NCCL_SOCKET_IFNAME (ib*, any but docker*/lo, docker*, lo); a
-// failure finding when no interface has a usable address.
-std::optional<Finding> ChooseByDefault(const std::vector<NetInterface>& ifs,
-                                       const std::vector<const NetInterface*>& ordered,
-                                       std::vector<const NetInterface*>* chosen_out,
-                                       std::string* how_out) {
-  std::vector<const NetInterface*>& chosen = *chosen_out;
-  std::string& how = *how_out;
-  auto pick = [&](auto pred) {
-    std::vector<const NetInterface*> v;
-    for (const NetInterface* i : ordered) {
-      if (pred(i->name)) v.push_back(i);
-    }
-    return v;
-  };
-  chosen = pick([](const std::string& n) { return StartsWith(n, "ib"); });
-  how = "NCCL default (NCCL_SOCKET_IFNAME unset): ib* first";
-  if (chosen.empty()) {
-    chosen = pick([](const std::string& n) { return !StartsWith(n, "docker") && n != "lo"; });
-    how = "NCCL default (NCCL_SOCKET_IFNAME unset): no ib* interface, any but docker*/lo";
-  }
-  if (chosen.empty()) {
-    chosen = pick([](const std::string& n) { return StartsWith(n, "docker"); });
-    how = "NCCL default: only docker* interfaces have an address";
-  }
-  if (chosen.empty()) {
-    chosen = pick([](const std::string& n) { return n == "lo"; });
-    how = "NCCL default: only loopback has an address";
-  }
-  if (chosen.empty()) {
-    Finding f = Coded(Make("node", Outcome::kFail,
-                           "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
-                           "fails (\"no socket interface found\"); interfaces: " +
-                               Names(ifs)),
-                      "net.ifname/no_address");
-    f.next_step = "configure an address on the cluster network interface";
-    return f;
-  }
-  return std::nullopt;
+  Finding f = Coded(Make("node", Outcome::kFail,
+                         "no interface has an IPv4 or global IPv6 address; NCCL's bootstrap "
+                         "fails (\"no socket interface found\"); interfaces: " +
+                             Names(ifs)),
+                    "net.ifname/no_address");
+  f.next_step = "configure an address on the cluster network interface";
+  return f;
 }
 
 // The finding for the interface the bootstrap would use.
 Finding JudgeBootstrap(const NetInterface& boot, int family, const std::optional<std::string>& spec,
                        const std::string& how) {
-  const auto addrs = UsableAddresses(boot, family);
+  const auto addrs = nccl::UsableAddresses(boot, family);
   Finding f = Coded(Make(boot.name, Outcome::kPass, ""), "net.ifname/ok");
   f.With("NCCL_SOCKET_IFNAME", spec ? *spec : "(unset)");
   f.With("/sys/class/net/" + boot.name + "/operstate", boot.operstate);
@@ -187,13 +120,13 @@ Finding JudgeBootstrap(const NetInterface& boot, int family, const std::optional
     f.next_step = "bring it up (`ip link set " + boot.name +
                   " up`, check cable/switch), or "
                   "point NCCL_SOCKET_IFNAME at the interface with the cluster address";
-  } else if (boot.name == "lo") {
+  } else if (nccl::IsLoopback(boot.name)) {
     f.outcome = Outcome::kFail;
     f.code = "net.ifname/bootstrap_loopback";
     f.message = "NCCL's bootstrap would use the loopback interface [" + how +
                 "]: other nodes cannot reach this node";
     f.next_step = "configure the cluster network interface and set NCCL_SOCKET_IFNAME to it";
-  } else if (StartsWith(boot.name, "docker")) {
+  } else if (nccl::IsDockerBridge(boot.name)) {
     f.outcome = Outcome::kWarn;
     f.code = "net.ifname/bootstrap_container_bridge";
     f.message = "NCCL's bootstrap would use " + desc + " [" + how +
@@ -226,37 +159,15 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
     }
     return out;
   }
-  int family = 0;
-  auto fam = Lookup(ctx.env, "NCCL_SOCKET_FAMILY");
-  if (fam && Trim(*fam) == "AF_INET") family = 4;
-  if (fam && Trim(*fam) == "AF_INET6") family = 6;
-  // Order: IPv4-addressed interfaces first (getifaddrs lists all IPv4 before IPv6 addresses),
-  // each group by ifindex (facts keep that order).
-  std::vector<const NetInterface*> ordered;
-  for (const auto& i : ifs) {
-    auto a = UsableAddresses(i, family);
-    if (!a.empty() && !IsIpv6(a[0])) ordered.push_back(&i);
+  const nccl::SocketChoice choice = nccl::ChooseSocketInterfaces(ifs, ctx.env);
+  if (choice.outcome != nccl::SocketChoice::Outcome::kChosen) {
+    out.push_back(NoChoiceFinding(ifs, choice));
+    return out;
   }
-  for (const auto& i : ifs) {
-    auto a = UsableAddresses(i, family);
-    if (!a.empty() && IsIpv6(a[0])) ordered.push_back(&i);
-  }
-  auto spec = Lookup(ctx.env, "NCCL_SOCKET_IFNAME");
-  std::vector<const NetInterface*> chosen;
-  std::string how;
-  if (spec && !Trim(*spec).empty()) {
-    if (auto fail = ChooseBySpec(ifs, ordered, *spec, &chosen, &how)) {
-      out.push_back(std::move(*fail));
-      return out;
-    }
-  } else {
-    if (auto fail = ChooseByDefault(ifs, ordered, &chosen, &how)) {
-      out.push_back(std::move(*fail));
-      return out;
-    }
-  }
+  const auto& chosen = choice.chosen;
+  const std::string& how = choice.how;
   const NetInterface& boot = *chosen[0];
-  Finding f = JudgeBootstrap(boot, family, spec, how);
+  Finding f = JudgeBootstrap(boot, choice.family, choice.ifname, how);
   out.push_back(std::move(f));
   // NCCL's socket transport also uses the other matching interfaces (up to 16).
   for (std::size_t k = 1; k < chosen.size() && k < 16; ++k) {

@@ -19,6 +19,7 @@
 #include "common/json_text.h"
 #include "common/parse/kmsg.h"
 #include "common/strings.h"
+#include "nccl/job_env.h"
 #include "watchdog/process_tree.h"
 
 namespace sl::hang {
@@ -175,14 +176,6 @@ void Account(CollectorOutcome* o, std::string_view rel, const Result<std::uint64
   }
 }
 
-std::string PathPrefix(const Environment& env, std::initializer_list<const char*> names,
-                       std::string fallback) {
-  for (const char* n : names) {
-    if (auto v = Lookup(env, n); v && !v->empty()) return *v;
-  }
-  return fallback;
-}
-
 // A rank's Flight Recorder dump: where it will appear and whether its pipe was written to.
 struct FrDump {
   int rank;
@@ -217,10 +210,8 @@ nlohmann::json TriggerDumpPipe(int rank, const std::string& pipe, bool& triggere
 nlohmann::json TriggerDumps(const CaptureContext& ctx, std::vector<FrDump>& wanted) {
   nlohmann::json pipes = nlohmann::json::array();
   for (const RankProc& r : ctx.ranks) {
-    std::string pipe_prefix = PathPrefix(r.env, {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE"}, "");
-    std::string dump_prefix =
-        PathPrefix(r.env, {"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"},
-                   "/tmp/nccl_trace_rank_");
+    std::string pipe_prefix = nccl::FlightRecorderPipePrefix(r.env);
+    std::string dump_prefix = nccl::FlightRecorderDumpPrefix(r.env);
     wanted.push_back({r.rank, dump_prefix + std::to_string(r.rank)});
     if (pipe_prefix.empty() || !ctx.job_alive) continue;
     std::string pipe = pipe_prefix + std::to_string(r.rank) + ".pipe";
@@ -692,11 +683,11 @@ std::vector<std::string> NcclDebugFiles(const CaptureContext& ctx, const std::se
   std::set<std::string> candidates;
   // Each rank opened its own file: its pid, its value.
   for (const auto& r : ctx.ranks) {
-    if (auto f = Lookup(r.env, "NCCL_DEBUG_FILE"); f && !f->empty())
+    if (auto f = nccl::DebugFile(r.env))
       candidates.insert(ExpandNcclDebugFile(*f, ctx.host, r.pid));
   }
   // The job's own value: whichever of our descendants ran NCCL.
-  if (auto f = Lookup(ctx.job_env, "NCCL_DEBUG_FILE"); f && !f->empty()) {
+  if (auto f = nccl::DebugFile(ctx.job_env)) {
     std::vector<pid_t> pids = ctx.descendants;
     if (ctx.job_pid > 0) pids.push_back(ctx.job_pid);
     for (pid_t pid : pids) candidates.insert(ExpandNcclDebugFile(*f, ctx.host, pid));

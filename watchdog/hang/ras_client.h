@@ -1,25 +1,22 @@
 #pragma once
 // A client for NCCL's RAS service (NCCL >= 2.24; src/ras/client.cc is the reference): TCP to
-// NCCL_RAS_ADDR (default 127.0.0.1:28028), "CLIENT PROTOCOL 2\n" -> "SERVER PROTOCOL N\n",
-// optionally "SET FORMAT json\n" -> "OK\n", then "VERBOSE STATUS\n" and the report until the
-// server closes the connection. One connection per query. Every step is bounded by one deadline,
-// so a wedged job cannot hang the capture. RAS may report OK during a real hang (it only sees
-// NCCL's own state): the reply is evidence, never a verdict.
+// NCCL_RAS_ADDR (parsed by nccl/ras.h; default 127.0.0.1 and nccl::kRasPort), "CLIENT PROTOCOL 2\n"
+// -> "SERVER PROTOCOL N\n", optionally "SET FORMAT json\n" -> "OK\n", then "VERBOSE STATUS\n" and
+// the report until the server closes the connection. One connection per query. Every step is
+// bounded by one deadline, so a wedged job cannot hang the capture. RAS may report OK during a real
+// hang (it only sees NCCL's own state): the reply is evidence, never a verdict.
 #include <chrono>
 #include <string>
 #include <string_view>
 
 #include "common/result.h"
+#include "nccl/ras.h"
 
 namespace sl::hang {
 
-struct RasAddress {
-  std::string host = "127.0.0.1";
-  int port = 28028;
-};
-
-/// Parses NCCL_RAS_ADDR ("host:port", "[v6]:port", "host", ":port"); "" gives the default.
-Result<RasAddress> ParseRasAddress(std::string_view text);
+/// Where to connect: NCCL's one model of NCCL_RAS_ADDR (nccl/ras.h).
+using nccl::ParseRasAddress;
+using nccl::RasAddress;
 
 struct RasReply {
   std::string server_protocol;  ///< "2" from "SERVER PROTOCOL 2"

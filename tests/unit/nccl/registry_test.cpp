@@ -94,3 +94,24 @@ TEST_CASE("RAS exists only from NCCL 2.24") {
   CHECK(AppliesTo(ras, Version{2, 28, 9}));
   CHECK(AppliesTo(ras, std::nullopt));
 }
+
+TEST_CASE("each variable has a scope across the nodes of a job") {
+  CHECK(VariableScope("NCCL_IB_DISABLE") == Scope::kMustMatch);
+  CHECK(VariableScope("NCCL_NET_PLUGIN") == Scope::kMustMatch);  // a bulk name
+  CHECK(VariableScope("NCCL_DEBUG_FILE") == Scope::kPerHost);
+  CHECK(VariableScope("NCCL_HOSTID") == Scope::kPerHost);
+  CHECK(VariableScope("TORCH_COMPILE_DEBUG_DIR") == Scope::kPerHost);
+  CHECK(VariableScope("NCCL_GRAPH_DUMP_FILE_RANK") == Scope::kPerHost);
+  CHECK(VariableScope("NCCL_IB_TIMEOUT") == Scope::kJobWide);
+  CHECK(VariableScope("NCCL_NOT_A_VARIABLE") == Scope::kJobWide);
+}
+
+TEST_CASE("an old name gets the value its torch understands") {
+  Versions old_torch;
+  old_torch.torch = Version{2, 1, 0};
+  std::string why;
+  CHECK(ValueForOldName("NCCL_ASYNC_ERROR_HANDLING", "3", old_torch, &why) == "1");
+  CHECK(why.find("torch 2.1.0 has no mode 3") != std::string::npos);
+  CHECK_FALSE(ValueForOldName("NCCL_ASYNC_ERROR_HANDLING", "1", old_torch, &why).has_value());
+  CHECK_FALSE(ValueForOldName("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", old_torch, &why));
+}
