@@ -50,6 +50,7 @@ NINJA_STATUS='[%f/%t] ' cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${tar
   awk -v tty="$([ -t 1 ] && echo 1 || echo 0)" -v what="${targets[*]}" '
     /^\[[0-9]+\/[0-9]+\] / {
       split(substr($1, 2, length($1) - 2), a, "/"); done = a[1]; total = a[2]
+      if (done == 0) next  # [0/2] re-checking the globbed directories: not a build step
       pct = int(100 * done / total)
       if (tty) { printf "\r  build %s: %d/%d", what, done, total; fflush() }
       else if (pct >= next_pct || done == total) {
