@@ -56,7 +56,7 @@ echo "  installing ${#missing[@]} package(s) and their dependencies with apt (lo
 # second half runs minutes after its first).
 update=(true)
 [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -60 2>/dev/null)" ] ||
-  update=($SUDO apt-get update -qq)
+  update=(${SUDO:+"$SUDO"} apt-get update -qq)
 # --force-unsafe-io: dpkg does not fsync every file it unpacks (hundreds of packages; a crash
 # mid-install is repaired by running this again, as after any interrupted apt).
 if ! { "${update[@]}" && $SUDO apt-get install -y -qq --no-install-recommends \
