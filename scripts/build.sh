@@ -2,7 +2,10 @@
 # Configures and builds safe-launch into build/ (executables in build/bin/).
 #   build.sh                  everything: the binary, the warm-up helper, tests, man page
 #   build.sh --demo           only what the demo runs: safe-launch and safe-launch-warmup
+#   build.sh --demo TARGET... only those of the two (scripts/demo.sh builds safe-launch while
+#                             libtorch installs, then safe-launch-warmup)
 #   build.sh --configure-only
+# Exit status 3: --demo safe-launch-warmup asked for, but CMake did not find libtorch.
 # Configuring again is cheap and picks up packages installed since (pandoc, libtorch). Under CI
 # (CI=true) warnings are errors; users' builds only print them.
 set -euo pipefail
@@ -19,13 +22,27 @@ grep -E "^CMake (Warning|Error)" -A3 "$BUILD_DIR/configure.log" || true
 case $mode in
   --configure-only) exit 0 ;;
   --demo)
-    targets=(safe-launch)
+    shift
+    targets=("${@:-safe-launch}")
+    for t in "${targets[@]}"; do
+      case $t in safe-launch | safe-launch-warmup) ;;
+        *) echo "build.sh --demo: $t is not one of the demo's targets (safe-launch," \
+             "safe-launch-warmup)" >&2; exit 2 ;;
+      esac
+    done
     # (grep reads all of ninja's list: with -q, ninja's SIGPIPE would fail the pipeline)
-    ninja -C "$BUILD_DIR" -t targets all | grep -c '^safe-launch-warmup:' >/dev/null &&
-      targets+=(safe-launch-warmup)
+    has_warmup=0
+    ninja -C "$BUILD_DIR" -t targets all | grep -c '^safe-launch-warmup:' >/dev/null && has_warmup=1
+    if ! (($#)); then
+      ((has_warmup)) && targets+=(safe-launch-warmup)
+    elif [[ " ${targets[*]} " == *" safe-launch-warmup "* ]] && ! ((has_warmup)); then
+      echo "build.sh: no safe-launch-warmup target: CMake did not find libtorch (see" \
+        "$BUILD_DIR/configure.log; bash scripts/install-deps.sh --demo-torch installs it)" >&2
+      exit 3
+    fi
     ;;
   all) targets=(all) ;;
-  *) echo "usage: build.sh [--demo|--configure-only]" >&2; exit 2 ;;
+  *) echo "usage: build.sh [--demo [TARGET...]|--configure-only]" >&2; exit 2 ;;
 esac
 # ninja's [n/N] lines become one progress line: rewritten in place on a terminal, every 10% else.
 set -o pipefail
@@ -33,6 +50,7 @@ NINJA_STATUS='[%f/%t] ' cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${tar
   awk -v tty="$([ -t 1 ] && echo 1 || echo 0)" -v what="${targets[*]}" '
     /^\[[0-9]+\/[0-9]+\] / {
       split(substr($1, 2, length($1) - 2), a, "/"); done = a[1]; total = a[2]
+      if (done == 0) next  # [0/2] re-checking the globbed directories: not a build step
       pct = int(100 * done / total)
       if (tty) { printf "\r  build %s: %d/%d", what, done, total; fflush() }
       else if (pct >= next_pct || done == total) {
