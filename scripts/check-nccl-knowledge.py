@@ -38,11 +38,7 @@ RULES = [
 RAS_PORT = re.compile(r'\b28028\b')
 SKIP_DIRS = ("nccl/", "common/", "tests/", "bench/")
 # path -> reason. Each entry is a debt with an owner, not a licence.
-ALLOWED = {
-    "watchdog/hang/hang_monitor.cpp":
-        "branch hang is splitting this file (issue 27 part 1); its NCCL_RAS_ADDR read moves to "
-        "nccl::RasAddressFrom(env) when that lands",
-}
+ALLOWED: dict = {}
 
 
 def strip_comments_and_messages(line, in_block):

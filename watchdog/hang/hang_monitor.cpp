@@ -331,7 +331,7 @@ std::shared_ptr<CaptureContext> HangMonitor::MakeCaptureContext(bool alive) {
   }
   ctx->ranks = FindRanks(*fs, ctx->descendants);
   ctx->redactor = MakeRedactor(*ctx, *fs);
-  auto ras = ParseRasAddress(Lookup(options_.job_env, "NCCL_RAS_ADDR").value_or(""));
+  auto ras = nccl::RasAddressFrom(options_.job_env);
   ctx->ras = ras.ok() ? *ras : RasAddress{};
   ctx->evidence = evidence_;
   ctx->evidence_mu = evidence_mu_;
