@@ -1267,10 +1267,13 @@ void EngineFeatures(std::map<std::string, Tally>* tallies, FeatureSet* fs) {
   }
 }
 
-// Symptom categories that are errors of their own (not a wait or an exit).
+// Symptom categories that are errors of their own (not a wait).
 bool IsErrorSymptom(std::string_view category) {
-  for (std::string_view c : {"nccl_error", "ib_completion_error", "cuda_error",
-                             "peer_exit_or_network", "nccl_warning", "watchdog_stuck"}) {
+  // A rank's death (CUDA OOM, a fatal signal, a crash frame) is an error too: the first one in
+  // the log is the failure the others' errors follow from.
+  for (std::string_view c :
+       {"nccl_error", "ib_completion_error", "cuda_error", "peer_exit_or_network", "nccl_warning",
+        "watchdog_stuck", "cuda_oom", "rank_process_failed", "oom_or_crash_other_rank"}) {
     if (c == category) return true;
   }
   return false;
@@ -1318,7 +1321,7 @@ void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
   }
 }
 
-// An error line: above a fact, and a cause row or an error symptom (not a wait or an exit).
+// An error line: above a fact, and a cause row or an error symptom (not a wait).
 bool IsErrorLine(const Match& m) {
   const Signature& s = *m.signature;
   return s.kind != EvidenceKind::kFact &&
