@@ -268,17 +268,25 @@ WaitOutcome WaitChildren(const std::vector<pid_t>& pids, Clock::time_point deadl
   for (pid_t p : pids) out.ends.push_back(ChildEnd{p, 0, false});
   std::vector<bool> done(pids.size(), false);
   std::optional<Clock::time_point> kill_at;
+  std::optional<StopSignal> stop;
+  auto end = deadline;  // a stop with a stop_leaves policy brings it forward
   bool deadline_hit = false;
   while (true) {
     if (ReapPass(policy, out, done) == 0) return out;
     const auto now = Clock::now();
     // One taken now or latched before.
-    if (policy.take_signals && !out.stopped && (out.stopped = TakeStopSignal())) {
-      KillAll(out.ends, done, SIGTERM, nullptr, policy.kill_groups);
-      kill_at = now + policy.stop_grace;
+    if (policy.take_signals && !stop && (stop = TakeStopSignal())) {
+      if (policy.stop_leaves) {
+        end = std::min(end, now + *policy.stop_leaves);
+      } else {
+        out.stopped = stop;
+        KillAll(out.ends, done, SIGTERM, nullptr, policy.kill_groups);
+        kill_at = now + policy.stop_grace;
+      }
     }
-    if (now >= deadline && !deadline_hit) {
+    if (now >= end && !deadline_hit) {
       deadline_hit = true;
+      if (end < deadline) out.stopped = stop;  // the time a stop left ran out
       out.deadline_passed = !out.stopped;
       kill_at = now;
     }
@@ -287,7 +295,7 @@ WaitOutcome WaitChildren(const std::vector<pid_t>& pids, Clock::time_point deadl
       kill_at = now + std::chrono::milliseconds(200);  // again if one survived a round
     }
     auto wait = policy.tick;
-    for (auto t : {std::optional(deadline), kill_at}) {
+    for (auto t : {std::optional(end), kill_at}) {
       if (t) {
         wait = std::min(wait, std::max(std::chrono::milliseconds(1),
                                        std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -117,6 +117,11 @@ struct WaitPolicy {
   /// thread beside the supervisor's loop, whose signalfd owns them: only the deadline ends the
   /// wait there, and the tick paces it.
   bool take_signals = true;
+  /// Set: a stop signal does not end the wait at once but leaves the children this much time
+  /// (the deadline comes forward), then they are killed and the wait reports the stop. For work
+  /// that is worth finishing after the job was stopped (the post-mortem's diagnosis: Slurm's
+  /// KILL follows its TERM by KillWait, 30 s by default).
+  std::optional<std::chrono::milliseconds> stop_leaves{};
   /// The children lead their own process groups: the deadline's KILL goes to each group.
   bool kill_groups = false;
   /// How a child's end is learnt: its raw wait status, or std::nullopt while it runs. Empty:

@@ -78,9 +78,12 @@ std::string RunPostMortem(const PostMortemOptions& o, PeerChannel* peers) {
             in_time ? "" : " (the run root did not answer in time)");
   if (!o.diagnose) return "";
   // In a child: the job's exit waits for the deadline at most. The wait owns SIGTERM/SIGINT
-  // (the supervisor's loop is over): a stop ends the diagnosis too, a second later at most.
+  // (the supervisor's loop is over). A stop (srun TERMs the whole step when the first task
+  // exits, scancel) leaves the diagnosis kStopLeaves more: it takes a second or two, and
+  // Slurm's KILL comes KillWait (30 s by default) after its TERM.
   DiagnoseRoot diagnose = o.diagnose;
-  auto r = RunCallInChild([&] { return diagnose(root); }, o.diagnose_deadline);
+  auto r = RunCallInChild([&] { return diagnose(root); }, o.diagnose_deadline,
+                          WaitPolicy{.stop_leaves = o.stop_leaves});
   if (!r.ok()) {
     log::Warn("post-mortem: could not run diagnose: {}", r.error().Describe());
     return "";
@@ -91,8 +94,10 @@ std::string RunPostMortem(const PostMortemOptions& o, PeerChannel* peers) {
     return "";
   }
   if (r->stopped) {
-    log::Warn("post-mortem: diagnose {} stopped by a stop signal; run `safe-launch diagnose {}`",
-              root, root);
+    log::Warn(
+        "post-mortem: diagnose {} was still running {} s after a stop signal and was ended; run "
+        "`safe-launch diagnose {}`",
+        root, o.stop_leaves.count() / 1000, root);
     return "";
   }
   const std::string json = root + "/diagnosis.json";

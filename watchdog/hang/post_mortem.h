@@ -24,6 +24,8 @@ struct PostMortemOptions {
   std::chrono::milliseconds wait{30000};  ///< for the other nodes' bundles; 0 = no post-mortem
   DiagnoseRoot diagnose;                  ///< empty = wait only
   std::chrono::milliseconds diagnose_deadline{120000};
+  /// After a stop signal, the diagnosis still gets this long (then it is ended).
+  std::chrono::milliseconds stop_leaves{10000};
 };
 
 /// Runs the post-mortem; `peers` (may be null) does the run root's file system work on its

@@ -211,6 +211,45 @@ TEST_CASE("a SIGTERM interrupts a WaitChildren with no deadline near: TERM, then
   ClearStopSignal();
 }
 
+// The post-mortem's policy: srun TERMs the step when the first task exits, and the diagnosis,
+// a second or two of work, is still worth finishing.
+TEST_CASE("with stop_leaves a stop lets a child finish in the time left, then ends a slow one") {
+  BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
+  ClearStopSignal();
+  auto sender = SignalSelfLater(SIGTERM, std::chrono::milliseconds(100));
+  auto r = RunCallInChild(
+      [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        return 7;
+      },
+      std::chrono::seconds(30), WaitPolicy{.stop_leaves = std::chrono::seconds(5)});
+  sender.join();
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->stopped);  // it finished within the time the stop left
+  CHECK_FALSE(r->timed_out);
+  CHECK(r->exit_status == 7);
+  REQUIRE(StopSignalSeen());  // still latched for the supervisor's exit status
+  ClearStopSignal();
+
+  const auto start = Clock::now();
+  sender = SignalSelfLater(SIGTERM, std::chrono::milliseconds(100));
+  r = RunCallInChild(
+      [] {
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        return 0;
+      },
+      std::chrono::seconds(60), WaitPolicy{.stop_leaves = std::chrono::milliseconds(400)});
+  sender.join();
+  REQUIRE(r.ok());
+  REQUIRE(r->stopped);
+  CHECK(r->stopped->signal == SIGTERM);
+  CHECK_FALSE(r->timed_out);
+  CHECK(r->exit_status == -1);  // killed
+  CHECK(SecondsSince(start) >= 0.45);
+  CHECK(SecondsSince(start) < 3.0);
+  ClearStopSignal();
+}
+
 TEST_CASE("a wait that leaves signals to another reaper uses its reap and takes no SIGTERM") {
   BlockLoopSignals({SIGTERM, SIGINT, SIGCHLD});
   ClearStopSignal();
