@@ -1068,15 +1068,31 @@ std::vector<EvidenceLine> CiteAll(const Lines& lines, std::size_t cap = 6) {
   return out;
 }
 
-// What the lines say about where: node, rank, port, GPU, peer (the first line that names each).
+// Whether line `m` is of the process the entity describes so far: a line of another rank, host
+// or pid must not lend its node or GPU ("[rank3]: CUDA out of memory" followed by rank 0's NCCL
+// lines on n1 is rank 3, not "n1, rank 3, GPU 0"). A rank-less line joins a ranked entity only
+// through the same host:pid.
+bool SameProcess(const Entity& e, const std::string& pid, const Match& m) {
+  const std::string rank = m.Field("rank"), host = m.Field("host"), mpid = m.Field("pid");
+  if (!e.rank.empty() && !rank.empty()) return rank == e.rank;
+  if (!host.empty() && !e.node.empty() && host != e.node) return false;
+  if (!mpid.empty() && !pid.empty()) return mpid == pid;
+  return e.rank.empty();
+}
+
+// What the lines say about where: node, rank, port, GPU, peer (the first line that names each),
+// from the lines of one process only.
 Entity EntityOf(const Lines& lines) {
   Entity e;
+  std::string pid;
   auto first = [](std::string* slot, const std::string& v) {
     if (slot->empty() && !v.empty()) *slot = v;
   };
   for (const Match* m : lines) {
+    if (m != lines.front() && !SameProcess(e, pid, *m)) continue;
     first(&e.node, m->Field("host"));
     first(&e.node, m->Field("pod"));
+    first(&pid, m->Field("pid"));
     first(&e.rank, m->Field("rank"));
     first(&e.rank, m->Field("timeout_rank"));
     first(&e.rank, m->Field("rank_a"));
@@ -1342,6 +1358,29 @@ void NcclSeries(const Evidence& ev, FeatureSet* fs) {
   }
 }
 
+// When and where the failure struck, as a person reads it: after NCCL's Init COMPLETE or training
+// progress (a job that ran, then broke: a crash, a flap, a hang) or before (setup: interfaces,
+// firewall, GIDs, versions), and on one host or several (one node cannot be firewalled off).
+void ErrorPhase(const Evidence& ev, const Match& first, FeatureSet* fs) {
+  bool init = false, progress = false;
+  std::set<std::string> hosts;
+  for (const Match& m : ev.matches()) {
+    if (const std::string h = m.Field("host"); !h.empty()) hosts.insert(h);
+    if (&m == &first || m.source != first.source || m.line_number >= first.line_number) continue;
+    init = init || m.signature->id == std::string_view("nccl.init_complete");
+    progress = progress || m.signature->category == std::string_view("progress");
+  }
+  fs->Add(init ? "struct:error_after_init" : "struct:error_before_init", 1,
+          "the first error line comes after (or before) an NCCL Init COMPLETE of its file",
+          {Cite(first)});
+  if (progress) {
+    fs->Add("struct:error_after_progress", 1, "training progress lines precede the first error",
+            {Cite(first)});
+  }
+  if (hosts.size() == 1) fs->Add("struct:hosts_one", 1, "the lines name one host only", {});
+  if (hosts.size() >= 2) fs->Add("struct:hosts_many", 1, "the lines name several hosts", {});
+}
+
 // Who errs: the error lines of one rank (or host) only, or of several. One rank failing first
 // while the others wait points at that rank (its crash, its GPU); every rank reporting the same
 // error points at something they share (a library, a setting, a collective called differently).
@@ -1358,6 +1397,7 @@ void ErrorSpread(const Evidence& ev, FeatureSet* fs) {
     if (!w.empty()) who.insert(w);
   }
   if (first == nullptr) return;
+  ErrorPhase(ev, *first, fs);
   // The first error in the log's order is usually the cause; later ones are its cascade.
   fs->Add("first:" + std::string(first->signature->category), 1,
           "the category of the first error line", {Cite(*first)});

@@ -14,7 +14,8 @@ weights.tsv) holds the intercepts (priors) per category, the weight per (feature
 temperature and a fingerprint of the training inputs (feature vectors, labels, vocabulary).
 The test split is never read here.
 
-usage: fit_diagnosis.py [--binary B] [--corpus DIR] [--out TSV]      fit and write the table
+usage: fit_diagnosis.py [--binary B] [--corpus DIR] [--out TSV] [--misses]
+           fit and write the table (--misses: list the train logs cross-validation gets wrong)
        fit_diagnosis.py --check [--binary B] [--corpus DIR] [--out TSV]
            recompute the fingerprint only (no scikit-learn) and exit 1 when the table is stale
 """
@@ -179,6 +180,34 @@ def metrics(s, labels, classes, t=1.0):
     return top1, top3, nll
 
 
+def oof_ece(s, labels, classes, t, bins=10):
+    """Expected calibration error of the out-of-fold top-1 probabilities (10 equal bins), the
+    figure bench/diagnose_corpus.sh reports on the test split."""
+    import numpy as np
+    p = softmax(s, t)
+    top = p.max(axis=1)
+    hit = p.argmax(axis=1) == np.array([classes.index(y) for y in labels])
+    err = 0.0
+    for b in range(bins):
+        inb = (top >= b / bins) & ((top < (b + 1) / bins) | (b == bins - 1))
+        if inb.any():
+            err += inb.mean() * abs(top[inb].mean() - hit[inb].mean())
+    return float(err)
+
+
+def print_misses(s, rows, labels, classes, t):
+    """The train logs the out-of-fold model gets wrong: what to read next (--misses)."""
+    import numpy as np
+    p = softmax(s, t)
+    for i, r in enumerate(rows):
+        order = np.argsort(-p[i])
+        if classes[order[0]] == labels[i]:
+            continue
+        rank = [classes[k] for k in order].index(labels[i]) + 1
+        print(f"  miss {r['file']:10} truth {labels[i]:28} (rank {rank}) top "
+              f"{classes[order[0]]} {p[i, order[0]]:.2f}", file=sys.stderr)
+
+
 def fit_temperature(s, labels, classes):
     from scipy.optimize import minimize_scalar
     r = minimize_scalar(lambda t: metrics(s, labels, classes, t)[2], bounds=(0.05, 20),
@@ -248,7 +277,10 @@ def fit(args):
     t = fit_temperature(oof, labels, classes)
     top1, top3, nll = metrics(oof, labels, classes, t)
     print(f"chosen C={c} prior_weight={pw} class_weight={cw} temperature={t:.3f}: CV top-1 "
-          f"{top1:.3f} top-3 {top3:.3f} log-loss {nll:.3f}", file=sys.stderr)
+          f"{top1:.3f} top-3 {top3:.3f} log-loss {nll:.3f} ECE "
+          f"{oof_ece(oof, labels, classes, t):.3f}", file=sys.stderr)
+    if args.misses:
+        print_misses(oof, rows, labels, classes, t)
     y = np.array(labels + prior_labels)
     w = np.array([1.0] * len(rows) + [pw * c for c in prior_conf])
     m = fit_one(x, y, w, c, cw)
@@ -281,6 +313,8 @@ def main():
     ap.add_argument("--corpus", default=None, help="default: tests/corpus, else the fixtures")
     ap.add_argument("--out", default=os.path.join(ROOT, "diagnose", "model", "weights.tsv"))
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--misses", action="store_true",
+                    help="list the train logs the cross-validated model gets wrong")
     args = ap.parse_args()
     if args.corpus is None:
         args.corpus = next(os.path.join(ROOT, c) for c in ("tests/corpus", "tests/fixtures/corpus")

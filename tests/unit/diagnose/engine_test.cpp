@@ -248,6 +248,33 @@ TEST_CASE("a rank that ran out of memory before the others failed is oom_or_cras
   CHECK(d.causes[0].entity.rank == "3");
 }
 
+TEST_CASE("an entity joins only the fields of its own rank's lines, never another rank's node") {
+  // rank 3's OOM names no node; the NCCL lines after it are rank 0's on n1, GPU 0.
+  Diagnosis d = Run(
+      "[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+      "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n");
+  REQUIRE(d.named());
+  REQUIRE(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.rank == "3");
+  CHECK(d.causes[0].entity.node.empty());
+  CHECK(d.causes[0].entity.gpu.empty());
+}
+
+TEST_CASE("a later line of the same rank lends its node and GPU to the entity") {
+  Diagnosis d = Run(
+      "[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+      "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n"
+      "[rank3]:n4:7:7 [3] NCCL WARN Net : Connection closed by remote peer; remote process exited "
+      "or there was a network error\n");
+  REQUIRE(d.named());
+  REQUIRE(d.causes[0].category == "oom_or_crash_other_rank");
+  CHECK(d.causes[0].entity.rank == "3");
+  CHECK(d.causes[0].entity.node == "n4");
+  CHECK(d.causes[0].entity.gpu == "3");
+}
+
 // enqueue/init "Cuda failure '%s'" (NCCL WARN, 2.10-2.18 wording) with cudaGetErrorString's text.
 TEST_CASE("a CUDA allocation failure inside NCCL on one rank is oom_or_crash_other_rank") {
   Diagnosis d =

@@ -214,6 +214,23 @@ TEST_CASE("the first error's category and whether one rank or several err are fe
   CHECK_FALSE(HasFeature(two, "struct:errors_one_rank"));
 }
 
+// init.cc "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init
+// COMPLETE" (2.17-2.28) before or after the first error; NCCL's "host:pid:tid" prefix names hosts.
+TEST_CASE(
+    "whether the first error follows NCCL's Init COMPLETE, and on how many hosts, are features") {
+  const std::string init =
+      "n1:11:12 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId "
+      "0x7 - Init COMPLETE\n";
+  const std::string error = "n2:21:22 [0] misc/socket.cc:1 NCCL WARN unknown to the catalog\n";
+  CHECK(HasFeature(init + error, "struct:error_after_init"));
+  CHECK_FALSE(HasFeature(init + error, "struct:error_before_init"));
+  CHECK(HasFeature(error + init, "struct:error_before_init"));
+  CHECK(HasFeature(init + error, "struct:hosts_many"));
+  CHECK(HasFeature(error, "struct:hosts_one"));
+  CHECK_FALSE(HasFeature(error, "struct:hosts_many"));
+  CHECK_FALSE(HasFeature(init, "struct:error_before_init"));  // no error at all
+}
+
 TEST_CASE("every pseudo-observation names a cause and features the extractor produces") {
   auto priors = PriorExamples();
   REQUIRE(!priors.empty());
