@@ -34,9 +34,17 @@ struct Job {
 // descriptor and goes back to idle.
 class Helpers {
  public:
+  // Never destroyed: a stuck helper may outlive main. A forked child (the post-mortem's
+  // diagnosis runs in one) has none of the parent's helper threads, and the parent's state
+  // (idle helpers, perhaps a held lock) would make each of its reads wait for a thread that is
+  // not there: the child starts afresh.
   static Helpers& Get() {
-    static Helpers* h = new Helpers();  // never destroyed: a stuck helper may outlive main
-    return *h;
+    static std::once_flag once;
+    std::call_once(once, [] {
+      instance_ = new Helpers();
+      ::pthread_atfork(nullptr, nullptr, [] { instance_ = new Helpers(); });
+    });
+    return *instance_;
   }
 
   // Queues `job` for a helper of its own; false when kMaxStuckReads helpers are stuck.
@@ -104,6 +112,7 @@ class Helpers {
     }
   }
 
+  static inline Helpers* instance_ = nullptr;
   std::mutex mu_;
   std::condition_variable work_, done_;
   std::deque<std::shared_ptr<Job>> queue_;
