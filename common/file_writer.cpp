@@ -102,24 +102,6 @@ Status DiskFileWriter::WriteAtomic(const std::string& path, std::string_view con
   return OkStatus();
 }
 
-Status MemFileWriter::WriteAtomic(const std::string& path, std::string_view content,
-                                  mode_t mode) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (failing_) return MakeError("cannot write: No space left on device", path);
-  files_[path] = File{std::string(content), mode};
-  return OkStatus();
-}
-
-std::map<std::string, MemFileWriter::File> MemFileWriter::Files() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return files_;
-}
-
-void MemFileWriter::SetFailing(bool fail) {
-  std::lock_guard<std::mutex> lock(mu_);
-  failing_ = fail;
-}
-
 const FileWriter& DiskWriter() {
   static const DiskFileWriter writer;
   return writer;

@@ -5,11 +5,8 @@
 // renamed over the target relative to a directory fd opened with O_DIRECTORY|O_NOFOLLOW. So a
 // reader never sees half a file, a planted symlink at the temp name or the directory itself is
 // never followed, and a file is never created with wider permissions than asked.
-// MemFileWriter is the in-memory fake for unit tests.
 #include <sys/types.h>
 
-#include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -36,26 +33,6 @@ class DiskFileWriter final : public FileWriter {
  public:
   Status WriteAtomic(const std::string& path, std::string_view content,
                      mode_t mode = kPrivateFile) const override;
-};
-
-/// Keeps what was written in memory: path -> (content, mode). Thread-safe.
-class MemFileWriter final : public FileWriter {
- public:
-  struct File {
-    std::string content;
-    mode_t mode = 0;
-  };
-  Status WriteAtomic(const std::string& path, std::string_view content,
-                     mode_t mode = kPrivateFile) const override;
-  /// A copy of everything written so far.
-  std::map<std::string, File> Files() const;
-  /// Makes every following write fail (a full disk) when `fail` is true.
-  void SetFailing(bool fail);
-
- private:
-  mutable std::mutex mu_;
-  mutable std::map<std::string, File> files_;
-  bool failing_ = false;
 };
 
 /// The process-wide disk writer.

@@ -148,8 +148,7 @@ void GatherLimits(const FileReader& fs, NodeFacts* facts) {
     facts->host.memlock = facts->host.nofile = Fact<ProcLimit>::Unreadable(kPath, text.error());
     return;
   }
-  auto add = [&](const char* name, std::uint64_t* soft, std::uint64_t* hard,
-                 Fact<ProcLimit>* fact) {
+  auto add = [&](const char* name, Fact<ProcLimit>* fact) {
     auto row = FindLimit(*text, name);
     if (!row.ok()) {
       Error e = row.error();
@@ -158,12 +157,10 @@ void GatherLimits(const FileReader& fs, NodeFacts* facts) {
       *fact = Fact<ProcLimit>::Malformed(kPath, "", e);
       return;
     }
-    *soft = row->soft;
-    *hard = row->hard;
     *fact = Fact<ProcLimit>::Of(*row, kPath, row->raw);
   };
-  add("Max locked memory", &facts->memlock_soft, &facts->memlock_hard, &facts->host.memlock);
-  add("Max open files", &facts->nofile_soft, &facts->nofile_hard, &facts->host.nofile);
+  add("Max locked memory", &facts->host.memlock);
+  add("Max open files", &facts->host.nofile);
 }
 
 void GatherNvidia(const FileReader& fs, NodeFacts* facts) {
@@ -195,14 +192,20 @@ void GatherNvidia(const FileReader& fs, NodeFacts* facts) {
             : Fact<std::vector<std::string>>::Unreadable("/proc/modules", modules.error());
   }
   if (modules.ok()) {
+    facts->host.peermem = Fact<std::string>::Of("", "/proc/modules", "");
     for (const char* m : {"nvidia_peermem", "nv_peer_mem"}) {
-      if (ModuleListed(*modules, m)) {
-        facts->peermem_loaded = true;
-        facts->peermem_module = m;
-        break;
+      if (!ModuleListed(*modules, m)) continue;
+      std::string line;
+      for (const auto& l : *facts->host.modules) {
+        if (StartsWith(l, std::string(m) + " ")) line = l;
       }
+      facts->host.peermem = Fact<std::string>::Of(m, "/proc/modules", line);
+      break;
     }
-  } else if (fs.IsSysroot() || fs.Exists("/proc/modules")) {
+  } else {
+    facts->host.peermem = Fact<std::string>::Unreadable("/proc/modules", modules.error());
+  }
+  if (!modules.ok() && (fs.IsSysroot() || fs.Exists("/proc/modules"))) {
     facts->problems.push_back(modules.error());
   }
 }
@@ -336,7 +339,6 @@ void GatherHostFacts(const FileReader& fs, NodeFacts* facts) {
   }
   GatherLimits(fs, facts);
   if (auto shm = ReadShmSize(fs); shm.ok()) {
-    facts->shm_bytes = shm->bytes;
     facts->host.shm = Fact<ShmSize>::Of(*shm, shm->source, shm->raw);
   } else {
     facts->problems.push_back(shm.error());

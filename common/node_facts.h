@@ -13,6 +13,7 @@
 #include "common/environment.h"
 #include "common/fact.h"
 #include "common/file_reader.h"
+#include "common/gpu_holders.h"
 #include "common/parse/kmsg.h"
 #include "common/parse/limits.h"
 #include "common/parse/pci_config.h"
@@ -116,6 +117,9 @@ struct HostEvidence {
   Fact<ShmSize> shm;
   std::vector<SysctlFact> sysctls;         ///< in the order of kGatheredSysctls (os_facts.cpp)
   Fact<std::vector<std::string>> modules;  ///< the lines of /proc/modules
+  /// The GPUDirect RDMA module /proc/modules lists: "nvidia_peermem" or "nv_peer_mem", "" when
+  /// neither; raw = its line. Unread (with modules' error) when /proc/modules could not be read.
+  Fact<std::string> peermem;
   Fact<std::vector<std::string>> nvidia_gpu_dirs;  ///< ls /proc/driver/nvidia/gpus
   bool nvidia_version_present = false;             ///< /proc/driver/nvidia/version exists
   Fact<std::string> nvidia_version_line;           ///< its first line, trimmed
@@ -129,6 +133,9 @@ struct HostEvidence {
   /// leads nowhere): "" when it was read or is absent (no IOMMU driver loaded).
   std::string iommu_unreadable;
   Fact<std::string> cmdline;  ///< /proc/cmdline, trimmed
+  /// Processes holding /dev/nvidia* (ls /proc, /proc/*/fd): gathered for the epilog only
+  /// (GatherOptions::gpu_holders), "not gathered" otherwise.
+  Fact<std::vector<GpuHolder>> gpu_holders;
 };
 
 struct NodeFacts {
@@ -136,12 +143,7 @@ struct NodeFacts {
   std::string root;  ///< host path prefix of the tree the facts were read from ("" = live node)
   std::vector<IbPort> ib_ports;
   std::vector<GpuInfo> gpus;
-  std::string nvidia_driver;                         ///< "580.159.04", "" without the NVIDIA driver
-  std::uint64_t memlock_soft = 0, memlock_hard = 0;  ///< bytes, kUnlimited for unlimited
-  std::uint64_t nofile_soft = 0, nofile_hard = 0;
-  std::optional<std::uint64_t> shm_bytes;  ///< size of the /dev/shm mount
-  bool peermem_loaded = false;             ///< nvidia_peermem or nv_peer_mem in /proc/modules
-  std::string peermem_module;              ///< which of the two is loaded, "" when none
+  std::string nvidia_driver;        ///< "580.159.04", "" without the NVIDIA driver
   bool nvidia_open_kernel = false;  ///< /proc/driver/nvidia/version says "Open Kernel Module"
   std::vector<NetInterface> interfaces;
   std::vector<Error> problems;  ///< files that could not be read while gathering (never fatal)
@@ -150,6 +152,22 @@ struct NodeFacts {
   /// IB port counters: directory node path (".../ports/1/counters", ".../hw_counters") -> file
   /// name -> value. A directory that could not be listed (rxe, older kernels) is absent.
   std::map<std::string, std::map<std::string, Fact<std::uint64_t>>> ib_counters;
+
+  // Values of the host facts (HostEvidence holds each once, with its evidence), as the plan,
+  // the warm-up comparisons and the published JSON use them: 0 / nullopt / "" when unread.
+  /// Max locked memory, bytes (kUnlimited for unlimited).
+  std::uint64_t MemlockSoft() const { return host.memlock.ok() ? host.memlock->soft : 0; }
+  std::uint64_t MemlockHard() const { return host.memlock.ok() ? host.memlock->hard : 0; }
+  /// Max open files.
+  std::uint64_t NofileSoft() const { return host.nofile.ok() ? host.nofile->soft : 0; }
+  std::uint64_t NofileHard() const { return host.nofile.ok() ? host.nofile->hard : 0; }
+  /// Size of the /dev/shm mount.
+  std::optional<std::uint64_t> ShmBytes() const {
+    return host.shm.ok() ? std::optional<std::uint64_t>(host.shm->bytes) : std::nullopt;
+  }
+  /// nvidia_peermem or nv_peer_mem is loaded; PeermemModule says which ("" when none).
+  bool PeermemLoaded() const { return host.peermem.ok() && !host.peermem->empty(); }
+  std::string PeermemModule() const { return host.peermem.ok() ? *host.peermem : std::string(); }
 
   /// Where a node path was read on this machine (root prefix + path), as errors name it.
   std::string HostPath(std::string_view node_path) const { return root + std::string(node_path); }
@@ -170,6 +188,9 @@ struct GatherOptions {
   /// At most this much of /dev/kmsg is read (it is read from its oldest record on: a larger log
   /// is cut, and the check says so). 32 MiB holds the largest ring (log_buf_len=32M) in full.
   std::size_t kmsg_max_bytes = std::size_t{32} << 20;
+  /// Every /proc/<pid>/fd link (thousands of reads on a busy node): only gpu.leftover_procs,
+  /// an after-job check, needs it.
+  bool gpu_holders = false;
 };
 /// Reads the node through `fs`. Never fails as a whole: unreadable parts land in `problems`.
 /// IB/RoCE ports come from node_facts.cpp; everything else from GatherHostFacts.

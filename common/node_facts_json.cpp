@@ -26,6 +26,14 @@ std::uint64_t LimitFrom(const nlohmann::json& j, const char* key) {
   if (v.is_string()) return kUnlimited;
   return v.is_number_unsigned() ? v.get<std::uint64_t>() : 0;
 }
+Fact<ProcLimit> LimitFact(const nlohmann::json& j, const char* name, const char* soft,
+                          const char* hard) {
+  ProcLimit row;
+  row.name = name;
+  row.soft = LimitFrom(j, soft);
+  row.hard = LimitFrom(j, hard);
+  return Fact<ProcLimit>::Of(row, "/proc/self/limits", "");
+}
 }  // namespace
 
 void to_json(nlohmann::json& j, const NodeFacts& v) {
@@ -33,13 +41,13 @@ void to_json(nlohmann::json& j, const NodeFacts& v) {
                      {"ib_ports", v.ib_ports},
                      {"gpus", v.gpus},
                      {"nvidia_driver", v.nvidia_driver},
-                     {"memlock_soft", LimitJson(v.memlock_soft)},
-                     {"memlock_hard", LimitJson(v.memlock_hard)},
-                     {"nofile_soft", LimitJson(v.nofile_soft)},
-                     {"nofile_hard", LimitJson(v.nofile_hard)},
-                     {"shm_bytes", v.shm_bytes ? nlohmann::json(*v.shm_bytes) : nlohmann::json()},
-                     {"peermem_loaded", v.peermem_loaded},
-                     {"peermem_module", v.peermem_module},
+                     {"memlock_soft", LimitJson(v.MemlockSoft())},
+                     {"memlock_hard", LimitJson(v.MemlockHard())},
+                     {"nofile_soft", LimitJson(v.NofileSoft())},
+                     {"nofile_hard", LimitJson(v.NofileHard())},
+                     {"shm_bytes", v.ShmBytes() ? nlohmann::json(*v.ShmBytes()) : nlohmann::json()},
+                     {"peermem_loaded", v.PeermemLoaded()},
+                     {"peermem_module", v.PeermemModule()},
                      {"nvidia_open_kernel", v.nvidia_open_kernel},
                      {"interfaces", v.interfaces}};
   auto problems = nlohmann::json::array();
@@ -53,15 +61,17 @@ void from_json(const nlohmann::json& j, NodeFacts& v) {
   v.ib_ports = j.value("ib_ports", std::vector<IbPort>{});
   v.gpus = j.value("gpus", std::vector<GpuInfo>{});
   v.nvidia_driver = j.value("nvidia_driver", "");
-  v.memlock_soft = LimitFrom(j, "memlock_soft");
-  v.memlock_hard = LimitFrom(j, "memlock_hard");
-  v.nofile_soft = LimitFrom(j, "nofile_soft");
-  v.nofile_hard = LimitFrom(j, "nofile_hard");
+  // A peer's facts carry values only: its evidence stayed on its node.
+  v.host.memlock = LimitFact(j, "Max locked memory", "memlock_soft", "memlock_hard");
+  v.host.nofile = LimitFact(j, "Max open files", "nofile_soft", "nofile_hard");
   if (j.contains("shm_bytes") && j["shm_bytes"].is_number_unsigned()) {
-    v.shm_bytes = j["shm_bytes"].get<std::uint64_t>();
+    ShmSize shm;
+    shm.bytes = j["shm_bytes"].get<std::uint64_t>();
+    v.host.shm = Fact<ShmSize>::Of(shm, "/proc/mounts", "");
   }
-  v.peermem_loaded = j.value("peermem_loaded", false);
-  v.peermem_module = j.value("peermem_module", "");
+  const bool peermem = j.value("peermem_loaded", false);
+  v.host.peermem =
+      Fact<std::string>::Of(peermem ? j.value("peermem_module", "") : "", "/proc/modules", "");
   v.nvidia_open_kernel = j.value("nvidia_open_kernel", false);
   v.interfaces = j.value("interfaces", std::vector<NetInterface>{});
   v.problems.clear();

@@ -1,6 +1,8 @@
 // The facts the host checks decide on (sysctls, NVIDIA /proc files, /dev/kmsg, PCI bridges' ACS,
 // IOMMU), each with the node path and raw text it came from. Read once per run through the
 // FileReader, so checks never read files themselves and --sysroot trees work.
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -204,12 +206,28 @@ void GatherIbCounters(const FileReader& fs, NodeFacts* facts) {
   }
 }
 
+namespace {
+
+// gpu.leftover_procs (epilog): our own process is skipped on the live node only (under a
+// sysroot the pids are the fixture's).
+void GatherGpuHolders(const FileReader& fs, const std::string& root, HostEvidence* h) {
+  auto holders = FindGpuHolders(fs, root, fs.IsSysroot() ? 0 : static_cast<int>(::getpid()));
+  if (holders.ok()) {
+    h->gpu_holders = Fact<std::vector<GpuHolder>>::Of(std::move(*holders), "/proc", "");
+  } else {
+    h->gpu_holders = Fact<std::vector<GpuHolder>>::Unreadable("/proc", holders.error());
+  }
+}
+
+}  // namespace
+
 void GatherHostEvidence(const FileReader& fs, NodeFacts* facts, const GatherOptions& options) {
   HostEvidence* h = &facts->host;
   GatherSysctls(fs, h);
   GatherNvidiaProc(fs, h, &facts->problems);
   if (options.kernel_log) GatherKmsg(fs, h, options.kmsg_max_bytes);
   GatherPci(fs, h);
+  if (options.gpu_holders) GatherGpuHolders(fs, facts->root, h);
 }
 
 }  // namespace sl

@@ -90,15 +90,6 @@ Result<std::int64_t> EpilogSince(const PreflightArgs& args, const Environment& e
   return SinceUs(args.sysroot, std::max<double>(0, std::time(nullptr) - *start));
 }
 
-// The epilog's findings appended to the kernel.log report: leftovers on the GPUs.
-void AddEpilogFindings(const PreflightArgs& args, preflight::PreflightReport* report) {
-  RootedFileReader fs(args.sysroot);
-  Finding f = GpuLeftoverFinding(FindGpuHolders(fs, args.sysroot, ::getpid()));
-  f.waived = std::find(args.waive.begin(), args.waive.end(), f.check_id) != args.waive.end();
-  report->findings.push_back(std::move(f));
-  report->verdict = Worst(report->findings);
-}
-
 // --slurm: drains the node on the first finding that takes it out; the exit status.
 int DrainOnFindings(const PreflightArgs& args, const Environment& env,
                     const preflight::PreflightReport& report) {
@@ -155,10 +146,9 @@ std::string CheckModeArgs(PreflightArgs& args, const Environment& env) {
 std::string BuildOptions(const PreflightArgs& args, const Environment& env,
                          preflight::PreflightOptions* options, std::string* kernel_log_skipped) {
   options->sysroot = args.sysroot;
-  options->only = args.epilog ? std::vector<std::string>{"kernel.log"} : args.only;
-  for (const auto& id : args.waive) {
-    if (!args.epilog || id != kGpuLeftoverCheckId) options->waive.push_back(id);
-  }
+  options->only = args.only;
+  options->epilog = args.epilog;
+  options->waive = args.waive;
   options->verbose = args.verbose;
   if (!args.since.empty()) {
     if (auto ago = ParseDuration(args.since); !ago.ok()) return ago.error().Describe();
@@ -166,7 +156,11 @@ std::string BuildOptions(const PreflightArgs& args, const Environment& env,
   if (args.epilog) {
     auto since = EpilogSince(args, env);
     if (!since.ok()) {
+      // The other epilog checks still run; kernel.log gets an error finding instead.
       *kernel_log_skipped = since.error().Describe();
+      for (const auto& c : preflight::Registry()) {
+        if (c.InEpilog() && std::string_view(c.id) != "kernel.log") options->only.push_back(c.id);
+      }
       return "";
     }
     options->kernel_log_since_us = *since;
@@ -204,25 +198,22 @@ int Run(PreflightArgs args) {
     std::fprintf(stderr, "safe-launch preflight: %s\n", usage.c_str());
     return exit_code::kUsage;
   }
-  auto report = skipped.empty() ? preflight::RunPreflight(options, env)
-                                : Result<preflight::PreflightReport>(preflight::PreflightReport{});
+  auto report = preflight::RunPreflight(options, env);
   if (!report.ok()) {
     std::fprintf(stderr, "safe-launch preflight: %s\n", report.error().Describe().c_str());
     return exit_code::kUsage;
   }
   if (!skipped.empty()) {
-    // Since boot would blame this job for every old event: say it was not checked instead.
-    char host[256] = "";
-    ::gethostname(host, sizeof host - 1);
-    report->hostname = host;
-    report->sysroot = args.sysroot;
-    report->findings.push_back(
+    // Since boot would blame this job for every old event: say it was not checked instead (in
+    // kernel.log's place, first).
+    report->findings.insert(
+        report->findings.begin(),
         Coded(MakeFinding("kernel.log", "node", Outcome::kError,
                           "kernel log not checked: the job's start is unknown: " + skipped,
                           "pass --since (e.g. the job's run time) or check that scontrol answers"),
               "kernel.log/job_start_unknown"));
+    report->verdict = Worst(report->findings);
   }
-  if (args.epilog) AddEpilogFindings(args, &*report);
   if (args.json) {
     std::cout << JsonText(preflight::ReportToJson(*report)) << "\n";
   } else {

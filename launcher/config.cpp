@@ -150,8 +150,13 @@ std::string ListText() {
   std::size_t width = 15;
   for (const auto& id : AllIds()) width = std::max(width, id.size());
   std::string out;
-  for (const auto& c : preflight::Registry())
-    out += fmt::format("{:<{}} {}\n", c.id, width, c.summary);
+  for (const auto& c : preflight::Registry()) {
+    // Where it runs when not before a job only: `preflight --slurm --epilog` (after the job).
+    const char* tag = c.when == preflight::CheckWhen::kAfterJob ? " [epilog only]"
+                      : c.when == preflight::CheckWhen::kBoth   ? " [also in the epilog]"
+                                                                : "";
+    out += fmt::format("{:<{}} {}{}\n", c.id, width, c.summary, tag);
+  }
   for (const auto& c : warmup::Comparisons())
     out += fmt::format("{:<{}} {}\n", c.id, width, c.summary);
   return out;

@@ -2,9 +2,8 @@
 // `safe-launch preflight --slurm [--epilog]`: node health for the scheduler. As a Prolog or
 // HealthCheckProgram the preflight's failing checks drain the node through `scontrol update
 // state=drain reason=...` with the check id as the reason; as an Epilog the node is checked for
-// what a job leaves behind (processes still holding /dev/nvidia*, kernel errors since the job
-// began). Parsers and decisions are pure; the /proc scan reads through a FileReader and the
-// scontrol calls are bounded child processes.
+// what a job leaves behind (the epilog checks: gpu.leftover_procs, kernel.log since the job
+// began). Parsers and decisions are pure; the scontrol calls are bounded child processes.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +11,6 @@
 #include <vector>
 
 #include "common/environment.h"
-#include "common/file_reader.h"
 #include "common/finding.h"
 #include "common/result.h"
 
@@ -22,10 +20,6 @@ namespace sl::launcher {
 /// column (255 bytes, accounting_storage/mysql's event table) and sinfo's %E shows far less:
 /// our reasons stay well below.
 inline constexpr std::size_t kDrainReasonMaxBytes = 200;
-
-/// The check id of the epilog's leftover-process check (not in the preflight registry: only the
-/// epilog scans /proc/*/fd).
-inline constexpr const char* kGpuLeftoverCheckId = "gpu.leftover_procs";
 
 /// "safe-launch: <check id>: <message>" with quotes, backslashes, newlines and control bytes
 /// replaced by spaces, runs of spaces folded, cut (on a UTF-8 boundary, "..." appended) to at
@@ -52,28 +46,6 @@ SlurmNode ParseSlurmNode(std::string_view scontrol_output);
 /// The job's StartTime (local time, as scontrol prints it) from `scontrol -o show job ID`, as
 /// seconds since the epoch; nullopt when absent ("Unknown", "None") or malformed.
 std::optional<std::int64_t> ParseJobStartTime(std::string_view scontrol_output);
-
-/// One process holding an NVIDIA device node open.
-struct GpuHolder {
-  int pid = 0;
-  std::string user;                  ///< user name (or the uid when it has no name)
-  std::string command;               ///< its command line, NULs as spaces, bounded
-  std::vector<std::string> devices;  ///< "/dev/nvidia0", "/dev/nvidiactl", ... as on the node
-};
-
-/// Daemons that hold the GPUs between jobs by design (persistence daemon, DCGM, fabric
-/// manager): never leftovers.
-bool IsGpuDaemon(std::string_view comm);
-
-/// Scans /proc/<pid>/fd of every process for links to /dev/nvidia*. Under a sysroot the links a
-/// real process shows point into the sysroot (<root>/dev/nvidia0): they are mapped back to node
-/// paths. Skips `self_pid`, GPU daemons and processes that vanish or cannot be read meanwhile.
-/// User names come from the sysroot's /etc/passwd, or from NSS on the live node.
-std::vector<GpuHolder> FindGpuHolders(const FileReader& fs, std::string_view sysroot, int self_pid);
-
-/// The epilog's finding about leftovers: fail naming pid, user and command of each (the first
-/// few), or pass.
-Finding GpuLeftoverFinding(const std::vector<GpuHolder>& holders);
 
 /// Whether a (non-waived) finding takes the node out: every fail; in the epilog also the kernel
 /// events that happened during the job and make the next job fail (any Xid, a link that went

@@ -29,11 +29,20 @@ struct CheckContext {
 
 using CheckFn = std::vector<Finding> (*)(const CheckContext& ctx);
 
+/// When a check runs: before a job (preflight, Prolog, `run`), after it (`preflight --slurm
+/// --epilog`), or both. --list tags the after-job ones "[epilog]".
+enum class CheckWhen { kBeforeJob, kAfterJob, kBoth };
+
 struct CheckInfo {
   const char* id;       ///< stable: used by --only, --waive, JSON and docs
   const char* summary;  ///< one line for --list
   CheckFn run;
   std::span<const FindingCode> codes;  ///< every condition it reports, from its own file
+  CheckWhen when = CheckWhen::kBeforeJob;
+  /// Runs in `preflight --epilog` (after the job).
+  bool InEpilog() const { return when != CheckWhen::kBeforeJob; }
+  /// Runs before a job (plain preflight, --slurm as a Prolog, `run`).
+  bool BeforeJob() const { return when != CheckWhen::kAfterJob; }
 };
 
 /// All checks, in the order they run and print.

@@ -55,15 +55,40 @@ Status ValidateSysroot(const std::string& sysroot) {
   return OkStatus();
 }
 
+// Whether `check` runs in this mode (before or after a job) and selection.
+bool Runs(const CheckInfo& check, const PreflightOptions& options) {
+  if (!(options.epilog ? check.InEpilog() : check.BeforeJob())) return false;
+  return options.only.empty() || AnySelects(options.only, check.id);
+}
+
+// An after-job check named in --only before a job would select nothing: say where it runs.
+Status ValidateMode(const PreflightOptions& options) {
+  if (options.epilog) return OkStatus();
+  for (const auto& id : options.only) {
+    const CheckInfo* c = FindCheck(id);
+    if (c && !c->BeforeJob()) {
+      return MakeError("'" + id + "' runs after a job only (it looks for what a job left behind)",
+                       "--only", "run it as `safe-launch preflight --slurm --epilog`");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<PreflightReport> RunPreflight(const PreflightOptions& options, const Environment& env) {
   if (auto s = ValidateIds(options.only, "--only"); !s.ok()) return s.error();
   if (auto s = ValidateIds(options.waive, "--waive"); !s.ok()) return s.error();
   auto start = std::chrono::steady_clock::now();
+  if (auto s = ValidateMode(options); !s.ok()) return s.error();
   if (auto s = ValidateSysroot(options.sysroot); !s.ok()) return s.error();
   RootedFileReader fs(options.sysroot);
-  auto report = RunPreflightOnFacts(options, env, GatherNodeFacts(fs));
+  GatherOptions gather;
+  for (const auto& check : Registry()) {
+    // The /proc/*/fd scan only for a check that decides on it.
+    if (Runs(check, options) && !check.BeforeJob()) gather.gpu_holders = true;
+  }
+  auto report = RunPreflightOnFacts(options, env, GatherNodeFacts(fs, gather));
   if (report.ok()) {
     report->elapsed_ms =  // gathering included
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -76,6 +101,7 @@ Result<PreflightReport> RunPreflightOnFacts(const PreflightOptions& options, con
   auto start = std::chrono::steady_clock::now();
   if (auto s = ValidateIds(options.only, "--only"); !s.ok()) return s.error();
   if (auto s = ValidateIds(options.waive, "--waive"); !s.ok()) return s.error();
+  if (auto s = ValidateMode(options); !s.ok()) return s.error();
   if (auto s = ValidateSysroot(options.sysroot); !s.ok()) return s.error();
   PreflightReport report;
   report.sysroot = options.sysroot;
@@ -85,7 +111,7 @@ Result<PreflightReport> RunPreflightOnFacts(const PreflightOptions& options, con
   CheckContext ctx{report.facts, env, options.thresholds, options.verbose,
                    options.kernel_log_since_us};
   for (const auto& check : Registry()) {
-    if (!options.only.empty() && !AnySelects(options.only, check.id)) continue;
+    if (!Runs(check, options)) continue;
     std::vector<Finding> found;
     try {
       found = check.run(ctx);

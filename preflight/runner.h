@@ -20,6 +20,9 @@ struct PreflightOptions {
   Thresholds thresholds;           ///< defaults, or from a recipe
   bool verbose = false;
   std::int64_t kernel_log_since_us = -1;
+  /// After a job (`preflight --epilog`): the checks that run after a job (CheckInfo::when),
+  /// instead of those that run before one.
+  bool epilog = false;
 };
 
 struct PreflightReport {

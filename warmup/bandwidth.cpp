@@ -55,7 +55,7 @@ NodeExpectation ExpectNode(const NodeReport& node, int ranks_per_node, const std
   e.node_rank = node.node_rank;
   e.label = node.Label();
   e.gpus = !node.facts.gpus.empty();
-  e.gdr = node.facts.peermem_loaded || node.facts.nvidia_open_kernel;
+  e.gdr = node.facts.PeermemLoaded() || node.facts.nvidia_open_kernel;
   if (backend == "gloo") {
     e.transport = "gloo";
     e.model = "gloo runs over TCP sockets: no line-rate model";

@@ -333,7 +333,7 @@ void CompareMemlock(const std::vector<NodeReport>& nodes, std::vector<Finding>* 
            "/etc/security/limits.d)"},
           Each(nodes,
                [](const NodeReport& r) {
-                 return std::optional<std::string>(LimitText(r.facts.memlock_soft));
+                 return std::optional<std::string>(LimitText(r.facts.MemlockSoft()));
                }),
           out);
 }
@@ -344,7 +344,7 @@ void CompareNofile(const std::vector<NodeReport>& nodes, std::vector<Finding>* o
            "set the same nofile limit on every node (ulimit -n / limits.d)"},
           Each(nodes,
                [](const NodeReport& r) {
-                 return std::optional<std::string>(LimitText(r.facts.nofile_soft));
+                 return std::optional<std::string>(LimitText(r.facts.NofileSoft()));
                }),
           out);
 }

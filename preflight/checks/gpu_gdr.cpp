@@ -72,15 +72,11 @@ std::vector<Finding> CheckGpuGdr(const CheckContext& ctx) {
     f.message = "no NVIDIA GPU/driver on this node: GPUDirect RDMA does not apply";
     return {f};
   }
-  if (facts.peermem_loaded) {
-    if (const auto& m = facts.host.modules; m.ok()) {
-      for (const auto& line : *m) {
-        if (StartsWith(line, facts.peermem_module + " ")) f.With(m.path, line);
-      }
-    }
+  if (facts.PeermemLoaded()) {
+    f.With(facts.host.peermem.path, facts.host.peermem.raw);
     f.outcome = Outcome::kPass;
     f.code = "gpu.gdr/peermem_loaded";
-    f.message = facts.peermem_module + " is loaded: GPUDirect RDMA available";
+    f.message = facts.PeermemModule() + " is loaded: GPUDirect RDMA available";
     return {f};
   }
   if (const auto& m = facts.host.modules; !m.ok() && !m.absent) {

@@ -384,7 +384,8 @@ std::vector<Finding> CheckKernelLog(const CheckContext& ctx) {
 }  // namespace
 
 extern const CheckInfo kKernelLogCheck;  // listed in preflight/registry.cpp
-constexpr CheckInfo kKernelLogCheck = {
-    "kernel.log", "no mlx5/link-flap/Xid events in the kernel log", CheckKernelLog, kCodes};
+constexpr CheckInfo kKernelLogCheck = {"kernel.log",
+                                       "no mlx5/link-flap/Xid events in the kernel log",
+                                       CheckKernelLog, kCodes, CheckWhen::kBoth};
 
 }  // namespace sl::preflight

@@ -90,15 +90,11 @@ struct RunRootReader::Cache {
 
 namespace {
 
-// One file below `dirfd`, bounded, links never followed, cached by stat signature.
-FileRead ReadAt(int dirfd, const std::string& key, const std::string& name, std::size_t cap,
-                bool tail, RunRootReader::Cache* cache, std::string* sig_out,
-                bool own_user = false) {
-  struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return FileRead{.name = name};
-    return Problem(name, std::strerror(errno));
-  }
+// ReadAt on a file whose fstatat (AT_SYMLINK_NOFOLLOW) gave `st` already; `rel` is its name
+// relative to `dirfd`, `name` what the FileRead is called.
+FileRead ReadStatted(int dirfd, const std::string& key, const std::string& rel,
+                     const std::string& name, const struct stat& st, std::size_t cap, bool tail,
+                     RunRootReader::Cache* cache, std::string* sig_out, bool own_user = false) {
   if (!S_ISREG(st.st_mode)) return Problem(name, KindOf(st.st_mode));
   if (own_user && st.st_uid != ::geteuid()) return Problem(name, "not owned by us, not trusted");
   const std::string sig = Sig(st);
@@ -107,7 +103,7 @@ FileRead ReadAt(int dirfd, const std::string& key, const std::string& name, std:
   if (it != cache->files.end() && it->second.first == sig) return it->second.second;
   FileRead f{.state = FileRead::State::kOk, .name = name, .mtime_unix = Mtime(st)};
   if (!(cap == 0)) {
-    Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+    Fd fd(::openat(dirfd, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
     if (fd.fd < 0)
       return Problem(name, errno == EACCES ? "permission denied" : std::strerror(errno));
     struct stat again {};
@@ -118,6 +114,18 @@ FileRead ReadAt(int dirfd, const std::string& key, const std::string& name, std:
   }
   cache->files[key] = {sig, f};
   return f;
+}
+
+// One file below `dirfd`, bounded, links never followed, cached by stat signature.
+FileRead ReadAt(int dirfd, const std::string& key, const std::string& name, std::size_t cap,
+                bool tail, RunRootReader::Cache* cache, std::string* sig_out,
+                bool own_user = false) {
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return FileRead{.name = name};
+    return Problem(name, std::strerror(errno));
+  }
+  return ReadStatted(dirfd, key, name, name, st, cap, tail, cache, sig_out, own_user);
 }
 
 // The names in an open directory (no "." or ".."), listed again only when its mtime changed.
@@ -231,11 +239,12 @@ NodeFiles ReadNode(int rootfd, const std::string& name, const ReaderLimits& lim,
 }
 
 // The stat signature of `rel` below `rootfd` without opening it ("-" when absent or not a
-// regular file: then the full read names it).
-std::string StatSig(int rootfd, const std::string& rel) {
+// regular file: then the full read names it); `st` (may be null) gets the stat.
+std::string StatSig(int rootfd, const std::string& rel, struct stat* st_out = nullptr) {
   struct stat st {};
   if (::fstatat(rootfd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
     return "-";
+  if (st_out) *st_out = st;
   return Sig(st);
 }
 
@@ -243,17 +252,42 @@ std::string StatSig(int rootfd, const std::string& rel) {
 // renamed (the supervisor's one atomic writer) or removed only by changing its directory's
 // mtime, so an unchanged directory leaves only in-place writes to look for, of the two files
 // whose text is read (status.json, live.json) and of the heartbeat (touched, utime).
+// A running job changes its directory every 2 s (live.json and live.tail renamed into place):
+// when status.json is the one read before and the directory has no subdirectory (st_nlink 2: no
+// bundle appeared), only live.json is read again, without opening the directory.
 NodeFiles ReadNodeCached(int rootfd, const std::string& name, const struct stat& dir_st,
                          const ReaderLimits& lim, RunRootReader::Cache* cache) {
   const std::string dir_sig = Sig(dir_st);
   auto it = cache->nodes.find(name);
-  const bool same = it != cache->nodes.end() && it->second.dir_sig == dir_sig &&
-                    it->second.status_sig == StatSig(rootfd, name + "/status.json") &&
-                    it->second.live_sig == StatSig(rootfd, name + "/live.json");
   std::string status_sig, live_sig;
-  NodeFiles n =
-      same ? it->second.files : ReadNode(rootfd, name, lim, cache, &status_sig, &live_sig);
-  if (!same && n.problem.empty()) cache->nodes[name] = {dir_sig, status_sig, live_sig, n};
+  struct stat live_st {};
+  bool same = false, live_only = false;
+  if (it != cache->nodes.end()) {
+    const auto& e = it->second;
+    status_sig = StatSig(rootfd, name + "/status.json");
+    live_sig = StatSig(rootfd, name + "/live.json", &live_st);
+    same = e.dir_sig == dir_sig && e.status_sig == status_sig && e.live_sig == live_sig;
+    live_only = !same && status_sig != "-" && status_sig == e.status_sig && live_sig != "-" &&
+                dir_st.st_nlink == 2 && e.files.bundles.empty();
+  }
+  NodeFiles n;
+  if (same) {
+    n = it->second.files;
+  } else if (live_only) {
+    n = it->second.files;
+    if (live_sig != it->second.live_sig) {
+      const std::string rel = name + "/live.json";
+      n.live =
+          ReadStatted(rootfd, rel, rel, "live.json", live_st, lim.json_cap, false, cache, nullptr);
+    }
+    n.dir_mtime_unix = Mtime(dir_st);
+    // As ReadNode signs it (the memo key).
+    n.signature = dir_sig + ";status.json=" + status_sig + ";live.json=" + live_sig + ";";
+    it->second = {dir_sig, status_sig, live_sig, n};
+  } else {
+    n = ReadNode(rootfd, name, lim, cache, &status_sig, &live_sig);
+    if (n.problem.empty()) cache->nodes[name] = {dir_sig, status_sig, live_sig, n};
+  }
   if (!n.problem.empty()) return n;
   n.heartbeat =
       ReadAt(rootfd, name + "/heartbeat", name + "/heartbeat", 0, false, cache, &n.signature);

@@ -13,12 +13,11 @@
 #include <sstream>
 #include <string>
 
+#include "tests/unit/common/temp_dir.h"
+
 namespace {
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/sl-writer-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
+using sl::testing::TempDir;
 
 std::string Slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -94,17 +93,6 @@ TEST_CASE("a new streaming file refuses an existing name and a planted symlink")
   ::symlink("/etc/passwd", (dir + "/rank1.log").c_str());
   CHECK_FALSE(sl::CreateNewFile(dir + "/rank1.log").ok());
   std::filesystem::remove_all(dir);
-}
-
-TEST_CASE("the in-memory writer keeps content and mode, and can fail like a full disk") {
-  sl::MemFileWriter w;
-  REQUIRE(w.WriteAtomic("/run/a", "1", 0640).ok());
-  auto files = w.Files();
-  REQUIRE(files.count("/run/a") == 1);
-  CHECK(files["/run/a"].content == "1");
-  CHECK(files["/run/a"].mode == 0640);
-  w.SetFailing(true);
-  CHECK_FALSE(w.WriteAtomic("/run/b", "2").ok());
 }
 
 TEST_CASE("a unique file gets a fresh unpredictable name each time, the caller's mode, no link") {

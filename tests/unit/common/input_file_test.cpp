@@ -16,13 +16,11 @@
 
 #include "common/file_writer.h"
 #include "common/timed_read.h"
+#include "tests/unit/common/temp_dir.h"
 
 namespace {
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/sl-input-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
+using sl::testing::TempDir;
 
 void Put(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 

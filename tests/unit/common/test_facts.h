@@ -79,4 +79,17 @@ inline NodeFacts SocketNode() {
   return f;
 }
 
+/// A limits row as GatherNodeFacts holds it (host.memlock / host.nofile), values only.
+inline Fact<ProcLimit> Limit(std::uint64_t soft, std::uint64_t hard = kUnlimited) {
+  ProcLimit row;
+  row.soft = soft;
+  row.hard = hard;
+  return Fact<ProcLimit>::Of(row, "/proc/self/limits", "");
+}
+
+/// host.peermem: `module` ("nvidia_peermem") loaded, "" for none.
+inline Fact<std::string> Peermem(std::string module) {
+  return Fact<std::string>::Of(std::move(module), "/proc/modules", "");
+}
+
 }  // namespace sl::testing

@@ -135,6 +135,12 @@ TEST_CASE("each launcher is one function: torchrun, torch env and Slurm hints st
 
 TEST_CASE("the list shows every preflight check, then every warm-up comparison") {
   std::string text = sl::launcher::ListText();
+  // An after-job check is tagged where it runs (preflight --slurm --epilog).
+  const auto leftover = text.find("gpu.leftover_procs ");
+  REQUIRE(leftover != std::string::npos);
+  CHECK(text.find("[epilog only]", leftover) < text.find('\n', leftover));
+  const auto kernel = text.find("kernel.log ");
+  CHECK(text.find("[also in the epilog]", kernel) < text.find('\n', kernel));
   std::size_t last_check = 0;
   for (const auto& c : sl::preflight::Registry()) {
     auto at = text.find(std::string(c.id) + " ");

@@ -79,44 +79,6 @@ TEST_CASE("warnings never drain before a job, the epilog drains on kernel events
   CHECK_FALSE(DrainsNode(fail, false));
 }
 
-TEST_CASE("processes holding NVIDIA devices are found with user and command, daemons are not") {
-  MemFileReader fs;
-  fs.AddFile("/etc/passwd", "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/a:/bin/sh\n");
-  fs.AddLink("/proc/100/fd/0", "/dev/null");
-  fs.AddLink("/proc/100/fd/3", "/dev/nvidia0");
-  fs.AddLink("/proc/100/fd/4", "/dev/nvidiactl");
-  fs.AddFile("/proc/100/comm", "python\n");
-  fs.AddFile("/proc/100/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n");
-  fs.AddFile("/proc/100/cmdline", std::string("python\0train.py\0", 16));
-  fs.AddLink("/proc/200/fd/3", "/dev/nvidia0");
-  fs.AddFile("/proc/200/comm", "nvidia-persistenced\n");
-  fs.AddLink("/proc/300/fd/1", "/dev/pts/0");
-  fs.AddFile("/proc/300/comm", "bash\n");
-  // Under a sysroot a real process's link points into the sysroot.
-  fs.AddLink("/proc/400/fd/5", "/tmp/root/dev/nvidia-uvm");
-  fs.AddFile("/proc/400/comm", "sleep\n");
-  fs.AddFile("/proc/400/status", "Uid:\t0\t0\t0\t0\n");
-  fs.AddLink("/proc/500/fd/5", "/dev/nvidia1");  // ourselves
-  fs.AddFile("/proc/self/comm", "x\n");
-
-  auto holders = FindGpuHolders(fs, "/tmp/root/", 500);
-  REQUIRE(holders.size() == 2);
-  CHECK(holders[0].pid == 100);
-  CHECK(holders[0].user == "alice");
-  CHECK(holders[0].command == "python train.py");
-  CHECK(holders[0].devices == std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl"});
-  CHECK(holders[1].pid == 400);
-  CHECK(holders[1].user == "root");
-  CHECK(holders[1].command == "[sleep]");
-  CHECK(holders[1].devices == std::vector<std::string>{"/dev/nvidia-uvm"});
-
-  Finding f = GpuLeftoverFinding(holders);
-  CHECK(f.outcome == Outcome::kFail);
-  CHECK(f.check_id == kGpuLeftoverCheckId);
-  CHECK(f.message.find("pid 100 (alice: python train.py)") != std::string::npos);
-  CHECK(GpuLeftoverFinding({}).outcome == Outcome::kPass);
-}
-
 TEST_CASE("a drain reason never carries an environment value: the code's meaning instead") {
   Finding port = MakeFinding("ib.port.state", "mlx5_3:1", Outcome::kFail, "DOWN/Polling");
   port.With("/sys/class/infiniband/mlx5_3/ports/1/state", "1: DOWN");

@@ -7,10 +7,12 @@ TEST_CASE("host facts under a sysroot: hostname, limits, interfaces, peermem, op
   RootedFileReader fs(Fixture("memlock-64k"));
   NodeFacts facts = GatherNodeFacts(fs);
   CHECK(facts.hostname == "h200-ib-01");
-  CHECK(facts.memlock_soft == 65536);
-  CHECK(facts.nofile_soft == 1048576);
-  CHECK(facts.peermem_loaded);
-  CHECK(facts.peermem_module == "nvidia_peermem");
+  CHECK(facts.MemlockSoft() == 65536);
+  CHECK(facts.NofileSoft() == 1048576);
+  CHECK(facts.PeermemLoaded());
+  CHECK(facts.PeermemModule() == "nvidia_peermem");
+  CHECK(facts.host.peermem.path == "/proc/modules");
+  CHECK(facts.host.peermem.raw.rfind("nvidia_peermem ", 0) == 0);
   CHECK(facts.nvidia_open_kernel);
   REQUIRE(facts.gpus.size() == 8);
   CHECK(facts.gpus[0].model == "NVIDIA H200");

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/unit/common/test_facts.h"
+
 using namespace sl;
 using namespace sl::warmup;
 
@@ -33,8 +35,7 @@ NodeReport Node(int rank) {
                       Port("mlx5_1", 200, "200 Gb/sec (4X HDR)")};
   r.facts.gpus = {{"0000:18:00.0", "0x2335", "NVIDIA H200"},
                   {"0000:2a:00.0", "0x2335", "NVIDIA H200"}};
-  r.facts.peermem_loaded = true;
-  r.facts.peermem_module = "nvidia_peermem";
+  r.facts.host.peermem = sl::testing::Peermem("nvidia_peermem");
   return r;
 }
 
@@ -126,7 +127,7 @@ TEST_CASE("the slow ring is blamed on the node whose facts explain it") {
   NodeReport rail_down = Node(3);
   rail_down.facts.ib_ports[1].state = "DOWN";
   NodeReport no_gdr = Node(4);
-  no_gdr.facts.peermem_loaded = false;
+  no_gdr.facts.host.peermem = sl::testing::Peermem("");
   NodeReport socket = Node(5);
   socket.env = {{"NCCL_IB_DISABLE", "1"}};
   auto a = AssessBandwidth({Node(0), Node(1), slow_port, rail_down, no_gdr, socket}, 2, "nccl",

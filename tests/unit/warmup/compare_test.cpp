@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "tests/unit/common/test_facts.h"
+
 using sl::Finding;
 using sl::Outcome;
 using sl::warmup::CompareBandwidth;
@@ -42,8 +44,8 @@ NodeReport Node(int rank, const std::string& name) {
   r.facts.gpus = {{"0000:18:00.0", "0x2335", "NVIDIA H200"},
                   {"0000:2a:00.0", "0x2335", "NVIDIA H200"}};
   r.facts.nvidia_driver = "580.159.04";
-  r.facts.memlock_soft = sl::kUnlimited;
-  r.facts.nofile_soft = 1048576;
+  r.facts.host.memlock = sl::testing::Limit(sl::kUnlimited);
+  r.facts.host.nofile = sl::testing::Limit(1048576);
   r.torch_version = "2.11.0";
   r.nccl_version = "2.28.9";
   r.env = {{"NCCL_IB_HCA", "=mlx5_0,mlx5_1"}, {"NCCL_DEBUG", "WARN"}};
@@ -171,8 +173,8 @@ TEST_CASE("an explicit NCCL_IB_GID_INDEX is the index compared") {
 
 TEST_CASE("limits: lower memlock and nofile are named, unlimited counts as highest") {
   auto b = Node(1, "b");
-  b.facts.memlock_soft = 65536;
-  b.facts.nofile_soft = 1024;
+  b.facts.host.memlock = sl::testing::Limit(65536);
+  b.facts.host.nofile = sl::testing::Limit(1024);
   auto all = CompareNodes({Node(0, "a"), b});
   auto m = Fails(all, "warmup.consistency.memlock");
   REQUIRE(m.size() == 1);
@@ -220,7 +222,8 @@ TEST_CASE("node reports survive a JSON round trip") {
   CHECK(back.node_rank == 3);
   CHECK(back.node_name == "x");
   CHECK(back.facts.ib_ports.size() == 2);
-  CHECK(back.facts.memlock_soft == sl::kUnlimited);
+  CHECK(back.facts.MemlockSoft() == sl::kUnlimited);
+  CHECK(back.facts.NofileSoft() == 1048576);
   CHECK(back.env.at("NCCL_IB_HCA") == "=mlx5_0,mlx5_1");
   CHECK(back.nccl_version == "2.28.9");
 }
@@ -258,7 +261,7 @@ TEST_CASE("every finding of a mismatch carries the id of a table row") {
   b.facts.ib_ports = {RocePort("mlx5_0", 1500, 200)};
   b.facts.gpus.pop_back();
   b.facts.nvidia_driver = "570.0";
-  b.facts.nofile_soft = 1024;
+  b.facts.host.nofile = sl::testing::Limit(1024);
   b.nccl_version = "2.21.5";
   b.env["NCCL_ALGO"] = "Ring";
   auto fs = CompareNodes({Node(0, "a"), b});

@@ -8,8 +8,8 @@ TEST_CASE("os.shm passes on a bare-metal /dev/shm sized by tmpfs' default") {
   REQUIRE(r.findings.size() == 1);
   CHECK(r.findings[0].outcome == Outcome::kPass);
   CHECK(Has(r.findings[0].message, "half of MemTotal"));
-  REQUIRE(r.facts.shm_bytes.has_value());
-  CHECK(*r.facts.shm_bytes == 2113591344ull * 1024 / 2);
+  REQUIRE(r.facts.ShmBytes().has_value());
+  CHECK(*r.facts.ShmBytes() == 2113591344ull * 1024 / 2);
 }
 
 TEST_CASE("os.shm fails on Docker's 64 MiB default and names --shm-size and emptyDir") {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/file_reader.h"
+#include "tests/unit/common/temp_dir.h"
 #include "watchdog/hang/collectors.h"
 
 using namespace sl::hang;
@@ -23,10 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/sl-bundle-test-XXXXXX";
-  return mkdtemp(tmpl);
-}
+using sl::testing::TempDir;
 
 // Every file of the .tar.gz, decompressed, concatenated.
 std::string TarContents(const std::string& path, std::vector<std::string>* names) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/exit_codes.h"
+#include "tests/unit/common/temp_dir.h"
 
 using namespace sl::hang;
 namespace fs = std::filesystem;
@@ -27,20 +28,9 @@ struct FakeJob : JobControl {
   Clock::time_point LastOutput() const override { return last_output; }
 };
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/sl-monitor-test-XXXXXX";
-  return mkdtemp(tmpl);
-}
+using sl::testing::TempDir;
 
-// Removes the run directory after the monitor of the test is gone: declared before the monitor,
-// it is destroyed after it, so the monitor's live-status writer cannot write into it afterwards.
-struct DirCleanup {
-  std::string dir;
-  ~DirCleanup() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
+using sl::testing::DirCleanup;
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/exit_codes.h"
+#include "tests/unit/common/temp_dir.h"
 #include "watchdog/hang/hang_monitor.h"
 
 using namespace sl::hang;
@@ -20,20 +21,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/sl-peer-test-XXXXXX";
-  return mkdtemp(tmpl);
-}
+using sl::testing::TempDir;
 
-// Removes a run directory after the test's monitor is gone: declared before the monitor, it is
-// destroyed after it, so the monitor's live-status writer cannot write into it afterwards.
-struct DirCleanup {
-  std::string dir;
-  ~DirCleanup() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
+using sl::testing::DirCleanup;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -102,6 +102,41 @@ TEST_CASE("A file is read again only when it changed") {
   CHECK(again.nodes.at(0).status.text.find("finished") != std::string::npos);
 }
 
+TEST_CASE(
+    "A live.json renamed into place is read again alone; a new bundle or status still shows") {
+  Tree t;
+  t.Write("A/status.json", R"({"state":"running"})");
+  t.Write("A/live.json", R"({"phase":"running","updated_unix":1})");
+  RunRootReader reader(t.root.string());
+  const std::string sig = NodeOf(reader.Read(), "A").signature;
+  // The supervisor's writer: a temp file renamed over live.json (the directory's mtime changes).
+  auto replace = [&](const std::string& rel, const std::string& text) {
+    t.Write(rel + ".tmp", text);
+    fs::rename(t.root / (rel + ".tmp"), t.root / rel);
+  };
+  replace("A/live.json", R"({"phase":"running","updated_unix":2})");
+  replace("A/live.tail", "step 2\n");
+  {
+    const NodeFiles& n = NodeOf(reader.Read(), "A");
+    CHECK(n.live.text.find("\"updated_unix\":2") != std::string::npos);
+    CHECK(n.status.text == R"({"state":"running"})");
+    CHECK(n.signature != sig);
+  }
+  replace("A/status.json", R"({"state":"finished","exit_status":0})");
+  CHECK(NodeOf(reader.Read(), "A").status.text.find("finished") != std::string::npos);
+  // A bundle directory appears (st_nlink 3): the directory is listed again.
+  t.Write("A/hang-A-20270115T080000Z/summary.json", R"({"category":"stall"})");
+  replace("A/live.json", R"({"phase":"capturing","updated_unix":3})");
+  {
+    const NodeFiles& n = NodeOf(reader.Read(), "A");
+    REQUIRE(n.bundles.size() == 1);
+    CHECK(n.live.text.find("capturing") != std::string::npos);
+  }
+  // live.json removed: no longer shown.
+  fs::remove(t.root / "A/live.json");
+  CHECK(NodeOf(reader.Read(), "A").live.state == FileRead::State::kMissing);
+}
+
 TEST_CASE("An ended node's tails are read from their end, bounded") {
   Tree t;
   std::string big;
