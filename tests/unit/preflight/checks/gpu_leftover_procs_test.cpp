@@ -108,19 +108,24 @@ TEST_CASE("gpu.leftover_procs runs in the epilog only, and --only names it there
   CHECK_FALSE(FindCheck("os.memlock")->InEpilog());
 
   const std::string root = Fixture("memlock-64k");
-  PreflightOptions before{.sysroot = root};
+  PreflightOptions before;
+  before.sysroot = root;
   auto pre = RunPreflight(before, {});
   REQUIRE(pre.ok());
   for (const auto& f : pre->findings) CHECK(f.check_id != "gpu.leftover_procs");
 
-  PreflightOptions after{.sysroot = root, .epilog = true};
+  PreflightOptions after;
+  after.sysroot = root;
+  after.epilog = true;
   auto post = RunPreflight(after, {});
   REQUIRE(post.ok());
   std::set<std::string> ids;
   for (const auto& f : post->findings) ids.insert(f.check_id);
   CHECK(ids == std::set<std::string>{"kernel.log", "gpu.leftover_procs"});
 
-  PreflightOptions named{.sysroot = root, .only = {"gpu.leftover_procs"}};
+  PreflightOptions named;
+  named.sysroot = root;
+  named.only = {"gpu.leftover_procs"};
   auto refused = RunPreflight(named, {});
   REQUIRE_FALSE(refused.ok());
   CHECK(Has(refused.error().Describe(), "after a job"));
