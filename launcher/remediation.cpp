@@ -197,38 +197,49 @@ Result<RemediationPolicy> ResolveRemediationPolicy(const RemediationFlags& flags
 
 std::string_view OnNodeFaultName(OnNodeFault mode) { return kModes[static_cast<int>(mode)]; }
 
+// operator[] on a const json with a missing key is undefined behaviour (it crashed on a
+// cause without "entity"); every optional member is looked up through this.
+static const nlohmann::json& Member(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+// The member if it is an array, else an empty one.
+static const nlohmann::json& ArrayMember(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  const nlohmann::json& m = Member(j, key);
+  return m.is_array() ? m : kEmpty;
+}
+
 Result<FaultCause> FirstCause(const nlohmann::json& d) {
-  if (!d.is_object() || !d["causes"].is_array() || d["causes"].empty() ||
-      !d["causes"][0].is_object()) {
+  const nlohmann::json& causes = Member(d, "causes");
+  if (!causes.is_array() || causes.empty() || !causes[0].is_object()) {
     return MakeError("the diagnosis has no causes");
   }
-  const nlohmann::json& c = d["causes"][0];
+  const nlohmann::json& c = causes[0];
   FaultCause f;
   f.category = c.value("category", "unknown");
   // The differential engine writes `probability`; before it, `confidence`.
-  const char* key =
-      c.contains("probability") && c["probability"].is_number() ? "probability" : "confidence";
-  f.probability = c.contains(key) && c[key].is_number() ? c[key].get<double>() : 0.0;
-  if (c["entity"].is_object()) {
-    const auto& e = c["entity"];
+  const nlohmann::json& p = Member(c, "probability");
+  const nlohmann::json& q = p.is_number() ? p : Member(c, "confidence");
+  f.probability = q.is_number() ? q.get<double>() : 0.0;
+  if (const auto& e = Member(c, "entity"); e.is_object()) {
     f.entity_node = e.value("node", "");
     f.port = e.value("port", "");
     f.gpu = e.value("gpu", "");
     f.rank = e.value("rank", "");
   }
-  if (c["evidence"].is_array()) {
-    for (const auto& e : c["evidence"]) {
-      if (!e.is_object() || f.evidence.size() >= 3) continue;
-      std::string where = e.value("file", "");
-      if (e.contains("line") && e["line"].is_number())
-        where += ":" + std::to_string(e["line"].get<long>());
-      f.evidence.push_back(where + ": " + e.value("text", ""));
-    }
+  for (const auto& e : ArrayMember(c, "evidence")) {
+    if (!e.is_object() || f.evidence.size() >= 3) continue;
+    std::string where = e.value("file", "");
+    if (const auto& line = Member(e, "line"); line.is_number())
+      where += ":" + std::to_string(line.get<long>());
+    f.evidence.push_back(where + ": " + e.value("text", ""));
   }
-  if (c["rules"].is_array()) {
-    for (const auto& r : c["rules"])
-      if (r.is_string()) f.rules.push_back(r.get<std::string>());
-  }
+  for (const auto& r : ArrayMember(c, "rules"))
+    if (r.is_string()) f.rules.push_back(r.get<std::string>());
   return f;
 }
 
@@ -440,9 +451,10 @@ std::string RemediationMarkdown(const nlohmann::json& r) {
   for (const auto& e :
        r.value("why", nlohmann::json::object()).value("evidence", nlohmann::json::array()))
     md += "- " + e.get<std::string>() + "\n";
-  if (r["actions"].is_array() && !r["actions"].empty()) {
+  if (!ArrayMember(r, "actions").empty()) {
     md += "\nActions:\n\n";
-    for (const auto& a : r["actions"]) {
+    for (const auto& a : ArrayMember(r, "actions")) {
+      if (!a.is_object()) continue;
       md += fmt::format("- `{}`: {}{}\n", a.value("command", ""),
                         !a.value("ran", false) ? "not run (dry run)"
                         : a.value("ok", false) ? "ok"
@@ -450,9 +462,10 @@ std::string RemediationMarkdown(const nlohmann::json& r) {
                         a.value("output", "").empty() ? "" : " -- " + a.value("output", ""));
     }
   }
-  if (r["notes"].is_array() && !r["notes"].empty()) {
+  if (!ArrayMember(r, "notes").empty()) {
     md += "\n";
-    for (const auto& n : r["notes"]) md += "- " + n.get<std::string>() + "\n";
+    for (const auto& n : ArrayMember(r, "notes"))
+      if (n.is_string()) md += "- " + n.get<std::string>() + "\n";
   }
   return md;
 }
@@ -466,17 +479,16 @@ std::string RemediationHtml(const nlohmann::json& r) {
                    EscapeHtml(r.value("mode", "report")),
                    EscapeHtml(r.value("mode_from", "default")), r.value("threshold", 0.8));
   h += "<p>Cause: " + EscapeHtml(WhyLine(r)) + "</p>\n<ul>";
-  if (r["actions"].is_array()) {
-    for (const auto& a : r["actions"]) {
+  for (const auto& a : ArrayMember(r, "actions")) {
+    if (a.is_object()) {
       h += fmt::format("<li><code>{}</code>: {}</li>", EscapeHtml(a.value("command", "")),
                        !a.value("ran", false) ? "not run (dry run)"
                        : a.value("ok", false) ? "ok"
                                               : "FAILED: " + EscapeHtml(a.value("output", "")));
     }
   }
-  if (r["notes"].is_array()) {
-    for (const auto& n : r["notes"]) h += "<li>" + EscapeHtml(n.get<std::string>()) + "</li>";
-  }
+  for (const auto& n : ArrayMember(r, "notes"))
+    if (n.is_string()) h += "<li>" + EscapeHtml(n.get<std::string>()) + "</li>";
   return h + "</ul></section>\n";
 }
 
