@@ -80,6 +80,7 @@ cases = {
         own_cpu(f"{tmp}/n{i}")),
 }
 res = {k: [] for k in cases}
+load0 = os.getloadavg()[0]
 for i in range(rounds):
     progress(f"throughput: round {i + 1} of {rounds}")
     for k, run in cases.items():
@@ -88,7 +89,7 @@ gib = nbytes / 2**30
 def med(k, what):
     return statistics.median(r[0][what] for r in res[k])
 print(f"output path, {nbytes / 2**20:.0f} MiB of 80-byte lines from a cached file, {rounds} rounds"
-      f" alternated, medians (load {os.getloadavg()[0]:.1f}):")
+      f" alternated, medians (load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after):")
 for base, ours in (("cat F | cat", "safe-launch -- cat F | cat"),
                    ("cat F | cat", "  the same, read/write pump"),
                    ("cat F > /dev/null", "safe-launch -- cat F > /dev/null")):

@@ -320,15 +320,22 @@ struct Supervisor::Impl {
 ssize_t Supervisor::Impl::TeeChunk(Pump& p, int to, std::size_t room) {
   // Non-blocking tee, then a poll on the one side that stopped it: a job that is silent (no
   // input) is told apart from a consumer that is slow (no room), as read/write tell them apart.
+  // Only the pump reads p.in_fd, so once poll() said it is readable it stays so: a tee that then
+  // still fails with EAGAIN means `to` is full. (One poll per wait, not a zero-timeout probe
+  // first: this runs once per chunk at full rate.)
+  bool readable = false;
   while (true) {
     const ssize_t n = ::tee(p.in_fd, to, room, SPLICE_F_NONBLOCK);
     if (n >= 0 || errno != EAGAIN) return n;  // 0: every writer closed and the pipe is empty
-    pollfd in{p.in_fd, POLLIN, 0};
-    if (::poll(&in, 1, 0) == 0) {  // nothing to read: the job is silent
-      if (::poll(&in, 1, -1) < 0 && errno == EINTR && pump_stop.load()) return -1;
+    if (!readable) {  // the job may be silent: wait for its bytes (at once if they are there)
+      pollfd in{p.in_fd, POLLIN, 0};
+      const int r = ::poll(&in, 1, -1);
+      if (r < 0 && errno == EINTR && pump_stop.load()) return -1;
+      readable = r > 0;
       continue;
     }
     // Input waits and `to` has no room: our consumer is slow.
+    readable = false;
     pollfd out{to, POLLOUT, 0};
     p.writing.store(true);
     const int r = ::poll(&out, 1, -1);
@@ -653,6 +660,21 @@ Status Supervisor::Impl::OpenLoopFds() {
   return OkStatus();
 }
 
+namespace {
+
+// A pipe as large as /proc/sys/fs/pipe-max-size allows, up to 1 MiB (the kernel's default
+// maximum); never shrunk. Best effort: an error leaves the pipe as it was.
+void GrowPipe(int fd) {
+  int want = 1 << 20;
+  if (std::ifstream max("/proc/sys/fs/pipe-max-size"); max) {
+    long v = 0;
+    if (max >> v && v >= 4096 && v < want) want = static_cast<int>(v);
+  }
+  if (::fcntl(fd, F_GETPIPE_SZ) < want) ::fcntl(fd, F_SETPIPE_SZ, want);
+}
+
+}  // namespace
+
 // tee(2) needs a pipe on both sides, splice(2) a pipe on one; a terminal takes neither.
 void Supervisor::Impl::ChooseForward(Pump& p) {
   struct stat st {};
@@ -660,9 +682,13 @@ void Supervisor::Impl::ChooseForward(Pump& p) {
     p.forward = Forward::kCopy;
   } else if (S_ISFIFO(st.st_mode)) {
     p.forward = Forward::kTee;
+    // tee(2) moves at most what our pipe has room for: at the default 64 KiB that is 16 tee +
+    // read pairs (and 16 wake-ups of our consumer) per MiB; at 1 MiB, 4 (one per kMaxRead).
+    // Best effort: EPERM past the user's pipe-user-pages-soft leaves it as it was.
+    GrowPipe(p.out_fd);
   } else if (::pipe2(p.via, O_CLOEXEC) == 0) {
     p.forward = Forward::kSplice;
-    ::fcntl(p.via[0], F_SETPIPE_SZ, 1 << 20);  // as large as the job's: one tee moves it all
+    GrowPipe(p.via[0]);  // as large as the job's: one tee moves it all
   } else {
     p.forward = Forward::kCopy;
   }
@@ -711,8 +737,8 @@ Status Supervisor::Impl::StartJob() {
     return MakeError("pipe: " + ErrnoText(errno), "", "raise the open-files limit (ulimit -n)");
   }
   // Bigger pipes mean fewer context switches at high output rates; the size is best effort.
-  ::fcntl(out_pipe[0], F_SETPIPE_SZ, 1 << 20);
-  ::fcntl(err_pipe[0], F_SETPIPE_SZ, 1 << 20);
+  GrowPipe(out_pipe[0]);
+  GrowPipe(err_pipe[0]);
   Status pumps_ok = StartPumps(out_pipe[0], err_pipe[0]);
   Result<SpawnedChild> spawned = MakeError("not started");
   if (pumps_ok.ok()) {

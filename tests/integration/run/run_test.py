@@ -5,6 +5,7 @@ usage: run_test.py SAFE_LAUNCH SL_TEST_CHILD SOURCE_DIR [unittest args, e.g. -k 
 Leftover processes are found by a unique --marker=... argument in /proc/*/cmdline, which every
 sl-test-child mode (and its forked grandchildren) keeps.
 """
+import fcntl
 import glob
 import hashlib
 import json
@@ -23,6 +24,7 @@ import uuid
 SL = CHILD = SRC = None
 TORCHRUN = "/usr/bin/torchrun"
 PYTHON = "/usr/bin/python3"
+F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)  # Linux; Python >= 3.10 names it
 
 
 def marker():
@@ -419,6 +421,58 @@ class RunTest(unittest.TestCase):
         sl.stdout.close()
         self.assertEqual(sl.wait(timeout=30), 0)
         self.assertEqual(out, [hashlib.sha256(expected).hexdigest(), str(n)])
+
+    def test_large_output_through_a_pipe_is_byte_exact_by_tee_and_by_the_copy_fallback(self):
+        # Our stdout a pipe: the tee path, and SAFE_LAUNCH_OUTPUT_COPY=1's read/write pump (the
+        # path a terminal gets). 24 MiB per stream ends in a secret line: the output passes it
+        # through unchanged, the tails in the run directory end on it redacted, on line bounds.
+        n = 24 * 1024 * 1024
+        bearer = "tok" + uuid.uuid4().hex
+        script = (f'"{CHILD}" write {n} both; echo; echo "Authorization: Bearer {bearer}"; '
+                  f'echo >&2; echo "Authorization: Bearer {bearer}" >&2')
+        direct = subprocess.run(["/bin/sh", "-c", script], capture_output=True, timeout=120)
+        self.assertEqual(direct.returncode, 0)
+        for name, env in (("tee", {}), ("copy", {"SAFE_LAUNCH_OUTPUT_COPY": "1"})):
+            with self.subTest(path=name):
+                d = self.run_dir(name)
+                r = subprocess.run([SL, "--no-preflight", "--run-dir", d, "--", "/bin/sh", "-c",
+                                    script], capture_output=True, timeout=120,
+                                   env=dict(os.environ, **env))
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertEqual(hashlib.sha256(r.stdout).hexdigest(),
+                                 hashlib.sha256(direct.stdout).hexdigest())
+                err = re.sub(rb"safe-launch\[[^\]]*\] [a-z]+: [^\n]*\n", b"", r.stderr)
+                self.assertEqual(hashlib.sha256(err).hexdigest(),
+                                 hashlib.sha256(direct.stderr).hexdigest())
+                self.assertEqual(self.status(d)["output_bytes"],
+                                 {"stdout": len(direct.stdout), "stderr": len(direct.stderr)})
+                for stream, data in (("stdout", direct.stdout), ("stderr", direct.stderr)):
+                    with open(os.path.join(d, stream + ".tail"), "rb") as f:
+                        tail = f.read()
+                    self.assertNotIn(bearer.encode(), tail)
+                    lines = tail.splitlines()
+                    self.assertEqual(lines[-1], b"Authorization: Bearer <redacted>")
+                    # Every other tail line is a whole line of the stream (the ring's first,
+                    # partial line is dropped): it sits between two line ends of the output.
+                    end = data[-(4 << 20):]  # the ring holds the last MiB
+                    for line in lines[:-1]:
+                        self.assertIn(b"\n" + line + b"\n", end)
+
+    def test_our_stdout_pipe_is_grown_so_that_one_tee_moves_a_whole_chunk(self):
+        # tee(2) moves at most what our pipe has room for; at the default 64 KiB, 16 tee + read
+        # pairs per MiB (bench/supervise.sh, doc/manual.md "Output path and reader cost").
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            want = min(1 << 20, int(f.read()))
+        r, w = os.pipe()
+        try:
+            self.assertLess(fcntl.fcntl(r, F_GETPIPE_SZ), want)
+            rc = subprocess.run([SL, "--no-preflight", "--run-dir", self.run_dir(), "--", "true"],
+                                stdout=w, stderr=subprocess.DEVNULL, timeout=60).returncode
+            self.assertEqual(rc, 0)
+            self.assertEqual(fcntl.fcntl(r, F_GETPIPE_SZ), want)
+        finally:
+            os.close(r)
+            os.close(w)
 
     # ---- run directory, status.json, preflight ------------------------------------------------
 
