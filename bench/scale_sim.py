@@ -115,10 +115,31 @@ class SocketSampler(threading.Thread):
             time.sleep(0.005)
 
 
-def warmup_run(n, facts, odd_facts=None, missing=None):
+class SchedSampler(threading.Thread):
+    """The last /proc/PID/schedstat of one process: its time on a CPU and its time runnable but
+    waiting for one (ns). Wall time less both is time blocked (file reads, page faults)."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.on_cpu_s, self.runq_s, self.stop = pid, 0.0, 0.0, False
+
+    def run(self):
+        while not self.stop:
+            try:
+                on, wait, _ = open(f"/proc/{self.pid}/schedstat").read().split()
+                self.on_cpu_s, self.runq_s = int(on) / 1e9, int(wait) / 1e9
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+
+
+def warmup_run(n, facts, odd_facts=None, missing=None, report="nodes"):
     """One facts exchange over n simulated nodes. odd_facts: node n-1's facts instead; missing:
-    a node rank never started. Returns the figures."""
-    d = os.path.join(WORK, f"warmup-{n}-{'odd' if odd_facts else 'miss' if missing else 'ok'}")
+    a node rank never started; report: what rank 0 hands the other nodes (the plan's
+    report_to_nodes: "nodes", the bounded NodesReport, or "full", node 0's whole report -- the
+    design before). Returns the figures."""
+    kind = 'odd' if odd_facts else 'miss' if missing else 'ok'
+    d = os.path.join(WORK, f"warmup-{n}-{kind}-{report}")
     os.makedirs(d)
     port = free_port()
     now_ms = time.time() * 1000
@@ -130,7 +151,8 @@ def warmup_run(n, facts, odd_facts=None, missing=None):
         plan = {"nnodes": n, "node_rank": r, "nproc_per_node": 1, "store_host": "127.0.0.1",
                 "store_port": port, "local_address": "127.0.0.1",
                 "deadline_unix_ms": now_ms + DEADLINE_S * 1000, "spawn_unix_ms": now_ms,
-                "backend": "gloo", "node": node, "auth": auth, "collectives": False}
+                "backend": "gloo", "node": node, "auth": auth, "collectives": False,
+                "report_to_nodes": report}
         path = os.path.join(d, f"plan{r}.json")
         with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             json.dump(plan, f)
@@ -150,7 +172,7 @@ def warmup_run(n, facts, odd_facts=None, missing=None):
     sampler.stop = True
     # Only what is measured is kept: this process's size is the floor of every child's peak RSS
     # (a forked child's high-water mark starts at its parent's; see the RSS note in main()).
-    t, errors, reports, report = {}, {}, 0, {}
+    t, errors, reports, report, sent, follower = {}, {}, 0, {}, [], {}
     for r in procs:
         try:
             o = json.load(open(os.path.join(d, f"out{r}.json")))
@@ -163,6 +185,10 @@ def warmup_run(n, facts, odd_facts=None, missing=None):
         reports += bool(o.get("report"))
         if r == 0:
             report = o.get("report", {})
+        if r == 1:
+            follower = o.get("report", {})
+        if r != 0 and o.get("report"):
+            sent.append(len(json.dumps(o["report"], separators=(",", ":"))))
         del o
     arrivals = [x.get("store", 0) for x in t.values() if x.get("store")]
     verdicts = [x.get("verdict", 0) for x in t.values()]
@@ -180,9 +206,16 @@ def warmup_run(n, facts, odd_facts=None, missing=None):
         "node_median_rss_mib": rss[len(rss) // 2] / 1024,
         "store_peak_sockets": sampler.peak,
         "report_bytes": len(json.dumps(report)),
+        # what the other nodes received (their reports, compact JSON): per node, and in all
+        "node_report_bytes": statistics.median(sent) if sent else None,
+        "reports_sent_mib": sum(sent) / 2**20,
         "verdict": report.get("verdict"),
         "findings": [f"{f.get('check')} {f.get('entity')}: {f.get('message', '')[:160]}"
                      for f in report.get("findings", []) if f.get("outcome") in ("fail", "warn")],
+        # what node 1 was told: the nodes' report must name the odd node as node 0's does
+        "node1_findings": [f"{f.get('check')} {f.get('entity')}: {f.get('message', '')[:160]}"
+                           for f in follower.get("findings", [])
+                           if f.get("outcome") in ("fail", "warn")],
     }
     shutil.rmtree(d, ignore_errors=True)
     return fig
@@ -275,7 +308,10 @@ def diagnose_run(n, src):
     size = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(root) for f in fs)
     t0 = time.monotonic()
     p = spawn([SL, "diagnose", "--json", root], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    sched = SchedSampler(p.pid)
+    sched.start()
     out = p.stdout.read()
+    sched.stop = True
     ru = reap(p, 600)
     wall = time.monotonic() - t0
     try:
@@ -286,6 +322,11 @@ def diagnose_run(n, src):
     shutil.rmtree(root, ignore_errors=True)
     return {"n": n, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
             "peak_rss_mib": ru.ru_maxrss / 1024, "files": files, "mib": size / 2**20,
+            # where wall time went: waiting for a core (run queue), blocked (I/O, faults)
+            "runq_wait_s": sched.runq_s,
+            "blocked_s": max(0.0, wall - sched.runq_s - (ru.ru_utime + ru.ru_stime)),
+            "vol_switches": ru.ru_nvcsw, "invol_switches": ru.ru_nivcsw,
+            "majflt": ru.ru_majflt,
             "files_per_node": files / n, "kib_per_node": size / 1024 / n,
             "top": causes[0].get("category") if causes else None,
             "nodes_seen": len(doc.get("nodes", [])), "job_nodes": doc.get("job_nodes")}
@@ -299,6 +340,8 @@ def svg(series):
     """Small multiples, one panel per figure, log2 N on x; stdlib only."""
     panels = [(k, label) for k, label in [
         ("last_arrival_to_verdict_s", "warm-up: last arrival -> every verdict (s)"),
+        ("last_arrival_to_report_s", "warm-up: last arrival -> every report (s)"),
+        ("reports_sent_mib", "warm-up: reports sent to the nodes (MiB)"),
         ("node0_cpu_s", "warm-up: node 0 CPU (s)"),
         ("node0_peak_rss_mib", "warm-up: node 0 peak RSS (MiB)"),
         ("store_peak_sockets", "warm-up: store sockets (peak)"),
@@ -319,20 +362,35 @@ def svg(series):
         out.append(f'<text x="{ox}" y="{oy + 14}">{label}</text>')
         out.append(f'<rect x="{ox}" y="{oy + 20}" width="{pw}" height="{ph}" fill="none" '
                    f'stroke="#999"/>')
+        # "before": the same figure with every node fetching the whole report (warm-up panels)
+        old = [(s["n"], s["before"][key]) for s in series
+               if s.get("before", {}).get(key) is not None]
         if not pts:
             continue
         import math
-        xs = [math.log2(n) for n, _ in pts]
-        ymax = max(v for _, v in pts) or 1
-        x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-        coords = [(ox + (x - x0) / (x1 - x0) * pw, oy + 20 + ph - v / ymax * ph)
-                  for x, (_, v) in zip(xs, pts)]
-        out.append('<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="' +
-                   " ".join(f"{x:.1f},{y:.1f}" for x, y in coords) + '"/>')
-        for (x, y), (n, v) in zip(coords, pts):
-            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="#1f77b4"/>')
+        ns = sorted({n for n, _ in pts + old})
+        x0, x1 = math.log2(ns[0]), math.log2(ns[-1])
+        x1 = x1 if x1 > x0 else x0 + 1
+        ymax = max(v for _, v in pts + old) or 1
+        for line, color, dash in ((old, "#ff7f0e", ' stroke-dasharray="5,3"'),
+                                  (pts, "#1f77b4", "")):
+            if not line:
+                continue
+            coords = [(ox + (math.log2(n) - x0) / (x1 - x0) * pw, oy + 20 + ph - v / ymax * ph)
+                      for n, v in line]
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="' +
+                       " ".join(f"{x:.1f},{y:.1f}" for x, y in coords) + '"/>')
+            for (x, y), (n, v) in zip(coords, line):
+                out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>')
+                out.append(f'<text x="{x + 4:.1f}" y="{y - 4:.1f}" font-size="9" '
+                           f'fill="{color}">{v:.3g}</text>')
+        for n in ns:
+            x = ox + (math.log2(n) - x0) / (x1 - x0) * pw
             out.append(f'<text x="{x:.1f}" y="{oy + 20 + ph + 14}" text-anchor="middle">{n}</text>')
-            out.append(f'<text x="{x + 4:.1f}" y="{y - 4:.1f}" font-size="9">{v:.3g}</text>')
+        if old:
+            out.append(f'<text x="{ox + pw - 4}" y="{oy + 32}" text-anchor="end" font-size="9">'
+                       f'<tspan fill="#ff7f0e">- - before (whole report to every node)</tspan> '
+                       f'<tspan fill="#1f77b4">after</tspan></text>')
         out.append(f'<text x="{ox - 4}" y="{oy + 28}" text-anchor="end" font-size="9">'
                    f'{ymax:.3g}</text>')
     out.append("</svg>")
@@ -351,18 +409,23 @@ def main():
         print("\n1. warm-up facts exchange (safe-launch-warmup-sim: real protocol and comparisons, "
               "simulator's store)")
         print("   arr->verdict / arr->report: last arrival (of a node at the store) -> every node "
-              "holding the verdict / the job-wide report; node 0 CPU and peak RSS: node 0's "
-              "process (store + comparison); sockets: node 0's peak")
+              "holding the verdict / its report; node 0 CPU and peak RSS: node 0's "
+              "process (store + comparison); sockets: node 0's peak; report: node 0's own, "
+              "then the other nodes' (median); 'before': the same run with every node fetching "
+              "node 0's whole report (report_to_nodes full)")
         print(f"{'N':>5} {'arr->verdict':>12} {'arr->report':>11} {'node0 CPU':>9} "
               f"{'node0 RSS':>9} {'node RSS':>8} {'sockets':>7} {'report':>8} verdict | "
               f"odd node named (s) | missing node named (s)  load")
         for n in NS:
+            before = warmup_run(n, facts, report="full")
             ok = warmup_run(n, facts)
             odd_fig = warmup_run(n, facts, odd_facts=odd)
             miss = warmup_run(n, facts, missing=n // 2) if n > 1 else None
-            named_odd = any(f"sim{n - 1:04d}" in f and "mtu" in f.lower() for f in odd_fig["findings"])
+            named_odd = all(any(f"sim{n - 1:04d}" in f and "mtu" in f.lower() for f in fs)
+                            for fs in (odd_fig["findings"], odd_fig["node1_findings"]))
             named_miss = miss and any(f"node {n // 2}" in f for f in miss["findings"])
             rows[n].update(ok)
+            rows[n]["before"] = before
             rows[n]["odd_named"], rows[n]["odd_named_s"] = named_odd, odd_fig["first_start_to_verdict_s"]
             rows[n]["missing_named"] = bool(named_miss)
             rows[n]["missing_named_s"] = miss["first_start_to_verdict_s"] if miss else None
@@ -374,7 +437,19 @@ def main():
                   f"{'yes' if named_odd else 'NO'} {fmt(odd_fig['first_start_to_verdict_s'], '.2f')} | "
                   f"{'yes' if named_miss else 'NO'} {fmt(rows[n]['missing_named_s'], '.2f')}  "
                   f"{load()}", flush=True)
-            for fig in (ok, odd_fig):
+            print(f"{'before':>5} {fmt(before['last_arrival_to_verdict_s'], '12.3f')} "
+                  f"{fmt(before['last_arrival_to_report_s'], '11.3f')} "
+                  f"{before['node0_cpu_s']:9.2f} {before['node0_peak_rss_mib']:8.1f}M "
+                  f"{before['node_median_rss_mib']:7.1f}M {before['store_peak_sockets']:>7} "
+                  f"{fmt(before['node_report_bytes'] and before['node_report_bytes'] / 1024, '7.0f')}K "
+                  f"{before['verdict']} ({before['verdicts']}/{n}, reports {before['reports']}/{n}, "
+                  f"{before['reports_sent_mib']:.1f} MiB sent)  <- every node fetching the whole "
+                  f"report", flush=True)
+            print(f"{'':>5} {'':>12} {'':>11} {'':>9} {'':>9} {'':>8} {'':>7} "
+                  f"{fmt(ok['node_report_bytes'] and ok['node_report_bytes'] / 1024, '7.1f')}K "
+                  f"reports {ok['reports']}/{n}, {ok['reports_sent_mib']:.2f} MiB sent  <- the "
+                  f"nodes' report (NodesReport)", flush=True)
+            for fig in (before, ok, odd_fig):
                 if fig["errors"]:
                     print("   errors on the nodes:", fig["errors"])
             if not named_odd or not named_miss:
@@ -399,13 +474,17 @@ def main():
         src = real_run_dir()
         print("\n3. safe-launch diagnose RUN_ROOT (N copies of one real run directory with its "
               "hang bundle; the middle node without one)")
-        print(f"{'N':>5} {'wall s':>7} {'CPU s':>6} {'peak RSS':>9} {'files':>7} {'MiB':>7} "
-              f"{'files/node':>10} {'KiB/node':>8} top cause | nodes seen  load")
+        print("   run-queue: wall time runnable but waiting for a core (/proc/PID/schedstat); "
+              "blocked: the rest of wall less CPU (file reads, page faults)")
+        print(f"{'N':>5} {'wall s':>7} {'CPU s':>6} {'runq s':>6} {'blocked':>7} {'peak RSS':>9} "
+              f"{'files':>7} {'MiB':>7} {'files/node':>10} {'KiB/node':>8} top cause | "
+              f"nodes seen  load")
         for n in NS:
             g = diagnose_run(n, src)
             for k, v in g.items():
                 rows[n]["diagnose_" + k if k in ("files", "mib", "top") else k] = v
-            print(f"{n:>5} {g['wall_s']:7.2f} {g['cpu_s']:6.2f} {g['peak_rss_mib']:8.1f}M "
+            print(f"{n:>5} {g['wall_s']:7.2f} {g['cpu_s']:6.2f} {g['runq_wait_s']:6.2f} "
+                  f"{g['blocked_s']:7.2f} {g['peak_rss_mib']:8.1f}M "
                   f"{g['files']:>7} {g['mib']:7.1f} {g['files_per_node']:10.1f} "
                   f"{g['kib_per_node']:8.0f} {g['top']} | {g['nodes_seen']}  {load()}", flush=True)
     series = [rows[n] for n in NS]

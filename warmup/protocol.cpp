@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "common/strings.h"
 
@@ -27,6 +28,7 @@ void to_json(nlohmann::json& j, const WarmupPlan& p) {
       {"node", p.node},
       {"bandwidth", p.bandwidth},
       {"collectives", p.collectives},
+      {"report_to_nodes", p.report_to_nodes},
       {"auth",
        {{"job_id", p.auth.job_id}, {"key_hex", p.auth.key_hex}, {"source", p.auth.source}}}};
 }
@@ -50,6 +52,10 @@ void from_json(const nlohmann::json& j, WarmupPlan& p) {
   if (j.contains("node")) p.node = j.at("node").get<NodeReport>();
   p.bandwidth = j.value("bandwidth", d.bandwidth);
   p.collectives = j.value("collectives", d.collectives);
+  p.report_to_nodes = j.value("report_to_nodes", d.report_to_nodes);
+  if (p.report_to_nodes != "nodes" && p.report_to_nodes != "full")
+    throw std::invalid_argument("report_to_nodes is '" + p.report_to_nodes +
+                                "': expected \"nodes\" or \"full\"");
   if (j.contains("auth")) {
     const auto& a = j.at("auth");
     p.auth.job_id = a.value("job_id", "");
@@ -269,6 +275,82 @@ std::string SizeText(std::uint64_t bytes) {
 }
 
 }  // namespace
+
+nlohmann::json NodesFindings(const nlohmann::json& findings, std::size_t* omitted) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!findings.is_array()) return out;
+  for (const auto& f : findings) {
+    if (out.size() >= kNodesReportList) break;
+    nlohmann::json g = f;
+    if (g.is_object() && g.contains("evidence") && g["evidence"].is_array() &&
+        g["evidence"].size() > kNodesReportEvidence) {
+      const std::size_t more = g["evidence"].size() - kNodesReportEvidence;
+      auto& ev = g["evidence"];
+      ev.erase(ev.begin() + static_cast<long>(kNodesReportEvidence), ev.end());
+      ev.push_back(
+          {{"source", "..."}, {"value", fmt::format("{} more in node 0's warmup.json", more)}});
+    }
+    out.push_back(std::move(g));
+  }
+  if (omitted != nullptr) *omitted = findings.size() - out.size();
+  return out;
+}
+
+namespace {
+
+// The entries of `list` that `keep` selects, at most kNodesReportList; `omitted` counts the
+// rest under `name`.
+template <typename Keep>
+nlohmann::json KeepSome(const nlohmann::json& list, Keep keep, const char* name,
+                        nlohmann::json* omitted) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!list.is_array()) return out;
+  for (const auto& e : list)
+    if (out.size() < kNodesReportList && keep(e)) out.push_back(e);
+  if (list.size() > out.size()) (*omitted)[name] = list.size() - out.size();
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json NodesReport(const nlohmann::json& full) {
+  if (!full.is_object()) return full;
+  nlohmann::json out = full, omitted = nlohmann::json::object();
+  if (full.contains("arrivals") && full["arrivals"].is_array() && !full["arrivals"].empty()) {
+    out["arrivals"] = nlohmann::json::array({full["arrivals"].back()});  // the last one
+    if (full["arrivals"].size() > 1) omitted["arrivals"] = full["arrivals"].size() - 1;
+  }
+  if (full.contains("nodes"))
+    out["nodes"] = KeepSome(
+        full["nodes"], [](const auto& n) { return !n.value("arrived", false); }, "nodes", &omitted);
+  if (full.contains("ranks"))
+    out["ranks"] = KeepSome(
+        full["ranks"], [](const auto& r) { return !r.value("ok", false); }, "ranks", &omitted);
+  if (full.contains("bandwidth_per_node"))
+    out["bandwidth_per_node"] = KeepSome(
+        full["bandwidth_per_node"], [](const auto&) { return false; }, "bandwidth_per_node",
+        &omitted);
+  if (out.contains("bandwidth") && out["bandwidth"].is_object() &&
+      out["bandwidth"].contains("nodes")) {
+    omitted["bandwidth.nodes"] = out["bandwidth"]["nodes"].size();
+    out["bandwidth"].erase("nodes");
+  }
+  if (out.contains("pairs") && out["pairs"].is_object())
+    for (const char* k : {"per_node", "pairs"})
+      if (out["pairs"].contains(k)) {
+        omitted[std::string("pairs.") + k] = out["pairs"][k].size();
+        out["pairs"].erase(k);
+      }
+  if (full.contains("findings")) {
+    std::size_t dropped = 0;
+    out["findings"] = NodesFindings(full["findings"], &dropped);
+    if (dropped > 0) omitted["findings"] = dropped;
+  }
+  out["scope"] = {{"report", "nodes"},
+                  {"full_report", "node 0's warmup.json"},
+                  {"omitted", std::move(omitted)}};
+  return out;
+}
 
 std::string VerdictLine(const nlohmann::json& report) {
   std::string verdict = report.value("verdict", "fail");

@@ -70,6 +70,11 @@ struct WarmupPlan {
   /// false: rank 0's verdict never starts the collectives (the scale simulator,
   /// safe-launch-warmup-sim, which has none); `run` always plans them.
   bool collectives = true;
+  /// What rank 0 hands the other nodes under "report": "nodes" (default, NodesReport: the
+  /// verdict, the findings naming the odd nodes, bounded in size) or "full" (node 0's whole
+  /// report, which grows with the node count: N nodes fetching it cost N^2 bytes; kept so that
+  /// bench/scale.sh measures both designs in one run).
+  std::string report_to_nodes = "nodes";
 
   int World() const { return nnodes * nproc_per_node; }
   int NodeOfRank(int rank) const { return nproc_per_node > 0 ? rank / nproc_per_node : 0; }
@@ -150,6 +155,24 @@ std::vector<Finding> MissingRankFindings(const WarmupPlan& plan, const std::set<
 /// Mean bus bandwidth per node at the largest swept size, labelled "node N (host)".
 std::vector<NodeBandwidth> BandwidthPerNode(const std::vector<RankResult>& results,
                                             const std::map<int, std::string>& node_names);
+
+/// How much of what grows with the node count NodesReport keeps: evidence entries per finding,
+/// and entries of each per-node list (findings, nodes that never arrived, failed ranks).
+inline constexpr std::size_t kNodesReportEvidence = 8;
+inline constexpr std::size_t kNodesReportList = 64;
+
+/// The report rank 0 hands every other node: node 0's job-wide report without the parts that
+/// grow with the node count -- the arrivals (the last one is kept), the node list (those that
+/// never arrived are kept), every rank's result (the failed ones are kept), bandwidth per node
+/// and the pair rounds' per-node points -- and with each finding's evidence cut to
+/// kNodesReportEvidence entries (a comparison carries one per node). The verdict, every
+/// finding's check, code, entity (the odd nodes), message and fix stay, so VerdictLine and
+/// `diagnose` read it as they read the full one. `scope` says what was left out and that node
+/// 0's warmup.json holds it all.
+nlohmann::json NodesReport(const nlohmann::json& full);
+/// Findings (JSON array) as NodesReport keeps them: at most kNodesReportList, each with at most
+/// kNodesReportEvidence evidence entries (the rest counted in a last entry).
+nlohmann::json NodesFindings(const nlohmann::json& findings, std::size_t* omitted = nullptr);
 
 /// One line for every node's log: "warm-up passed: ..." / "warm-up FAILED: <first failure>".
 std::string VerdictLine(const nlohmann::json& report);

@@ -10,7 +10,8 @@
 //   result/<rank>, counter "results"      every rank, after the all_reduce and the sweep
 //   pairs                                 rank 0: whether (and which) pair rounds run
 //   pair/<rank>                           every rank: its pair measurements (when they ran)
-//   report                                rank 0: the job-wide report (warmup.json)
+//   report                                rank 0: the report for the other nodes (NodesReport:
+//                                         bounded; node 0's warmup.json holds the whole one)
 //   counter "done"                        every rank but 0, so rank 0 keeps the store up until read
 // Every wait is bounded by the plan's deadline; rank 0 keeps a reserve to publish what it knows.
 // This file is torch-free; libtorch stays behind backend.h.
@@ -351,7 +352,10 @@ class Rank {
       for (const auto& a : c.valid) arrivals.push_back(a);
     std::vector<Finding> findings = ArrivalVerdict(all_here);
     bool run_collectives = all_here && Worst(findings) != Outcome::kFail && plan_.collectives;
-    json verdict = {{"run_collectives", run_collectives}, {"findings", findings}};
+    // Every other node fetches the verdict: the findings as NodesReport keeps them (a
+    // comparison's evidence holds one entry per node).
+    json verdict = {{"run_collectives", run_collectives},
+                    {"findings", NodesFindings(json(findings))}};
     if (auto s = store_->Set("verdict", JsonText(verdict, -1)); !s.ok())
       return Fail(s.error().Describe());
     result_.timings.verdict = NowMs();
@@ -369,7 +373,11 @@ class Rank {
     LateClaims(&findings);
     result_.timings.end = NowMs();
     BuildReport(findings, results, arrivals);
-    if (auto s = store_->Set("report", JsonText(report_, -1)); !s.ok())
+    // The other nodes get what they need (the verdict, the findings naming the odd nodes), not
+    // everyone's arrival and entry: N nodes fetching the whole report cost N^2 bytes through
+    // this store (265 MB at 1024 nodes, bench/scale.sh), and this process held the replies.
+    const json& for_nodes = plan_.report_to_nodes == "full" ? report_ : NodesReport(report_);
+    if (auto s = store_->Set("report", JsonText(for_nodes, -1)); !s.ok())
       return Fail(s.error().Describe());
     // Keep the store (hosted in this process) up until every other process has the report.
     PollUntil([&] { return Counter("done") >= ExpectedOthers(); }, 0);

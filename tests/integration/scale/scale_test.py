@@ -47,7 +47,14 @@ for r in rows:
     if n >= 16:
         check(r.get("store_peak_sockets", 0) >= n // 2,
               f"N={n}: store sockets {r.get('store_peak_sockets')}")
-    check(r.get("odd_named"), f"N={n}: the MTU-1500 node was not named")
+    check(r.get("odd_named"), f"N={n}: the MTU-1500 node was not named (by node 0 and node 1)")
+    b = r.get("before", {})
+    check(r.get("reports") == n and b.get("reports") == n,
+          f"N={n}: reports {r.get('reports')}/{n}, before {b.get('reports')}/{n}")
+    if n >= 16:  # the nodes' report is bounded; the whole one grows with N
+        check((r.get("node_report_bytes") or 1e9) * 2 < (b.get("node_report_bytes") or 0),
+              f"N={n}: the nodes' report {r.get('node_report_bytes')} B, the whole one "
+              f"{b.get('node_report_bytes')} B")
     check(r.get("missing_named"), f"N={n}: the node that never started was not named")
     s = r.get("missing_named_s")
     check(s is not None and s < 6 + 1, f"N={n}: missing node named after {s} s (deadline 6 s)")
@@ -59,8 +66,9 @@ for r in rows:
     check(r.get("nodes_seen") == n, f"N={n}: diagnose saw {r.get('nodes_seen')} nodes")
 for what in ("last arrival", "node 0", "bundles started", "diagnose RUN_ROOT", "curves:"):
     check(what.lower() in p.stdout.lower(), f"the output lacks '{what}'")
-check(os.path.getsize(env["SCALE_SVG"]) > 500 if os.path.exists(env["SCALE_SVG"]) else False,
-      "no SVG written")
+svg = open(env["SCALE_SVG"]).read() if os.path.exists(env["SCALE_SVG"]) else ""
+check(len(svg) > 500, "no SVG written")
+check("before (whole report to every node)" in svg, "the SVG lacks the 'before' curves")
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
     sys.exit(1)

@@ -252,3 +252,89 @@ TEST_CASE("the plan carries the store's namespace and key to the ranks") {
   CHECK(back.auth.key_hex == plan.auth.key_hex);
   CHECK(back.auth.Authenticated());
 }
+
+namespace {
+
+// Node 0's report for `n` nodes, every node arrived but node 7, node n-1 with an odd MTU: one
+// comparison finding whose evidence has one entry per node, as CompareNodes writes it.
+nlohmann::json FullReport(int n) {
+  nlohmann::json arrivals = nlohmann::json::array(), nodes = nlohmann::json::array(),
+                 ranks = nlohmann::json::array(), per_node = nlohmann::json::array();
+  sl::Finding mtu;
+  mtu.check_id = "warmup.consistency.mtu";
+  mtu.code = "warmup.consistency.mtu/differs";
+  mtu.entity = "node " + std::to_string(n - 1) + " (sim" + std::to_string(n - 1) + ")";
+  mtu.outcome = Outcome::kFail;
+  mtu.message = "the MTU of mlx5_0:1 is 1500 on " + mtu.entity + " but 4200 on other nodes";
+  mtu.next_step = "set the same MTU";
+  for (int i = 0; i < n; ++i) {
+    arrivals.push_back({{"rank", i}, {"host", "sim" + std::to_string(i)}, {"t_ms", 1000.0 + i}});
+    nodes.push_back({{"node_rank", i}, {"name", "sim" + std::to_string(i)}, {"arrived", i != 7}});
+    RankResult r;
+    r.rank = r.node_rank = i;
+    r.ok = i != 3;
+    r.error = r.ok ? "" : "all_reduce timed out";
+    ranks.push_back(r);
+    per_node.push_back({{"node_rank", i}, {"label", "node " + std::to_string(i)}});
+    mtu.With("node " + std::to_string(i), i == n - 1 ? "1500" : "4200");
+  }
+  return {{"verdict", "fail"},
+          {"nnodes", n},
+          {"nproc_per_node", 1},
+          {"findings", nlohmann::json::array({mtu})},
+          {"arrivals", arrivals},
+          {"nodes", nodes},
+          {"ranks", ranks},
+          {"bandwidth_per_node", per_node},
+          {"timings_ms", {{"total", 1500.0}}}};
+}
+
+}  // namespace
+
+TEST_CASE("the report for the other nodes keeps the verdict and the odd nodes, not N entries") {
+  const std::string small = sl::warmup::NodesReport(FullReport(16)).dump();
+  const nlohmann::json big_full = FullReport(1024);
+  const nlohmann::json big = sl::warmup::NodesReport(big_full);
+  // Bounded: 64 times the nodes, the same size within a few bytes (the digits of the counts).
+  CHECK(big.dump().size() < small.size() + 64);
+  CHECK(big_full.dump().size() > 20 * big.dump().size());
+  CHECK(sl::warmup::VerdictLine(big) == sl::warmup::VerdictLine(big_full));
+  REQUIRE(big["findings"].size() == 1);
+  const auto& f = big["findings"][0];
+  CHECK(f["entity"] == "node 1023 (sim1023)");
+  CHECK(f["code"] == "warmup.consistency.mtu/differs");
+  REQUIRE(f["evidence"].size() == sl::warmup::kNodesReportEvidence + 1);
+  CHECK(f["evidence"].back()["value"] == "1016 more in node 0's warmup.json");
+  // What a node needs of the lists: the node that never arrived, the rank that failed, the last
+  // arrival (node 0's details name it); the rest is counted.
+  REQUIRE(big["nodes"].size() == 1);
+  CHECK(big["nodes"][0]["node_rank"] == 7);
+  REQUIRE(big["ranks"].size() == 1);
+  CHECK(big["ranks"][0]["error"] == "all_reduce timed out");
+  REQUIRE(big["arrivals"].size() == 1);
+  CHECK(big["arrivals"][0]["rank"] == 1023);
+  CHECK(big["bandwidth_per_node"].empty());
+  CHECK(big["scope"]["omitted"]["arrivals"] == 1023);
+  CHECK(big["scope"]["omitted"]["nodes"] == 1023);
+  CHECK(big["scope"]["full_report"] == "node 0's warmup.json");
+}
+
+TEST_CASE("the findings for the other nodes are cut to a bounded count") {
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 100; ++i) many.push_back({{"check", "warmup.arrival"}, {"entity", i}});
+  std::size_t omitted = 0;
+  auto kept = sl::warmup::NodesFindings(many, &omitted);
+  CHECK(kept.size() == sl::warmup::kNodesReportList);
+  CHECK(omitted == 100 - sl::warmup::kNodesReportList);
+  CHECK(kept[0]["entity"] == 0);
+}
+
+TEST_CASE("the plan says which report the other nodes get, and refuses another value") {
+  WarmupPlan plan;
+  CHECK(nlohmann::json(plan).get<WarmupPlan>().report_to_nodes == "nodes");
+  plan.report_to_nodes = "full";
+  CHECK(nlohmann::json(plan).get<WarmupPlan>().report_to_nodes == "full");
+  nlohmann::json j = plan;
+  j["report_to_nodes"] = "everything";
+  CHECK_THROWS_WITH(j.get<WarmupPlan>(), Catch::Contains("report_to_nodes is 'everything'"));
+}
