@@ -98,7 +98,8 @@ Status DiskFileWriter::WriteAtomic(const std::string& path, std::string_view con
     ::unlinkat(dfd, tmp.c_str(), 0);
   }
   ::close(dfd);
-  if (err != 0) return MakeError("cannot write: " + WriteErrnoText(err), path, WriteFixForErrno(err));
+  if (err != 0)
+    return MakeError("cannot write: " + WriteErrnoText(err), path, WriteFixForErrno(err));
   return OkStatus();
 }
 
@@ -152,7 +153,8 @@ Result<std::string> WriteUniqueFile(const std::string& dir, const std::string& p
     int err = FillAndClose(fd, content, dfd, name);
     ::close(dfd);
     if (err != 0) {
-      return MakeError("cannot write: " + WriteErrnoText(err), dir + "/" + name, WriteFixForErrno(err));
+      return MakeError("cannot write: " + WriteErrnoText(err), dir + "/" + name,
+                       WriteFixForErrno(err));
     }
     return dir + "/" + name;
   }
@@ -227,8 +229,9 @@ Status AppendRecord(const std::string& path, std::string_view record, mode_t mod
   int err = errno;
   Status result = OkStatus();
   if (n != static_cast<ssize_t>(out.size())) {
-    result = MakeError(n < 0 ? "cannot append: " + WriteErrnoText(err) : "short append (disk full?)",
-                       path, n < 0 ? WriteFixForErrno(err) : "");
+    result =
+        MakeError(n < 0 ? "cannot append: " + WriteErrnoText(err) : "short append (disk full?)",
+                  path, n < 0 ? WriteFixForErrno(err) : "");
   }
   ::flock(fd, LOCK_UN);
   ::close(fd);

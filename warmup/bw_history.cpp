@@ -113,8 +113,8 @@ std::vector<Finding> Compare(const HistoryEntry& now,
     double drop = 1 - p.busbw_gbps / it->second;
     worst = std::max(worst, drop);
     if (drop > max_drop)
-      drops.push_back(fmt::format("{} {:.2f} -> {:.2f} GB/s (-{:.0f}%)", HistorySize(p.bytes), it->second,
-                                  p.busbw_gbps, drop * 100));
+      drops.push_back(fmt::format("{} {:.2f} -> {:.2f} GB/s (-{:.0f}%)", HistorySize(p.bytes),
+                                  it->second, p.busbw_gbps, drop * 100));
   }
   Finding f;
   f.check_id = check;
@@ -192,7 +192,8 @@ std::vector<Finding> NcclTestsFindings(const NcclTestsOutput& out, const std::st
   };
   std::vector<std::string> wrong;
   for (const auto& r : out.rows)
-    if (r.Wrong() > 0) wrong.push_back(fmt::format("{} wrong at {}", r.Wrong(), HistorySize(r.bytes)));
+    if (r.Wrong() > 0)
+      wrong.push_back(fmt::format("{} wrong at {}", r.Wrong(), HistorySize(r.bytes)));
   if (out.out_of_bounds.value_or(0) > 0)
     wrong.push_back(fmt::format("{} out-of-bounds value(s)", *out.out_of_bounds));
   if (!wrong.empty())
