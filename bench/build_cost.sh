@@ -43,9 +43,12 @@ build() {
     { tail -20 "$work/$name.configure.log" >&2; exit 1; }
   local targets=()
   for t in $TARGETS; do
-    if [ "$t" = all ] || ninja -C "$dir" -t targets all | grep -q "^$t:"; then targets+=("$t")
+    # (grep -c reads all of ninja's list: with -q, ninja's SIGPIPE would fail the pipeline)
+    if [ "$t" = all ] || ninja -C "$dir" -t targets all | grep -c "^$t:" >/dev/null; then
+      targets+=("$t")
     else echo "  ($name has no target $t: skipped)"; fi
   done
+  ((${#targets[@]})) || { echo "build_cost.sh: $name has none of: $TARGETS" >&2; exit 2; }
   bench_phase "$name: build ${targets[*]} (-j$JOBS, ccache off)"
   local load0 t0 t1
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
