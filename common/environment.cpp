@@ -1,10 +1,10 @@
 #include "common/environment.h"
 
+#include <unistd.h>  // environ (glibc declares it with _GNU_SOURCE, which g++ defines)
+
 #include <cstring>
 
 #include "common/strings.h"
-
-extern char** environ;
 
 namespace sl {
 

@@ -13,7 +13,7 @@
 namespace sl {
 namespace {
 
-std::string ErrnoText(int err) { return std::strerror(err); }
+std::string WriteErrnoText(int err) { return std::strerror(err); }
 
 /// 16 hex digits from getrandom(2); a counter mixed with the pid where it is unavailable.
 std::string RandomSuffix() {
@@ -47,7 +47,7 @@ Result<int> OpenDirNoFollow(const std::string& dir) {
   int err = errno;
   struct stat st {};
   bool is_link = ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-  return MakeError("cannot open the directory to write into: " + ErrnoText(err), dir,
+  return MakeError("cannot open the directory to write into: " + WriteErrnoText(err), dir,
                    is_link ? "the directory is a symlink (not followed): use a real directory"
                            : WriteFixForErrno(err));
 }
@@ -89,7 +89,7 @@ Status DiskFileWriter::WriteAtomic(const std::string& path, std::string_view con
   if (fd < 0) {
     int err = errno;
     ::close(dfd);
-    return MakeError("cannot create a file: " + ErrnoText(err), dir + "/" + tmp,
+    return MakeError("cannot create a file: " + WriteErrnoText(err), dir + "/" + tmp,
                      WriteFixForErrno(err));
   }
   int err = FillAndClose(fd, content, dfd, tmp);
@@ -98,7 +98,8 @@ Status DiskFileWriter::WriteAtomic(const std::string& path, std::string_view con
     ::unlinkat(dfd, tmp.c_str(), 0);
   }
   ::close(dfd);
-  if (err != 0) return MakeError("cannot write: " + ErrnoText(err), path, WriteFixForErrno(err));
+  if (err != 0)
+    return MakeError("cannot write: " + WriteErrnoText(err), path, WriteFixForErrno(err));
   return OkStatus();
 }
 
@@ -128,13 +129,14 @@ Result<std::string> WriteUniqueFile(const std::string& dir, const std::string& p
     if (fd < 0) {
       int err = errno;
       ::close(dfd);
-      return MakeError("cannot create a file: " + ErrnoText(err), dir + "/" + name,
+      return MakeError("cannot create a file: " + WriteErrnoText(err), dir + "/" + name,
                        WriteFixForErrno(err));
     }
     int err = FillAndClose(fd, content, dfd, name);
     ::close(dfd);
     if (err != 0) {
-      return MakeError("cannot write: " + ErrnoText(err), dir + "/" + name, WriteFixForErrno(err));
+      return MakeError("cannot write: " + WriteErrnoText(err), dir + "/" + name,
+                       WriteFixForErrno(err));
     }
     return dir + "/" + name;
   }
@@ -163,7 +165,7 @@ Result<int> CreateNewFile(const std::string& path, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
     int err = errno;
-    return MakeError("cannot create a new file: " + ErrnoText(err), path,
+    return MakeError("cannot create a new file: " + WriteErrnoText(err), path,
                      err == EEXIST ? "it already exists (or is a symlink): remove it or use a "
                                      "fresh directory"
                                    : WriteFixForErrno(err));
@@ -176,7 +178,7 @@ Status AppendRecord(const std::string& path, std::string_view record, mode_t mod
       ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
   if (fd < 0) {
     int err = errno;
-    return MakeError("cannot open to append: " + ErrnoText(err), path, WriteFixForErrno(err));
+    return MakeError("cannot open to append: " + WriteErrnoText(err), path, WriteFixForErrno(err));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -187,7 +189,7 @@ Status AppendRecord(const std::string& path, std::string_view record, mode_t mod
     if (errno != EINTR) {
       int err = errno;
       ::close(fd);
-      return MakeError("cannot lock: " + ErrnoText(err), path);
+      return MakeError("cannot lock: " + WriteErrnoText(err), path);
     }
   }
   std::string out;
@@ -209,8 +211,9 @@ Status AppendRecord(const std::string& path, std::string_view record, mode_t mod
   int err = errno;
   Status result = OkStatus();
   if (n != static_cast<ssize_t>(out.size())) {
-    result = MakeError(n < 0 ? "cannot append: " + ErrnoText(err) : "short append (disk full?)",
-                       path, n < 0 ? WriteFixForErrno(err) : "");
+    result =
+        MakeError(n < 0 ? "cannot append: " + WriteErrnoText(err) : "short append (disk full?)",
+                  path, n < 0 ? WriteFixForErrno(err) : "");
   }
   ::flock(fd, LOCK_UN);
   ::close(fd);

@@ -403,7 +403,7 @@ std::string Basename(const std::string& path) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-std::string Join(const std::string& dir, const std::string& name) {
+std::string JoinPath(const std::string& dir, const std::string& name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
@@ -413,18 +413,18 @@ constexpr std::size_t kMaxReport = 8u << 20;
 void ReadBundle(const std::string& dir, const std::string& node, const FileReader& fs,
                 JobFacts* out) {
   out->node_of_dir[dir] = node;
-  const std::string counters = Join(dir, "node/ib_counters.json");
+  const std::string counters = JoinPath(dir, "node/ib_counters.json");
   if (auto t = fs.ReadFile(counters, kMaxReport); t.ok()) {
     for (auto& f : CounterFacts(*t, counters, node)) out->facts.push_back(std::move(f));
   }
-  const std::string preflight = Join(dir, "run/preflight.json");
+  const std::string preflight = JoinPath(dir, "run/preflight.json");
   if (auto t = fs.ReadFile(preflight, kMaxReport); t.ok()) {
     for (auto& f : PreflightFacts(*t, preflight, node)) out->facts.push_back(std::move(f));
   }
 }
 
 std::string ManifestHost(const std::string& dir, const FileReader& fs) {
-  auto t = fs.ReadFile(Join(dir, "manifest.json"), kMaxReport);
+  auto t = fs.ReadFile(JoinPath(dir, "manifest.json"), kMaxReport);
   if (!t.ok()) return "";
   auto j = nlohmann::json::parse(*t, nullptr, false);
   if (!j.is_object() || !j.contains("host") || !j["host"].is_string()) return "";
@@ -437,11 +437,11 @@ void ReadRunDir(const std::string& dir, const FileReader& fs, JobFacts* out, int
   const std::string node = Basename(dir);
   out->nodes.push_back(node);
   out->node_of_dir[dir] = node;
-  const std::string preflight = Join(dir, "preflight.json");
+  const std::string preflight = JoinPath(dir, "preflight.json");
   if (auto t = fs.ReadFile(preflight, kMaxReport); t.ok()) {
     for (auto& f : PreflightFacts(*t, preflight, node)) out->facts.push_back(std::move(f));
   }
-  const std::string warmup = Join(dir, "warmup.json");
+  const std::string warmup = JoinPath(dir, "warmup.json");
   if (auto t = fs.ReadFile(warmup, kMaxReport); t.ok()) {
     int n = 0;
     for (auto& f : WarmupFacts(*t, warmup, &n)) out->facts.push_back(std::move(f));
@@ -450,8 +450,8 @@ void ReadRunDir(const std::string& dir, const FileReader& fs, JobFacts* out, int
   auto children = fs.ListDir(dir);
   if (!children.ok()) return;
   for (const std::string& c : *children) {
-    const std::string sub = Join(dir, c);
-    if (c.empty() || c[0] == '.' || !fs.IsDir(sub) || !fs.Exists(Join(sub, "manifest.json"))) {
+    const std::string sub = JoinPath(dir, c);
+    if (c.empty() || c[0] == '.' || !fs.IsDir(sub) || !fs.Exists(JoinPath(sub, "manifest.json"))) {
       continue;
     }
     ReadBundle(sub, node, fs, out);
@@ -459,8 +459,8 @@ void ReadRunDir(const std::string& dir, const FileReader& fs, JobFacts* out, int
 }
 
 void Walk(const std::string& dir, int depth, const FileReader& fs, JobFacts* out, int* nnodes) {
-  if (fs.Exists(Join(dir, "status.json"))) return ReadRunDir(dir, fs, out, nnodes);
-  if (fs.Exists(Join(dir, "manifest.json"))) {
+  if (fs.Exists(JoinPath(dir, "status.json"))) return ReadRunDir(dir, fs, out, nnodes);
+  if (fs.Exists(JoinPath(dir, "manifest.json"))) {
     std::string host = ManifestHost(dir, fs);
     if (host.empty()) host = Basename(dir);
     if (std::find(out->nodes.begin(), out->nodes.end(), host) == out->nodes.end()) {
@@ -472,7 +472,7 @@ void Walk(const std::string& dir, int depth, const FileReader& fs, JobFacts* out
   auto children = fs.ListDir(dir);
   if (!children.ok()) return;
   for (const std::string& c : *children) {
-    const std::string sub = Join(dir, c);
+    const std::string sub = JoinPath(dir, c);
     if (!c.empty() && c[0] != '.' && fs.IsDir(sub)) Walk(sub, depth - 1, fs, out, nnodes);
   }
 }
@@ -506,10 +506,10 @@ std::string NodeOfFile(const std::map<std::string, std::string>& node_of_dir,
 
 bool IsRunRoot(const std::string& dir, const FileReader& fs) {
   auto children = fs.ListDir(dir);
-  if (!children.ok() || fs.Exists(Join(dir, "status.json"))) return false;
+  if (!children.ok() || fs.Exists(JoinPath(dir, "status.json"))) return false;
   for (const std::string& c : *children) {
-    const std::string sub = Join(dir, c);
-    if (fs.IsDir(sub) && fs.Exists(Join(sub, "status.json"))) return true;
+    const std::string sub = JoinPath(dir, c);
+    if (fs.IsDir(sub) && fs.Exists(JoinPath(sub, "status.json"))) return true;
   }
   return false;
 }

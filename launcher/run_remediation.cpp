@@ -19,7 +19,7 @@
 namespace sl::launcher {
 namespace {
 
-std::string Parent(const std::string& path) {
+std::string ParentDir(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   auto slash = p.rfind('/');
@@ -82,8 +82,8 @@ void DiagnoseRoot(const std::string& root, const Environment& env) {
 
 std::string JobRootForRemediation(const RunContext& ctx) {
   if (ctx.run_dir.empty()) return "";
-  const std::string root = Parent(ctx.run_dir);
-  std::string above = Parent(root);
+  const std::string root = ParentDir(ctx.run_dir);
+  std::string above = ParentDir(root);
   while (above.size() > 1 && above.back() == '/') above.pop_back();
   const auto slash = above.rfind('/');
   const std::string name = slash == std::string::npos ? above : above.substr(slash + 1);

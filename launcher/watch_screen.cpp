@@ -17,7 +17,7 @@ namespace {
 std::atomic<bool> g_quit{false};
 void OnQuit(int) { g_quit = true; }
 
-double NowUnix() {
+double ScreenNowUnix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
@@ -189,7 +189,7 @@ int RunScreen(watch::RunRootReader& reader, const ScreenOptions& o) {
   while (!g_quit) {
     auto now = std::chrono::steady_clock::now();
     if (now >= next) {
-      v.snap = watch::BuildSnapshot(reader.Read(), NowUnix(), o.watch, &memo);
+      v.snap = watch::BuildSnapshot(reader.Read(), ScreenNowUnix(), o.watch, &memo);
       v.selected = std::min(v.selected, v.Visible().empty() ? 0 : v.Visible().size() - 1);
       next = now + period;
       Draw(v, reader, color);

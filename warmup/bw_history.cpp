@@ -87,13 +87,13 @@ Result<HistoryEntry> ParseBaseline(std::string_view text) {
 
 namespace {
 
-double Median(std::vector<double> v) {
+double HistoryMedian(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::string Size(std::uint64_t bytes) {
+std::string HistorySize(std::uint64_t bytes) {
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   return HumanBytes(bytes);
 }
@@ -113,8 +113,8 @@ std::vector<Finding> Compare(const HistoryEntry& now,
     double drop = 1 - p.busbw_gbps / it->second;
     worst = std::max(worst, drop);
     if (drop > max_drop)
-      drops.push_back(fmt::format("{} {:.2f} -> {:.2f} GB/s (-{:.0f}%)", Size(p.bytes), it->second,
-                                  p.busbw_gbps, drop * 100));
+      drops.push_back(fmt::format("{} {:.2f} -> {:.2f} GB/s (-{:.0f}%)", HistorySize(p.bytes),
+                                  it->second, p.busbw_gbps, drop * 100));
   }
   Finding f;
   f.check_id = check;
@@ -154,7 +154,7 @@ std::vector<Finding> CompareWithHistory(const HistoryEntry& now,
   for (const auto* e : same)
     for (const auto& p : e->sweep) by_size[p.bytes].push_back(p.busbw_gbps);
   std::map<std::uint64_t, double> median;
-  for (auto& [bytes, v] : by_size) median[bytes] = Median(v);
+  for (auto& [bytes, v] : by_size) median[bytes] = HistoryMedian(v);
   return Compare(now, median, "warmup.bandwidth.history",
                  fmt::format("the median of the last {} run(s)", same.size()), max_drop);
 }
@@ -192,7 +192,8 @@ std::vector<Finding> NcclTestsFindings(const NcclTestsOutput& out, const std::st
   };
   std::vector<std::string> wrong;
   for (const auto& r : out.rows)
-    if (r.Wrong() > 0) wrong.push_back(fmt::format("{} wrong at {}", r.Wrong(), Size(r.bytes)));
+    if (r.Wrong() > 0)
+      wrong.push_back(fmt::format("{} wrong at {}", r.Wrong(), HistorySize(r.bytes)));
   if (out.out_of_bounds.value_or(0) > 0)
     wrong.push_back(fmt::format("{} out-of-bounds value(s)", *out.out_of_bounds));
   if (!wrong.empty())

@@ -40,7 +40,7 @@ int PartnerIn(const std::vector<std::pair<int, int>>& round, int node) {
 
 namespace {
 
-double Median(std::vector<double> v) {
+double RoundMedian(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   std::size_t n = v.size();
@@ -98,7 +98,7 @@ PairAnalysis AnalysePairs(const std::vector<PairMeasure>& measures,
   for (const auto& m : measures)
     if (m.ok) samples[m.node][m.bytes].push_back(m.busbw_gbps);
   for (auto& [node, sizes] : samples)
-    for (auto& [bytes, v] : sizes) a.per_node[node][bytes] = Median(v);
+    for (auto& [bytes, v] : sizes) a.per_node[node][bytes] = RoundMedian(v);
   for (const auto& e : errors)
     a.findings.push_back(
         PairFinding("pairs", Outcome::kWarn, "pair test failed: " + e, "", "pair_failed"));

@@ -9,7 +9,7 @@
 namespace sl {
 namespace {
 
-std::string LineWhere(int line) { return "line " + std::to_string(line); }
+std::string MountsLineWhere(int line) { return "line " + std::to_string(line); }
 
 // /proc/mounts escapes space, tab, newline and backslash as \ooo (fs/proc_namespace.c).
 std::string UnescapeMountField(std::string_view s) {
@@ -40,7 +40,7 @@ Result<std::vector<MountEntry>> ParseProcMounts(std::string_view text) {
     if (f.size() < 4) {
       return MakeError("malformed mount line \"" + Printable(t) +
                            "\" (expected: source mountpoint type options dump pass)",
-                       LineWhere(line_no));
+                       MountsLineWhere(line_no));
     }
     MountEntry m;
     m.source = UnescapeMountField(f[0]);

@@ -11,7 +11,7 @@
 namespace sl {
 namespace {
 
-std::string LineWhere(int line) { return "line " + std::to_string(line); }
+std::string NetProcLineWhere(int line) { return "line " + std::to_string(line); }
 
 }  // namespace
 
@@ -48,7 +48,7 @@ Result<std::vector<Ipv4Route>> ParseProcRoute(std::string_view text) {
     if (t.empty() || StartsWith(t, "Iface")) continue;
     auto f = Fields(t);
     if (f.size() < 8) {
-      return MakeError("malformed route row \"" + Printable(t) + "\"", LineWhere(line_no));
+      return MakeError("malformed route row \"" + Printable(t) + "\"", NetProcLineWhere(line_no));
     }
     Ipv4Route r;
     r.iface = std::string(f[0]);
@@ -71,7 +71,7 @@ Result<std::vector<Ipv4Route>> ParseProcRoute(std::string_view text) {
     std::uint32_t flags = 0;
     if (!hex(f[1], &r.destination) || !hex(f[2], &r.gateway) || !hex(f[7], &r.mask) ||
         f[3].size() > 8 || !hex(std::string(8 - f[3].size(), '0') + std::string(f[3]), &flags)) {
-      return MakeError("malformed route row \"" + Printable(t) + "\"", LineWhere(line_no));
+      return MakeError("malformed route row \"" + Printable(t) + "\"", NetProcLineWhere(line_no));
     }
     r.flags = flags;
     out.push_back(std::move(r));

@@ -15,7 +15,7 @@ namespace {
 
 using watchdog::Clock;
 
-double WallSeconds() {
+double CoordWallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
@@ -55,7 +55,7 @@ void PeerCoordinator::NoteMatch(const diagnose::Match& m, int stream, std::uint6
   const std::string code = m.Field("exitcode");
   if (rank_failure_ || code == "-6" || code == "-15") return;
   RankFailure f;
-  f.time_unix = WallSeconds();
+  f.time_unix = CoordWallSeconds();
   f.exitcode = std::atoi(code.c_str());
   f.local_rank = m.Field("local_rank").empty() ? -1 : std::atoi(m.Field("local_rank").c_str());
   f.pid = static_cast<pid_t>(std::atoi(m.Field("pid").c_str()));
@@ -113,7 +113,7 @@ bool PeerCoordinator::NoticeBeforeEnd() {
   if (!peers_->PollNow(std::chrono::milliseconds(1500)))
     return false;  // a slow file system: the job's own status stands
   // The channel keeps out this node's own events and those older than the job.
-  const double now = WallSeconds();
+  const double now = CoordWallSeconds();
   for (PeerEvent& e : peers_->Events()) {
     if (e.kind != "hang" || e.time_unix > now) continue;
     answered_ = std::move(e);
@@ -157,7 +157,7 @@ void PeerCoordinator::Post(const char* kind, diagnose::Trigger trigger,
   PeerEvent e;
   e.kind = kind;
   e.node = options_.node;
-  e.time_unix = WallSeconds();
+  e.time_unix = CoordWallSeconds();
   e.trigger = std::string(diagnose::TriggerName(trigger));
   const diagnose::Verdict v = verdict_(trigger, exit_status);
   e.category = v.category;
