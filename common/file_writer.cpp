@@ -67,7 +67,7 @@ int FillAndClose(int fd, std::string_view content, int dfd, const std::string& n
 struct SplitPath {
   std::string dir, base;
 };
-SplitPath Split(const std::string& path) {
+SplitPath SplitDirBase(const std::string& path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return {".", path};
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
@@ -77,7 +77,7 @@ SplitPath Split(const std::string& path) {
 
 Status DiskFileWriter::WriteAtomic(const std::string& path, std::string_view content,
                                    mode_t mode) const {
-  auto [dir, base] = Split(path);
+  auto [dir, base] = SplitDirBase(path);
   if (base.empty() || base == "." || base == "..") {
     return MakeError("not a file name", path, "name a file, not a directory");
   }
