@@ -55,6 +55,21 @@ void Evidence::Add(Match m) {
   if (n <= kKeepPerSignature) matches_.push_back(std::move(m));
 }
 
+bool Evidence::CountRepeat(const Signature& sig) {
+  // The rows whose every line updates a record (the desync map, a process's last progress
+  // line, the timeout lists) go through Add each time.
+  if (sig.id == "nccl.coll_trace" || sig.category == "progress" ||
+      sig.category == "collective_timeout") {
+    return false;
+  }
+  auto it = counts_.find(sig.id);
+  if (it == counts_.end() || it->second < kKeepPerSignature) return false;
+  // AddDistinct: every value of an identical Match is already kept (or the list is full).
+  ++it->second;
+  ++total_;
+  return true;
+}
+
 namespace {
 // The fields that tell nodes, ranks and links apart; the rest (sizes, pointers) are not kept
 // per value.

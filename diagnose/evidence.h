@@ -38,6 +38,13 @@ class Evidence {
   /// Distinct values kept per (signature, field).
   static constexpr std::size_t kKeepDistinct = 64;
   void Add(Match m);
+  /// Counts one more line of `sig` when that changes nothing else Add would: the caller vouches
+  /// that an identical Match (signature, fields, source; only the line number differs) was
+  /// Added before. True when counted; false when the line must go through Add (fewer than
+  /// kKeepPerSignature kept yet, or a row whose every line moves a record: collective traces,
+  /// progress, collective timeouts). A log of one line repeated a million times then builds a
+  /// few Match objects, not a million.
+  bool CountRepeat(const Signature& sig);
   /// Feeds every line of `text` (a file) through `matcher`, tagging matches with `source`.
   void AddText(const LineMatcher& matcher, std::string_view text, const std::string& source);
   const std::vector<Match>& matches() const { return matches_; }

@@ -101,6 +101,7 @@ LogIngest::~LogIngest() = default;
 void LogIngest::BeginFile(const std::string& name) {
   file_ = name;
   ++file_number_;
+  recalled_by_text_.clear();
   node_ = node_of_dir_ != nullptr ? NodeOfFile(*node_of_dir_, name) : "";
   // safe-launch's own reports in a run directory or bundle are facts (ReadJobFacts reads them),
   // not log lines: their messages quote error strings ("ibv_reg_mr fails with ENOMEM") that the
@@ -165,11 +166,47 @@ void LogIngest::AddText(const std::string& name, std::string_view text) {
   EndFile();
 }
 
+// RecognizeLine is a function of the line's text alone, and a file's lines all get the same
+// source and node: an identical line of the same file is recognised once. Bounded: past
+// kMaxRecalled texts (or for a very long line) nothing more is remembered and lines are
+// recognised one by one, as before.
+LogIngest::Recognised* LogIngest::Recall(std::string_view line) {
+  if (auto it = recalled_by_text_.find(line); it != recalled_by_text_.end()) {
+    ++recalled_;
+    return &it->second;
+  }
+  if (recalled_by_text_.size() >= kMaxRecalled || line.size() > kMaxRecalledLine) return nullptr;
+  Recognised r;
+  r.match = RecognizeLine(matcher_, line);
+  if (r.match) {
+    r.match->source = file_;
+    if (!node_.empty() && r.match->Field("host").empty()) r.match->fields["host"] = node_;
+  }
+  return &recalled_by_text_.emplace(std::string(line), std::move(r)).first->second;
+}
+
 void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
   // The skip scan hands over every line MatchLine can match (prefixes only add bytes in front,
   // so a line that matches once stripped holds the same anchors).
   matcher_.ScanBlock(block, [&](std::string_view line, std::size_t index) {
-    auto m = RecognizeLine(matcher_, line);
+    Recognised* known = Recall(line);
+    std::optional<Match> m;
+    if (known == nullptr) {
+      m = RecognizeLine(matcher_, line);
+    } else if (known->match) {
+      if (SeenInAnotherFile(line)) {
+        ++duplicates_;
+        return;
+      }
+      // Already in the evidence once: when Add would only count it, count it.
+      if (known->added && evidence_->CountRepeat(*known->match->signature)) return;
+      known->added = true;
+      Match copy = *known->match;
+      copy.line_number = first_line + index;
+      evidence_->Add(std::move(copy));
+      return;
+    }
+    // Not recognised alone: a wrapped line depends on the lines after it, never remembered.
     if (!m) m = RecognizeWrapped(matcher_, block, line);
     if (m) {
       if (SeenInAnotherFile(line)) {

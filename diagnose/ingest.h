@@ -46,9 +46,27 @@ class LogIngest : public InputSink {
   std::uint64_t duplicate_lines() const { return duplicates_; }
   /// Distinct lines remembered for that (beyond it, every line counts: bounded memory).
   static constexpr std::size_t kMaxRemembered = 1 << 18;
+  /// Candidate lines whose recognition was taken from an earlier identical line of the same file
+  /// (logs repeat the same few lines: NCCL's channel and transport lines, a flood of one WARN).
+  std::uint64_t recalled_lines() const { return recalled_; }
+  /// Distinct line texts whose recognition is remembered per file, and the longest remembered.
+  static constexpr std::size_t kMaxRecalled = 4096;
+  static constexpr std::size_t kMaxRecalledLine = 1024;
 
  private:
   void OnBlock(std::string_view block, std::uint64_t first_line);
+  // What RecognizeLine made of a line of this file (source and host set), and whether that
+  // Match has gone into the evidence once already (then a repeat may only be counted).
+  struct Recognised {
+    std::optional<Match> match;
+    bool added = false;
+  };
+  Recognised* Recall(std::string_view line);
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, Recognised, TextHash, std::equal_to<>> recalled_by_text_;
   bool SeenInAnotherFile(std::string_view clean_line);
   const LineMatcher& matcher_;
   Evidence* evidence_;
@@ -57,7 +75,7 @@ class LogIngest : public InputSink {
   const std::map<std::string, std::string>* node_of_dir_ = nullptr;
   std::vector<std::string> walk_roots_;
   std::unique_ptr<LogLineBlocks> assembler_;
-  std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0, duplicates_ = 0;
+  std::uint64_t lines_ = 0, cut_lines_ = 0, replaced_ = 0, duplicates_ = 0, recalled_ = 0;
   // hash(node, line without collector prefixes) -> (file number, times seen there), per file.
   std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> seen_;
   std::uint32_t file_number_ = 0;

@@ -163,3 +163,50 @@ TEST_CASE("a bundle tail repeating a rank log's line counts it once, and a real 
   ingest.AddText("b.log", warn);
   CHECK(ev.Count("nccl.ib_port_error") == 5);
 }
+
+TEST_CASE(
+    "a line repeated in one file is recognised once and counted, its first kept lines cited") {
+  LineMatcher m;
+  Evidence ev;
+  LogIngest ingest(m, &ev);
+  // CRLF and a byte that is not UTF-8 (cleaned to '?') on the repeated line itself.
+  std::string text;
+  for (int i = 0; i < 20; ++i)
+    text += "n1:5:6 [3] NCCL WARN NET/IB : Got async event : port error\xff\r\n";
+  ingest.AddText("a.log", text);
+  CHECK(ev.Count("nccl.ib_port_error") == 20);
+  CHECK(ev.total() == 20);
+  CHECK(ingest.recalled_lines() == 19);
+  REQUIRE(ev.matches().size() == Evidence::kKeepPerSignature);
+  CHECK(ev.matches().back().line_number == Evidence::kKeepPerSignature);
+  CHECK(ev.matches().back().source == "a.log");
+  CHECK(ev.matches().back().Field("host") == "n1");
+  // Another file's identical line is recognised afresh, with its own source.
+  ingest.AddText("b.log", "n1:5:6 [3] NCCL WARN NET/IB : Got async event : port error\xff\n");
+  CHECK(ev.Count("nccl.ib_port_error") == 21);
+  CHECK(ingest.recalled_lines() == 19);
+}
+
+TEST_CASE("a repeat only counts once its signature's kept lines are full, never for progress") {
+  LineMatcher m;
+  Evidence ev;
+  const Signature* warn = nullptr;
+  const Signature* progress = nullptr;
+  for (const Signature& s : Catalog()) {
+    if (s.id == "nccl.ib_port_error") warn = &s;
+    if (s.category == "progress" && progress == nullptr) progress = &s;
+  }
+  REQUIRE(warn != nullptr);
+  REQUIRE(progress != nullptr);
+  CHECK_FALSE(ev.CountRepeat(*warn));  // nothing kept yet: Add must take it
+  Match x;
+  x.signature = warn;
+  x.source = "a.log";
+  for (std::size_t i = 0; i < Evidence::kKeepPerSignature; ++i) ev.Add(x);
+  CHECK(ev.CountRepeat(*warn));
+  CHECK(ev.Count("nccl.ib_port_error") == Evidence::kKeepPerSignature + 1);
+  Match p;
+  p.signature = progress;
+  for (std::size_t i = 0; i < Evidence::kKeepPerSignature; ++i) ev.Add(p);
+  CHECK_FALSE(ev.CountRepeat(*progress));  // each progress line moves the process's last line
+}
