@@ -112,7 +112,7 @@ class SocketSampler(threading.Thread):
     def run(self):
         while not self.stop:
             self.peak = max(self.peak, count_sockets(self.pid))
-            time.sleep(0.05)
+            time.sleep(0.005)
 
 
 def warmup_run(n, facts, odd_facts=None, missing=None):

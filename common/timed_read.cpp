@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -34,8 +35,17 @@ struct Job {
 // descriptor and goes back to idle.
 class Helpers {
  public:
+  // Never destroyed: a stuck helper may outlive main. A forked child (the post-mortem's
+  // diagnosis runs in one) has none of the parent's helper threads, and the parent's state
+  // (idle helpers, perhaps a held lock) would make each of its reads wait for a thread that is
+  // not there: a process other than the one that made the helpers starts afresh.
   static Helpers& Get() {
-    static Helpers* h = new Helpers();  // never destroyed: a stuck helper may outlive main
+    static std::atomic<Helpers*> instance{nullptr};
+    Helpers* h = instance.load();
+    if (h != nullptr && h->pid_ == ::getpid()) return *h;
+    auto* fresh = new Helpers();
+    if (instance.compare_exchange_strong(h, fresh)) return *fresh;
+    delete fresh;  // another thread of this process made them first
     return *h;
   }
 
@@ -104,6 +114,7 @@ class Helpers {
     }
   }
 
+  const pid_t pid_ = ::getpid();
   std::mutex mu_;
   std::condition_variable work_, done_;
   std::deque<std::shared_ptr<Job>> queue_;

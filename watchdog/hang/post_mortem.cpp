@@ -79,7 +79,7 @@ std::string RunPostMortem(const PostMortemOptions& o, PeerChannel* peers) {
   if (!o.diagnose) return "";
   // In a child: the job's exit waits for the deadline at most. The wait owns SIGTERM/SIGINT
   // (the supervisor's loop is over). A stop (srun TERMs the whole step when the first task
-  // exits, scancel) leaves the diagnosis kStopLeaves more: it takes a second or two, and
+  // exits, scancel) leaves the diagnosis `stop_leaves` more: it takes a second or two, and
   // Slurm's KILL comes KillWait (30 s by default) after its TERM.
   DiagnoseRoot diagnose = o.diagnose;
   auto r = RunCallInChild([&] { return diagnose(root); }, o.diagnose_deadline,

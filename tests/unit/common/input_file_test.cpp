@@ -290,3 +290,32 @@ TEST_CASE("at most kMaxStuckReads reads may be stuck; the next is refused at onc
   CHECK(*text == "hello\n");
   std::filesystem::remove_all(d);
 }
+
+// The post-mortem's diagnosis runs in a forked child of the multi-threaded supervisor: the
+// parent's idle helper is not there, and a read handed to it would wait out its deadline.
+TEST_CASE("a forked child's timed reads do not wait for the parent's helper threads") {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  REQUIRE(::write(p[1], "ab", 2) == 2);
+  char buf[4] = {};
+  auto first = sl::TimedRead(
+      p[0], buf, 1,
+      std::chrono::steady_clock::now() + std::chrono::seconds(5));  // leaves a helper idle
+  REQUIRE(first.ok());
+  REQUIRE(first->bytes == 1);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const auto start = std::chrono::steady_clock::now();
+    auto got = sl::TimedRead(p[0], buf, 1, start + std::chrono::seconds(3));
+    const bool ok = got.ok() && !got->timed_out && got->bytes == 1 && buf[0] == 'b' &&
+                    std::chrono::steady_clock::now() - start < std::chrono::seconds(1);
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::close(p[0]);
+  ::close(p[1]);
+}
