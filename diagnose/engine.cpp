@@ -69,17 +69,34 @@ bool IsLinkLocalPrefix(std::string_view spn) {
   return s == "80fe" || (s.size() >= 4 && s.substr(0, 4) == "fe80");
 }
 
+// The GIDs the evidence names: the QP lines' prefixes, the local GID of ibv_modify_qp failures
+// (2.24+, "local GID fe80::...") and of IB completion errors (2.18+, "localGid fe80::...").
+constexpr std::pair<std::string_view, std::string_view> kGidFields[] = {
+    {"nccl.ib_qp_info", "gid_prefix"},
+    {"nccl.ibv_modify_qp", "local_gid"},
+    {"nccl.ib_status_retry_exceeded", "local_gid"},
+    {"nccl.ib_status_loc_prot", "local_gid"},
+    {"nccl.ib_status_flush", "local_gid"},
+    {"nccl.ib_completion", "local_gid"},
+};
+
+Lines GidsSeen(const Evidence& ev) {
+  Lines out;
+  for (const auto& [row, field] : kGidFields) {
+    for (const Match* m : ev.Distinct(row, field)) out.push_back(m);
+  }
+  return out;
+}
+
+std::string GidOf(const Match& m) {
+  const std::string p = m.Field("gid_prefix");
+  return p.empty() ? m.Field("local_gid") : p;
+}
+
 bool LinkLocalGid(const Evidence& ev, Lines* out) {
   bool any = false;
-  for (const Match* m : ev.Distinct("nccl.ib_qp_info", "gid_prefix")) {
-    if (IsLinkLocalPrefix(m->Field("gid_prefix"))) {
-      out->push_back(m);
-      any = true;
-    }
-  }
-  // ibv_modify_qp failures name the local GID itself on 2.24+ ("local GID fe80::...").
-  for (const Match* m : ev.Distinct("nccl.ibv_modify_qp", "local_gid")) {
-    if (IsLinkLocalPrefix(m->Field("local_gid"))) {
+  for (const Match* m : GidsSeen(ev)) {
+    if (IsLinkLocalPrefix(GidOf(*m))) {
       out->push_back(m);
       any = true;
     }
@@ -648,7 +665,8 @@ constexpr NamedCondition kConditions[] = {
     {"nccl_result_remote", NcclResultRemote,
      "NCCL's 'remote process exited or there was a network error' (ncclRemoteError)"},
     {"retry_exceeded", RetryExceeded, "IB completions with status 12 (transport retry exceeded)"},
-    {"link_local_gid", LinkLocalGid, "a NET/IB QP line whose GID has the link-local prefix fe80"},
+    {"link_local_gid", LinkLocalGid,
+     "a GID with the link-local prefix fe80 (NET/IB QP line, ibv_modify_qp or completion error)"},
     {"modify_qp_failed", ModifyQpFailed, "ibv_modify_qp failures (QP to RTR/RTS)"},
     {"roce", RoceInUse, "NET/IB : Using ... /RoCE"},
     {"qp_mtu_differs", QpMtuDiffers, "NET/IB QP lines with different MTUs"},
@@ -1633,6 +1651,29 @@ Diagnosis Diagnose(const Evidence& evidence, std::span<const CauseClaim> claims,
 
 // ---- the vocabulary's own knowledge, as pseudo-observations for the fit ----
 
+namespace {
+
+// A row's pseudo-observation is the log of that one line, as far as the catalog knows the line
+// (its substrings, no fields): every feature such a log has -- the row, its kind and category,
+// the conditions its text meets, and the shape (the first error, before any Init COMPLETE) -- so
+// that the fit weighs a row the corpus lacks as it would weigh a real log of it, not by its row
+// feature alone.
+std::vector<std::pair<std::string, double>> RowAloneFeatures(const Signature& s) {
+  Match m;
+  m.signature = &s;
+  m.line = std::string(s.prefilter);
+  if (!s.also.empty()) m.line += " " + std::string(s.also);
+  m.source = "prior";
+  m.line_number = 1;
+  Evidence ev;
+  ev.Add(std::move(m));
+  std::vector<std::pair<std::string, double>> out;
+  for (const Feature& f : ExtractFeatures(ev, {})) out.emplace_back(f.id, f.value);
+  return out;
+}
+
+}  // namespace
+
 std::vector<PriorExample> PriorExamples() {
   std::vector<PriorExample> out;
   for (const Rule& r : kRules) {
@@ -1646,12 +1687,7 @@ std::vector<PriorExample> PriorExamples() {
   }
   for (const Signature& s : Catalog()) {
     if (s.kind == EvidenceKind::kFact || FindCategory(s.category) == nullptr) continue;
-    PriorExample e{"row:" + std::string(s.id), std::string(s.category), {}};
-    e.features.emplace_back(e.id, 1);
-    e.features.emplace_back(
-        (s.kind == EvidenceKind::kCause ? "cause:" : "symptom:") + std::string(s.category), 1);
-    e.features.emplace_back("engine:" + std::string(s.category), RowConfidence(s));
-    out.push_back(std::move(e));
+    out.push_back({"row:" + std::string(s.id), std::string(s.category), RowAloneFeatures(s)});
   }
   // Other sources' claim codes: the corpus holds logs only, so without these a preflight finding
   // or a Flight Recorder verdict would weigh nothing.

@@ -1317,6 +1317,25 @@ std::vector<RowCase> OtherLayerCases() {
        "\"cudaSetDevice(currentDevice)\"",
        "cuda.system_not_ready_name",
        {}},
+      // cudaErrorInvalidDevice (101) as NCCL's checks.h "Cuda failure '%s'" (2.10-2.18), "Cuda
+      // failure %d '%s'" (2.19+), torch's c10_cuda_check "CUDA error: %s" and THC's "cuda
+      // runtime error (%d) : %s at %s:%d"; the enum's name in the samples' checkCudaErrors.
+      {"gpu07:2291:2377 [3] NCCL WARN Cuda failure 'invalid device ordinal'",
+       "cuda.invalid_device_ordinal",
+       {}},
+      {"gpu07:2291:2377 [3] NCCL WARN Cuda failure 101 'invalid device ordinal'",
+       "cuda.invalid_device_ordinal",
+       {}},
+      {"[rank9]: RuntimeError: CUDA error: invalid device ordinal",
+       "cuda.invalid_device_ordinal",
+       {{"rank", "9"}}},
+      {"RuntimeError: cuda runtime error (101) : invalid device ordinal at "
+       "/pytorch/aten/src/THC/THCGeneral.cpp:50",
+       "cuda.invalid_device_ordinal",
+       {}},
+      {"CUDA error at simpleP2P.cu:98 code=101(cudaErrorInvalidDevice) \"cudaSetDevice(gpuid)\"",
+       "cuda.invalid_device_name",
+       {}},
       // nccl-tests common.h CUDACHECK: "%s: Test CUDA failure %s:%d '%s'".
       {" Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime "
        "version'",
@@ -1452,6 +1471,18 @@ std::vector<RowCase> OtherLayerCases() {
 }
 TEST_CASE("rows of other layers: CUDA texts, the linker, nvidia-smi, Gloo, UCX, ulimit, aborts") {
   CheckCases(OtherLayerCases());
+}
+
+TEST_CASE("a kernel built for another GPU (invalid device function) is no device-selection row") {
+  LineMatcher m;
+  // cudaErrorInvalidDeviceFunction (98): the enum name extends cudaErrorInvalidDevice's.
+  for (const char* line :
+       {"CUDA error at kernel.cu:12 code=98(cudaErrorInvalidDeviceFunction) \"cudaGetLastError()\"",
+        "RuntimeError: CUDA error: invalid device function"}) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (r.has_value()) CHECK(r->signature->category != std::string_view("duplicate_gpu"));
+  }
 }
 
 TEST_CASE("NCCL result rows: ncclGetErrorString's texts as other wrappers print them") {

@@ -2,6 +2,7 @@
 // small table of the test's own, so the behaviours do not hang on what a refit learns).
 #include "diagnose/model.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -229,6 +230,46 @@ TEST_CASE(
   CHECK(HasFeature(error, "struct:hosts_one"));
   CHECK_FALSE(HasFeature(error, "struct:hosts_many"));
   CHECK_FALSE(HasFeature(init, "struct:error_before_init"));  // no error at all
+}
+
+// net_ib.cc 2.18-2.19 "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d,
+// vendor err %d (%s) localGid %s remoteGids%s": the completion's own local GID.
+TEST_CASE("an IB completion's own link-local GID is the GID's evidence, a routable one is not") {
+  const std::string head =
+      "n1:11:12 [0] transport/net_ib.cc:1012 NCCL WARN NET/IB : Got completion from peer "
+      "10.0.0.2<53908> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid ";
+  const std::string link_local = head + "fe80::ba59:9f03:c0:12 remoteGidsfe80::ba59:9f03:c0:14\n";
+  const std::string routable = head + "::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2\n";
+  CHECK(HasFeature(link_local, "cond:link_local_gid"));
+  CHECK(HasFeature(link_local, "rule:gid_index.retry_with_link_local_gid"));
+  CHECK_FALSE(HasFeature(routable, "cond:link_local_gid"));
+  CHECK_FALSE(HasFeature(routable, "rule:gid_index.retry_with_link_local_gid"));
+}
+
+TEST_CASE("a catalog row's pseudo-observation is the log of that line alone") {
+  const PriorExample* ordinal = nullptr;
+  const PriorExample* status12 = nullptr;
+  auto priors = PriorExamples();
+  for (const PriorExample& p : priors) {
+    if (p.id == "row:cuda.invalid_device_ordinal") ordinal = &p;
+    if (p.id == "row:nccl.ib_status_retry_exceeded") status12 = &p;
+    CHECK(p.id != "row:nccl.init_complete");  // a fact names no cause
+  }
+  auto has = [](const PriorExample* p, std::string_view id) {
+    return std::any_of(p->features.begin(), p->features.end(),
+                       [&](const auto& f) { return f.first == id; });
+  };
+  REQUIRE(ordinal != nullptr);
+  CHECK(ordinal->category == "duplicate_gpu");
+  CHECK(has(ordinal, "cause:duplicate_gpu"));
+  CHECK(has(ordinal, "first:duplicate_gpu"));          // the one line is the first error
+  CHECK(has(ordinal, "cond:invalid_device_ordinal"));  // the conditions its text meets
+  CHECK(has(ordinal, "rule:duplicate_gpu.invalid_device_ordinal"));
+  CHECK_FALSE(has(ordinal, "cond:retry_exceeded"));
+  REQUIRE(status12 != nullptr);
+  CHECK(has(status12, "cond:retry_exceeded"));
+  CHECK(has(status12, "first:retry_exceeded_network"));
+  CHECK_FALSE(has(status12, "first:duplicate_gpu"));
 }
 
 TEST_CASE("every pseudo-observation names a cause and features the extractor produces") {
