@@ -378,7 +378,10 @@ bool RankDied(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
       [&ev](const Match& m) {
-        if (Is(m, "torch.cuda_oom") || Is(m, "kernel.oom_kill")) return true;
+        if (Is(m, "torch.cuda_oom") || Is(m, "nccl.cuda_calloc_failed") ||
+            Is(m, "kernel.oom_kill")) {
+          return true;
+        }
         // A DataLoader worker killed by SIGBUS after torch's shared-memory hint died of a full
         // /dev/shm: shm_too_small, not a crash of its own.
         if (Is(m, "torch.dataloader_worker_killed") && Has(m, "Bus error") &&

@@ -1336,6 +1336,38 @@ std::vector<RowCase> OtherLayerCases() {
       {"CUDA error at simpleP2P.cu:98 code=101(cudaErrorInvalidDevice) \"cudaSetDevice(gpuid)\"",
        "cuda.invalid_device_name",
        {}},
+      // alloc.h 2.14-2.30 ncclCudaCalloc / ncclCudaCallocAsync.
+      {"gpu07:2291:2377 [3] NCCL WARN Failed to CUDA calloc async 1920 bytes",
+       "nccl.cuda_calloc_failed",
+       {{"bytes", "1920"}}},
+      {"gpu07:2291:2377 [3] NCCL WARN Failed to CUDA calloc 4194304 bytes",
+       "nccl.cuda_calloc_failed",
+       {{"bytes", "4194304"}}},
+      // init.cc 2.14-2.30, as torch's "Last error:" line repeats it.
+      {"Invalid config blocking attribute value -2147483648",
+       "nccl.config_blocking_invalid",
+       {{"value", "-2147483648"}}},
+      // graph/paths.cc 2.10-2.30.
+      {"gpu07:2291:2291 [3] NCCL WARN Failed to find reverse path from remNode 0/5f000 nlinks 4 "
+       "to node 0/cb000",
+       "nccl.topo_reverse_path",
+       {{"rem_id", "5f000"}, {"nlinks", "4"}, {"node_id", "cb000"}}},
+      // enqueue.cc 2.10-2.23, 2.24-2.29 (with and without a forced NCCL_ALGO), 2.30.
+      {"gpu07:2291:2291 [3] NCCL WARN Error : no algorithm/protocol available",
+       "nccl.no_algorithm",
+       {}},
+      {"gpu07:2291:2291 [3] NCCL WARN Error : no algorithm/protocol available for function "
+       "AllGather with datatype ncclInt8.",
+       "nccl.no_algorithm",
+       {{"function", "AllGather"}, {"datatype", "ncclInt8"}}},
+      {"gpu07:2291:2291 [3] NCCL WARN Error : no algorithm/protocol available for function "
+       "AllGather with datatype ncclInt8. NCCL_ALGO was set to Tree.",
+       "nccl.no_algorithm_forced",
+       {{"function", "AllGather"}, {"algo", "Tree"}}},
+      {"gpu07:2291:2291 [3] NCCL WARN No algorithm/protocol available for function Broadcast "
+       "with datatype ncclInt8. NCCL_PROTO was set to LL128.",
+       "nccl.no_algorithm_forced",
+       {{"function", "Broadcast"}, {"proto", "LL128"}}},
       // nccl-tests common.h CUDACHECK: "%s: Test CUDA failure %s:%d '%s'".
       {" Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime "
        "version'",
@@ -1482,6 +1514,23 @@ TEST_CASE("a kernel built for another GPU (invalid device function) is no device
     INFO(line);
     auto r = m.MatchLine(line);
     if (r.has_value()) CHECK(r->signature->category != std::string_view("duplicate_gpu"));
+  }
+}
+
+TEST_CASE("NCCL's other config and algorithm messages are not the new rows'") {
+  LineMatcher m;
+  // init.cc's neighbouring checks (cgaClusterSize, NCCL_COMM_BLOCKING) and nvls' "no
+  // algorithm" INFO of another shape must not read as a version split or an NCCL defect.
+  for (const char* line :
+       {"gpu07:2291:2291 [3] NCCL WARN Invalid config cgaClusterSize attribute value -3",
+        "gpu07:2291:2291 [3] NCCL WARN Invalid NCCL_COMM_BLOCKING value 7",
+        "gpu07:2291:2291 [3] NCCL INFO Failed to find path from node 0/5f000 to node 0/cb000"}) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (!r.has_value()) continue;
+    CHECK(r->signature->id != std::string_view("nccl.config_blocking_invalid"));
+    CHECK(r->signature->id != std::string_view("nccl.topo_reverse_path"));
+    CHECK(r->signature->id != std::string_view("nccl.no_algorithm"));
   }
 }
 

@@ -572,6 +572,23 @@ TEST_CASE("an uncorrectable ECC or NVLink CUDA error is gpu_xid_or_driver withou
   CHECK(fm.causes[0].category == "gpu_xid_or_driver");
 }
 
+TEST_CASE("NCCL failing to allocate GPU memory is a rank's death, like torch's CUDA OOM") {
+  // alloc.h 2.14-2.30 "Failed to CUDA calloc async %ld bytes" on one rank, a peer's error after.
+  Diagnosis d = Run(
+      "n1:11:12 [0] NCCL WARN Failed to CUDA calloc async 1920 bytes\n"
+      "n2:21:22 [1] NCCL WARN NET/IB : Got completion from peer 10.0.0.1<5> with status=5 "
+      "opcode=1 len=0 vendor err 249 (Recv)\n"
+      "[rank1]:[E ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=4, NumelOut=8, Timeout(ms)=600000) "
+      "ran for 600001 milliseconds before timing out.\n");
+  bool died = false;
+  for (const auto& f : d.fired) died = died || f.rule == "oom_or_crash_other_rank.rank_died";
+  CHECK(died);
+  // The same text without the allocation failure names no death.
+  Diagnosis none = Run("n1:11:12 [0] NCCL WARN Failed to CUDA malloc host 1920 bytes\n");
+  for (const auto& f : none.fired) CHECK(f.rule != "oom_or_crash_other_rank.rank_died");
+}
+
 TEST_CASE("CUDA's invalid device ordinal is a device selection bug (duplicate_gpu)") {
   Diagnosis d = Run("[rank9]:RuntimeError: CUDA error: invalid device ordinal\n");
   REQUIRE(d.named());
