@@ -1368,6 +1368,46 @@ std::vector<RowCase> OtherLayerCases() {
        "with datatype ncclInt8. NCCL_PROTO was set to LL128.",
        "nccl.no_algorithm_forced",
        {{"function", "Broadcast"}, {"proto", "LL128"}}},
+      // THC's _THError and its stderr note (torch 0.4-1.10, THCGeneral.cpp).
+      {"RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at "
+       "/pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265",
+       "torch.thc_cuda_error",
+       {{"cuda_err", "39"}, {"error", "uncorrectable ECC error encountered"}}},
+      {"THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=2 : out of "
+       "memory",
+       "torch.thc_check_fail",
+       {{"cuda_err", "2"}, {"error", "out of memory"}}},
+      // NVML's error name as a GPU health agent prints it; gpud's Xid report.
+      {"failed to get remapped rows for GPU-ac896b35-5782-c478-4b2a-a661de07770f: failed to get "
+       "device remapped rows: ERROR_GPU_IS_LOST",
+       "nvml.gpu_is_lost_name",
+       {}},
+      {"XID 79(GPU has fallen off the bus) detected on PCI:0000:ae:00",
+       "gpud.xid_detected",
+       {{"xid", "79"}, {"xid_meaning", "GPU has fallen off the bus"}, {"pci", "0000:ae:00"}}},
+      {"XID 74 (NVLINK Error) detected on PCI:0000:04:00",
+       "gpud.xid_detected",
+       {{"xid", "74"}, {"pci", "0000:04:00"}}},
+      // The kernel's IOMMU fault reports (AMD-Vi, Intel DMAR).
+      {"Sep 21 09:59:59 runtime kernel: nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT "
+       "domain=0x0003 address=0x80000040 flags=0x0020]",
+       "kernel.amd_iommu_page_fault",
+       {{"domain", "0x0003"}, {"address", "0x80000040"}}},
+      {"DMAR: [DMA Write] Request device [3b:00.0] fault addr 7f7c0000 [fault reason 05] PTE "
+       "Write access is not set",
+       "kernel.dmar_fault",
+       {{"pci", "3b:00.0"}, {"address", "7f7c0000"}}},
+      {"DMAR: [DMA Read NO_PASID] Request device [af:00.0] fault addr 0x2e8d5000 [fault reason "
+       "0x06] PTE Read access is not set",
+       "kernel.dmar_fault",
+       {{"pci", "af:00.0"}, {"address", "2e8d5000"}}},
+      // net_ib.cc 2.23-2.28.
+      {"gpu07:2291:2291 [3] NCCL WARN NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid "
+       "argument",
+       "nccl.ib_roce_version_read_failed",
+       {{"error", "Invalid argument"}}},
+      // Ray's check_version_info.
+      {"RuntimeError: Version mismatch: The cluster was started with:", "ray.version_mismatch", {}},
       // nccl-tests common.h CUDACHECK: "%s: Test CUDA failure %s:%d '%s'".
       {" Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime "
        "version'",
@@ -1531,6 +1571,25 @@ TEST_CASE("NCCL's other config and algorithm messages are not the new rows'") {
     CHECK(r->signature->id != std::string_view("nccl.config_blocking_invalid"));
     CHECK(r->signature->id != std::string_view("nccl.topo_reverse_path"));
     CHECK(r->signature->id != std::string_view("nccl.no_algorithm"));
+  }
+}
+
+TEST_CASE(
+    "Ray's patch-level warning, other Xid-less PCI lines and healthy IOMMU lines match none") {
+  LineMatcher m;
+  for (const char* line :
+       {"2025-05-26 18:00:25,881 WARNING utils.py:1591 -- Python patch version mismatch: The "
+        "cluster was started with:",
+        "SXID 123 detected on PCI:0000:9b:00", "AMD-Vi: Interrupt remapping enabled",
+        "DMAR: IOMMU enabled", "THCudaCheck OK"}) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (!r.has_value()) continue;
+    for (const char* id :
+         {"ray.version_mismatch", "gpud.xid_detected", "kernel.amd_iommu_page_fault",
+          "kernel.dmar_fault", "torch.thc_check_fail"}) {
+      CHECK(r->signature->id != std::string_view(id));
+    }
   }
 }
 
