@@ -194,6 +194,25 @@ bool GoodInterface(const Evidence& ev, Lines* out) {
   return any;
 }
 
+// The c10d store (MASTER_ADDR) the ranks connect to, as socket.cpp / TCPStore.cpp print it
+// ("trying to connect to (172.17.0.2, 29500)", "failed to connect/validate to host 0.0.0.0:51216"),
+// at an address other nodes cannot reach: the unspecified 0.0.0.0, loopback, link-local or
+// Docker's default bridge. The rendezvous was advertised on the wrong interface.
+bool StoreAddressUnroutable(const Evidence& ev, Lines* out) {
+  static const std::regex kHost(
+      R"((?:connect to \(?|to host |connect to any address of )\[?([0-9a-fA-F.:]+?)\]?(?:[:,)\s]|$))");
+  return Collect(
+      ev,
+      [](const Match& m) {
+        if (m.signature->category != std::string_view("store_timeout")) return false;
+        std::smatch h;
+        if (!std::regex_search(m.line, h, kHost)) return false;
+        const std::string host = h[1].str();
+        return host == "0.0.0.0" || IsBadInterface("", host);
+      },
+      out);
+}
+
 // ECONNREFUSED (111) and EHOSTUNREACH (113) as strerror, c10d's "errno: 111" or a bare number.
 bool RefusedOrUnreachable(const Evidence& ev, Lines* out) {
   return Collect(
@@ -679,6 +698,9 @@ constexpr NamedCondition kConditions[] = {
     {"bad_interface", BadInterface,
      "bootstrap or NET/Socket on a bridge, loopback, tunnel or link-local address"},
     {"good_interface", GoodInterface, "bootstrap or NET/Socket on a routable interface"},
+    {"store_address_unroutable", StoreAddressUnroutable,
+     "the c10d store the ranks connect to is at 0.0.0.0, a loopback, link-local or Docker-bridge "
+     "address"},
     {"refused_or_unreachable", RefusedOrUnreachable,
      "socket connects failing with Connection refused (111) / No route to host (113)"},
     {"two_nccl_versions", TwoNcclVersions, "two different 'NCCL version' values"},
@@ -763,6 +785,13 @@ constexpr Rule kRules[] = {
      {"bad_interface"},
      "",
      "NCCL bootstraps or runs sockets over an interface other nodes cannot reach."},
+    {"socket_ifname_wrong.store_on_unroutable_address",
+     "socket_ifname_wrong",
+     0.7,
+     {"store_address_unroutable"},
+     "",
+     "The ranks try to reach the c10d store at an address other nodes cannot reach (0.0.0.0, "
+     "loopback, a container bridge): the rendezvous was advertised on the wrong interface."},
     {"socket_ifname_wrong.refused_on_bad_interface",
      "socket_ifname_wrong",
      0.85,

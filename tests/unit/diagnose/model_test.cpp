@@ -246,6 +246,30 @@ TEST_CASE("an IB completion's own link-local GID is the GID's evidence, a routab
   CHECK_FALSE(HasFeature(routable, "rule:gid_index.retry_with_link_local_gid"));
 }
 
+// torch/csrc/distributed/c10d/socket.cpp (1.13-2.11) "The client socket has timed out after %s
+// while trying to connect to (%s, %d)." and TCPStore.cpp (2.3-2.11) "TCP client failed to
+// connect/validate to host %s:%d - retrying ...".
+TEST_CASE("a c10d store at 0.0.0.0, loopback or the Docker bridge is the interface's doing") {
+  const std::string bridge =
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (172.17.0.2, 29500).\n";
+  const std::string cut =  // a log line cut after the host
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (172.17.0.2\n";
+  const std::string any =
+      "W715 09:24:02.297720466 TCPStore.cpp:330] [c10d] TCP client failed to connect/validate to "
+      "host 0.0.0.0:51216 - retrying (try=0, timeout=300000ms, delay=59547ms): The client socket "
+      "has timed out after 300000ms while trying to connect to (0.0.0.0, 51216).\n";
+  const std::string routable =
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (10.0.1.75, 29500).\n";
+  CHECK(HasFeature(bridge, "rule:socket_ifname_wrong.store_on_unroutable_address"));
+  CHECK(HasFeature(cut, "cond:store_address_unroutable"));
+  CHECK(HasFeature(any, "cond:store_address_unroutable"));
+  CHECK_FALSE(HasFeature(routable, "cond:store_address_unroutable"));
+  CHECK(HasFeature(routable, "row:c10d.store_connect_timeout"));
+}
+
 TEST_CASE("a catalog row's pseudo-observation is the log of that line alone") {
   const PriorExample* ordinal = nullptr;
   const PriorExample* status12 = nullptr;
