@@ -999,6 +999,9 @@ constexpr Supersede kSupersedes[] = {
     {"retry_exceeded_network", "ib_port_down_or_link_flap"},
     // A worker killed by SIGBUS in a full /dev/shm is the shm's doing, not a crash of its own.
     {"oom_or_crash_other_rank", "shm_too_small"},
+    // ... and so are NCCL's frames on that process's backtrace: the crash is inside NCCL because
+    // NCCL touched its shared-memory segment.
+    {"nccl_bug", "shm_too_small"},
     // Connections refused while NCCL uses an interface the nodes cannot reach: the interface.
     {"firewall_or_port", "socket_ifname_wrong"},
 };

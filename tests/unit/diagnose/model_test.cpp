@@ -270,6 +270,33 @@ TEST_CASE("a c10d store at 0.0.0.0, loopback or the Docker bridge is the interfa
   CHECK(HasFeature(routable, "row:c10d.store_connect_timeout"));
 }
 
+// UCX's debug.c: "Caught signal %d (%s)" and its backtrace frames " %2d 0x%016lx %s()  %s:%u".
+TEST_CASE("NCCL's frames on a bus error without backing weigh less: the shm, not NCCL") {
+  auto value = [](std::string_view text, std::string_view id) {
+    static const LineMatcher matcher;
+    Evidence ev;
+    LogIngest ingest(matcher, &ev);
+    ingest.AddText("job.log", text);
+    for (const Feature& f : ExtractFeatures(ev)) {
+      if (f.id == id) return f.value;
+    }
+    return 0.0;
+  };
+  const std::string frame =
+      " 1 0x000000000004f03d ncclLaunchPrepare()  /dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/"
+      "src/enqueue.cc:574\n";
+  const std::string bus =
+      "[qgpu813:1    :0:381] Caught signal 7 (Bus error: nonexistent physical "
+      "address)\n";
+  const std::string segv =
+      "[qgpu813:1    :0:381] Caught signal 11 (Segmentation fault: address "
+      "not mapped to object at address 0x10)\n";
+  const double alone = value(segv + frame, "engine:nccl_bug");
+  REQUIRE(alone > 0);
+  CHECK(value(bus + frame, "engine:shm_too_small") > 0);
+  CHECK(value(bus + frame, "engine:nccl_bug") < alone);
+}
+
 TEST_CASE("a catalog row's pseudo-observation is the log of that line alone") {
   const PriorExample* ordinal = nullptr;
   const PriorExample* status12 = nullptr;
