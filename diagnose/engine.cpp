@@ -358,6 +358,29 @@ bool OpCountsOddOneBehind(const Evidence& ev, Lines* out) {
   return any;
 }
 
+// The watchdog's timeouts of one SeqNum with different OpType or NumelIn on different ranks
+// ("WorkNCCL(SeqNum=13807, OpType=ALLREDUCE, NumelIn=11274112, ...)" on ranks 0-6, NumelIn=10942336
+// on rank 7): the ranks entered different collectives under one sequence number, a desync.
+bool TimeoutsDifferAtSeq(const Evidence& ev, Lines* out) {
+  std::map<std::string, const Match*> first_of_seq;
+  bool any = false;
+  for (std::string_view field : {"op", "numel_in"}) {
+    for (const Match* m : ev.Distinct("torch.watchdog_timeout", field)) {
+      const std::string seq = m->Field("seq");
+      if (seq.empty()) continue;
+      auto [it, fresh] = first_of_seq.try_emplace(seq, m);
+      const Match* f = it->second;
+      if (!fresh && f->Field("op") + "/" + f->Field("numel_in") !=
+                        m->Field("op") + "/" + m->Field("numel_in")) {
+        out->push_back(f);
+        out->push_back(m);
+        any = true;
+      }
+    }
+  }
+  return any;
+}
+
 // Watchdog timeouts from every rank seen but one: that rank is where the others wait.
 bool AllButOneRankTimeOut(const Evidence& ev, Lines* out) {
   std::set<std::string> timed_out, seen;
@@ -711,6 +734,8 @@ constexpr NamedCondition kConditions[] = {
     {"gdr_no_module", GdrNoModule, "GPU Direct RDMA Disabled for HCA ... (no module)"},
     {"op_counts_odd_one_behind", OpCountsOddOneBehind,
      "per-rank last enqueued op counts where a minority of ranks is behind the rest"},
+    {"timeouts_differ_at_seq", TimeoutsDifferAtSeq,
+     "watchdog timeouts of one SeqNum whose OpType or NumelIn differ between ranks"},
     {"all_but_one_rank_time_out", AllButOneRankTimeOut,
      "watchdog timeouts from every rank seen but one"},
     {"rank_died", RankDied, "a rank killed by OOM, SIGKILL, SIGSEGV or SIGBUS"},
@@ -939,6 +964,13 @@ constexpr Rule kRules[] = {
      "two_nccl_versions",
      "NCCL's bootstrap messages had other sizes than the peer expected: the exchanged structures "
      "differ, as when nodes run different NCCL releases."},
+    {"desync_collective_mismatch.timeouts_differ_at_seq",
+     "desync_collective_mismatch",
+     0.8,
+     {"timeouts_differ_at_seq"},
+     "",
+     "Ranks timed out in the same SeqNum with different collectives or sizes: they called "
+     "different collectives in the same order slot (a desync), so none of them can complete."},
     {"desync_collective_mismatch.socket_message_truncated",
      "desync_collective_mismatch",
      0.45,

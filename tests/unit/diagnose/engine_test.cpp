@@ -2,6 +2,8 @@
 // read in their sources; the release ranges are in the catalog rows' provenance).
 #include "diagnose/engine.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -570,6 +572,29 @@ TEST_CASE("an uncorrectable ECC or NVLink CUDA error is gpu_xid_or_driver withou
   Diagnosis fm = Run("RuntimeError: CUDA error: system not yet initialized\n");
   REQUIRE(fm.named());
   CHECK(fm.causes[0].category == "gpu_xid_or_driver");
+}
+
+// ProcessGroupNCCL.cpp (2.0-2.11): "[Rank %d] Watchdog caught collective operation timeout:
+// WorkNCCL(SeqNum=%d, OpType=%s, NumelIn=%d, NumelOut=%d, Timeout(ms)=%d) ran for %d milliseconds
+// before timing out."
+TEST_CASE("ranks timing out in one SeqNum with different sizes is a desync, one size is not") {
+  auto timeout = [](int rank, const char* numel) {
+    return fmt::format(
+        "[rank{0}]:[E ProcessGroupNCCL.cpp:475] [Rank {0}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=13807, OpType=ALLREDUCE, NumelIn={1}, NumelOut={1}, "
+        "Timeout(ms)=1800000) ran for 1800233 milliseconds before timing out.\n",
+        rank, numel);
+  };
+  auto fired = [](const Diagnosis& d, std::string_view rule) {
+    for (const auto& f : d.fired) {
+      if (f.rule == rule) return true;
+    }
+    return false;
+  };
+  Diagnosis d = Run(timeout(5, "11274112") + timeout(6, "11274112") + timeout(7, "10942336"));
+  CHECK(fired(d, "desync_collective_mismatch.timeouts_differ_at_seq"));
+  Diagnosis same = Run(timeout(5, "11274112") + timeout(6, "11274112"));
+  CHECK_FALSE(fired(same, "desync_collective_mismatch.timeouts_differ_at_seq"));
 }
 
 TEST_CASE("NCCL failing to allocate GPU memory is a rank's death, like torch's CUDA OOM") {
