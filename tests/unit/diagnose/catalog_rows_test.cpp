@@ -1408,6 +1408,25 @@ std::vector<RowCase> OtherLayerCases() {
        {{"error", "Invalid argument"}}},
       // Ray's check_version_info.
       {"RuntimeError: Version mismatch: The cluster was started with:", "ray.version_mismatch", {}},
+      // cudaErrorPeerAccessUnsupported in NCCL's p2p transport and torch.
+      {"n1:1:1 [0] transport/p2p.cc:1 NCCL WARN Cuda failure 'peer access is not supported "
+       "between these two devices'",
+       "cuda.peer_access_unsupported",
+       {}},
+      {"RuntimeError: CUDA error: peer access is not supported between these two devices",
+       "cuda.peer_access_unsupported",
+       {}},
+      // Build / toolkit mismatches as NCCL's checks.h and torch's c10_cuda_check print them.
+      {"c76d92cccb6e:72:456 [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'",
+       "cuda.symbol_not_found",
+       {}},
+      {"RuntimeError: CUDA error: no kernel image is available for execution on the device",
+       "cuda.no_kernel_image",
+       {}},
+      {"RuntimeError: CUDA error: invalid device function", "cuda.invalid_device_function", {}},
+      {"RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+       "cuda.unsupported_ptx",
+       {}},
       // nccl-tests common.h CUDACHECK: "%s: Test CUDA failure %s:%d '%s'".
       {" Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime "
        "version'",
