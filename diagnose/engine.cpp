@@ -159,7 +159,20 @@ bool IsBadInterface(std::string_view ifname, std::string_view addr) {
   return nccl::IsNonRoutableInterface(ifname, addr);
 }
 
-constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.socket_using"};
+constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.socket_using",
+                                               "nccl.net_using_interface"};
+
+// Every "[N]name:addr<port>" of an interface list (NET/Socket : Using, the bootstrap line before
+// 2.10): NCCL uses them all, so one the other nodes cannot reach is enough to fail.
+bool ListHasBadInterface(std::string_view list) {
+  static const std::regex kEntry(R"(\[\d+\]([^:\s]+):([^<\s]+)<)");
+  const std::string text(list);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kEntry);
+       it != std::sregex_iterator(); ++it) {
+    if (IsBadInterface((*it)[1].str(), (*it)[2].str())) return true;
+  }
+  return false;
+}
 
 bool BadInterface(const Evidence& ev, Lines* out) {
   bool any = AnyOf(ev, {"nccl.loopback_interface"}, out);
@@ -172,7 +185,8 @@ bool BadInterface(const Evidence& ev, Lines* out) {
   }
   for (std::string_view row : kInterfaceRows) {
     for (const Match* m : ev.Distinct(row, "addr")) {
-      if (IsBadInterface(m->Field("ifname"), m->Field("addr"))) {
+      if (IsBadInterface(m->Field("ifname"), m->Field("addr")) ||
+          ListHasBadInterface(m->Field("interfaces"))) {
         out->push_back(m);
         any = true;
       }
@@ -185,7 +199,8 @@ bool GoodInterface(const Evidence& ev, Lines* out) {
   bool any = false;
   for (std::string_view row : kInterfaceRows) {
     for (const Match* m : ev.Distinct(row, "addr")) {
-      if (!IsBadInterface(m->Field("ifname"), m->Field("addr"))) {
+      if (!IsBadInterface(m->Field("ifname"), m->Field("addr")) &&
+          !ListHasBadInterface(m->Field("interfaces"))) {
         out->push_back(m);
         any = true;
       }

@@ -479,6 +479,20 @@ std::vector<RowCase> SocketFactsCases() {
       {I("Bootstrap: Using mlx5_0:1"),
        "nccl.bootstrap_using",
        {{"ifname", "mlx5_0"}, {"addr", "1"}}},
+      // Before 2.10 the bootstrap line lists the interfaces as NET/Socket does.
+      {I("Bootstrap : Using [0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::14ad:64ff:fe64:b31e%"
+         "veth75fa783<0>"),
+       "nccl.bootstrap_using",
+       {{"ifname", "ens5"},
+        {"addr", "172.31.0.137"},
+        {"interfaces", " [1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>"}}},
+      // socket.h v2.3.7-1 "NET : Using interface %s:%s" (socketToString: "addr<port>").
+      {I("NET : Using interface br0:10.9.22.33<0>"),
+       "nccl.net_using_interface",
+       {{"ifname", "br0"}, {"addr", "10.9.22.33"}}},
+      {I("NET : Using interface bond0:fe80::ec4:7aff:feb3:29d6%bond0<0>"),
+       "nccl.net_using_interface",
+       {{"ifname", "bond0"}, {"addr", "fe80::ec4:7aff:feb3:29d6%bond0"}}},
       // net_socket.cc v2.10.3-1 .. v2.28.9-1 "NET/Socket : Using%s" with " [%d]%s:%s"
       {I("NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>"),
        "nccl.socket_using",

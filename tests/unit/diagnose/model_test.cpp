@@ -297,6 +297,26 @@ TEST_CASE("NCCL's frames on a bus error without backing weigh less: the shm, not
   CHECK(value(bus + frame, "engine:nccl_bug") < alone);
 }
 
+// net_socket.cc "NET/Socket : Using%s" with " [%d]%s:%s" per interface; socket.h 2.3 "NET :
+// Using interface %s:%s".
+TEST_CASE("one unreachable interface in NCCL's list, or on a 2.3 line, is a bad interface") {
+  const std::string veth =
+      "h:1:2 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
+      "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n";
+  const std::string two_good =
+      "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>\n";
+  CHECK(HasFeature(veth, "cond:bad_interface"));
+  CHECK_FALSE(HasFeature(veth, "cond:good_interface"));
+  CHECK(HasFeature(two_good, "cond:good_interface"));
+  CHECK_FALSE(HasFeature(two_good, "cond:bad_interface"));
+  CHECK(
+      HasFeature("h:1:2 [0] NCCL INFO NET : Using interface bond0:fe80::ec4:7aff:feb3:29d6%"
+                 "bond0<0>\n",
+                 "cond:bad_interface"));
+  CHECK(HasFeature("h:1:2 [0] NCCL INFO NET : Using interface eno1:192.168.12.50<0>\n",
+                   "cond:good_interface"));
+}
+
 TEST_CASE("a catalog row's pseudo-observation is the log of that line alone") {
   const PriorExample* ordinal = nullptr;
   const PriorExample* status12 = nullptr;
