@@ -143,8 +143,26 @@ bool VerbsEnomem(const Evidence& ev, Lines* out) {
       out);
 }
 
+// ibv_reg_dmabuf_mr (NCCL 2.13+) registers GPU memory through DMA-BUF: its failure is the
+// GPUDirect RDMA path's (kernel, driver or HCA without DMA-BUF support), not a locked-memory limit.
+bool IsDmabufReg(const Match& m) { return Has(m, "ibv_reg_dmabuf_mr"); }
+
 bool RegMrFailed(const Evidence& ev, Lines* out) {
-  return AnyOf(ev, {"nccl.ibv_reg_mr", "nccl.ibv_reg_mr_enomem"}, out);
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return (Is(m, "nccl.ibv_reg_mr") || Is(m, "nccl.ibv_reg_mr_enomem")) && !IsDmabufReg(m);
+      },
+      out);
+}
+
+bool DmabufRegFailed(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return (Is(m, "nccl.ibv_reg_mr") || Is(m, "nccl.ibv_reg_mr_enomem")) && IsDmabufReg(m);
+      },
+      out);
 }
 
 bool CreateQpFailed(const Evidence& ev, Lines* out) {
@@ -601,6 +619,28 @@ bool InvalidDeviceOrdinal(const Evidence& ev, Lines* out) {
   return CudaText(ev, {"invalid device ordinal"}, out);
 }
 
+// torch's CUDA OOM message lists the processes holding memory on that GPU ("Process 101553 has
+// 1.19 GiB memory in use. Process 101552 has ..."): several processes on one GPU of a
+// distributed job are ranks that created their context on a device not theirs (cuda:0 before
+// set_device).
+bool OomOtherProcessesOnGpu(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        if (!Is(m, "torch.cuda_oom")) return false;
+        std::size_t n = 0;
+        for (std::size_t at = m.line.find("Process "); at != std::string::npos;
+             at = m.line.find("Process ", at + 8)) {
+          if (m.line.compare(at, 8, "Process ") == 0 &&
+              m.line.find(" memory in use", at) != std::string::npos) {
+            ++n;
+          }
+        }
+        return n >= 2;
+      },
+      out);
+}
+
 // cudaErrorPeerAccessUnsupported in NCCL's P2P transport: the platform refuses peer access.
 bool PeerAccessUnsupported(const Evidence& ev, Lines* out) {
   return CudaText(ev, {"peer access is not supported between these two devices"}, out);
@@ -731,7 +771,11 @@ constexpr NamedCondition kConditions[] = {
     {"roce", RoceInUse, "NET/IB : Using ... /RoCE"},
     {"qp_mtu_differs", QpMtuDiffers, "NET/IB QP lines with different MTUs"},
     {"verbs_enomem", VerbsEnomem, "ibv_reg_mr / ibv_create_* failing with ENOMEM"},
-    {"reg_mr_failed", RegMrFailed, "ibv_reg_mr failures"},
+    {"reg_mr_failed", RegMrFailed, "ibv_reg_mr failures (not the DMA-BUF one)"},
+    {"dmabuf_reg_failed", DmabufRegFailed,
+     "ibv_reg_dmabuf_mr failures (GPUDirect RDMA by DMA-BUF)"},
+    {"oom_other_processes_on_gpu", OomOtherProcessesOnGpu,
+     "a CUDA OOM whose message lists two or more other processes holding memory on that GPU"},
     {"create_qp_failed", CreateQpFailed, "ibv_create_qp failures"},
     {"bad_interface", BadInterface,
      "bootstrap or NET/Socket on a bridge, loopback, tunnel or link-local address"},
@@ -901,6 +945,21 @@ constexpr Rule kRules[] = {
      {"reg_mr_failed"},
      "verbs_enomem",
      "ibv_reg_mr on GPU memory fails when no peer-memory module or DMA-BUF support is there."},
+    {"gdr_peermem.dmabuf_reg_failed",
+     "gdr_peermem",
+     0.6,
+     {"dmabuf_reg_failed"},
+     "",
+     "NCCL could not register GPU memory through DMA-BUF: the kernel, the NVIDIA driver or the "
+     "HCA driver lacks DMA-BUF support for GPUDirect RDMA (NCCL_DMABUF_ENABLE=0 falls back to "
+     "the peer-memory module, which must then be loaded)."},
+    {"duplicate_gpu.oom_other_processes_on_gpu",
+     "duplicate_gpu",
+     0.55,
+     {"oom_other_processes_on_gpu"},
+     "",
+     "A GPU ran out of memory while several other processes held memory on it: ranks created "
+     "their CUDA context on a device not their own (cuda:0 before torch.cuda.set_device)."},
     {"qp_or_resource_limit.create_qp_failed",
      "qp_or_resource_limit",
      0.55,

@@ -597,6 +597,45 @@ TEST_CASE("ranks timing out in one SeqNum with different sizes is a desync, one 
   CHECK_FALSE(fired(same, "desync_collective_mismatch.timeouts_differ_at_seq"));
 }
 
+TEST_CASE("a DMA-BUF registration failure is GPUDirect's, not a locked-memory limit") {
+  auto fired = [](const Diagnosis& d, std::string_view rule) {
+    for (const auto& f : d.fired) {
+      if (f.rule == rule) return true;
+    }
+    return false;
+  };
+  // ibvwrap.cc 2.13+: "Call to ibv_reg_dmabuf_mr failed with error %s".
+  Diagnosis dmabuf =
+      Run("n1:1:2 [0] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error "
+          "Operation not supported\n");
+  CHECK(fired(dmabuf, "gdr_peermem.dmabuf_reg_failed"));
+  CHECK_FALSE(fired(dmabuf, "memlock.reg_mr_failed"));
+  Diagnosis plain =
+      Run("n1:1:2 [0] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_mr failed with error "
+          "Operation not permitted\n");
+  CHECK(fired(plain, "memlock.reg_mr_failed"));
+  CHECK_FALSE(fired(plain, "gdr_peermem.dmabuf_reg_failed"));
+}
+
+// c10/cuda/CUDACachingAllocator.cpp's OOM message lists "Process %d has %s memory in use."
+TEST_CASE("a CUDA OOM on a GPU other processes hold memory on is a device-selection bug") {
+  auto fired = [](const Diagnosis& d, std::string_view rule) {
+    for (const auto& f : d.fired) {
+      if (f.rule == rule) return true;
+    }
+    return false;
+  };
+  const std::string head =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 52.00 MiB. GPU 0 has a total "
+      "capacity of 31.74 GiB of which 39.62 MiB is free. ";
+  Diagnosis many = Run(head +
+                       "Process 101553 has 1.19 GiB memory in use. Process 101552 has 1.19 GiB "
+                       "memory in use. Of the allocated memory 28.1 GiB is allocated by PyTorch\n");
+  CHECK(fired(many, "duplicate_gpu.oom_other_processes_on_gpu"));
+  Diagnosis own = Run(head + "Process 101553 has 31.6 GiB memory in use.\n");
+  CHECK_FALSE(fired(own, "duplicate_gpu.oom_other_processes_on_gpu"));
+}
+
 TEST_CASE("NCCL failing to allocate GPU memory is a rank's death, like torch's CUDA OOM") {
   // alloc.h 2.14-2.30 "Failed to CUDA calloc async %ld bytes" on one rank, a peer's error after.
   Diagnosis d = Run(
