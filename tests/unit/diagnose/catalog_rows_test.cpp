@@ -1430,6 +1430,16 @@ std::vector<RowCase> OtherLayerCases() {
       {"RuntimeError: CUDA error: peer access is not supported between these two devices",
        "cuda.peer_access_unsupported",
        {}},
+      // UCX ib_mlx5_dv.c; libfabric EFA status 4126 in aws-ofi-nccl's completion error line.
+      {"ib_mlx5_dv.c:161  UCX  ERROR   mlx5dv_devx_obj_create(QP) failed, syndrome 0: Cannot "
+       "allocate memory",
+       "ucx.devx_create_qp_failed",
+       {{"syndrome", "0"}, {"error", "Cannot allocate memory"}}},
+      {"NET/OFI Request 0x7f456c224810 completed with error. RC: 103. Error: 4126 (Unresponsive "
+       "receiver (reachable by EFA device but handshake failed) My EFA addr: "
+       "fi_addr_efa://[fe80::c55:2eff:fe44:db5]:0:142160333",
+       "libfabric.efa_unresponsive_receiver",
+       {}},
       // Build / toolkit mismatches as NCCL's checks.h and torch's c10_cuda_check print them.
       {"c76d92cccb6e:72:456 [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'",
        "cuda.symbol_not_found",
