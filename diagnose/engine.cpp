@@ -246,6 +246,24 @@ bool StoreAddressUnroutable(const Evidence& ev, Lines* out) {
       out);
 }
 
+// c10d's store read that timed out ("Socket Timeout", also inside "retrieving ncclUniqueId from
+// [0] via c10d key-value store ... got error: Socket Timeout") with no failed connect to the
+// store: the ranks reached it, but the key they wait for was not set in time -- the rank that
+// sets it (rank 0 creating the ncclUniqueId, a barrier's last arrival) was late.
+bool StoreWaitTimeout(const Evidence& ev, Lines* out) {
+  const bool connect_failed = ev.Count("c10d.store_connect") > 0 ||
+                              ev.Count("c10d.store_connect_timeout") > 0 ||
+                              ev.Count("c10d.connect_timed_out") > 0;
+  if (connect_failed) return false;
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return Is(m, "c10d.socket_timeout") ||
+               (Is(m, "torch.unique_id_store_error") && Has(m, "Socket Timeout"));
+      },
+      out);
+}
+
 // ECONNREFUSED (111) and EHOSTUNREACH (113) as strerror, c10d's "errno: 111" or a bare number.
 bool RefusedOrUnreachable(const Evidence& ev, Lines* out) {
   return Collect(
@@ -780,6 +798,8 @@ constexpr NamedCondition kConditions[] = {
     {"bad_interface", BadInterface,
      "bootstrap or NET/Socket on a bridge, loopback, tunnel or link-local address"},
     {"good_interface", GoodInterface, "bootstrap or NET/Socket on a routable interface"},
+    {"store_wait_timeout", StoreWaitTimeout,
+     "a c10d store read timed out (Socket Timeout) and no connect to the store failed"},
     {"store_address_unroutable", StoreAddressUnroutable,
      "the c10d store the ranks connect to is at 0.0.0.0, a loopback, link-local or Docker-bridge "
      "address"},
@@ -869,6 +889,14 @@ constexpr Rule kRules[] = {
      {"bad_interface"},
      "",
      "NCCL bootstraps or runs sockets over an interface other nodes cannot reach."},
+    {"straggler_or_slow_rank.store_wait_timeout",
+     "straggler_or_slow_rank",
+     0.45,
+     {"store_wait_timeout"},
+     "",
+     "The ranks reached the c10d store but timed out waiting for a key (Socket Timeout): the rank "
+     "that sets it -- rank 0 creating the NCCL unique id, the last one at a barrier -- was busy "
+     "elsewhere (data preprocessing, evaluation, a checkpoint)."},
     {"socket_ifname_wrong.store_on_unroutable_address",
      "socket_ifname_wrong",
      0.7,

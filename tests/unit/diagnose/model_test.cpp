@@ -317,6 +317,21 @@ TEST_CASE("one unreachable interface in NCCL's list, or on a 2.3 line, is a bad 
                    "cond:good_interface"));
 }
 
+// ProcessGroupNCCL.cpp (2.1-2.11) "[%d] is setting up NCCL communicator and retrieving
+// ncclUniqueId from [0] via c10d key-value store by key '%s', but store->get('%s') got error: %s";
+// socket.cpp's "The client socket has timed out after %s while trying to connect to (%s, %d).".
+TEST_CASE("a store read that timed out after a good connect is a late rank, a failed connect not") {
+  const std::string wait =
+      "RuntimeError: [6] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+      "c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n";
+  const std::string connect =
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (10.0.1.75, 29500).\n";
+  CHECK(HasFeature(wait, "rule:straggler_or_slow_rank.store_wait_timeout"));
+  CHECK(HasFeature("RuntimeError: Socket Timeout\n", "cond:store_wait_timeout"));
+  CHECK_FALSE(HasFeature(connect + wait, "cond:store_wait_timeout"));
+}
+
 TEST_CASE("a catalog row's pseudo-observation is the log of that line alone") {
   const PriorExample* ordinal = nullptr;
   const PriorExample* status12 = nullptr;
