@@ -69,17 +69,34 @@ bool IsLinkLocalPrefix(std::string_view spn) {
   return s == "80fe" || (s.size() >= 4 && s.substr(0, 4) == "fe80");
 }
 
+// The GIDs the evidence names: the QP lines' prefixes, the local GID of ibv_modify_qp failures
+// (2.24+, "local GID fe80::...") and of IB completion errors (2.18+, "localGid fe80::...").
+constexpr std::pair<std::string_view, std::string_view> kGidFields[] = {
+    {"nccl.ib_qp_info", "gid_prefix"},
+    {"nccl.ibv_modify_qp", "local_gid"},
+    {"nccl.ib_status_retry_exceeded", "local_gid"},
+    {"nccl.ib_status_loc_prot", "local_gid"},
+    {"nccl.ib_status_flush", "local_gid"},
+    {"nccl.ib_completion", "local_gid"},
+};
+
+Lines GidsSeen(const Evidence& ev) {
+  Lines out;
+  for (const auto& [row, field] : kGidFields) {
+    for (const Match* m : ev.Distinct(row, field)) out.push_back(m);
+  }
+  return out;
+}
+
+std::string GidOf(const Match& m) {
+  const std::string p = m.Field("gid_prefix");
+  return p.empty() ? m.Field("local_gid") : p;
+}
+
 bool LinkLocalGid(const Evidence& ev, Lines* out) {
   bool any = false;
-  for (const Match* m : ev.Distinct("nccl.ib_qp_info", "gid_prefix")) {
-    if (IsLinkLocalPrefix(m->Field("gid_prefix"))) {
-      out->push_back(m);
-      any = true;
-    }
-  }
-  // ibv_modify_qp failures name the local GID itself on 2.24+ ("local GID fe80::...").
-  for (const Match* m : ev.Distinct("nccl.ibv_modify_qp", "local_gid")) {
-    if (IsLinkLocalPrefix(m->Field("local_gid"))) {
+  for (const Match* m : GidsSeen(ev)) {
+    if (IsLinkLocalPrefix(GidOf(*m))) {
       out->push_back(m);
       any = true;
     }
@@ -126,8 +143,26 @@ bool VerbsEnomem(const Evidence& ev, Lines* out) {
       out);
 }
 
+// ibv_reg_dmabuf_mr (NCCL 2.13+) registers GPU memory through DMA-BUF: its failure is the
+// GPUDirect RDMA path's (kernel, driver or HCA without DMA-BUF support), not a locked-memory limit.
+bool IsDmabufReg(const Match& m) { return Has(m, "ibv_reg_dmabuf_mr"); }
+
 bool RegMrFailed(const Evidence& ev, Lines* out) {
-  return AnyOf(ev, {"nccl.ibv_reg_mr", "nccl.ibv_reg_mr_enomem"}, out);
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return (Is(m, "nccl.ibv_reg_mr") || Is(m, "nccl.ibv_reg_mr_enomem")) && !IsDmabufReg(m);
+      },
+      out);
+}
+
+bool DmabufRegFailed(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return (Is(m, "nccl.ibv_reg_mr") || Is(m, "nccl.ibv_reg_mr_enomem")) && IsDmabufReg(m);
+      },
+      out);
 }
 
 bool CreateQpFailed(const Evidence& ev, Lines* out) {
@@ -142,7 +177,20 @@ bool IsBadInterface(std::string_view ifname, std::string_view addr) {
   return nccl::IsNonRoutableInterface(ifname, addr);
 }
 
-constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.socket_using"};
+constexpr std::string_view kInterfaceRows[] = {"nccl.bootstrap_using", "nccl.socket_using",
+                                               "nccl.net_using_interface"};
+
+// Every "[N]name:addr<port>" of an interface list (NET/Socket : Using, the bootstrap line before
+// 2.10): NCCL uses them all, so one the other nodes cannot reach is enough to fail.
+bool ListHasBadInterface(std::string_view list) {
+  static const std::regex kEntry(R"(\[\d+\]([^:\s]+):([^<\s]+)<)");
+  const std::string text(list);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kEntry);
+       it != std::sregex_iterator(); ++it) {
+    if (IsBadInterface((*it)[1].str(), (*it)[2].str())) return true;
+  }
+  return false;
+}
 
 bool BadInterface(const Evidence& ev, Lines* out) {
   bool any = AnyOf(ev, {"nccl.loopback_interface"}, out);
@@ -155,7 +203,8 @@ bool BadInterface(const Evidence& ev, Lines* out) {
   }
   for (std::string_view row : kInterfaceRows) {
     for (const Match* m : ev.Distinct(row, "addr")) {
-      if (IsBadInterface(m->Field("ifname"), m->Field("addr"))) {
+      if (IsBadInterface(m->Field("ifname"), m->Field("addr")) ||
+          ListHasBadInterface(m->Field("interfaces"))) {
         out->push_back(m);
         any = true;
       }
@@ -168,13 +217,51 @@ bool GoodInterface(const Evidence& ev, Lines* out) {
   bool any = false;
   for (std::string_view row : kInterfaceRows) {
     for (const Match* m : ev.Distinct(row, "addr")) {
-      if (!IsBadInterface(m->Field("ifname"), m->Field("addr"))) {
+      if (!IsBadInterface(m->Field("ifname"), m->Field("addr")) &&
+          !ListHasBadInterface(m->Field("interfaces"))) {
         out->push_back(m);
         any = true;
       }
     }
   }
   return any;
+}
+
+// The c10d store (MASTER_ADDR) the ranks connect to, as socket.cpp / TCPStore.cpp print it
+// ("trying to connect to (172.17.0.2, 29500)", "failed to connect/validate to host 0.0.0.0:51216"),
+// at an address other nodes cannot reach: the unspecified 0.0.0.0, loopback, link-local or
+// Docker's default bridge. The rendezvous was advertised on the wrong interface.
+bool StoreAddressUnroutable(const Evidence& ev, Lines* out) {
+  static const std::regex kHost(
+      R"((?:connect to \(?|to host |connect to any address of )\[?([0-9a-fA-F.:]+?)\]?(?:[:,)\s]|$))");
+  return Collect(
+      ev,
+      [](const Match& m) {
+        if (m.signature->category != std::string_view("store_timeout")) return false;
+        std::smatch h;
+        if (!std::regex_search(m.line, h, kHost)) return false;
+        const std::string host = h[1].str();
+        return host == "0.0.0.0" || IsBadInterface("", host);
+      },
+      out);
+}
+
+// c10d's store read that timed out ("Socket Timeout", also inside "retrieving ncclUniqueId from
+// [0] via c10d key-value store ... got error: Socket Timeout") with no failed connect to the
+// store: the ranks reached it, but the key they wait for was not set in time -- the rank that
+// sets it (rank 0 creating the ncclUniqueId, a barrier's last arrival) was late.
+bool StoreWaitTimeout(const Evidence& ev, Lines* out) {
+  const bool connect_failed = ev.Count("c10d.store_connect") > 0 ||
+                              ev.Count("c10d.store_connect_timeout") > 0 ||
+                              ev.Count("c10d.connect_timed_out") > 0;
+  if (connect_failed) return false;
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return Is(m, "c10d.socket_timeout") ||
+               (Is(m, "torch.unique_id_store_error") && Has(m, "Socket Timeout"));
+      },
+      out);
 }
 
 // ECONNREFUSED (111) and EHOSTUNREACH (113) as strerror, c10d's "errno: 111" or a bare number.
@@ -322,6 +409,29 @@ bool OpCountsOddOneBehind(const Evidence& ev, Lines* out) {
   return any;
 }
 
+// The watchdog's timeouts of one SeqNum with different OpType or NumelIn on different ranks
+// ("WorkNCCL(SeqNum=13807, OpType=ALLREDUCE, NumelIn=11274112, ...)" on ranks 0-6, NumelIn=10942336
+// on rank 7): the ranks entered different collectives under one sequence number, a desync.
+bool TimeoutsDifferAtSeq(const Evidence& ev, Lines* out) {
+  std::map<std::string, const Match*> first_of_seq;
+  bool any = false;
+  for (std::string_view field : {"op", "numel_in"}) {
+    for (const Match* m : ev.Distinct("torch.watchdog_timeout", field)) {
+      const std::string seq = m->Field("seq");
+      if (seq.empty()) continue;
+      auto [it, fresh] = first_of_seq.try_emplace(seq, m);
+      const Match* f = it->second;
+      if (!fresh && f->Field("op") + "/" + f->Field("numel_in") !=
+                        m->Field("op") + "/" + m->Field("numel_in")) {
+        out->push_back(f);
+        out->push_back(m);
+        any = true;
+      }
+    }
+  }
+  return any;
+}
+
 // Watchdog timeouts from every rank seen but one: that rank is where the others wait.
 bool AllButOneRankTimeOut(const Evidence& ev, Lines* out) {
   std::set<std::string> timed_out, seen;
@@ -361,7 +471,10 @@ bool RankDied(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
       [&ev](const Match& m) {
-        if (Is(m, "torch.cuda_oom") || Is(m, "kernel.oom_kill")) return true;
+        if (Is(m, "torch.cuda_oom") || Is(m, "nccl.cuda_calloc_failed") ||
+            Is(m, "kernel.oom_kill")) {
+          return true;
+        }
         // A DataLoader worker killed by SIGBUS after torch's shared-memory hint died of a full
         // /dev/shm: shm_too_small, not a crash of its own.
         if (Is(m, "torch.dataloader_worker_killed") && Has(m, "Bus error") &&
@@ -524,6 +637,28 @@ bool InvalidDeviceOrdinal(const Evidence& ev, Lines* out) {
   return CudaText(ev, {"invalid device ordinal"}, out);
 }
 
+// torch's CUDA OOM message lists the processes holding memory on that GPU ("Process 101553 has
+// 1.19 GiB memory in use. Process 101552 has ..."): several processes on one GPU of a
+// distributed job are ranks that created their context on a device not theirs (cuda:0 before
+// set_device).
+bool OomOtherProcessesOnGpu(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        if (!Is(m, "torch.cuda_oom")) return false;
+        std::size_t n = 0;
+        for (std::size_t at = m.line.find("Process "); at != std::string::npos;
+             at = m.line.find("Process ", at + 8)) {
+          if (m.line.compare(at, 8, "Process ") == 0 &&
+              m.line.find(" memory in use", at) != std::string::npos) {
+            ++n;
+          }
+        }
+        return n >= 2;
+      },
+      out);
+}
+
 // cudaErrorPeerAccessUnsupported in NCCL's P2P transport: the platform refuses peer access.
 bool PeerAccessUnsupported(const Evidence& ev, Lines* out) {
   return CudaText(ev, {"peer access is not supported between these two devices"}, out);
@@ -648,16 +783,26 @@ constexpr NamedCondition kConditions[] = {
     {"nccl_result_remote", NcclResultRemote,
      "NCCL's 'remote process exited or there was a network error' (ncclRemoteError)"},
     {"retry_exceeded", RetryExceeded, "IB completions with status 12 (transport retry exceeded)"},
-    {"link_local_gid", LinkLocalGid, "a NET/IB QP line whose GID has the link-local prefix fe80"},
+    {"link_local_gid", LinkLocalGid,
+     "a GID with the link-local prefix fe80 (NET/IB QP line, ibv_modify_qp or completion error)"},
     {"modify_qp_failed", ModifyQpFailed, "ibv_modify_qp failures (QP to RTR/RTS)"},
     {"roce", RoceInUse, "NET/IB : Using ... /RoCE"},
     {"qp_mtu_differs", QpMtuDiffers, "NET/IB QP lines with different MTUs"},
     {"verbs_enomem", VerbsEnomem, "ibv_reg_mr / ibv_create_* failing with ENOMEM"},
-    {"reg_mr_failed", RegMrFailed, "ibv_reg_mr failures"},
+    {"reg_mr_failed", RegMrFailed, "ibv_reg_mr failures (not the DMA-BUF one)"},
+    {"dmabuf_reg_failed", DmabufRegFailed,
+     "ibv_reg_dmabuf_mr failures (GPUDirect RDMA by DMA-BUF)"},
+    {"oom_other_processes_on_gpu", OomOtherProcessesOnGpu,
+     "a CUDA OOM whose message lists two or more other processes holding memory on that GPU"},
     {"create_qp_failed", CreateQpFailed, "ibv_create_qp failures"},
     {"bad_interface", BadInterface,
      "bootstrap or NET/Socket on a bridge, loopback, tunnel or link-local address"},
     {"good_interface", GoodInterface, "bootstrap or NET/Socket on a routable interface"},
+    {"store_wait_timeout", StoreWaitTimeout,
+     "a c10d store read timed out (Socket Timeout) and no connect to the store failed"},
+    {"store_address_unroutable", StoreAddressUnroutable,
+     "the c10d store the ranks connect to is at 0.0.0.0, a loopback, link-local or Docker-bridge "
+     "address"},
     {"refused_or_unreachable", RefusedOrUnreachable,
      "socket connects failing with Connection refused (111) / No route to host (113)"},
     {"two_nccl_versions", TwoNcclVersions, "two different 'NCCL version' values"},
@@ -668,6 +813,8 @@ constexpr NamedCondition kConditions[] = {
     {"gdr_no_module", GdrNoModule, "GPU Direct RDMA Disabled for HCA ... (no module)"},
     {"op_counts_odd_one_behind", OpCountsOddOneBehind,
      "per-rank last enqueued op counts where a minority of ranks is behind the rest"},
+    {"timeouts_differ_at_seq", TimeoutsDifferAtSeq,
+     "watchdog timeouts of one SeqNum whose OpType or NumelIn differ between ranks"},
     {"all_but_one_rank_time_out", AllButOneRankTimeOut,
      "watchdog timeouts from every rank seen but one"},
     {"rank_died", RankDied, "a rank killed by OOM, SIGKILL, SIGSEGV or SIGBUS"},
@@ -742,6 +889,21 @@ constexpr Rule kRules[] = {
      {"bad_interface"},
      "",
      "NCCL bootstraps or runs sockets over an interface other nodes cannot reach."},
+    {"straggler_or_slow_rank.store_wait_timeout",
+     "straggler_or_slow_rank",
+     0.45,
+     {"store_wait_timeout"},
+     "",
+     "The ranks reached the c10d store but timed out waiting for a key (Socket Timeout): the rank "
+     "that sets it -- rank 0 creating the NCCL unique id, the last one at a barrier -- was busy "
+     "elsewhere (data preprocessing, evaluation, a checkpoint)."},
+    {"socket_ifname_wrong.store_on_unroutable_address",
+     "socket_ifname_wrong",
+     0.7,
+     {"store_address_unroutable"},
+     "",
+     "The ranks try to reach the c10d store at an address other nodes cannot reach (0.0.0.0, "
+     "loopback, a container bridge): the rendezvous was advertised on the wrong interface."},
     {"socket_ifname_wrong.refused_on_bad_interface",
      "socket_ifname_wrong",
      0.85,
@@ -811,6 +973,21 @@ constexpr Rule kRules[] = {
      {"reg_mr_failed"},
      "verbs_enomem",
      "ibv_reg_mr on GPU memory fails when no peer-memory module or DMA-BUF support is there."},
+    {"gdr_peermem.dmabuf_reg_failed",
+     "gdr_peermem",
+     0.6,
+     {"dmabuf_reg_failed"},
+     "",
+     "NCCL could not register GPU memory through DMA-BUF: the kernel, the NVIDIA driver or the "
+     "HCA driver lacks DMA-BUF support for GPUDirect RDMA (NCCL_DMABUF_ENABLE=0 falls back to "
+     "the peer-memory module, which must then be loaded)."},
+    {"duplicate_gpu.oom_other_processes_on_gpu",
+     "duplicate_gpu",
+     0.55,
+     {"oom_other_processes_on_gpu"},
+     "",
+     "A GPU ran out of memory while several other processes held memory on it: ranks created "
+     "their CUDA context on a device not their own (cuda:0 before torch.cuda.set_device)."},
     {"qp_or_resource_limit.create_qp_failed",
      "qp_or_resource_limit",
      0.55,
@@ -889,6 +1066,13 @@ constexpr Rule kRules[] = {
      "two_nccl_versions",
      "NCCL's bootstrap messages had other sizes than the peer expected: the exchanged structures "
      "differ, as when nodes run different NCCL releases."},
+    {"desync_collective_mismatch.timeouts_differ_at_seq",
+     "desync_collective_mismatch",
+     0.8,
+     {"timeouts_differ_at_seq"},
+     "",
+     "Ranks timed out in the same SeqNum with different collectives or sizes: they called "
+     "different collectives in the same order slot (a desync), so none of them can complete."},
     {"desync_collective_mismatch.socket_message_truncated",
      "desync_collective_mismatch",
      0.45,
@@ -949,6 +1133,9 @@ constexpr Supersede kSupersedes[] = {
     {"retry_exceeded_network", "ib_port_down_or_link_flap"},
     // A worker killed by SIGBUS in a full /dev/shm is the shm's doing, not a crash of its own.
     {"oom_or_crash_other_rank", "shm_too_small"},
+    // ... and so are NCCL's frames on that process's backtrace: the crash is inside NCCL because
+    // NCCL touched its shared-memory segment.
+    {"nccl_bug", "shm_too_small"},
     // Connections refused while NCCL uses an interface the nodes cannot reach: the interface.
     {"firewall_or_port", "socket_ifname_wrong"},
 };
@@ -1633,6 +1820,29 @@ Diagnosis Diagnose(const Evidence& evidence, std::span<const CauseClaim> claims,
 
 // ---- the vocabulary's own knowledge, as pseudo-observations for the fit ----
 
+namespace {
+
+// A row's pseudo-observation is the log of that one line, as far as the catalog knows the line
+// (its substrings, no fields): every feature such a log has -- the row, its kind and category,
+// the conditions its text meets, and the shape (the first error, before any Init COMPLETE) -- so
+// that the fit weighs a row the corpus lacks as it would weigh a real log of it, not by its row
+// feature alone.
+std::vector<std::pair<std::string, double>> RowAloneFeatures(const Signature& s) {
+  Match m;
+  m.signature = &s;
+  m.line = std::string(s.prefilter);
+  if (!s.also.empty()) m.line += " " + std::string(s.also);
+  m.source = "prior";
+  m.line_number = 1;
+  Evidence ev;
+  ev.Add(std::move(m));
+  std::vector<std::pair<std::string, double>> out;
+  for (const Feature& f : ExtractFeatures(ev, {})) out.emplace_back(f.id, f.value);
+  return out;
+}
+
+}  // namespace
+
 std::vector<PriorExample> PriorExamples() {
   std::vector<PriorExample> out;
   for (const Rule& r : kRules) {
@@ -1646,12 +1856,7 @@ std::vector<PriorExample> PriorExamples() {
   }
   for (const Signature& s : Catalog()) {
     if (s.kind == EvidenceKind::kFact || FindCategory(s.category) == nullptr) continue;
-    PriorExample e{"row:" + std::string(s.id), std::string(s.category), {}};
-    e.features.emplace_back(e.id, 1);
-    e.features.emplace_back(
-        (s.kind == EvidenceKind::kCause ? "cause:" : "symptom:") + std::string(s.category), 1);
-    e.features.emplace_back("engine:" + std::string(s.category), RowConfidence(s));
-    out.push_back(std::move(e));
+    out.push_back({"row:" + std::string(s.id), std::string(s.category), RowAloneFeatures(s)});
   }
   // Other sources' claim codes: the corpus holds logs only, so without these a preflight finding
   // or a Flight Recorder verdict would weigh nothing.

@@ -22,7 +22,8 @@ COLS = ["file", "source", "thread", "root_cause", "confidence", "fix", "url", "s
 def vocabulary():
     text = open(os.path.join(HERE, "..", "..", "doc", "causes.md"), encoding="utf-8").read() \
         if os.path.exists(os.path.join(HERE, "..", "..", "doc", "causes.md")) else ""
-    names = set(re.findall(r"^\| `([a-z0-9_]+)` \|", text, re.M))
+    # doc/causes.md names each category in a heading (## `name`); older copies used a table.
+    names = set(re.findall(r"^(?:## |\| )`([a-z0-9_]+)`", text, re.M))
     return names
 
 

@@ -479,6 +479,20 @@ std::vector<RowCase> SocketFactsCases() {
       {I("Bootstrap: Using mlx5_0:1"),
        "nccl.bootstrap_using",
        {{"ifname", "mlx5_0"}, {"addr", "1"}}},
+      // Before 2.10 the bootstrap line lists the interfaces as NET/Socket does.
+      {I("Bootstrap : Using [0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::14ad:64ff:fe64:b31e%"
+         "veth75fa783<0>"),
+       "nccl.bootstrap_using",
+       {{"ifname", "ens5"},
+        {"addr", "172.31.0.137"},
+        {"interfaces", " [1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>"}}},
+      // socket.h v2.3.7-1 "NET : Using interface %s:%s" (socketToString: "addr<port>").
+      {I("NET : Using interface br0:10.9.22.33<0>"),
+       "nccl.net_using_interface",
+       {{"ifname", "br0"}, {"addr", "10.9.22.33"}}},
+      {I("NET : Using interface bond0:fe80::ec4:7aff:feb3:29d6%bond0<0>"),
+       "nccl.net_using_interface",
+       {{"ifname", "bond0"}, {"addr", "fe80::ec4:7aff:feb3:29d6%bond0"}}},
       // net_socket.cc v2.10.3-1 .. v2.28.9-1 "NET/Socket : Using%s" with " [%d]%s:%s"
       {I("NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>"),
        "nccl.socket_using",
@@ -1317,6 +1331,126 @@ std::vector<RowCase> OtherLayerCases() {
        "\"cudaSetDevice(currentDevice)\"",
        "cuda.system_not_ready_name",
        {}},
+      // cudaErrorInvalidDevice (101) as NCCL's checks.h "Cuda failure '%s'" (2.10-2.18), "Cuda
+      // failure %d '%s'" (2.19+), torch's c10_cuda_check "CUDA error: %s" and THC's "cuda
+      // runtime error (%d) : %s at %s:%d"; the enum's name in the samples' checkCudaErrors.
+      {"gpu07:2291:2377 [3] NCCL WARN Cuda failure 'invalid device ordinal'",
+       "cuda.invalid_device_ordinal",
+       {}},
+      {"gpu07:2291:2377 [3] NCCL WARN Cuda failure 101 'invalid device ordinal'",
+       "cuda.invalid_device_ordinal",
+       {}},
+      {"[rank9]: RuntimeError: CUDA error: invalid device ordinal",
+       "cuda.invalid_device_ordinal",
+       {{"rank", "9"}}},
+      {"RuntimeError: cuda runtime error (101) : invalid device ordinal at "
+       "/pytorch/aten/src/THC/THCGeneral.cpp:50",
+       "cuda.invalid_device_ordinal",
+       {}},
+      {"CUDA error at simpleP2P.cu:98 code=101(cudaErrorInvalidDevice) \"cudaSetDevice(gpuid)\"",
+       "cuda.invalid_device_name",
+       {}},
+      // alloc.h 2.14-2.30 ncclCudaCalloc / ncclCudaCallocAsync.
+      {"gpu07:2291:2377 [3] NCCL WARN Failed to CUDA calloc async 1920 bytes",
+       "nccl.cuda_calloc_failed",
+       {{"bytes", "1920"}}},
+      {"gpu07:2291:2377 [3] NCCL WARN Failed to CUDA calloc 4194304 bytes",
+       "nccl.cuda_calloc_failed",
+       {{"bytes", "4194304"}}},
+      // init.cc 2.14-2.30, as torch's "Last error:" line repeats it.
+      {"Invalid config blocking attribute value -2147483648",
+       "nccl.config_blocking_invalid",
+       {{"value", "-2147483648"}}},
+      // graph/paths.cc 2.10-2.30.
+      {"gpu07:2291:2291 [3] NCCL WARN Failed to find reverse path from remNode 0/5f000 nlinks 4 "
+       "to node 0/cb000",
+       "nccl.topo_reverse_path",
+       {{"rem_id", "5f000"}, {"nlinks", "4"}, {"node_id", "cb000"}}},
+      // enqueue.cc 2.10-2.23, 2.24-2.29 (with and without a forced NCCL_ALGO), 2.30.
+      {"gpu07:2291:2291 [3] NCCL WARN Error : no algorithm/protocol available",
+       "nccl.no_algorithm",
+       {}},
+      {"gpu07:2291:2291 [3] NCCL WARN Error : no algorithm/protocol available for function "
+       "AllGather with datatype ncclInt8.",
+       "nccl.no_algorithm",
+       {{"function", "AllGather"}, {"datatype", "ncclInt8"}}},
+      {"gpu07:2291:2291 [3] NCCL WARN Error : no algorithm/protocol available for function "
+       "AllGather with datatype ncclInt8. NCCL_ALGO was set to Tree.",
+       "nccl.no_algorithm_forced",
+       {{"function", "AllGather"}, {"algo", "Tree"}}},
+      {"gpu07:2291:2291 [3] NCCL WARN No algorithm/protocol available for function Broadcast "
+       "with datatype ncclInt8. NCCL_PROTO was set to LL128.",
+       "nccl.no_algorithm_forced",
+       {{"function", "Broadcast"}, {"proto", "LL128"}}},
+      // THC's _THError and its stderr note (torch 0.4-1.10, THCGeneral.cpp).
+      {"RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at "
+       "/pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265",
+       "torch.thc_cuda_error",
+       {{"cuda_err", "39"}, {"error", "uncorrectable ECC error encountered"}}},
+      {"THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=2 : out of "
+       "memory",
+       "torch.thc_check_fail",
+       {{"cuda_err", "2"}, {"error", "out of memory"}}},
+      // NVML's error name as a GPU health agent prints it; gpud's Xid report.
+      {"failed to get remapped rows for GPU-ac896b35-5782-c478-4b2a-a661de07770f: failed to get "
+       "device remapped rows: ERROR_GPU_IS_LOST",
+       "nvml.gpu_is_lost_name",
+       {}},
+      {"XID 79(GPU has fallen off the bus) detected on PCI:0000:ae:00",
+       "gpud.xid_detected",
+       {{"xid", "79"}, {"xid_meaning", "GPU has fallen off the bus"}, {"pci", "0000:ae:00"}}},
+      {"XID 74 (NVLINK Error) detected on PCI:0000:04:00",
+       "gpud.xid_detected",
+       {{"xid", "74"}, {"pci", "0000:04:00"}}},
+      // The kernel's IOMMU fault reports (AMD-Vi, Intel DMAR).
+      {"Sep 21 09:59:59 runtime kernel: nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT "
+       "domain=0x0003 address=0x80000040 flags=0x0020]",
+       "kernel.amd_iommu_page_fault",
+       {{"domain", "0x0003"}, {"address", "0x80000040"}}},
+      {"DMAR: [DMA Write] Request device [3b:00.0] fault addr 7f7c0000 [fault reason 05] PTE "
+       "Write access is not set",
+       "kernel.dmar_fault",
+       {{"pci", "3b:00.0"}, {"address", "7f7c0000"}}},
+      {"DMAR: [DMA Read NO_PASID] Request device [af:00.0] fault addr 0x2e8d5000 [fault reason "
+       "0x06] PTE Read access is not set",
+       "kernel.dmar_fault",
+       {{"pci", "af:00.0"}, {"address", "2e8d5000"}}},
+      // net_ib.cc 2.23-2.28.
+      {"gpu07:2291:2291 [3] NCCL WARN NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid "
+       "argument",
+       "nccl.ib_roce_version_read_failed",
+       {{"error", "Invalid argument"}}},
+      // Ray's check_version_info.
+      {"RuntimeError: Version mismatch: The cluster was started with:", "ray.version_mismatch", {}},
+      // cudaErrorPeerAccessUnsupported in NCCL's p2p transport and torch.
+      {"n1:1:1 [0] transport/p2p.cc:1 NCCL WARN Cuda failure 'peer access is not supported "
+       "between these two devices'",
+       "cuda.peer_access_unsupported",
+       {}},
+      {"RuntimeError: CUDA error: peer access is not supported between these two devices",
+       "cuda.peer_access_unsupported",
+       {}},
+      // UCX ib_mlx5_dv.c; libfabric EFA status 4126 in aws-ofi-nccl's completion error line.
+      {"ib_mlx5_dv.c:161  UCX  ERROR   mlx5dv_devx_obj_create(QP) failed, syndrome 0: Cannot "
+       "allocate memory",
+       "ucx.devx_create_qp_failed",
+       {{"syndrome", "0"}, {"error", "Cannot allocate memory"}}},
+      {"NET/OFI Request 0x7f456c224810 completed with error. RC: 103. Error: 4126 (Unresponsive "
+       "receiver (reachable by EFA device but handshake failed) My EFA addr: "
+       "fi_addr_efa://[fe80::c55:2eff:fe44:db5]:0:142160333",
+       "libfabric.efa_unresponsive_receiver",
+       {}},
+      // Build / toolkit mismatches as NCCL's checks.h and torch's c10_cuda_check print them.
+      {"c76d92cccb6e:72:456 [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'",
+       "cuda.symbol_not_found",
+       {}},
+      {"RuntimeError: CUDA error: no kernel image is available for execution on the device",
+       "cuda.no_kernel_image",
+       {}},
+      {"RuntimeError: CUDA error: invalid device function", "cuda.invalid_device_function", {}},
+      {"RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+       "cuda.unsupported_ptx",
+       {}},
       // nccl-tests common.h CUDACHECK: "%s: Test CUDA failure %s:%d '%s'".
       {" Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime "
        "version'",
@@ -1452,6 +1586,54 @@ std::vector<RowCase> OtherLayerCases() {
 }
 TEST_CASE("rows of other layers: CUDA texts, the linker, nvidia-smi, Gloo, UCX, ulimit, aborts") {
   CheckCases(OtherLayerCases());
+}
+
+TEST_CASE("a kernel built for another GPU (invalid device function) is no device-selection row") {
+  LineMatcher m;
+  // cudaErrorInvalidDeviceFunction (98): the enum name extends cudaErrorInvalidDevice's.
+  for (const char* line :
+       {"CUDA error at kernel.cu:12 code=98(cudaErrorInvalidDeviceFunction) \"cudaGetLastError()\"",
+        "RuntimeError: CUDA error: invalid device function"}) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (r.has_value()) CHECK(r->signature->category != std::string_view("duplicate_gpu"));
+  }
+}
+
+TEST_CASE("NCCL's other config and algorithm messages are not the new rows'") {
+  LineMatcher m;
+  // init.cc's neighbouring checks (cgaClusterSize, NCCL_COMM_BLOCKING) and nvls' "no
+  // algorithm" INFO of another shape must not read as a version split or an NCCL defect.
+  for (const char* line :
+       {"gpu07:2291:2291 [3] NCCL WARN Invalid config cgaClusterSize attribute value -3",
+        "gpu07:2291:2291 [3] NCCL WARN Invalid NCCL_COMM_BLOCKING value 7",
+        "gpu07:2291:2291 [3] NCCL INFO Failed to find path from node 0/5f000 to node 0/cb000"}) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (!r.has_value()) continue;
+    CHECK(r->signature->id != std::string_view("nccl.config_blocking_invalid"));
+    CHECK(r->signature->id != std::string_view("nccl.topo_reverse_path"));
+    CHECK(r->signature->id != std::string_view("nccl.no_algorithm"));
+  }
+}
+
+TEST_CASE(
+    "Ray's patch-level warning, other Xid-less PCI lines and healthy IOMMU lines match none") {
+  LineMatcher m;
+  for (const char* line :
+       {"2025-05-26 18:00:25,881 WARNING utils.py:1591 -- Python patch version mismatch: The "
+        "cluster was started with:",
+        "SXID 123 detected on PCI:0000:9b:00", "AMD-Vi: Interrupt remapping enabled",
+        "DMAR: IOMMU enabled", "THCudaCheck OK"}) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (!r.has_value()) continue;
+    for (const char* id :
+         {"ray.version_mismatch", "gpud.xid_detected", "kernel.amd_iommu_page_fault",
+          "kernel.dmar_fault", "torch.thc_check_fail"}) {
+      CHECK(r->signature->id != std::string_view(id));
+    }
+  }
 }
 
 TEST_CASE("NCCL result rows: ncclGetErrorString's texts as other wrappers print them") {

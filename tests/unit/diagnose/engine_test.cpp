@@ -2,6 +2,8 @@
 // read in their sources; the release ranges are in the catalog rows' provenance).
 #include "diagnose/engine.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -570,6 +572,85 @@ TEST_CASE("an uncorrectable ECC or NVLink CUDA error is gpu_xid_or_driver withou
   Diagnosis fm = Run("RuntimeError: CUDA error: system not yet initialized\n");
   REQUIRE(fm.named());
   CHECK(fm.causes[0].category == "gpu_xid_or_driver");
+}
+
+// ProcessGroupNCCL.cpp (2.0-2.11): "[Rank %d] Watchdog caught collective operation timeout:
+// WorkNCCL(SeqNum=%d, OpType=%s, NumelIn=%d, NumelOut=%d, Timeout(ms)=%d) ran for %d milliseconds
+// before timing out."
+TEST_CASE("ranks timing out in one SeqNum with different sizes is a desync, one size is not") {
+  auto timeout = [](int rank, const char* numel) {
+    return fmt::format(
+        "[rank{0}]:[E ProcessGroupNCCL.cpp:475] [Rank {0}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=13807, OpType=ALLREDUCE, NumelIn={1}, NumelOut={1}, "
+        "Timeout(ms)=1800000) ran for 1800233 milliseconds before timing out.\n",
+        rank, numel);
+  };
+  auto fired = [](const Diagnosis& d, std::string_view rule) {
+    for (const auto& f : d.fired) {
+      if (f.rule == rule) return true;
+    }
+    return false;
+  };
+  Diagnosis d = Run(timeout(5, "11274112") + timeout(6, "11274112") + timeout(7, "10942336"));
+  CHECK(fired(d, "desync_collective_mismatch.timeouts_differ_at_seq"));
+  Diagnosis same = Run(timeout(5, "11274112") + timeout(6, "11274112"));
+  CHECK_FALSE(fired(same, "desync_collective_mismatch.timeouts_differ_at_seq"));
+}
+
+TEST_CASE("a DMA-BUF registration failure is GPUDirect's, not a locked-memory limit") {
+  auto fired = [](const Diagnosis& d, std::string_view rule) {
+    for (const auto& f : d.fired) {
+      if (f.rule == rule) return true;
+    }
+    return false;
+  };
+  // ibvwrap.cc 2.13+: "Call to ibv_reg_dmabuf_mr failed with error %s".
+  Diagnosis dmabuf =
+      Run("n1:1:2 [0] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error "
+          "Operation not supported\n");
+  CHECK(fired(dmabuf, "gdr_peermem.dmabuf_reg_failed"));
+  CHECK_FALSE(fired(dmabuf, "memlock.reg_mr_failed"));
+  Diagnosis plain =
+      Run("n1:1:2 [0] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_mr failed with error "
+          "Operation not permitted\n");
+  CHECK(fired(plain, "memlock.reg_mr_failed"));
+  CHECK_FALSE(fired(plain, "gdr_peermem.dmabuf_reg_failed"));
+}
+
+// c10/cuda/CUDACachingAllocator.cpp's OOM message lists "Process %d has %s memory in use."
+TEST_CASE("a CUDA OOM on a GPU other processes hold memory on is a device-selection bug") {
+  auto fired = [](const Diagnosis& d, std::string_view rule) {
+    for (const auto& f : d.fired) {
+      if (f.rule == rule) return true;
+    }
+    return false;
+  };
+  const std::string head =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 52.00 MiB. GPU 0 has a total "
+      "capacity of 31.74 GiB of which 39.62 MiB is free. ";
+  Diagnosis many = Run(head +
+                       "Process 101553 has 1.19 GiB memory in use. Process 101552 has 1.19 GiB "
+                       "memory in use. Of the allocated memory 28.1 GiB is allocated by PyTorch\n");
+  CHECK(fired(many, "duplicate_gpu.oom_other_processes_on_gpu"));
+  Diagnosis own = Run(head + "Process 101553 has 31.6 GiB memory in use.\n");
+  CHECK_FALSE(fired(own, "duplicate_gpu.oom_other_processes_on_gpu"));
+}
+
+TEST_CASE("NCCL failing to allocate GPU memory is a rank's death, like torch's CUDA OOM") {
+  // alloc.h 2.14-2.30 "Failed to CUDA calloc async %ld bytes" on one rank, a peer's error after.
+  Diagnosis d = Run(
+      "n1:11:12 [0] NCCL WARN Failed to CUDA calloc async 1920 bytes\n"
+      "n2:21:22 [1] NCCL WARN NET/IB : Got completion from peer 10.0.0.1<5> with status=5 "
+      "opcode=1 len=0 vendor err 249 (Recv)\n"
+      "[rank1]:[E ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=4, NumelOut=8, Timeout(ms)=600000) "
+      "ran for 600001 milliseconds before timing out.\n");
+  bool died = false;
+  for (const auto& f : d.fired) died = died || f.rule == "oom_or_crash_other_rank.rank_died";
+  CHECK(died);
+  // The same text without the allocation failure names no death.
+  Diagnosis none = Run("n1:11:12 [0] NCCL WARN Failed to CUDA malloc host 1920 bytes\n");
+  for (const auto& f : none.fired) CHECK(f.rule != "oom_or_crash_other_rank.rank_died");
 }
 
 TEST_CASE("CUDA's invalid device ordinal is a device selection bug (duplicate_gpu)") {

@@ -2,6 +2,7 @@
 // small table of the test's own, so the behaviours do not hang on what a refit learns).
 #include "diagnose/model.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -229,6 +230,132 @@ TEST_CASE(
   CHECK(HasFeature(error, "struct:hosts_one"));
   CHECK_FALSE(HasFeature(error, "struct:hosts_many"));
   CHECK_FALSE(HasFeature(init, "struct:error_before_init"));  // no error at all
+}
+
+// net_ib.cc 2.18-2.19 "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d,
+// vendor err %d (%s) localGid %s remoteGids%s": the completion's own local GID.
+TEST_CASE("an IB completion's own link-local GID is the GID's evidence, a routable one is not") {
+  const std::string head =
+      "n1:11:12 [0] transport/net_ib.cc:1012 NCCL WARN NET/IB : Got completion from peer "
+      "10.0.0.2<53908> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid ";
+  const std::string link_local = head + "fe80::ba59:9f03:c0:12 remoteGidsfe80::ba59:9f03:c0:14\n";
+  const std::string routable = head + "::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2\n";
+  CHECK(HasFeature(link_local, "cond:link_local_gid"));
+  CHECK(HasFeature(link_local, "rule:gid_index.retry_with_link_local_gid"));
+  CHECK_FALSE(HasFeature(routable, "cond:link_local_gid"));
+  CHECK_FALSE(HasFeature(routable, "rule:gid_index.retry_with_link_local_gid"));
+}
+
+// torch/csrc/distributed/c10d/socket.cpp (1.13-2.11) "The client socket has timed out after %s
+// while trying to connect to (%s, %d)." and TCPStore.cpp (2.3-2.11) "TCP client failed to
+// connect/validate to host %s:%d - retrying ...".
+TEST_CASE("a c10d store at 0.0.0.0, loopback or the Docker bridge is the interface's doing") {
+  const std::string bridge =
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (172.17.0.2, 29500).\n";
+  const std::string cut =  // a log line cut after the host
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (172.17.0.2\n";
+  const std::string any =
+      "W715 09:24:02.297720466 TCPStore.cpp:330] [c10d] TCP client failed to connect/validate to "
+      "host 0.0.0.0:51216 - retrying (try=0, timeout=300000ms, delay=59547ms): The client socket "
+      "has timed out after 300000ms while trying to connect to (0.0.0.0, 51216).\n";
+  const std::string routable =
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (10.0.1.75, 29500).\n";
+  CHECK(HasFeature(bridge, "rule:socket_ifname_wrong.store_on_unroutable_address"));
+  CHECK(HasFeature(cut, "cond:store_address_unroutable"));
+  CHECK(HasFeature(any, "cond:store_address_unroutable"));
+  CHECK_FALSE(HasFeature(routable, "cond:store_address_unroutable"));
+  CHECK(HasFeature(routable, "row:c10d.store_connect_timeout"));
+}
+
+// UCX's debug.c: "Caught signal %d (%s)" and its backtrace frames " %2d 0x%016lx %s()  %s:%u".
+TEST_CASE("NCCL's frames on a bus error without backing weigh less: the shm, not NCCL") {
+  auto value = [](std::string_view text, std::string_view id) {
+    static const LineMatcher matcher;
+    Evidence ev;
+    LogIngest ingest(matcher, &ev);
+    ingest.AddText("job.log", text);
+    for (const Feature& f : ExtractFeatures(ev)) {
+      if (f.id == id) return f.value;
+    }
+    return 0.0;
+  };
+  const std::string frame =
+      " 1 0x000000000004f03d ncclLaunchPrepare()  /dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/"
+      "src/enqueue.cc:574\n";
+  const std::string bus =
+      "[qgpu813:1    :0:381] Caught signal 7 (Bus error: nonexistent physical "
+      "address)\n";
+  const std::string segv =
+      "[qgpu813:1    :0:381] Caught signal 11 (Segmentation fault: address "
+      "not mapped to object at address 0x10)\n";
+  const double alone = value(segv + frame, "engine:nccl_bug");
+  REQUIRE(alone > 0);
+  CHECK(value(bus + frame, "engine:shm_too_small") > 0);
+  CHECK(value(bus + frame, "engine:nccl_bug") < alone);
+}
+
+// net_socket.cc "NET/Socket : Using%s" with " [%d]%s:%s" per interface; socket.h 2.3 "NET :
+// Using interface %s:%s".
+TEST_CASE("one unreachable interface in NCCL's list, or on a 2.3 line, is a bad interface") {
+  const std::string veth =
+      "h:1:2 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
+      "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n";
+  const std::string two_good =
+      "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>\n";
+  CHECK(HasFeature(veth, "cond:bad_interface"));
+  CHECK_FALSE(HasFeature(veth, "cond:good_interface"));
+  CHECK(HasFeature(two_good, "cond:good_interface"));
+  CHECK_FALSE(HasFeature(two_good, "cond:bad_interface"));
+  CHECK(
+      HasFeature("h:1:2 [0] NCCL INFO NET : Using interface bond0:fe80::ec4:7aff:feb3:29d6%"
+                 "bond0<0>\n",
+                 "cond:bad_interface"));
+  CHECK(HasFeature("h:1:2 [0] NCCL INFO NET : Using interface eno1:192.168.12.50<0>\n",
+                   "cond:good_interface"));
+}
+
+// ProcessGroupNCCL.cpp (2.1-2.11) "[%d] is setting up NCCL communicator and retrieving
+// ncclUniqueId from [0] via c10d key-value store by key '%s', but store->get('%s') got error: %s";
+// socket.cpp's "The client socket has timed out after %s while trying to connect to (%s, %d).".
+TEST_CASE("a store read that timed out after a good connect is a late rank, a failed connect not") {
+  const std::string wait =
+      "RuntimeError: [6] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+      "c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n";
+  const std::string connect =
+      "[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+      "connect to (10.0.1.75, 29500).\n";
+  CHECK(HasFeature(wait, "rule:straggler_or_slow_rank.store_wait_timeout"));
+  CHECK(HasFeature("RuntimeError: Socket Timeout\n", "cond:store_wait_timeout"));
+  CHECK_FALSE(HasFeature(connect + wait, "cond:store_wait_timeout"));
+}
+
+TEST_CASE("a catalog row's pseudo-observation is the log of that line alone") {
+  const PriorExample* ordinal = nullptr;
+  const PriorExample* status12 = nullptr;
+  auto priors = PriorExamples();
+  for (const PriorExample& p : priors) {
+    if (p.id == "row:cuda.invalid_device_ordinal") ordinal = &p;
+    if (p.id == "row:nccl.ib_status_retry_exceeded") status12 = &p;
+    CHECK(p.id != "row:nccl.init_complete");  // a fact names no cause
+  }
+  auto has = [](const PriorExample* p, std::string_view id) {
+    return std::any_of(p->features.begin(), p->features.end(),
+                       [&](const auto& f) { return f.first == id; });
+  };
+  REQUIRE(ordinal != nullptr);
+  CHECK(ordinal->category == "duplicate_gpu");
+  CHECK(has(ordinal, "cause:duplicate_gpu"));
+  CHECK(has(ordinal, "first:duplicate_gpu"));          // the one line is the first error
+  CHECK(has(ordinal, "cond:invalid_device_ordinal"));  // the conditions its text meets
+  CHECK(has(ordinal, "rule:duplicate_gpu.invalid_device_ordinal"));
+  CHECK_FALSE(has(ordinal, "cond:retry_exceeded"));
+  REQUIRE(status12 != nullptr);
+  CHECK(has(status12, "cond:retry_exceeded"));
+  CHECK(has(status12, "first:retry_exceeded_network"));
+  CHECK_FALSE(has(status12, "first:duplicate_gpu"));
 }
 
 TEST_CASE("every pseudo-observation names a cause and features the extractor produces") {
