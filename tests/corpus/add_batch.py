@@ -4,7 +4,7 @@
 
     add_batch.py DIR            move DIR/*.log into logs/ and append DIR/PENDING.tsv to LABELS.tsv
     add_batch.py --check P[,P...] recompute the split of the batch whose files start with P
-                                (batch 1: a,b,c,d,s; batch 2: e; batch 3: f)
+                                (batch 1: a,b,c,d,s; batch 2: e; batch 3: f; batch 4: g)
 
 DIR/PENDING.tsv has the columns of LABELS.tsv without `split`. The split is the README's rule,
 applied to this batch alone: within each category of the batch, the threads sorted by the
