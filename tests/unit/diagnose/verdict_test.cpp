@@ -47,11 +47,14 @@ TEST_CASE("a root cause outranks the watchdog timeout it causes") {
       "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send)\n",
       "stderr");
   Verdict v = Decide(ev, Trigger::kSignature, {});
-  // status=12 alone: the fitted model ranks the GID first (most such logs of the corpus) and the
-  // fabric next; either way an IB cause, never the timeout.
+  // status=12 alone: the fabric or the GID first; the runner-up is another cause of the IB path
+  // (the corpus's status-12 logs on one host are fabric, rail/cross-NIC routing and GID; no line
+  // here tells them apart), never the timeout the failure causes.
   CHECK((v.category == "retry_exceeded_network" || v.category == "gid_index"));
   REQUIRE(v.causes.size() >= 2);
-  CHECK((v.causes[1].category == "retry_exceeded_network" || v.causes[1].category == "gid_index"));
+  const std::string second = v.causes[1].category;
+  CHECK((second == "retry_exceeded_network" || second == "gid_index" ||
+         second == "rail_topology_cross_nic"));
   CHECK(v.seq == "9");
   CHECK(v.op == "ALLGATHER");
   REQUIRE(v.categories_seen.size() >= 2);
