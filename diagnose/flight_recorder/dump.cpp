@@ -120,8 +120,7 @@ std::uint32_t Strings::Intern(std::string_view s) {
 }
 
 std::uint32_t LocalStrings::Get(std::string_view s) {
-  // Heterogeneous lookup needs C++20's transparent hashing; a short std::string is cheap enough.
-  auto it = cache_.find(std::string(s));
+  auto it = cache_.find(s);
   if (it != cache_.end()) return it->second;
   std::uint32_t id = global_->Intern(s);
   cache_.emplace(std::string(s), id);

@@ -228,11 +228,29 @@ struct Unpickler::State {
   [[gnu::always_inline]] void AddItems(std::uint32_t id, std::size_t from, std::uint32_t per_item) {
     auto& st = u.stack_;
     std::uint32_t len = static_cast<std::uint32_t>(st.size() - from);
-    if (len > 0) {
+    if (len == 0) return;
+    Node& target = doc.nodes_[id];
+    // APPEND after APPEND (nothing else stored between): the last chunk grows in place, so a
+    // list built item by item is one chunk, not one per item.
+    if (target.c.last != kNoChunk) {
+      PickleDoc::Chunk& last = doc.chunks_[target.c.last];
+      if (last.begin + last.len == doc.items_.size()) {
+        if (len == 1) {
+          doc.items_.push_back(st.back());
+        } else {
+          doc.items_.insert(doc.items_.end(), st.begin() + from, st.end());
+        }
+        last.len += len;
+        target.count += len / per_item;
+        st.resize(from);
+        return;
+      }
+    }
+    {
       std::uint32_t chunk = static_cast<std::uint32_t>(doc.chunks_.size());
       doc.chunks_.push_back({static_cast<std::uint32_t>(doc.items_.size()), len, kNoChunk});
       doc.items_.insert(doc.items_.end(), st.begin() + from, st.end());
-      Node& n = doc.nodes_[id];
+      Node& n = target;
       if (n.c.first == kNoChunk) {
         n.c.first = chunk;
       } else {
@@ -270,6 +288,7 @@ struct Unpickler::State {
   bool Float();
   bool StringOp();
   bool ScalarOp();
+  bool Scalar();
   bool Long();
   bool TextOp();
   bool Build();
@@ -466,7 +485,11 @@ bool Unpickler::State::StringOp() {
   }
 }
 
-bool Unpickler::State::ScalarOp() {
+// BINFLOAT, LONG1, LONG4 (the small scalars are inline in Step).
+bool Unpickler::State::ScalarOp() { return op == 'G' ? Float() : Long(); }
+
+// The small scalars and MARK, a third of a dump's opcodes, inline in the loop; the rest out of it.
+[[gnu::always_inline]] inline bool Unpickler::State::Scalar() {
   switch (op) {
     case 'K':
       return PushFixed(1, false);
@@ -480,10 +503,11 @@ bool Unpickler::State::ScalarOp() {
       return PushInt(1, Kind::kBool);
     case 0x89:
       return PushInt(0, Kind::kBool);
-    case 'G':
-      return Float();
+    case '(':
+      u.marks_.push_back(static_cast<std::uint32_t>(u.stack_.size()));
+      return true;
     default:
-      return Long();  // LONG1, LONG4
+      return ScalarOp();
   }
 }
 
@@ -509,10 +533,11 @@ bool Unpickler::State::ScalarOp() {
     case 'N':
     case 0x88:
     case 0x89:
+    case '(':
     case 'G':
     case 0x8a:
     case 0x8b:
-      return ScalarOp();
+      return Scalar();
     case 'q':
       return MemoArg(1, true);
     case 'r':

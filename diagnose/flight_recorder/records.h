@@ -5,6 +5,7 @@
 // gone as soon as each file is read.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -85,8 +86,13 @@ class LocalStrings {
   std::uint32_t Get(std::string_view s);
 
  private:
+  // Transparent: a lookup by string_view builds no std::string (C++20 heterogeneous find).
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   Strings* global_;
-  std::unordered_map<std::string, std::uint32_t> cache_;
+  std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> cache_;
 };
 
 /// Stacks of frames, interned (most entries of a job share a handful of stacks).
