@@ -246,3 +246,31 @@ TEST_CASE("the report's remediation section replaces an earlier one") {
   CHECK(html.find("<h2>Remediation</h2>") == html.rfind("<h2>Remediation</h2>"));
   CHECK(html.find("</section>") < html.find("</body>"));
 }
+
+TEST_CASE("a remediation record with members missing or of the wrong type still renders") {
+  // Read back from a run root: a hand-edited or foreign remediation.json. A const json's
+  // operator[] on a missing key is undefined behaviour, and get<std::string> on a number throws.
+  const nlohmann::json bare = {{"decision", "report"}};
+  std::string md = RemediationMarkdown(bare);
+  CHECK(md.find("**Decision: report**") != std::string::npos);
+  CHECK(md.find("Actions:") == std::string::npos);
+  CHECK(RemediationHtml(bare).find("<b>Decision: report</b>") != std::string::npos);
+
+  const nlohmann::json odd = {
+      {"decision", "drain"},
+      {"actions", {42, {{"command", "scontrol update NodeName=n2"}, {"ran", true}, {"ok", true}}}},
+      {"notes", {7, "n2 drained"}}};
+  md = RemediationMarkdown(odd);
+  CHECK(md.find("`scontrol update NodeName=n2`: ok") != std::string::npos);
+  CHECK(md.find("- n2 drained") != std::string::npos);
+  const std::string html = RemediationHtml(odd);
+  CHECK(html.find("<li>n2 drained</li>") != std::string::npos);
+  CHECK(html.find("<code>scontrol update NodeName=n2</code>: ok") != std::string::npos);
+
+  // A cause with a non-array evidence and rules is read, not refused or crashed on.
+  auto f = FirstCause(nlohmann::json::parse(
+      R"J({"causes": [{"category": "memlock", "probability": 0.9, "evidence": "x", "rules": 3}]})J"));
+  REQUIRE(f.ok());
+  CHECK(f->evidence.empty());
+  CHECK(f->rules.empty());
+}
