@@ -14,6 +14,11 @@ BUILD_DIR=${BUILD_DIR:-build}
 mode=${1:-all}
 werror=OFF
 [ "${CI:-}" = true ] && werror=ON
+# ccache (CMakeLists.txt uses it when installed) keys on paths relative to the repository, and not
+# on the build directory: a fresh clone in another folder (a CI run, a second worktree) reuses what
+# an earlier build of the same sources compiled. The cost: a reused object's debug line tables name
+# the build directory that first compiled it (file:line stay right, relative to the repository).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 mkdir -p "$BUILD_DIR"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSAFE_LAUNCH_WERROR=$werror >"$BUILD_DIR/configure.log" 2>&1 ||
@@ -31,14 +36,21 @@ case $mode in
       esac
     done
     # (grep reads all of ninja's list: with -q, ninja's SIGPIPE would fail the pipeline)
-    has_warmup=0
-    ninja -C "$BUILD_DIR" -t targets all | grep -c '^safe-launch-warmup:' >/dev/null && has_warmup=1
+    has_warmup=0 has_main=0
+    ninja_targets=$(ninja -C "$BUILD_DIR" -t targets all)
+    grep -c '^safe-launch-warmup:' <<<"$ninja_targets" >/dev/null && has_warmup=1
+    grep -c '^sl_warmup_main:' <<<"$ninja_targets" >/dev/null && has_main=1
     if ! (($#)); then
       ((has_warmup)) && targets+=(safe-launch-warmup)
     elif [[ " ${targets[*]} " == *" safe-launch-warmup "* ]] && ! ((has_warmup)); then
       echo "build.sh: no safe-launch-warmup target: CMake did not find libtorch (see" \
         "$BUILD_DIR/configure.log; bash scripts/install-deps.sh --demo-torch installs it)" >&2
       exit 3
+    fi
+    # The warm-up's libtorch-free half (its CLI and protocol) compiles with safe-launch, while the
+    # demo's libtorch install runs: only torch_backend.cpp is left for after it.
+    if ((has_main)) && [[ " ${targets[*]} " != *" safe-launch-warmup "* ]]; then
+      targets+=(sl_warmup_main)
     fi
     ;;
   all) targets=(all) ;;

@@ -37,6 +37,14 @@ case $case_name in
       fail "$(cat "$T/out")"
     [ "$(built_targets)" = safe-launch ] || fail "--demo safe-launch built '$(built_targets)'"
     ;;
+  build-demo-warmup-half)
+    # Before libtorch is there, --demo safe-launch also compiles the warm-up's libtorch-free half.
+    fake_tools all safe-launch sl_warmup_main
+    BUILD_DIR=$T/b bash "$src/scripts/build.sh" --demo safe-launch >"$T/out" 2>&1 ||
+      fail "$(cat "$T/out")"
+    [ "$(built_targets)" = "safe-launch sl_warmup_main" ] ||
+      fail "--demo safe-launch before libtorch built '$(built_targets)', not 'safe-launch sl_warmup_main'"
+    ;;
   build-demo-no-torch)
     fake_tools all safe-launch
     BUILD_DIR=$T/b bash "$src/scripts/build.sh" --demo >"$T/out" 2>&1 || fail "$(cat "$T/out")"
@@ -64,6 +72,13 @@ case $case_name in
     if grep -E "include/torch|libtorch|libc10|USE_C10D" <<<"$cmds" | head -3 >"$T/torch" &&
        [ -s "$T/torch" ]; then
       fail "safe-launch needs libtorch, so it cannot build while libtorch installs: $(cat "$T/torch")"
+    fi
+    # The warm-up's CLI half is built before libtorch is installed: no libtorch in it either.
+    if ninja -C "$build_dir" -t targets all | grep -c '^sl_warmup_main:' >/dev/null; then
+      main_cmds=$(ninja -C "$build_dir" -t commands sl_warmup_main | grep -E 'warmup_main' || true)
+      [ -n "$main_cmds" ] || fail "ninja lists no compile of warmup_main.cpp for sl_warmup_main"
+      ! grep -qE "include/torch|USE_C10D" <<<"$main_cmds" ||
+        fail "sl_warmup_main compiles with libtorch's flags, so it cannot build before libtorch"
     fi
     targets=(safe-launch)
     ninja -C "$build_dir" -t targets all | grep -c '^safe-launch-warmup:' >/dev/null &&

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/test_paths.h"
+
 namespace {
 
 struct DocCause {
@@ -38,7 +40,7 @@ std::vector<DocCause> ReadDoc(const std::string& path) {
 }  // namespace
 
 TEST_CASE("doc/causes.md lists the vocabulary's categories in order with the same text") {
-  std::vector<DocCause> doc = ReadDoc(SL_SOURCE_DIR "/doc/causes.md");
+  std::vector<DocCause> doc = ReadDoc(SL_SOURCE_DIR + "/doc/causes.md");
   REQUIRE(!doc.empty());
   REQUIRE(doc.back().name == "unknown");
   doc.pop_back();

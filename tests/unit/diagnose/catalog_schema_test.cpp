@@ -12,6 +12,7 @@
 
 #include "common/cause.h"
 #include "diagnose/signatures.h"
+#include "tests/unit/test_paths.h"
 
 using namespace sl::diagnose;
 
@@ -167,7 +168,7 @@ TEST_CASE("catalog rows as a markdown table", "[.table]") {
 }
 
 TEST_CASE("the manual's catalog table lists every row") {
-  std::ifstream in(std::string(SL_FIXTURES_DIR) + "/../../doc/manual.md");
+  std::ifstream in(SL_FIXTURES_DIR + "/../../doc/manual.md");
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();

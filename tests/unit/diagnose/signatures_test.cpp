@@ -12,6 +12,7 @@
 #include "common/strings.h"
 #include "diagnose/regex_lead.h"
 #include "diagnose/verdict.h"
+#include "tests/unit/test_paths.h"
 
 using namespace sl::diagnose;
 
@@ -161,7 +162,7 @@ TEST_CASE("torchrun ChildFailedError table gives rank, host and exit code") {
 // The figure is measured and printed, and must not fall below what the catalog reaches today.
 TEST_CASE("catalog verdicts agree with the labelled corpus") {
   // A copy in tests/fixtures, so the check runs (and can fail) on every checkout.
-  std::string dir = std::string(SL_FIXTURES_DIR) + "/corpus/logs";
+  std::string dir = SL_FIXTURES_DIR + "/corpus/logs";
   REQUIRE(std::filesystem::exists(dir + "/LABELS.tsv"));
   LineMatcher m;
   int total = 0, right = 0;
@@ -190,7 +191,7 @@ TEST_CASE("catalog verdicts agree with the labelled corpus") {
 TEST_CASE("ScanBlock finds every line MatchLine matches, with its index, on the real logs") {
   std::vector<std::string> files;
   for (const char* dir : {"/corpus/logs", "/device", "/logs"}) {
-    std::string d = std::string(SL_FIXTURES_DIR) + dir;
+    std::string d = SL_FIXTURES_DIR + dir;
     REQUIRE(std::filesystem::exists(d));
     for (const auto& e : std::filesystem::recursive_directory_iterator(d)) {
       if (e.is_regular_file() && e.file_size() < (8u << 20)) files.push_back(e.path().string());
@@ -365,8 +366,7 @@ TEST_CASE("a regex's leading literal is what every match starts with, or nothing
 TEST_CASE("anchored search from the leading literal equals a full search for every catalog row") {
   std::vector<std::string> lines;
   for (const char* dir : {"/corpus/logs", "/device", "/logs"}) {
-    for (const auto& e :
-         std::filesystem::recursive_directory_iterator(std::string(SL_FIXTURES_DIR) + dir)) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(SL_FIXTURES_DIR + dir)) {
       if (!e.is_regular_file() || e.file_size() >= (8u << 20)) continue;
       sl::ForEachLine(Slurp(e.path().string()), [&](std::string_view l) { lines.emplace_back(l); });
     }

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/unit/test_paths.h"
+
 using namespace sl::diagnose;
 
 namespace {
@@ -20,8 +22,7 @@ TEST_CASE(
     "the real torch 2.11 watchdog output gives collective_timeout, SeqNum 5, ALLREDUCE, 5000 ms") {
   LineMatcher m;
   Evidence ev;
-  ev.AddText(m, Slurp(std::string(SL_FIXTURES_DIR) + "/logs/watchdog_timeout.torchrun.txt"),
-             "stderr");
+  ev.AddText(m, Slurp(SL_FIXTURES_DIR + "/logs/watchdog_timeout.torchrun.txt"), "stderr");
   Verdict v = Decide(ev, Trigger::kSignature, {});
   CHECK(v.category == "collective_timeout");
   CHECK(v.seq == "5");

@@ -12,6 +12,7 @@
 
 #include "preflight/check.h"
 #include "preflight/runner.h"
+#include "tests/unit/test_paths.h"
 
 using namespace sl;
 using namespace sl::preflight;
@@ -73,7 +74,7 @@ TEST_CASE("every finding on every fixture tree has a catalogued code that allows
 }
 
 TEST_CASE("the manual lists every finding code") {
-  std::ifstream in(std::string(SL_FIXTURES_DIR) + "/../../doc/manual.md");
+  std::ifstream in(SL_FIXTURES_DIR + "/../../doc/manual.md");
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
@@ -86,7 +87,7 @@ TEST_CASE("the manual lists every finding code") {
 
 TEST_CASE("the JSON report and -v text carry the finding code") {
   PreflightOptions options;
-  options.sysroot = std::string(SL_FIXTURES_DIR) + "/memlock-64k";
+  options.sysroot = SL_FIXTURES_DIR + "/memlock-64k";
   options.only = {"os.memlock"};
   auto report = RunPreflight(options, {});
   REQUIRE(report.ok());
@@ -99,7 +100,7 @@ TEST_CASE("the JSON report and -v text carry the finding code") {
 
 TEST_CASE("a port NCCL would use with no link partner is ib.port.state/no_link_partner") {
   PreflightOptions options;
-  options.sysroot = std::string(SL_FIXTURES_DIR) + "/ib-port-down";  // mlx5_3: DOWN/Polling
+  options.sysroot = SL_FIXTURES_DIR + "/ib-port-down";  // mlx5_3: DOWN/Polling
   options.only = {"ib.port.state"};
   auto report = RunPreflight(options, {});
   REQUIRE(report.ok());
@@ -115,7 +116,7 @@ TEST_CASE("a port NCCL would use with no link partner is ib.port.state/no_link_p
 
 TEST_CASE("the summary line counts a waived fail as waived, not as a fail") {
   PreflightOptions options;
-  options.sysroot = std::string(SL_FIXTURES_DIR) + "/memlock-64k";
+  options.sysroot = SL_FIXTURES_DIR + "/memlock-64k";
   options.only = {"os.memlock"};
   options.waive = {"os.memlock"};
   auto report = RunPreflight(options, {});

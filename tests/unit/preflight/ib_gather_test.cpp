@@ -5,6 +5,7 @@
 
 #include "common/file_reader.h"
 #include "common/node_facts.h"
+#include "tests/unit/test_paths.h"
 
 using namespace sl;
 
@@ -20,7 +21,7 @@ const IbProblem* FindProblem(const NodeFacts& f, const std::string& dev, const s
 }  // namespace
 
 TEST_CASE("the healthy IB fixture gathers 8 ACTIVE NDR InfiniBand ports") {
-  RootedFileReader fs(SL_FIXTURES_DIR "/ib-healthy");
+  RootedFileReader fs(SL_FIXTURES_DIR + "/ib-healthy");
   NodeFacts f = GatherNodeFacts(fs);
   REQUIRE(f.ib_ports.size() == 8);
   CHECK(f.ib_problems.empty());
@@ -44,7 +45,7 @@ TEST_CASE("the healthy IB fixture gathers 8 ACTIVE NDR InfiniBand ports") {
 }
 
 TEST_CASE("the RoCE fixture gathers GID tables, netdevs and their MTUs") {
-  RootedFileReader fs(SL_FIXTURES_DIR "/roce-jumbo");
+  RootedFileReader fs(SL_FIXTURES_DIR + "/roce-jumbo");
   NodeFacts f = GatherNodeFacts(fs);
   REQUIRE(f.ib_ports.size() == 2);
   CHECK(f.ib_problems.empty());
@@ -63,22 +64,22 @@ TEST_CASE("the RoCE fixture gathers GID tables, netdevs and their MTUs") {
 }
 
 TEST_CASE("a socket-only node has no IB ports and no problems") {
-  RootedFileReader fs(SL_FIXTURES_DIR "/socket-only");
+  RootedFileReader fs(SL_FIXTURES_DIR + "/socket-only");
   NodeFacts f = GatherNodeFacts(fs);
   CHECK(f.ib_ports.empty());
   CHECK(f.ib_problems.empty());
 }
 
 TEST_CASE("the broken IB tree yields problems naming host paths, never a crash") {
-  RootedFileReader fs(SL_FIXTURES_DIR "/ib-broken");
+  RootedFileReader fs(SL_FIXTURES_DIR + "/ib-broken");
   NodeFacts f = GatherNodeFacts(fs);
   REQUIRE(f.ib_ports.size() == 5);
   const IbProblem* state = FindProblem(f, "mlx5_0", "state");
   REQUIRE(state);
   CHECK(state->path == "/sys/class/infiniband/mlx5_0/ports/1/state");
-  CHECK(
-      state->message.find(SL_FIXTURES_DIR "/ib-broken/sys/class/infiniband/mlx5_0/ports/1/state") !=
-      std::string::npos);
+  CHECK(state->message.find(SL_FIXTURES_DIR +
+                            "/ib-broken/sys/class/infiniband/mlx5_0/ports/1/state") !=
+        std::string::npos);
   CHECK(f.ib_ports[0].state.empty());
   const IbProblem* rate = FindProblem(f, "mlx5_1", "rate");
   REQUIRE(rate);
@@ -146,7 +147,7 @@ TEST_CASE("a device without a ports directory is a device-level problem") {
 }
 
 TEST_CASE("IB facts survive the JSON round trip the warm-up store uses") {
-  RootedFileReader fs(SL_FIXTURES_DIR "/ib-broken");
+  RootedFileReader fs(SL_FIXTURES_DIR + "/ib-broken");
   NodeFacts f = GatherNodeFacts(fs);
   nlohmann::json j = f;
   NodeFacts back = j.get<NodeFacts>();

@@ -14,6 +14,10 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/unit/test_paths.h"
+
+#define SL_TEST_CHILD (::sl::test::BuildDir() + "/" SL_TEST_CHILD_REL)
+
 using namespace sl::watchdog;
 using namespace std::chrono_literals;
 

@@ -8,12 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "tests/unit/test_paths.h"
+
 using namespace sl;
 
 namespace {
 
 std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(SL_FIXTURES_DIR) + "/nccl_tests/" + name);
+  std::ifstream in(SL_FIXTURES_DIR + "/nccl_tests/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

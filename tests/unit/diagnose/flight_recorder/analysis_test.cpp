@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "diagnose/flight_recorder/report.h"
+#include "tests/unit/diagnose/flight_recorder/fr_paths.h"
 
 using namespace sl::diagnose::fr;
 namespace fs = std::filesystem;
@@ -21,10 +22,10 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-std::string Gen(const std::string& name) { return std::string(FR_GEN_DIR) + "/" + name + "/dumps"; }
+std::string Gen(const std::string& name) { return FR_GEN_DIR + "/" + name + "/dumps"; }
 
 nlohmann::json Summary(const std::string& name) {
-  return nlohmann::json::parse(Slurp(std::string(FR_GEN_DIR) + "/" + name + "/summary.json"));
+  return nlohmann::json::parse(Slurp(FR_GEN_DIR + "/" + name + "/summary.json"));
 }
 
 FrAnalysis Analyse(const std::vector<std::string>& paths, const FrOptions& o = {}) {
@@ -166,7 +167,7 @@ TEST_CASE("p2p send/recv pairs are matched by p2p seq, not flagged as different 
 }
 
 TEST_CASE("the real 4-rank Gloo desync names rank 1's broadcast against the others' all_reduce") {
-  std::string dir = std::string(FR_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch";
+  std::string dir = FR_FIXTURES + "/h200-torch2.11-gloo-4rank-optype-mismatch";
   for (std::string ext : {"pkl", "json"}) {
     CAPTURE(ext);
     std::vector<std::string> files;

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/unit/diagnose/flight_recorder/fr_paths.h"
+
 using namespace sl::diagnose::fr;
 
 namespace {
@@ -15,9 +17,8 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-const std::string kGlooDir =
-    std::string(FR_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch/";
-const std::string kNcclDir = std::string(FR_FIXTURES) + "/h200-torch2.11-nccl2.28.9/";
+const std::string kGlooDir = FR_FIXTURES + "/h200-torch2.11-gloo-4rank-optype-mismatch/";
+const std::string kNcclDir = FR_FIXTURES + "/h200-torch2.11-nccl2.28.9/";
 
 struct Reader {
   Strings strings;

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/unit/diagnose/flight_recorder/fr_paths.h"
+
 using namespace sl::diagnose::fr;
 
 namespace {
@@ -27,8 +29,7 @@ const char* const kPlain[] = {
 #include "plain_pickles.inc"
 };
 
-const std::string kGloo =
-    std::string(FR_FIXTURES) + "/h200-torch2.11-gloo-4rank-optype-mismatch/fr_rank_1.pkl";
+const std::string kGloo = FR_FIXTURES + "/h200-torch2.11-gloo-4rank-optype-mismatch/fr_rank_1.pkl";
 
 }  // namespace
 

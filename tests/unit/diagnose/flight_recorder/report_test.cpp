@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/unit/diagnose/flight_recorder/fr_paths.h"
+
 using namespace sl::diagnose::fr;
 
 namespace {
-std::string Gen(const std::string& name) { return std::string(FR_GEN_DIR) + "/" + name + "/dumps"; }
+std::string Gen(const std::string& name) { return FR_GEN_DIR + "/" + name + "/dumps"; }
 }  // namespace
 
 TEST_CASE("the JSON report has the diagnosis schema, causes best first, evidence with files") {
@@ -86,9 +88,8 @@ FrAnalysis TwoNcclRanks(State rank0, State rank1) {
 TEST_CASE("the H200 one-rank NCCL dump queued behind a GPU kernel is not a network cause") {
   // tests/fixtures/device/h200-torch2.11-nccl2.28.9: a one-rank job whose all_reduce stayed
   // "scheduled" behind a kernel spinning 25 s; it used to be retry_exceeded_network (0.50).
-  auto a = AnalyzeFlightRecorder({std::string(SL_FIXTURES_DIR) +
-                                  "/device/h200-torch2.11-nccl2.28.9/flight_recorder_rank_0.pkl"},
-                                 {});
+  auto a = AnalyzeFlightRecorder(
+      {SL_FIXTURES_DIR + "/device/h200-torch2.11-nccl2.28.9/flight_recorder_rank_0.pkl"}, {});
   REQUIRE(a.ok());
   REQUIRE(a->Top() != nullptr);
   CHECK(a->Top()->members.size() == 1);

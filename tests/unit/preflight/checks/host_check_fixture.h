@@ -7,6 +7,7 @@
 #include "common/node_facts.h"
 #include "preflight/check.h"
 #include "preflight/runner.h"
+#include "tests/unit/test_paths.h"
 
 using namespace sl;
 using namespace sl::preflight;
@@ -22,7 +23,7 @@ inline const CheckFn CheckOsShm = FindCheck("os.shm")->run;
 inline const CheckFn CheckOsSysctl = FindCheck("os.sysctl")->run;
 inline const CheckFn CheckPciAcs = FindCheck("pci.acs")->run;
 
-inline std::string Fixture(const char* name) { return std::string(SL_FIXTURES_DIR) + "/" + name; }
+inline std::string Fixture(const char* name) { return SL_FIXTURES_DIR + "/" + name; }
 
 struct Run {
   std::vector<Finding> findings;

@@ -5,6 +5,7 @@
 #include "common/file_reader.h"
 #include "common/node_facts.h"
 #include "preflight/check.h"
+#include "tests/unit/test_paths.h"
 
 using namespace sl;
 using namespace sl::preflight;
@@ -35,7 +36,7 @@ struct Node {
 
 inline Node Fixture(const std::string& name) {
   Node n;
-  n.fs = std::make_shared<RootedFileReader>(std::string(SL_FIXTURES_DIR) + "/" + name);
+  n.fs = std::make_shared<RootedFileReader>(SL_FIXTURES_DIR + "/" + name);
   return n;
 }
 

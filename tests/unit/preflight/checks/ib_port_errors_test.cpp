@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/unit/preflight/checks/ib_check_fixture.h"
+#include "tests/unit/test_paths.h"
 
 TEST_CASE("ib.port.errors passes ports whose error counters are zero") {
   Node n = Fixture("ib-healthy");
@@ -64,7 +65,7 @@ TEST_CASE("ib.port.errors: a non-numeric counter is an error naming the file") {
   const Finding* f = For(fs, "mlx5_3:1");
   REQUIRE(f);
   CHECK(f->outcome == Outcome::kError);
-  CHECK(Contains(f->message, std::string(SL_FIXTURES_DIR) +
+  CHECK(Contains(f->message, SL_FIXTURES_DIR +
                                  "/ib-broken/sys/class/infiniband/mlx5_3/ports/1/counters/"
                                  "symbol_error"));
   CHECK(Contains(f->message, "N/A"));

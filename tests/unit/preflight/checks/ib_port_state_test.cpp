@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/unit/preflight/checks/ib_check_fixture.h"
+#include "tests/unit/test_paths.h"
 
 TEST_CASE("ib.port.state passes 8 ACTIVE/LinkUp NDR ports") {
   Node n = Fixture("ib-healthy");
@@ -84,7 +85,7 @@ TEST_CASE("ib.port.state skips a node without IB devices") {
 TEST_CASE("ib.port.state reports unreadable files as errors naming the host path") {
   Node n = Fixture("ib-broken");
   auto fs = n.Run(CheckIbPortState);
-  const std::string root = std::string(SL_FIXTURES_DIR) + "/ib-broken";
+  const std::string root = SL_FIXTURES_DIR + "/ib-broken";
   const Finding* garbage = For(fs, "mlx5_0:1");
   REQUIRE(garbage);
   CHECK(garbage->outcome == Outcome::kError);

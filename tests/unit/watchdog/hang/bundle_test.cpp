@@ -17,6 +17,7 @@
 
 #include "common/file_reader.h"
 #include "tests/unit/common/temp_dir.h"
+#include "tests/unit/test_paths.h"
 #include "watchdog/hang/collectors.h"
 
 using namespace sl::hang;
@@ -408,7 +409,7 @@ TEST_CASE("python_stacks signals only ranks that registered and collects their f
   const std::string run = TempDir();
   const std::string stacks_dir = run + "/pystacks";
   const int sig = SIGRTMIN + 7;
-  const std::string site = std::string(SL_FIXTURES_DIR) + "/../../watchdog/hang/python";
+  const std::string site = SL_FIXTURES_DIR + "/../../watchdog/hang/python";
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "PYTHONPATH=" + site,
                                   "SAFE_LAUNCH_PYSTACKS_DIR=" + stacks_dir,
                                   "SAFE_LAUNCH_PYSTACKS_SIGNAL=" + std::to_string(sig)};

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/unit/test_paths.h"
+
 using namespace sl::hang;
 
 namespace {
@@ -90,7 +92,7 @@ struct FakeRas {
 }  // namespace
 
 TEST_CASE("RAS client speaks protocol 2 and returns the recorded text and JSON replies") {
-  std::string dir = std::string(SL_FIXTURES_DIR) + "/logs/";
+  std::string dir = SL_FIXTURES_DIR + "/logs/";
   std::string text = Body(Slurp(dir + "ras_verbose_status_during_hang.txt"));
   std::string json = Body(Slurp(dir + "ras_verbose_status_during_hang.json"));
   REQUIRE(text.find("RUNNING") != std::string::npos);
