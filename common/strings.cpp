@@ -127,6 +127,26 @@ Result<double> ParseDouble(std::string_view s, std::string_view what) {
   return v;
 }
 
+namespace {
+std::string_view WithoutTrailingSlashes(std::string_view p) {
+  while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+  return p;
+}
+}  // namespace
+
+std::string PathParent(std::string_view path) {
+  const std::string_view p = WithoutTrailingSlashes(path);
+  const std::size_t slash = p.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  return slash == 0 ? "/" : std::string(p.substr(0, slash));
+}
+
+std::string PathLeaf(std::string_view path) {
+  const std::string_view p = WithoutTrailingSlashes(path);
+  const std::size_t slash = p.rfind('/');
+  return std::string(slash == std::string_view::npos || p.size() == 1 ? p : p.substr(slash + 1));
+}
+
 std::string HumanBytes(std::uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = static_cast<double>(bytes);

@@ -45,6 +45,11 @@ void ForEachLine(std::string_view block, Fn&& fn) {
 std::size_t CountByte(std::string_view s, char c);
 /// "64 MiB", "1.5 GiB", "512 KiB", "17 B".
 std::string HumanBytes(std::uint64_t bytes);
+/// The directory part of a path, trailing slashes ignored: "/a/b/" -> "/a", "/a" -> "/", "a" ->
+/// ".".
+std::string PathParent(std::string_view path);
+/// The last component of a path, trailing slashes ignored: "/a/b/" -> "b", "/" -> "/".
+std::string PathLeaf(std::string_view path);
 /// Levenshtein distance, for "did you mean".
 std::size_t EditDistance(std::string_view a, std::string_view b);
 /// The closest candidate within a small distance, or "" when nothing is close.

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/json_text.h"
+#include "common/strings.h"
 
 namespace sl::diagnose {
 
@@ -396,13 +397,6 @@ std::vector<CauseClaim> JobFacts::Claims() const { return JoinFacts(facts, job_n
 
 namespace {
 
-std::string Basename(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  const std::size_t slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
 std::string JoinPath(const std::string& dir, const std::string& name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
@@ -434,7 +428,7 @@ std::string ManifestHost(const std::string& dir, const FileReader& fs) {
 // A node run directory: its name is the node (one directory per host and step, see the
 // manual's "Run directory"); its bundles are children holding manifest.json.
 void ReadRunDir(const std::string& dir, const FileReader& fs, JobFacts* out, int* nnodes) {
-  const std::string node = Basename(dir);
+  const std::string node = PathLeaf(dir);
   out->nodes.push_back(node);
   out->node_of_dir[dir] = node;
   const std::string preflight = JoinPath(dir, "preflight.json");
@@ -462,7 +456,7 @@ void Walk(const std::string& dir, int depth, const FileReader& fs, JobFacts* out
   if (fs.Exists(JoinPath(dir, "status.json"))) return ReadRunDir(dir, fs, out, nnodes);
   if (fs.Exists(JoinPath(dir, "manifest.json"))) {
     std::string host = ManifestHost(dir, fs);
-    if (host.empty()) host = Basename(dir);
+    if (host.empty()) host = PathLeaf(dir);
     if (std::find(out->nodes.begin(), out->nodes.end(), host) == out->nodes.end()) {
       out->nodes.push_back(host);
     }

@@ -73,21 +73,6 @@ std::string CommandText(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string Parent(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  auto slash = p.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : p.substr(0, slash);
-}
-
-std::string Leaf(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
 // "<job>.<step>" of an attempt's run root "<job>.<step>.requeue<N>" (LaunchId).
 std::string AttemptBase(const std::string& leaf) {
   auto at = leaf.rfind(".requeue");
@@ -101,8 +86,8 @@ std::string AttemptBase(const std::string& leaf) {
 RemediationHistory ReadHistory(const std::string& run_root) {
   RemediationHistory h;
   const RootedFileReader fs("");
-  const std::string parent = Parent(run_root);
-  const std::string self = Leaf(run_root);
+  const std::string parent = PathParent(run_root);
+  const std::string self = PathLeaf(run_root);
   const std::string base = AttemptBase(self);
   auto names = fs.ListDir(parent);
   if (!names.ok()) return h;

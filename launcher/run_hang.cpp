@@ -10,6 +10,7 @@
 #include "common/file_writer.h"
 #include "common/install_layout.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "diagnose/verdict.h"
 #include "launcher/commands.h"
 #include "launcher/config.h"
@@ -63,29 +64,14 @@ std::shared_ptr<HangArgs> AddHangOptions(CLI::App& sub) {
 
 namespace {
 
-std::string Parent(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  auto slash = p.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : p.substr(0, slash);
-}
-
-std::string BaseName(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
 // The job run root shared by the nodes: the run directory's parent, when asked for (on) or when
 // the run directory has the default layout <root>/safe-launch-runs/<job id>/<node> (auto): an
 // explicit --run-dir elsewhere (/tmp/x) has no parent of its own to share.
 std::string JobRunRoot(const std::string& mode, const std::string& run_dir) {
   if (mode == "off" || run_dir.empty()) return "";
-  const std::string root = Parent(run_dir);
+  const std::string root = PathParent(run_dir);
   if (mode == "on") return root;
-  return BaseName(Parent(root)) == "safe-launch-runs" ? root : "";
+  return PathLeaf(PathParent(root)) == "safe-launch-runs" ? root : "";
 }
 
 void SetCoordination(const HangArgs& args, const RunContext& ctx, hang::HangOptions& h) {
@@ -95,7 +81,7 @@ void SetCoordination(const HangArgs& args, const RunContext& ctx, hang::HangOpti
   // Each supervisor's own name in the job: its run directory's leaf, which is unique in the job
   // directory ("gpu01", "vm_vm-n1" for a second slurmd on one host, "gpu01-rank1" for
   // --per-task): the host alone would make the ranks of one node ignore each other's events.
-  h.node = BaseName(ctx.run_dir);
+  h.node = PathLeaf(ctx.run_dir);
   if (h.node.empty()) h.node = ctx.host;
   h.post_mortem_wait = std::chrono::milliseconds(static_cast<long>(args.post_mortem_wait_s * 1000));
   // In-process (a forked child of the library call, with its deadline): not an exec of

@@ -19,14 +19,6 @@
 namespace sl::launcher {
 namespace {
 
-std::string ParentDir(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  auto slash = p.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : p.substr(0, slash);
-}
-
 double WallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -82,8 +74,8 @@ void DiagnoseRoot(const std::string& root, const Environment& env) {
 
 std::string JobRootForRemediation(const RunContext& ctx) {
   if (ctx.run_dir.empty()) return "";
-  const std::string root = ParentDir(ctx.run_dir);
-  std::string above = ParentDir(root);
+  const std::string root = PathParent(ctx.run_dir);
+  std::string above = PathParent(root);
   while (above.size() > 1 && above.back() == '/') above.pop_back();
   const auto slash = above.rfind('/');
   const std::string name = slash == std::string::npos ? above : above.substr(slash + 1);

@@ -33,3 +33,17 @@ TEST_CASE("split and lines keep order and drop carriage returns") {
   CHECK(sl::Split("a,,b", ',', false) == std::vector<std::string>{"a", "", "b"});
   CHECK(sl::SplitLines("x\r\ny\n") == std::vector<std::string>{"x", "y"});
 }
+
+TEST_CASE("PathParent and PathLeaf ignore trailing slashes and keep the root") {
+  CHECK(sl::PathParent("/a/b/c") == "/a/b");
+  CHECK(sl::PathParent("/a/b/") == "/a");
+  CHECK(sl::PathParent("/a") == "/");
+  CHECK(sl::PathParent("a") == ".");
+  CHECK(sl::PathParent("/") == "/");
+  CHECK(sl::PathLeaf("/a/b/c") == "c");
+  CHECK(sl::PathLeaf("/a/b//") == "b");
+  CHECK(sl::PathLeaf("node-3") == "node-3");
+  CHECK(sl::PathLeaf("/") == "/");
+  // The run directory layout the launcher walks: <root>/safe-launch-runs/<job>/<node>.
+  CHECK(sl::PathLeaf(sl::PathParent("/scratch/safe-launch-runs/4242/node-1")) == "4242");
+}
