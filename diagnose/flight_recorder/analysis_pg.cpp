@@ -3,6 +3,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "common/strings.h"
 #include "diagnose/flight_recorder/analysis.h"
@@ -106,6 +107,16 @@ std::string ShapePart(const std::string& shape, int part) {
   return part < int(parts.size()) ? parts[part] : "";
 }
 
+// What a rank entered under seq `s`, as text ("op|shape" per entry, the shape alone for p2p as
+// in SigAt): an order of signature groups that does not depend on the interning order.
+std::vector<std::string> ContentOf(const FrAnalysis& a, const View& v, std::int64_t s, bool p2p) {
+  std::vector<std::string> out;
+  for (std::size_t k = v.Lower(s); k < v.idx.size() && v.at(k).seq == s; ++k) {
+    out.push_back((p2p ? std::string() : a.Str(v.at(k).op)) + "|" + a.Str(v.at(k).shape));
+  }
+  return out;
+}
+
 // Classifies every member at seq f->seq and picks the verdict.
 void Classify(const FrAnalysis& a, const std::vector<View>& views, std::int64_t gloo_below,
               PgFinding* f) {
@@ -127,19 +138,27 @@ void Classify(const FrAnalysis& a, const std::vector<View>& views, std::int64_t 
     }
     groups[sig->value].push_back({&v, *sig});
   }
-  // The majority is what the job meant; ties go to the larger signature value, never to
-  // whichever file came first.
-  const std::vector<std::pair<const View*, Sig>>* major = nullptr;
+  // The majority is what the job meant; ties go to the larger content (op and shape text),
+  // never to whichever file came first. The signature values fold interned ids, whose order
+  // depends on which reader thread met a string first: they decide equality, never order.
+  using Members = std::vector<std::pair<const View*, Sig>>;
+  std::vector<std::pair<std::vector<std::string>, const Members*>> order;
   for (const auto& [value, members] : groups) {
-    if (!major || members.size() >= major->size()) major = &members;
+    order.push_back({ContentOf(a, *members.front().first, f->seq, f->p2p), &members});
   }
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    if (x.second->size() != y.second->size()) return x.second->size() > y.second->size();
+    return x.first > y.first;
+  });
+  const Members* major = order.empty() ? nullptr : order.front().second;
   if (major) {
     const auto& [v0, s0] = major->front();
     const Entry& e0 = v0->at(s0.first);
     f->op = e0.op;
     f->shape = e0.shape;
     f->first_created_ns = e0.t_created;
-    for (const auto& [value, members] : groups) {
+    for (const auto& [content, group] : order) {
+      const Members& members = *group;
       for (const auto& [v, s] : members) {
         f->first_created_ns = std::min(f->first_created_ns, v->at(s.first).t_created);
         if (&members == major) continue;
@@ -299,7 +318,11 @@ void AnalyseDumps(FrAnalysis* a) {
                      if (Priority(x.verdict) != Priority(y.verdict)) {
                        return Priority(x.verdict) < Priority(y.verdict);
                      }
-                     return x.first_created_ns < y.first_created_ns;
+                     if (x.first_created_ns != y.first_created_ns) {
+                       return x.first_created_ns < y.first_created_ns;
+                     }
+                     // Buckets come keyed by interned ids (reader-thread order): name them.
+                     return std::tie(x.pg, x.p2p) < std::tie(y.pg, y.p2p);
                    });
 }
 

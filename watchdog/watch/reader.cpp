@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -33,11 +35,6 @@ struct Fd {
 };
 
 double Mtime(const struct stat& st) { return st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9; }
-
-std::string Sig(const struct stat& st) {
-  // One allocation (this runs for every file of every node each refresh).
-  return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-}
 
 const char* KindOf(mode_t m) {
   if (S_ISLNK(m)) return "a symbolic link, not followed";
@@ -77,72 +74,109 @@ void ReadOpen(int fd, const struct stat& st, std::size_t cap, bool tail, FileRea
 }  // namespace
 
 struct RunRootReader::Cache {
-  std::map<std::string, std::pair<std::string, FileRead>> files;  // path -> (stat sig, read)
-  std::map<std::string, std::pair<std::string, std::vector<std::string>>> dirs;  // listings
-  // node -> its directory's and its status/live files' stat sigs, and what was read then (its
-  // heartbeat left out)
+  // What one look at a name found: the errno, or the stat's type, inode, size, mtime and ctime
+  // (ctime: a chmod that makes an unreadable file readable shows). Equal keys: nothing the
+  // reader shows of the file changed. Compared, never formatted (1024 nodes x 4 each second).
+  struct Key {
+    int err = -1;  // -1: never looked at
+    mode_t type = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    std::int64_t m_s = 0, m_ns = 0, c_s = 0, c_ns = 0;
+    bool operator==(const Key&) const = default;
+    bool regular() const { return err == 0 && type == S_IFREG; }
+    double mtime() const { return static_cast<double>(m_s) + static_cast<double>(m_ns) / 1e9; }
+  };
+  std::map<std::string, std::pair<Key, FileRead>> files;                 // path -> (key, read)
+  std::map<std::string, std::pair<Key, std::vector<std::string>>> dirs;  // listings
+  // node -> the keys of its directory, status.json, live.json and heartbeat when `files` was
+  // read; `files` is handed out as it is while all four are the same.
   struct NodeEntry {
-    std::string dir_sig, status_sig, live_sig;
-    NodeFiles files;
+    Key dir, status, live, heartbeat;
+    std::shared_ptr<const NodeFiles> files;
+    std::uint64_t seen = 0;  // the refresh that last looked at it (the others are dropped)
   };
   std::map<std::string, NodeEntry> nodes;
+  std::uint64_t refresh = 0;
+  std::string path;  // scratch for "node/file" (no allocation per look)
 };
 
 namespace {
 
-// ReadAt on a file whose fstatat (AT_SYMLINK_NOFOLLOW) gave `st` already; `rel` is its name
-// relative to `dirfd`, `name` what the FileRead is called.
-FileRead ReadStatted(int dirfd, const std::string& key, const std::string& rel,
-                     const std::string& name, const struct stat& st, std::size_t cap, bool tail,
-                     RunRootReader::Cache* cache, std::string* sig_out, bool own_user = false) {
-  if (!S_ISREG(st.st_mode)) return Problem(name, KindOf(st.st_mode));
-  if (own_user && st.st_uid != ::geteuid()) return Problem(name, "not owned by us, not trusted");
-  const std::string sig = Sig(st);
-  if (sig_out) *sig_out += name + "=" + sig + ";";
-  auto it = cache->files.find(key);
-  if (it != cache->files.end() && it->second.first == sig) return it->second.second;
-  FileRead f{.state = FileRead::State::kOk, .name = name, .mtime_unix = Mtime(st)};
-  if (!(cap == 0)) {
-    Fd fd(::openat(dirfd, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    if (fd.fd < 0)
-      return Problem(name, errno == EACCES ? "permission denied" : std::strerror(errno));
-    struct stat again {};
-    if (::fstat(fd.fd, &again) != 0 || !S_ISREG(again.st_mode) || again.st_ino != st.st_ino) {
-      return Problem(name, "replaced while being read");
-    }
-    ReadOpen(fd.fd, again, cap, tail, &f);
+using Key = RunRootReader::Cache::Key;
+
+Key KeyOf(const struct stat& st) {
+  return Key{.err = 0,
+             .type = static_cast<mode_t>(st.st_mode & S_IFMT),
+             .ino = st.st_ino,
+             .size = st.st_size,
+             .m_s = st.st_mtim.tv_sec,
+             .m_ns = st.st_mtim.tv_nsec,
+             .c_s = st.st_ctim.tv_sec,
+             .c_ns = st.st_ctim.tv_nsec};
+}
+
+// fstatat(AT_SYMLINK_NOFOLLOW) of `rel` below `dirfd`.
+Key StatName(int dirfd, const char* rel, struct stat* st) {
+  if (::fstatat(dirfd, rel, st, AT_SYMLINK_NOFOLLOW) != 0) return Key{.err = errno ? errno : EIO};
+  return KeyOf(*st);
+}
+
+// A name that is not a regular file as the reader shows it: missing, or the problem named.
+FileRead NotRegular(const std::string& name, const Key& k) {
+  if (k.err == ENOENT) return FileRead{.name = name};
+  if (k.err != 0) return Problem(name, std::strerror(k.err));
+  return Problem(name, KindOf(k.type));
+}
+
+// Opens and reads `rel` below `dirfd`, a regular file when fstatat gave `k`: O_NOFOLLOW and
+// O_NONBLOCK (a FIFO planted since does not block the open), then checked on the open file.
+FileRead ReadFound(int dirfd, const char* rel, const std::string& name, const Key& k,
+                   std::size_t cap, bool tail) {
+  FileRead f{.state = FileRead::State::kOk, .name = name, .mtime_unix = k.mtime()};
+  if (cap == 0) return f;
+  Fd fd(::openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (fd.fd < 0) return Problem(name, errno == EACCES ? "permission denied" : std::strerror(errno));
+  struct stat again {};
+  if (::fstat(fd.fd, &again) != 0 || !S_ISREG(again.st_mode) ||
+      again.st_ino != static_cast<ino_t>(k.ino)) {
+    return Problem(name, "replaced while being read");
   }
-  cache->files[key] = {sig, f};
+  ReadOpen(fd.fd, again, cap, tail, &f);
   return f;
 }
 
-// One file below `dirfd`, bounded, links never followed, cached by stat signature.
+// One file below `dirfd`, bounded, links never followed, cached by its key under `key`.
 FileRead ReadAt(int dirfd, const std::string& key, const std::string& name, std::size_t cap,
-                bool tail, RunRootReader::Cache* cache, std::string* sig_out,
-                bool own_user = false) {
+                bool tail, RunRootReader::Cache* cache, bool own_user = false) {
   struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return FileRead{.name = name};
-    return Problem(name, std::strerror(errno));
-  }
-  return ReadStatted(dirfd, key, name, name, st, cap, tail, cache, sig_out, own_user);
+  const Key k = StatName(dirfd, name.c_str(), &st);
+  if (!k.regular()) return NotRegular(name, k);
+  if (own_user && st.st_uid != ::geteuid()) return Problem(name, "not owned by us, not trusted");
+  auto it = cache->files.find(key);
+  if (it != cache->files.end() && it->second.first == k) return it->second.second;
+  FileRead f = ReadFound(dirfd, name.c_str(), name, k, cap, tail);
+  if (f.ok()) cache->files[key] = {k, f};
+  return f;
 }
 
-// The names in an open directory (no "." or ".."), listed again only when its mtime changed.
-std::vector<std::string> List(int dirfd, const std::string& key, RunRootReader::Cache* cache,
-                              std::size_t max, std::string* error) {
+// The names in an open directory (no "." or ".."), listed again only when its key changed.
+// The reference stays valid until the cache next lists `key`.
+const std::vector<std::string>& List(int dirfd, const std::string& key, RunRootReader::Cache* cache,
+                                     std::size_t max, std::string* error) {
+  static const std::vector<std::string> kNone;
   struct stat st {};
-  if (::fstat(dirfd, &st) != 0) return {};
-  const std::string sig = Sig(st);
+  if (::fstat(dirfd, &st) != 0) return kNone;
+  const Key k = KeyOf(st);
   auto it = cache->dirs.find(key);
-  if (it != cache->dirs.end() && it->second.first == sig) return it->second.second;
+  if (it != cache->dirs.end() && it->second.first == k) return it->second.second;
   std::vector<std::string> names;
   int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
   DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
   if (!d) {
     if (dup >= 0) ::close(dup);
     *error = std::strerror(errno);
-    return {};
+    return kNone;
   }
   ::rewinddir(d);
   while (dirent* e = ::readdir(d)) {
@@ -152,8 +186,9 @@ std::vector<std::string> List(int dirfd, const std::string& key, RunRootReader::
   }
   ::closedir(d);
   std::sort(names.begin(), names.end());
-  cache->dirs[key] = {sig, names};
-  return names;
+  auto& slot = cache->dirs[key];
+  slot = {k, std::move(names)};
+  return slot.second;
 }
 
 int OpenDirAt(int dirfd, const std::string& name) {
@@ -183,19 +218,20 @@ void ReadBundles(int nodefd, const std::string& key, const std::vector<std::stri
       Fd bfd(OpenDirAt(nodefd, name));
       if (bfd.fd >= 0) {
         b.summary = ReadAt(bfd.fd, key + "/" + name + "/summary.json", "summary.json", lim.json_cap,
-                           false, cache, &n->signature);
+                           false, cache);
         b.summary.name = name + "/summary.json";
       }
     }
-    n->signature += name + ";";
     n->bundles.push_back(std::move(b));
   }
 }
 
-// `status_sig`/`live_sig` (may be null) get those two files' stat signatures ("-" when absent).
+// A node's directory opened (O_NOFOLLOW) and its files looked at relative to it; a file whose
+// key is the one `before` was read under is not read again. `status`/`live` get the keys of
+// what was read.
 NodeFiles ReadNode(int rootfd, const std::string& name, const ReaderLimits& lim,
-                   RunRootReader::Cache* cache, std::string* status_sig = nullptr,
-                   std::string* live_sig = nullptr) {
+                   RunRootReader::Cache* cache, const RunRootReader::Cache::NodeEntry& before,
+                   Key* status, Key* live) {
   NodeFiles n{.name = name};
   Fd fd(OpenDirAt(rootfd, name));
   if (fd.fd < 0) {
@@ -204,95 +240,94 @@ NodeFiles ReadNode(int rootfd, const std::string& name, const ReaderLimits& lim,
     return n;
   }
   struct stat st {};
-  if (::fstat(fd.fd, &st) == 0) {
-    n.dir_mtime_unix = Mtime(st);
-    n.signature = Sig(st) + ";";
-  }
-  auto read = [&](const char* file, std::size_t cap) {
-    return ReadAt(fd.fd, name + "/" + file, file, cap, false, cache, &n.signature);
+  if (::fstat(fd.fd, &st) == 0) n.dir_mtime_unix = Mtime(st);
+  const NodeFiles* prev = before.files.get();
+  auto json_file = [&](const char* file, const FileRead* was, const Key& was_key, Key* k) {
+    struct stat fst {};
+    *k = StatName(fd.fd, file, &fst);
+    if (was && *k == was_key) return *was;
+    return k->regular() ? ReadFound(fd.fd, file, file, *k, lim.json_cap, false)
+                        : NotRegular(file, *k);
   };
-  auto read_sig = [&](const char* file, std::string* sig) {
-    std::string one;
-    FileRead f = ReadAt(fd.fd, name + "/" + file, file, lim.json_cap, false, cache, &one);
-    n.signature += one;
-    // ReadAt gave "file=SIG;" (nothing when absent or not a regular file).
-    if (sig)
-      *sig = f.ok() ? one.substr(std::strlen(file) + 1, one.size() - std::strlen(file) - 2) : "-";
-    return f;
-  };
-  n.status = read_sig("status.json", status_sig);
-  n.live = read_sig("live.json", live_sig);
+  n.status = json_file("status.json", prev ? &prev->status : nullptr, before.status, status);
+  n.live = json_file("live.json", prev ? &prev->live : nullptr, before.live, live);
   if (n.status.state == FileRead::State::kMissing) {
     // Presence and time only, and only before status.json: they date the phases before it.
-    n.env_plan = read("env-plan.json", 0);
-    n.preflight = read("preflight.json", 0);
+    n.env_plan = ReadAt(fd.fd, name + "/env-plan.json", "env-plan.json", 0, false, cache);
+    n.preflight = ReadAt(fd.fd, name + "/preflight.json", "preflight.json", 0, false, cache);
   }
   // Bundles are directories: with no subdirectory (st_nlink 2) there is nothing to list. A
   // file system that does not count them (st_nlink 1) is listed.
   if (st.st_nlink != 2) {
     std::string error;
-    auto names = List(fd.fd, name, cache, 4096, &error);
+    const auto& names = List(fd.fd, name, cache, 4096, &error);
     if (!error.empty()) n.problem = "run directory not listable: " + error;
     ReadBundles(fd.fd, name, names, lim, cache, &n);
   }
   return n;
 }
 
-// The stat signature of `rel` below `rootfd` without opening it ("-" when absent or not a
-// regular file: then the full read names it); `st` (may be null) gets the stat.
-std::string StatSig(int rootfd, const std::string& rel, struct stat* st_out = nullptr) {
-  struct stat st {};
-  if (::fstatat(rootfd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-    return "-";
-  if (st_out) *st_out = st;
-  return Sig(st);
+// "node/file" in the cache's scratch string.
+const char* RelPath(RunRootReader::Cache* cache, const std::string& node, const char* file) {
+  cache->path.assign(node).append("/").append(file);
+  return cache->path.c_str();
 }
 
-// A node's files, with three fstatat and no open when nothing changed: a file is created,
-// renamed (the supervisor's one atomic writer) or removed only by changing its directory's
-// mtime, so an unchanged directory leaves only in-place writes to look for, of the two files
-// whose text is read (status.json, live.json) and of the heartbeat (touched, utime).
-// A running job changes its directory every 2 s (live.json and live.tail renamed into place):
-// when status.json is the one read before and the directory has no subdirectory (st_nlink 2: no
-// bundle appeared), only live.json is read again, without opening the directory.
-NodeFiles ReadNodeCached(int rootfd, const std::string& name, const struct stat& dir_st,
-                         const ReaderLimits& lim, RunRootReader::Cache* cache) {
-  const std::string dir_sig = Sig(dir_st);
-  auto it = cache->nodes.find(name);
-  std::string status_sig, live_sig;
-  struct stat live_st {};
-  bool same = false, live_only = false;
-  if (it != cache->nodes.end()) {
-    const auto& e = it->second;
-    status_sig = StatSig(rootfd, name + "/status.json");
-    live_sig = StatSig(rootfd, name + "/live.json", &live_st);
-    same = e.dir_sig == dir_sig && e.status_sig == status_sig && e.live_sig == live_sig;
-    live_only = !same && status_sig != "-" && status_sig == e.status_sig && live_sig != "-" &&
-                dir_st.st_nlink == 2 && e.files.bundles.empty();
-  }
+// A new parse memo key: unique in the process, so no two reads of a node share one even across
+// the fresh caches that follow a stuck worker.
+std::string NextSignature() {
+  static std::atomic<std::uint64_t> last{0};
+  return "r" + std::to_string(++last);
+}
+
+// A node's files, with four fstatat and no open, no copy and no allocation when nothing
+// changed: a file is created, renamed (the supervisor's one atomic writer) or removed only by
+// changing its directory's mtime, so an unchanged directory leaves only in-place writes to look
+// for, of the two files whose text is read (status.json, live.json) and of the heartbeat
+// (touched, utime). A running job changes its directory every 2 s (live.json and live.tail
+// renamed into place): when status.json is the one read before and the directory has no
+// subdirectory (st_nlink 2: no bundle appeared), only live.json is read again, relative to the
+// run root, without opening the directory.
+NodeList::Ptr ReadNodeCached(int rootfd, const std::string& name, const struct stat& dir_st,
+                             const ReaderLimits& lim, RunRootReader::Cache* cache) {
+  RunRootReader::Cache::NodeEntry& e = cache->nodes[name];
+  e.seen = cache->refresh;
+  const Key dir = KeyOf(dir_st);
+  struct stat st {};
+  Key status = StatName(rootfd, RelPath(cache, name, "status.json"), &st);
+  Key live = StatName(rootfd, RelPath(cache, name, "live.json"), &st);
+  const Key heartbeat = StatName(rootfd, RelPath(cache, name, "heartbeat"), &st);
+  const NodeFiles* prev = e.files.get();
+  if (prev && dir == e.dir && status == e.status && live == e.live && heartbeat == e.heartbeat)
+    return e.files;
   NodeFiles n;
-  if (same) {
-    n = it->second.files;
-  } else if (live_only) {
-    n = it->second.files;
-    if (live_sig != it->second.live_sig) {
-      const std::string rel = name + "/live.json";
-      n.live =
-          ReadStatted(rootfd, rel, rel, "live.json", live_st, lim.json_cap, false, cache, nullptr);
+  if (prev && status == e.status && status.regular() &&
+      (dir == e.dir || (dir_st.st_nlink == 2 && prev->bundles.empty()))) {
+    n = *prev;
+    if (live != e.live) {
+      n.live = live.regular() ? ReadFound(rootfd, RelPath(cache, name, "live.json"), "live.json",
+                                          live, lim.json_cap, false)
+                              : NotRegular("live.json", live);
     }
     n.dir_mtime_unix = Mtime(dir_st);
-    // As ReadNode signs it (the memo key).
-    n.signature = dir_sig + ";status.json=" + status_sig + ";live.json=" + live_sig + ";";
-    it->second = {dir_sig, status_sig, live_sig, n};
   } else {
-    n = ReadNode(rootfd, name, lim, cache, &status_sig, &live_sig);
-    if (n.problem.empty()) cache->nodes[name] = {dir_sig, status_sig, live_sig, n};
+    n = ReadNode(rootfd, name, lim, cache, e, &status, &live);
+    if (!n.problem.empty()) {
+      e.files.reset();
+      return std::make_shared<const NodeFiles>(std::move(n));
+    }
   }
-  if (!n.problem.empty()) return n;
-  n.heartbeat =
-      ReadAt(rootfd, name + "/heartbeat", name + "/heartbeat", 0, false, cache, &n.signature);
-  n.heartbeat.name = "heartbeat";
-  return n;
+  n.heartbeat = heartbeat.regular() ? FileRead{.state = FileRead::State::kOk,
+                                               .name = "heartbeat",
+                                               .mtime_unix = heartbeat.mtime()}
+                                    : NotRegular("heartbeat", heartbeat);
+  n.signature = NextSignature();
+  e.dir = dir;
+  e.status = status;
+  e.live = live;
+  e.heartbeat = heartbeat;
+  e.files = std::make_shared<const NodeFiles>(std::move(n));
+  return e.files;
 }
 
 void ReadEvents(int rootfd, const ReaderLimits& lim, RunRootReader::Cache* cache,
@@ -305,10 +340,13 @@ void ReadEvents(int rootfd, const ReaderLimits& lim, RunRootReader::Cache* cache
   }
   Fd fd(OpenDirAt(rootfd, ".events"));
   std::string error;
-  auto names =
-      fd.fd >= 0 ? List(fd.fd, ".events", cache, 4096, &error) : std::vector<std::string>{};
-  if (fd.fd < 0 || !error.empty()) {
+  if (fd.fd < 0) {
     out->rejected.push_back(std::string("not readable: ") + std::strerror(errno));
+    return;
+  }
+  const auto& names = List(fd.fd, ".events", cache, 4096, &error);
+  if (!error.empty()) {
+    out->rejected.push_back("not readable: " + error);
     return;
   }
   for (const auto& name : names) {
@@ -318,7 +356,7 @@ void ReadEvents(int rootfd, const ReaderLimits& lim, RunRootReader::Cache* cache
                               " events, rest not read");
       break;
     }
-    FileRead f = ReadAt(fd.fd, ".events/" + name, name, lim.event_cap, false, cache, nullptr, true);
+    FileRead f = ReadAt(fd.fd, ".events/" + name, name, lim.event_cap, false, cache, true);
     if (f.ok() && !f.truncated) {
       out->events.push_back(std::move(f));
     } else if (f.ok()) {
@@ -409,10 +447,12 @@ bool ReadRoot(RunRootReader::Job* job) {
     return Leave(job);
   }
   std::string error;
-  auto names = List(root.fd, ".", cache, limits.max_nodes + 64, &error);
+  const auto& names = List(root.fd, ".", cache, limits.max_nodes + 64, &error);
   if (!Leave(job)) return false;
   if (!error.empty()) out.problem = "not listable: " + error;
   const double now = NowUnix();
+  ++cache->refresh;
+  out.nodes.items().reserve(names.size());
   for (const auto& name : names) {
     if (StartsWith(name, ".")) continue;
     if (auto it = job->skip.find(name); it != job->skip.end()) {
@@ -433,14 +473,15 @@ bool ReadRoot(RunRootReader::Job* job) {
       out.nodes.push_back(
           {.name = name, .problem = std::string("run directory is ") + KindOf(st.st_mode)});
     } else {
-      out.nodes.push_back(ReadNodeCached(root.fd, name, st, limits, cache));
+      out.nodes.Add(ReadNodeCached(root.fd, name, st, limits, cache));
     }
     if (!Leave(job)) return false;
   }
+  std::erase_if(cache->nodes, [&](const auto& e) { return e.second.seen != cache->refresh; });
   if (!Enter(job, "")) return false;
   ReadEvents(root.fd, limits, cache, &out);
-  out.diagnosis = ReadAt(root.fd, "diagnosis.json", "diagnosis.json", 4 * limits.json_cap, false,
-                         cache, nullptr);
+  out.diagnosis =
+      ReadAt(root.fd, "diagnosis.json", "diagnosis.json", 4 * limits.json_cap, false, cache);
   return Leave(job);
 }
 
@@ -473,14 +514,19 @@ const RunRootFiles& RunRootReader::Stale(double now) {
   else if (shared_->stuck_workers >= kMaxStuckWorkers)
     out.problem = std::to_string(shared_->stuck_workers) +
                   " reads are stuck on this file system; showing the last refresh";
+  auto& nodes = out.nodes.items();
   for (const auto& [name, since] : shared_->stuck) {
-    auto it = std::find_if(out.nodes.begin(), out.nodes.end(),
-                           [&](const NodeFiles& n) { return n.name == name; });
-    if (it == out.nodes.end()) it = out.nodes.insert(out.nodes.end(), NodeFiles{.name = name});
-    *it = NodeFiles{.name = name, .problem = UnreadableText(since, now)};
+    auto stuck = std::make_shared<const NodeFiles>(
+        NodeFiles{.name = name, .problem = UnreadableText(since, now)});
+    auto it = std::find_if(nodes.begin(), nodes.end(),
+                           [&](const NodeList::Ptr& n) { return n->name == name; });
+    if (it == nodes.end())
+      nodes.push_back(std::move(stuck));
+    else
+      *it = std::move(stuck);
   }
-  std::sort(out.nodes.begin(), out.nodes.end(),
-            [](const NodeFiles& a, const NodeFiles& b) { return a.name < b.name; });
+  std::sort(nodes.begin(), nodes.end(),
+            [](const NodeList::Ptr& a, const NodeList::Ptr& b) { return a->name < b->name; });
   return stale_;
 }
 
@@ -551,8 +597,7 @@ std::vector<std::string> RunRootReader::TailOf(const std::string& node,
   Fd fd(root.fd >= 0 ? OpenDirAt(root.fd, node) : -1);
   if (fd.fd < 0) return out;
   for (const char* name : files) {
-    FileRead f =
-        ReadAt(fd.fd, node + "/" + name, name, limits_.tail_cap, true, cache_.get(), nullptr);
+    FileRead f = ReadAt(fd.fd, node + "/" + name, name, limits_.tail_cap, true, cache_.get());
     if (f.state == FileRead::State::kProblem) out.push_back(std::string(name) + ": " + f.problem);
     if (!f.ok()) continue;
     auto all = SplitLines(f.text);
@@ -574,7 +619,8 @@ std::string FindJobRoot(const std::string& base, const std::string& job_id, std:
   std::string list_error;
   std::string best;
   double best_mtime = -1;
-  for (const auto& name : List(dir.fd, base, &cache, 100000, &list_error)) {
+  const auto& names = List(dir.fd, base, &cache, 100000, &list_error);
+  for (const auto& name : names) {
     if (name != job_id && !StartsWith(name, job_id + ".")) continue;
     struct stat st {};
     if (::fstatat(dir.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))

@@ -5,8 +5,10 @@
 //     O_NOFOLLOW descriptor; a link is named, never followed; only regular files are opened, with
 //     O_NONBLOCK (a FIFO planted after the check does not block the open) and checked again on
 //     the open file;
-//   * a file is read again only when its inode, size or mtime changed, and at most a cap (JSON
-//     files 256 KiB, tails the last 16 KiB); a directory is listed again only when its mtime did;
+//   * a file is read again only when its inode, size, mtime or ctime changed, and at most a cap
+//     (JSON files 256 KiB, tails the last 16 KiB); a directory is listed again only when its
+//     mtime did; a node whose files did not change is handed out as the same shared NodeFiles
+//     (no copy, no allocation);
 //   * event files are trusted as the supervisors trust them (peer_events.h): regular, of our own
 //     user, at most 64 KiB, no dot names; the others are listed with why;
 //   * a refresh reads on a worker thread and waits for it at most read_deadline_ms: a stat or

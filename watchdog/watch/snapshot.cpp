@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "common/json_text.h"
 #include "common/strings.h"
@@ -37,11 +39,6 @@ json ParseJson(const FileRead& f, std::vector<std::string>* problems) {
 std::string Str(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? Printable(it->get<std::string>(), 160) : "";
-}
-
-double Num(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0;
 }
 
 int PhaseOrder(Phase p) {
@@ -97,17 +94,158 @@ void FromStatus(const json& st, const FileRead& f, NodeState* s) {
   }
 }
 
-void FromLive(const json& live, NodeState* s) {
-  s->live_unix = Num(live, "updated_unix");
-  s->last_output_unix = Num(live, "last_output_unix");
-  const std::string phase = Str(live, "phase");
+// What FromLive takes of live.json, read without building a document (a printing job's
+// live.json is parsed again every 2 s on every node): the last occurrence of a key wins and a
+// value of another type reads as absent, as with a document's find().
+struct LiveFields {
+  double updated = 0, last_output = 0, phase_since = 0;
+  std::string phase, signature, category;
+  bool event = false;  // last_event is an object
+};
+
+// An nlohmann SAX handler filling LiveFields.
+struct LiveSax {
+  enum Slot { kNone, kUpdated, kLastOutput, kPhaseSince, kPhase, kEvent, kSignature, kCategory };
+  LiveFields* out;
+  int depth = 0;  // 1: in the top object, 2: in last_event (or another member's value)
+  bool in_event = false;
+  bool seen = false;  // the first value was seen (it must be an object)
+  Slot slot = kNone;  // what the next value is
+
+  bool Top(bool object) {
+    if (seen) return true;
+    seen = true;
+    return object;  // anything but an object at the top: not live.json
+  }
+  // A value that is not the slot's type reads as absent.
+  bool Other() { return Top(false) && Set(0, nullptr); }
+  bool Set(double v, const std::string* text) {
+    switch (slot) {
+      case kUpdated:
+        out->updated = v;
+        break;
+      case kLastOutput:
+        out->last_output = v;
+        break;
+      case kPhaseSince:
+        out->phase_since = v;
+        break;
+      case kPhase:
+        out->phase = text ? *text : "";
+        break;
+      case kSignature:
+        out->signature = text ? *text : "";
+        break;
+      case kCategory:
+        out->category = text ? *text : "";
+        break;
+      case kEvent:
+        out->event = false;
+        break;
+      case kNone:
+        break;
+    }
+    slot = kNone;
+    return true;
+  }
+  bool null() { return Other(); }
+  bool boolean(bool) { return Other(); }
+  bool Number(double v) {
+    if (!Top(false)) return false;
+    const bool numeric = slot == kUpdated || slot == kLastOutput || slot == kPhaseSince;
+    return numeric ? Set(v, nullptr) : Set(0, nullptr);
+  }
+  bool number_integer(json::number_integer_t v) { return Number(static_cast<double>(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return Number(static_cast<double>(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return Number(v); }
+  bool string(std::string& v) {
+    if (!Top(false)) return false;
+    const bool text = slot == kPhase || slot == kSignature || slot == kCategory;
+    return text ? Set(0, &v) : Set(0, nullptr);
+  }
+  bool binary(json::binary_t&) { return Other(); }
+  bool start_object(std::size_t) {
+    if (!Top(true)) return false;
+    if (depth == 1 && slot == kEvent) {
+      in_event = true;
+      out->signature.clear();
+      out->category.clear();
+      out->event = true;
+      slot = kNone;
+    } else {
+      Set(0, nullptr);
+    }
+    ++depth;
+    return true;
+  }
+  bool end_object() {
+    if (--depth == 1) in_event = false;
+    slot = kNone;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    if (!Top(false)) return false;
+    Set(0, nullptr);
+    ++depth;
+    return true;
+  }
+  bool end_array() {
+    --depth;
+    slot = kNone;
+    return true;
+  }
+  bool key(std::string& k) {
+    slot = kNone;
+    if (depth == 1) {
+      slot = k == "updated_unix"       ? kUpdated
+             : k == "last_output_unix" ? kLastOutput
+             : k == "phase_since_unix" ? kPhaseSince
+             : k == "phase"            ? kPhase
+             : k == "last_event"       ? kEvent
+                                       : kNone;
+    } else if (depth == 2 && in_event) {
+      slot = k == "signature" ? kSignature : k == "category" ? kCategory : kNone;
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
+  }
+};
+
+// live.json's fields; false (with the problem named, as ParseJson names it) when it is not a
+// JSON object.
+bool ParseLive(const FileRead& f, std::vector<std::string>* problems, LiveFields* out) {
+  if (f.state == FileRead::State::kProblem) {
+    problems->push_back(f.name + ": " + f.problem);
+    return false;
+  }
+  if (!f.ok()) return false;
+  if (f.truncated) {
+    problems->push_back(f.name + ": too large, not read");
+    return false;
+  }
+  LiveSax sax{.out = out};
+  if (!json::sax_parse(f.text, &sax) || !sax.seen) {
+    *out = LiveFields{};
+    problems->push_back(f.name + ": not a JSON object (partial or corrupt file)");
+    return false;
+  }
+  return true;
+}
+
+void FromLive(const LiveFields& live, NodeState* s) {
+  s->live_unix = live.updated;
+  s->last_output_unix = live.last_output;
+  const std::string phase = Printable(live.phase, 160);
   if (s->row.phase != Phase::kEnded && (phase == "capturing" || phase == "stopping")) {
     s->row.phase = phase == "capturing" ? Phase::kCapturing : Phase::kStopping;
-    s->phase_since_unix = Num(live, "phase_since_unix");
+    s->phase_since_unix = live.phase_since;
   }
-  if (auto ev = live.find("last_event"); ev != live.end() && ev->is_object()) {
-    s->row.last_event = Str(*ev, "signature");
-    if (std::string c = Str(*ev, "category"); !c.empty()) s->row.last_event += " (" + c + ")";
+  if (live.event) {
+    s->row.last_event = Printable(live.signature, 160);
+    if (std::string c = Printable(live.category, 160); !c.empty())
+      s->row.last_event += " (" + c + ")";
   }
 }
 
@@ -199,7 +337,7 @@ NodeState ParseNodeWith(const NodeFiles& n, MemoEntry* memo) {
     return s;
   }
   NodeState s = StatusPart(n, memo);
-  if (json live = ParseJson(n.live, &s.row.problems); !live.is_null()) FromLive(live, &s);
+  if (LiveFields live; ParseLive(n.live, &s.row.problems, &live)) FromLive(live, &s);
   if (n.heartbeat.ok()) s.heartbeat_unix = n.heartbeat.mtime_unix;
   if (n.heartbeat.state == FileRead::State::kProblem) {
     s.row.problems.push_back("heartbeat: " + n.heartbeat.problem);
@@ -249,23 +387,29 @@ Row Aged(const NodeState& s, double now, const WatchOptions& o) {
   return r;
 }
 
+// The node of a task's run directory ("gpu01" of "gpu01-rank3"; a node's own name as it is).
+std::string_view NodeOfTask(std::string_view name) {
+  if (auto p = name.rfind("-rank"); p != name.npos && p + 5 < name.size() &&
+                                    name.find_first_not_of("0123456789", p + 5) == name.npos) {
+    return name.substr(0, p);
+  }
+  return name;
+}
+
 // Tasks of one node (gpu01-rank0, gpu01-rank1, ...) as one row: the worst of them.
 std::vector<Row> GroupByNode(std::vector<Row> rows) {
+  // One supervisor per node (the usual job): every row is its own group, as it is.
+  if (std::none_of(rows.begin(), rows.end(),
+                   [](const Row& r) { return NodeOfTask(r.name).size() != r.name.size(); }))
+    return rows;
   std::map<std::string, std::vector<Row>> by_node;
-  for (auto& r : rows) {
-    std::string node = r.name;
-    if (auto p = node.rfind("-rank"); p != std::string::npos && p + 5 < node.size() &&
-                                      node.find_first_not_of("0123456789", p + 5) == node.npos) {
-      node = node.substr(0, p);
-    }
-    by_node[node].push_back(std::move(r));
-  }
+  for (auto& r : rows) by_node[std::string(NodeOfTask(r.name))].push_back(std::move(r));
   std::vector<Row> out;
   for (auto& [node, group] : by_node) {
     auto worst = std::max_element(group.begin(), group.end(), [](const Row& a, const Row& b) {
       return a.badness != b.badness ? a.badness < b.badness : Silence(a) < Silence(b);
     });
-    Row r = *worst;
+    Row r = std::move(*worst);
     r.tasks = static_cast<int>(group.size());
     if (r.tasks > 1) r.name = node + " [" + std::to_string(r.tasks) + " tasks: " + r.name + "]";
     out.push_back(std::move(r));
@@ -356,6 +500,7 @@ Snapshot BuildSnapshot(const RunRootFiles& files, double now, const WatchOptions
   AddEvents(files, &snap);
   AddDiagnosis(files, &snap);
   std::vector<Row> rows;
+  rows.reserve(files.nodes.size());
   for (const auto& n : files.nodes) {
     NodeState fresh;
     const NodeState* parsed = &fresh;
@@ -375,12 +520,19 @@ Snapshot BuildSnapshot(const RunRootFiles& files, double now, const WatchOptions
     r.badness = Badness(r);
     rows.push_back(std::move(r));
   }
-  snap.rows = o.per_task ? std::move(rows) : GroupByNode(std::move(rows));
-  std::stable_sort(snap.rows.begin(), snap.rows.end(), [](const Row& a, const Row& b) {
+  if (!o.per_task) rows = GroupByNode(std::move(rows));
+  // Worst first; sorted as indices, then each row moved once (a row is a dozen strings).
+  std::vector<std::uint32_t> order(rows.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    const Row &a = rows[x], &b = rows[y];
     if (a.badness != b.badness) return a.badness > b.badness;
     if (Silence(a) != Silence(b)) return Silence(a) > Silence(b);
-    return a.name < b.name;
+    if (a.name != b.name) return a.name < b.name;
+    return x < y;
   });
+  snap.rows.reserve(rows.size());
+  for (std::uint32_t i : order) snap.rows.push_back(std::move(rows[i]));
   snap.nodes = static_cast<int>(snap.rows.size());
   snap.state = files.problem.empty() ? JobState(snap) : "unreadable";
   SlowestAndStalest(&snap);

@@ -4,7 +4,10 @@
 // node (or per task) with its phase, ages, last recognised event, exit status and verdict, and a
 // header with the job's state, the slowest and stalest nodes and the hang/failure events. Pure:
 // tests feed literal strings; the reader (reader.h) and the screen (launcher/) stay thin.
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,14 +45,62 @@ struct NodeFiles {
   double dir_mtime_unix = 0;
   FileRead status{}, live{}, env_plan{}, preflight{}, heartbeat{};  ///< heartbeat: mtime only
   std::vector<BundleEntry> bundles{};
-  std::string signature{};  ///< the reader's stat signature of all the above (parse memo key)
+  /// Parse memo key: changes whenever anything above does (the reader numbers each new read of
+  /// a node; "" = no memo).
+  std::string signature{};
+};
+
+/// The run directories of one refresh, each shared with the reader's cache: a node whose files
+/// did not change is handed out again, not copied (1024 nodes' texts each second). Read-only
+/// once built; iterates as NodeFiles.
+class NodeList {
+ public:
+  using Ptr = std::shared_ptr<const NodeFiles>;
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = NodeFiles;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const NodeFiles*;
+    using reference = const NodeFiles&;
+    explicit Iterator(std::vector<Ptr>::const_iterator it) : it_(it) {}
+    const NodeFiles& operator*() const { return **it_; }
+    const NodeFiles* operator->() const { return it_->get(); }
+    Iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return it_ == o.it_; }
+    bool operator!=(const Iterator& o) const { return it_ != o.it_; }
+
+   private:
+    std::vector<Ptr>::const_iterator it_;
+  };
+  NodeList() = default;
+  NodeList(std::initializer_list<NodeFiles> nodes) {
+    for (const auto& n : nodes) push_back(n);
+  }
+  void push_back(NodeFiles n) { items_.push_back(std::make_shared<const NodeFiles>(std::move(n))); }
+  void Add(Ptr n) { items_.push_back(std::move(n)); }
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  const NodeFiles& operator[](std::size_t i) const { return *items_[i]; }
+  const NodeFiles& at(std::size_t i) const { return *items_.at(i); }
+  const NodeFiles& front() const { return *items_.front(); }
+  Iterator begin() const { return Iterator(items_.begin()); }
+  Iterator end() const { return Iterator(items_.end()); }
+  /// The shared entries themselves (the reader builds and reorders them).
+  std::vector<Ptr>& items() { return items_; }
+
+ private:
+  std::vector<Ptr> items_;
 };
 
 /// Everything one refresh read from a job run root.
 struct RunRootFiles {
   std::string root{};
   std::string problem{};  ///< the run root itself ("" = fine)
-  std::vector<NodeFiles> nodes{};
+  NodeList nodes{};
   std::vector<FileRead> events{};       ///< .events/*.json, trusted files only
   std::vector<std::string> rejected{};  ///< "name: why" for event files not trusted/parsed
   FileRead diagnosis{};                 ///< diagnosis.json of the run root

@@ -186,6 +186,44 @@ TEST_CASE("the real 4-rank Gloo desync names rank 1's broadcast against the othe
   CHECK(all.notes.size() == 4);
 }
 
+namespace {
+
+// The --json report of `files` read by `threads` reader threads, without its timings.
+std::string FrJsonOf(const std::vector<std::string>& files, int threads) {
+  FrOptions o;
+  o.threads = threads;
+  auto a = Analyse(files, o);
+  auto j = DiagnosisJson(a, FlightRecorderCauses(a));
+  j["flight_recorder"].erase("timing_s");
+  return j.dump();
+}
+
+}  // namespace
+
+TEST_CASE("the --json rows are the same whatever the file order and the reader threads") {
+  // Strings are interned in the order the readers meet them (rank 7 first when its file comes
+  // first, any order with threads): no row order may follow the interned ids.
+  for (std::string name : {"healthy", "missing5", "op0", "size3", "p2p"}) {
+    CAPTURE(name);
+    std::vector<std::string> files;
+    for (int r = 0; r < 8; ++r) files.push_back(Gen(name) + "/fr_rank_" + std::to_string(r));
+    const std::vector<std::string> reversed(files.rbegin(), files.rend());
+    const std::string want = FrJsonOf(files, 1);
+    CHECK(FrJsonOf(reversed, 1) == want);
+    for (int round = 0; round < 6; ++round) {
+      CHECK(FrJsonOf(round % 2 ? reversed : files, round % 3 ? 8 : 3) == want);
+    }
+  }
+  // Healthy groups (no stuck collective, no time to order them by) come by name.
+  auto j = nlohmann::json::parse(FrJsonOf({Gen("healthy")}, 4));
+  std::vector<std::string> pgs;
+  for (const auto& g : j["flight_recorder"]["process_groups"]) pgs.push_back(g["pg"]);
+  CHECK(pgs == std::vector<std::string>{"0", "1", "2", "3", "4"});
+  // A tie (one rank against one) goes by what they entered, not by file order.
+  const std::string op0 = Gen("op0") + "/fr_rank_";
+  CHECK(FrJsonOf({op0 + "1", op0 + "0"}, 1) == FrJsonOf({op0 + "0", op0 + "1"}, 2));
+}
+
 TEST_CASE("no dump at all is an error, not an empty answer") {
   sl::MemFileReader m;
   m.AddDir("/empty");

@@ -173,6 +173,42 @@ TEST_CASE("Hostile and partial files are named, never parsed into nonsense") {
   CHECK(nlohmann::json::parse(SnapshotJson(s))["rows"].size() == 3);
 }
 
+TEST_CASE("live.json is read as a document reads it: last key wins, other types are absent") {
+  auto row = [](std::string live) {
+    NodeFiles n = Running("A", kNow - 3);
+    n.live = Ok("live.json", std::move(live));
+    return BuildSnapshot({.nodes = {n}}, kNow).rows.at(0);
+  };
+  // Nested objects and arrays are skipped; a key inside them is not last_event's.
+  Row r = row(R"({"phase":"capturing","phase_since_unix":1799999990,"updated_unix":"soon",
+                  "lines":{"phase":"running","last_output_unix":1},"tail":[{"signature":"x"}],
+                  "last_output_unix":1799999996,
+                  "last_event":{"signature":"nccl.ib_timeout","deep":{"category":"no"},
+                                "category":"network"}})");
+  CHECK(r.phase == Phase::kCapturing);
+  CHECK(r.in_phase_s == Approx(10));
+  CHECK(r.supervisor_age_s == -1);  // "soon" is not a number
+  CHECK(r.output_age_s == Approx(4));
+  CHECK(r.last_event == "nccl.ib_timeout (network)");
+  CHECK(r.problems.empty());
+  // The last of two keys wins, also when it is of another type.
+  r = row(R"({"last_event":{"signature":"a","category":"b"},"last_event":"none",
+              "last_output_unix":1799999990,"last_output_unix":1799999998})");
+  CHECK(r.last_event.empty());
+  CHECK(r.output_age_s == Approx(2));
+  r = row(R"({"last_event":7,"last_event":{"signature":"s\u001b[2J"}})");
+  CHECK(r.last_event == "s\\x1b[2J");
+  // Not an object, or not JSON: named, nothing taken from it.
+  for (std::string bad : {"[1,2]", "7", R"({"phase":"capturing")", R"({"phase":"capturing"} x)"}) {
+    CAPTURE(bad);
+    r = row(bad);
+    CHECK(r.phase == Phase::kRunning);
+    CHECK(r.output_age_s == -1);
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0] == "live.json: not a JSON object (partial or corrupt file)");
+  }
+}
+
 TEST_CASE("Tasks of one node are one row unless per task") {
   RunRootFiles files{.nodes = {Running("gpu01-rank0", kNow - 1), Running("gpu01-rank1", kNow - 200),
                                Running("gpu02-rank0", kNow - 1)}};
