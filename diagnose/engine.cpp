@@ -24,6 +24,9 @@ bool Is(const Match& m, std::string_view id) { return m.signature->id == id; }
 
 bool Has(const Match& m, std::string_view text) { return m.line.find(text) != std::string::npos; }
 
+// NCCLCHECK's return trace lines (nccl_result.inc: one row per source directory).
+bool IsReturnTrace(const Match& m) { return m.signature->id.starts_with("nccl.return_trace"); }
+
 // Every kept line that `pick` selects; true when there was one.
 template <class Pick>
 bool Collect(const Evidence& ev, Pick&& pick, Lines* out) {
@@ -720,10 +723,12 @@ bool BootstrapMismatch(const Evidence& ev, Lines* out) {
 bool NcclResult(const Evidence& ev, std::initializer_list<std::string_view> texts,
                 std::initializer_list<std::string_view> codes, Lines* out) {
   bool any = CudaText(ev, texts, out);
-  for (const Match* m : ev.Distinct("nccl.return_trace", "nccl_code")) {
-    const std::string code = m->Field("nccl_code");
+  std::set<std::string> seen;
+  for (const Match& m : ev.matches()) {
+    if (!IsReturnTrace(m)) continue;
+    const std::string code = m.Field("nccl_code");
     if (std::find(codes.begin(), codes.end(), code) == codes.end()) continue;
-    out->push_back(m);
+    if (seen.insert(code).second) out->push_back(&m);
     any = true;
   }
   return any;
@@ -1614,7 +1619,7 @@ void TraceOrigins(const Evidence& ev, FeatureSet* fs) {
   std::set<std::string> in_chain;  // processes ("host:pid") whose last kept line is a trace line
   for (const Match& m : ev.matches()) {
     const std::string who = m.source + "|" + m.Field("host") + ":" + m.Field("pid");
-    if (!Is(m, "nccl.return_trace")) {
+    if (!IsReturnTrace(m)) {
       in_chain.erase(who);
       continue;
     }
@@ -1656,7 +1661,14 @@ void TextFeatures(const Evidence& ev, FeatureSet* fs) {
 // number points at the limit.
 void MemlockLimit(const Evidence& ev, FeatureSet* fs) {
   for (const Match& m : ev.matches()) {
-    const std::string v = m.Field("memlock_kb");
+    std::string v = m.Field("memlock_kb");
+    // UCX's hint rides on the line of the call that failed, which another row matched first.
+    if (const auto at = m.line.find("locked memory (ulimit -l)");
+        v.empty() && at != std::string::npos) {
+      if (const auto cur = m.line.find("(current: ", at); cur != std::string::npos) {
+        v = m.line.substr(cur + 10, 9);
+      }
+    }
     if (v.empty()) continue;
     const bool unlimited = v.rfind("unlimited", 0) == 0 || v.rfind("infinity", 0) == 0;
     fs->Add(unlimited ? "struct:memlock_unlimited" : "struct:memlock_limited", 1,
