@@ -24,6 +24,9 @@ bool Is(const Match& m, std::string_view id) { return m.signature->id == id; }
 
 bool Has(const Match& m, std::string_view text) { return m.line.find(text) != std::string::npos; }
 
+// NCCLCHECK's return trace lines (nccl_result.inc: one row per source directory).
+bool IsReturnTrace(const Match& m) { return m.signature->id.starts_with("nccl.return_trace"); }
+
 // Every kept line that `pick` selects; true when there was one.
 template <class Pick>
 bool Collect(const Evidence& ev, Pick&& pick, Lines* out) {
@@ -135,7 +138,7 @@ bool VerbsEnomem(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
       [](const Match& m) {
-        if (Is(m, "nccl.ibv_reg_mr_enomem")) return true;
+        if (Is(m, "nccl.ibv_reg_mr_enomem") || Is(m, "rdma.register_enomem")) return true;
         return (Is(m, "nccl.ibv_reg_mr") || Is(m, "nccl.ibv_create")) &&
                (Has(m, "Cannot allocate memory") || Has(m, "ENOMEM") || Has(m, "errno 12") ||
                 Has(m, "with 12 ") || Has(m, "error 12"));
@@ -715,25 +718,38 @@ bool BootstrapMismatch(const Evidence& ev, Lines* out) {
 
 // NCCL's result strings (ncclGetErrorString, src/init.cc 2.10-2.28) and their enum names (torch
 // prints both), in any recognised line whichever row matched it: what kind of NCCL failure.
-bool NcclResult(const Evidence& ev, std::initializer_list<std::string_view> texts, Lines* out) {
-  return CudaText(ev, texts, out);
+// NCCLCHECK's return trace ("misc/socket.cc:567 -> 2") carries the same result as its
+// ncclResult_t number (src/nccl.h.in): `codes` are those of the texts.
+bool NcclResult(const Evidence& ev, std::initializer_list<std::string_view> texts,
+                std::initializer_list<std::string_view> codes, Lines* out) {
+  bool any = CudaText(ev, texts, out);
+  std::set<std::string> seen;
+  for (const Match& m : ev.matches()) {
+    if (!IsReturnTrace(m)) continue;
+    const std::string code = m.Field("nccl_code");
+    if (std::find(codes.begin(), codes.end(), code) == codes.end()) continue;
+    if (seen.insert(code).second) out->push_back(&m);
+    any = true;
+  }
+  return any;
 }
 bool NcclResultCuda(const Evidence& ev, Lines* out) {
-  return NcclResult(ev, {"unhandled cuda error", "ncclUnhandledCudaError"}, out);
+  return NcclResult(ev, {"unhandled cuda error", "ncclUnhandledCudaError"}, {"1"}, out);
 }
 bool NcclResultSystem(const Evidence& ev, Lines* out) {
-  return NcclResult(ev, {"unhandled system error", "ncclSystemError"}, out);
+  return NcclResult(ev, {"unhandled system error", "ncclSystemError"}, {"2"}, out);
 }
 bool NcclResultInternal(const Evidence& ev, Lines* out) {
-  return NcclResult(ev, {"internal error - please report", "ncclInternalError"}, out);
+  return NcclResult(ev, {"internal error - please report", "ncclInternalError"}, {"3"}, out);
 }
 bool NcclResultInvalidUsage(const Evidence& ev, Lines* out) {
   return NcclResult(
-      ev, {"invalid usage", "ncclInvalidUsage", "invalid argument", "ncclInvalidArgument"}, out);
+      ev, {"invalid usage", "ncclInvalidUsage", "invalid argument", "ncclInvalidArgument"},
+      {"4", "5"}, out);
 }
 bool NcclResultRemote(const Evidence& ev, Lines* out) {
   return NcclResult(ev, {"remote process exited or there was a network error", "ncclRemoteError"},
-                    out);
+                    {"6"}, out);
 }
 
 // NCCL's "Init COMPLETE" / "Abort COMPLETE" lines name each member's busId: two ranks of one
@@ -1596,6 +1612,23 @@ void ErrorSpread(const Evidence& ev, FeatureSet* fs) {
   }
 }
 
+// Where each chain of NCCL's return trace starts: the first "file:line -> code" line of a
+// process after a line that is not one (its file is the function that failed: misc/socket.cc,
+// transport/net_ib.cc, misc/shmutils.cc), as a feature "trace_origin:<file>".
+void TraceOrigins(const Evidence& ev, FeatureSet* fs) {
+  std::set<std::string> in_chain;  // processes ("host:pid") whose last kept line is a trace line
+  for (const Match& m : ev.matches()) {
+    const std::string who = m.source + "|" + m.Field("host") + ":" + m.Field("pid");
+    if (!IsReturnTrace(m)) {
+      in_chain.erase(who);
+      continue;
+    }
+    if (!in_chain.insert(who).second) continue;
+    fs->Add("trace_origin:" + m.Field("src_file"), 1,
+            "the NCCL source file where a chain of NCCL's return trace starts", {Cite(m)});
+  }
+}
+
 // The CUDA error text a failed call names (cudaGetErrorString, whichever wrapper printed it) and
 // the NCCL source file of each WARN ("graph/rings.cc", "transport/net_ib.cc"): what failed,
 // and where in NCCL, for lines the rows only know as "a CUDA failure" or "an NCCL warning".
@@ -1616,6 +1649,31 @@ void TextFeatures(const Evidence& ev, FeatureSet* fs) {
       fs->Add("warn_file:" + w[1].str(), 1, "the NCCL source file of a WARN line", {Cite(m)});
     }
   }
+  TraceOrigins(ev, fs);
+  for (const Match* m : ev.Distinct("torch.exception_raised_from", "function")) {
+    fs->Add("raised_from:" + m->Field("function"), 1, "the torch function that raised a c10::Error",
+            {Cite(*m)});
+  }
+}
+
+// The locked-memory limit the log shows (`ulimit -a`'s "max locked memory (kbytes, -l)", UCX's
+// "(current: 64 kbytes)"): unlimited leaves a registration failure to the HCA or GPUDirect, a
+// number points at the limit.
+void MemlockLimit(const Evidence& ev, FeatureSet* fs) {
+  for (const Match& m : ev.matches()) {
+    std::string v = m.Field("memlock_kb");
+    // UCX's hint rides on the line of the call that failed, which another row matched first.
+    if (const auto at = m.line.find("locked memory (ulimit -l)");
+        v.empty() && at != std::string::npos) {
+      if (const auto cur = m.line.find("(current: ", at); cur != std::string::npos) {
+        v = m.line.substr(cur + 10, 9);
+      }
+    }
+    if (v.empty()) continue;
+    const bool unlimited = v.rfind("unlimited", 0) == 0 || v.rfind("infinity", 0) == 0;
+    fs->Add(unlimited ? "struct:memlock_unlimited" : "struct:memlock_limited", 1,
+            "the locked-memory limit the log shows (ulimit -l): unlimited or a number", {Cite(m)});
+  }
 }
 
 // The evidence's shape: symptoms with nothing that names a cause, a timeout without any error.
@@ -1635,6 +1693,7 @@ void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
   }
   TimeoutShape(ev, fs);
   NcclSeries(ev, fs);
+  MemlockLimit(ev, fs);
   ErrorSpread(ev, fs);
 }
 

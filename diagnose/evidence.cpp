@@ -78,7 +78,8 @@ constexpr std::string_view kDistinctFields[] = {
     "rank",         "host",         "ifname",     "addr",      "gid_index",     "gid_spn",
     "mtu",          "gdr",          "net",        "link",      "last_enqueued", "last_completed",
     "timeout_rank", "seq",          "error",      "exitcode",  "family",        "hca",
-    "op",           "ran_ms",       "timeout_ms", "numel_in",  "signal_name",   "signal"};
+    "op",           "ran_ms",       "timeout_ms", "numel_in",  "signal_name",   "signal",
+    "nccl_code",    "function"};
 }  // namespace
 
 void Evidence::AddDistinct(const Match& m) {

@@ -353,6 +353,11 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   const auto rows = Candidates(line);
   if (rows.none()) return std::nullopt;
+  // A fact row gives way to a later row of a cause or symptom on the same line: torch and the
+  // wrappers print NCCL's result string with "NCCL version 2.19.3" appended ("internal error -
+  // please report this issue to the NCCL developers, NCCL version 2.19.3"), and the error is what
+  // the line is about (the version rules read every kept line's text, not only the fact's).
+  std::optional<Match> fact;
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
     if (!rows.test(i)) continue;
     const Signature& sig = kCatalog[i];
@@ -371,13 +376,19 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
         if (mr[g + 1].matched && mr[g + 1].length() > 0) m.fields[c.names[g]] = mr[g + 1].str();
       }
     }
+    // ... but not to a row of the same message (same prefilter): the fact refines it (NVLS
+    // "Proceeding without NVLS support" is the benign case of the failed-bind row).
+    if (fact && (sig.kind == EvidenceKind::kFact || sig.prefilter == fact->signature->prefilter)) {
+      continue;
+    }
     m.signature = &sig;
     m.line = std::string(line);
     ExtractCommonFields(line, &m.fields);
     AddXidFields(&m.fields);
-    return m;
+    if (sig.kind != EvidenceKind::kFact) return m;
+    fact = std::move(m);
   }
-  return std::nullopt;
+  return fact;
 }
 
 }  // namespace sl::diagnose

@@ -84,7 +84,7 @@ class LineMatcher {
   // Multi-pattern skip scan (Wu-Manber, 2-byte blocks) over the first kAnchor bytes ("anchor") of
   // every prefilter: a healthy line is crossed about kAnchor - 1 bytes per step; only where a
   // block ends an anchor is the exact window looked up, and only the rows it starts are searched.
-  static constexpr std::size_t kMaxRows = 256;
+  static constexpr std::size_t kMaxRows = 320;
   std::vector<std::uint8_t> shift_;  // 65536 entries, indexed by a 2-byte block
   // Where a 2-byte block says 0: the shift by the 3-byte block ending there (hashed, 65536).
   std::vector<std::uint8_t> shift3_;

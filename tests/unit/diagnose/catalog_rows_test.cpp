@@ -1314,6 +1314,70 @@ std::vector<RowCase> NcclResultCases() {
       {"RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)",
        "nccl.result_invalid_argument",
        {}},
+      // torch's DistBackendError appends "NCCL version %s" to the result string: the error row,
+      // not the version fact, is the line's match.
+      {"internal error - please report this issue to the NCCL developers, NCCL version 2.19.3",
+       "nccl.result_internal",
+       {}},
+      // checks.h NCCLCHECK "%s:%d -> %d" (v2.10.3-1 .. v2.28.9-1), SYSCHECK "%s:%d -> %d (%s)"
+      // (v2.19.3-1+), group.cc "%s:%d -> %d [Async thread]".
+      {I("misc/socket.cc:567 -> 2"),
+       "nccl.return_trace",
+       {{"src_file", "misc/socket.cc"}, {"src_line", "567"}, {"nccl_code", "2"}}},
+      {I("misc/socket.cc:484 -> 2 (Connection refused)"),
+       "nccl.return_trace",
+       {{"nccl_code", "2"}, {"error", "Connection refused"}}},
+      {I("group.cc:136 -> 2 [Async thread]"),
+       "nccl.return_trace_group",
+       {{"src_file", "group.cc"}}},
+      {"node1: NCCL INFO include/net.h:22 -> 3", "nccl.return_trace_include", {{"nccl_code", "3"}}},
+      {I("transport/net_ib.cc:368 -> 2"),
+       "nccl.return_trace_transport",
+       {{"src_file", "transport/net_ib.cc"}}},
+      {I("transport.cc:112 -> 2"), "nccl.return_trace_transport", {{"nccl_code", "2"}}},
+      {I("init.cc:1234 -> 6"), "nccl.return_trace_init", {{"nccl_code", "6"}}},
+      {I("proxy.cc:1533 -> 3"), "nccl.return_trace_proxy", {{"nccl_code", "3"}}},
+      {I("bootstrap.cc:91 -> 2"), "nccl.return_trace_bootstrap", {{"nccl_code", "2"}}},
+      {I("enqueue.cc:2215 -> 1"), "nccl.return_trace_enqueue", {{"nccl_code", "1"}}},
+      {I("graph/search.cc:1120 -> 5"), "nccl.return_trace_graph", {{"nccl_code", "5"}}},
+      // proxy.cc "[Service thread] Connection closed by localRank %d" (v2.12.12-1 .. v2.28.9-1).
+      {I("[Service thread] Connection closed by localRank 7"),
+       "nccl.proxy_closed_by_local_rank",
+       {{"local_rank", "7"}}},
+      // libstdc++ vterminate.cc and c10::Error's backtrace header.
+      {"terminate called after throwing an instance of 'std::runtime_error'",
+       "cxx.terminate_uncaught",
+       {{"exception", "std::runtime_error"}}},
+      {"Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+       "ProcessGroupNCCL.cpp:565 (most recent call first):",
+       "torch.exception_raised_from",
+       {{"function", "checkTimeout"}}},
+      // ibstat.c "\t\tState: %s" of a port that is not Active.
+      {"\t\tState: Down", "ibstat.port_not_active", {{"port_state", "Down"}}},
+      {"                State: Initializing",
+       "ibstat.port_not_active",
+       {{"port_state", "Initializing"}}},
+      // Memory registration ENOMEM of libfabric users and RDMA transfer engines.
+      {"fi_mr_reg failed, ret is:-12, Cannot allocate memory",
+       "rdma.register_enomem",
+       {{"call", "fi_mr_reg"}}},
+      {"E1030 07:53:11.382602  9073 rdma_context.cpp:253] Failed to register memory "
+       "0x742cf2000000: Cannot allocate memory [12]",
+       "rdma.register_enomem",
+       {{"call", "register memory"}}},
+      // glibc malloc_printerr.
+      {"free(): invalid next size (fast)", "glibc.heap_corruption", {}},
+      {"double free or corruption (out)", "glibc.double_free", {}},
+      // Ray's ActorDiedError text.
+      {"ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+       "ray.actor_died",
+       {}},
+      // strerror(EADDRINUSE) thrown by torch 1.x's store and THD.
+      {"RuntimeError: Address already in use", "os.address_in_use", {}},
+      {"RuntimeError: Address already in use at /pytorch/torch/lib/THD/process_group/"
+       "General.cpp:17",
+       "os.address_in_use",
+       {}},
   };
 }
 // Texts of other layers the corpus's train split shows without a row: cudaGetErrorString in
@@ -1465,6 +1529,9 @@ std::vector<RowCase> OtherLayerCases() {
        "symbol: ncclMemFree",
        "ld.undefined_nccl_symbol",
        {{"symbol", "ncclMemFree"}}},
+      {"undefined symbol ncclCommRegister",
+       "ld.undefined_nccl_symbol",
+       {{"symbol", "ncclCommRegister"}}},
       // nvidia-smi.
       {"Unable to determine the device handle for GPU 0000:17:00.0: GPU is lost.  Reboot the "
        "system to recover this GPU",

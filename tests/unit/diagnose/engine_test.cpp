@@ -750,3 +750,70 @@ TEST_CASE("libibverbs' RLIMIT_MEMLOCK warning with a failing IB transport is mem
   // The warning alone is a standing condition; with the IB transport failing it is the cause.
   CHECK(alone.causes[0].probability < d.causes[0].probability);
 }
+
+namespace {
+bool HasFeature(const Diagnosis& d, std::string_view id) {
+  for (const Feature& f : d.features) {
+    if (f.id == id) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("NCCL's return trace alone is failure evidence with its result code and origin") {
+  // checks.h "%s:%d -> %d": a system error (2) that started in misc/socket.cc, no WARN kept.
+  Diagnosis d =
+      Run("n1:11:12 [2] NCCL INFO misc/socket.cc:567 -> 2\n"
+          "n1:11:12 [2] NCCL INFO misc/socket.cc:618 -> 2\n"
+          "n1:11:12 [2] NCCL INFO bootstrap.cc:91 -> 2\n");
+  REQUIRE(!d.causes.empty());
+  CHECK(d.causes[0].category != "unknown");
+  CHECK(HasFeature(d, "cond:nccl_result_system"));
+  CHECK(!HasFeature(d, "cond:nccl_result_internal"));
+  CHECK(HasFeature(d, "trace_origin:misc/socket.cc"));
+  // Only where a chain starts: the later frames of the same process are no origin.
+  CHECK(!HasFeature(d, "trace_origin:bootstrap.cc"));
+  Diagnosis internal = Run("n1:11:12 [2] NCCL INFO include/net.h:22 -> 3\n");
+  CHECK(HasFeature(internal, "cond:nccl_result_internal"));
+  CHECK(!HasFeature(internal, "cond:nccl_result_system"));
+}
+
+TEST_CASE("an error line that ends in NCCL's version is read as the error, not the version fact") {
+  Diagnosis d = Run(
+      "torch.distributed.DistBackendError: NCCL error in: \n"
+      "internal error - please report this issue to the NCCL developers, NCCL version 2.19.3\n");
+  REQUIRE(!d.causes.empty());
+  CHECK(d.causes[0].category != "unknown");
+  CHECK(HasFeature(d, "cond:nccl_result_internal"));
+  // The version is still seen: its series is a feature.
+  CHECK(HasFeature(d, "struct:nccl_series:2.19"));
+}
+
+TEST_CASE("the function a torch C++ error was raised from is a feature") {
+  Diagnosis d =
+      Run("Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+          "ProcessGroupNCCL.cpp:565 (most recent call first):\n");
+  CHECK(d.causes[0].category != "unknown");
+  CHECK(HasFeature(d, "raised_from:checkTimeout"));
+}
+
+TEST_CASE("the locked-memory limit a log shows is a feature: a number or unlimited") {
+  // bash's `ulimit -a` line and UCX's hint with the current limit.
+  Diagnosis unlimited =
+      Run("misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed\n"
+          "max locked memory       (kbytes, -l) unlimited\n");
+  CHECK(HasFeature(unlimited, "struct:memlock_unlimited"));
+  CHECK(!HasFeature(unlimited, "struct:memlock_limited"));
+  Diagnosis limited = Run(
+      "[1668693503.473099] [ampere:1188443:0]          ib_log.c:246  UCX  ERROR mlx5_0: "
+      "ibv_create_cq() failed: Cannot allocate memory. Please set max locked memory (ulimit -l) to "
+      "'unlimited' (current: 64 kbytes)\n");
+  CHECK(HasFeature(limited, "struct:memlock_limited"));
+  CHECK(!HasFeature(limited, "struct:memlock_unlimited"));
+}
+
+TEST_CASE("an RDMA registration failing with ENOMEM outside NCCL meets the ENOMEM condition") {
+  Diagnosis d = Run("fi_mr_reg failed, ret is:-12, Cannot allocate memory\n");
+  CHECK(d.causes[0].category != "unknown");
+  CHECK(HasFeature(d, "cond:verbs_enomem"));
+}
