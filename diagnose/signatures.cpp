@@ -361,6 +361,12 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
     if (!rows.test(i)) continue;
     const Signature& sig = kCatalog[i];
+    // ... but not to a row of the same message (same prefilter): the fact refines it (NVLS
+    // "Proceeding without NVLS support" is the benign case of the failed-bind row). Decided
+    // before the row's search and regex: a row that cannot win is not matched.
+    if (fact && (sig.kind == EvidenceKind::kFact || sig.prefilter == fact->signature->prefilter)) {
+      continue;
+    }
     const Compiled& c = *compiled_[i];
     if (c.pre) {
       if (std::search(line.begin(), line.end(), *c.pre) == line.end()) continue;
@@ -375,11 +381,6 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
       for (std::size_t g = 0; g < c.names.size() && g + 1 < mr.size(); ++g) {
         if (mr[g + 1].matched && mr[g + 1].length() > 0) m.fields[c.names[g]] = mr[g + 1].str();
       }
-    }
-    // ... but not to a row of the same message (same prefilter): the fact refines it (NVLS
-    // "Proceeding without NVLS support" is the benign case of the failed-bind row).
-    if (fact && (sig.kind == EvidenceKind::kFact || sig.prefilter == fact->signature->prefilter)) {
-      continue;
     }
     m.signature = &sig;
     m.line = std::string(line);
