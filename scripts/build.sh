@@ -35,11 +35,10 @@ case $mode in
              "safe-launch-warmup)" >&2; exit 2 ;;
       esac
     done
-    # (grep reads all of ninja's list: with -q, ninja's SIGPIPE would fail the pipeline)
     has_warmup=0 has_main=0
     ninja_targets=$(ninja -C "$BUILD_DIR" -t targets all)
-    grep -c '^safe-launch-warmup:' <<<"$ninja_targets" >/dev/null && has_warmup=1
-    grep -c '^sl_warmup_main:' <<<"$ninja_targets" >/dev/null && has_main=1
+    grep -q '^safe-launch-warmup:' <<<"$ninja_targets" && has_warmup=1
+    grep -q '^sl_warmup_main:' <<<"$ninja_targets" && has_main=1
     if ! (($#)); then
       ((has_warmup)) && targets+=(safe-launch-warmup)
     elif [[ " ${targets[*]} " == *" safe-launch-warmup "* ]] && ! ((has_warmup)); then
