@@ -16,6 +16,8 @@ namespace sl {
 
 /// Helpers that may be stuck in a read at once (each is one thread and one descriptor).
 inline constexpr int kMaxStuckReads = 8;
+/// The name of the helper threads (at most 15 bytes: the kernel's comm).
+inline constexpr const char* kTimedReadThreadName = "sl-timed-read";
 
 /// What one timed read gave.
 struct TimedReadResult {

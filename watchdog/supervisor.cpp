@@ -71,6 +71,15 @@ std::string ProcComm(pid_t pid) {
   return comm;
 }
 
+// Whether a byte waits in the pipe `fd` now (poll, no wait; interrupted counts as yes, so that
+// the caller asks again).
+bool InputWaiting(int fd) {
+  pollfd in{fd, POLLIN, 0};
+  const int r = ::poll(&in, 1, 0);
+  if (r < 0) return errno == EINTR;
+  return r > 0 && (in.revents & POLLIN) != 0;
+}
+
 bool WriteAll(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
@@ -326,7 +335,13 @@ ssize_t Supervisor::Impl::TeeChunk(Pump& p, int to, std::size_t room) {
   bool readable = false;
   while (true) {
     const ssize_t n = ::tee(p.in_fd, to, room, SPLICE_F_NONBLOCK);
-    if (n >= 0 || errno != EAGAIN) return n;  // 0: every writer closed and the pipe is empty
+    if (n > 0 || (n < 0 && errno != EAGAIN)) return n;
+    // 0 is end of stream only when no byte waits: tee(2) also returns 0 when `to` filled up
+    // between its room check and the move (the other pump and our log lines write to the same
+    // pipe when stdout and stderr are one, as under ctest or `2>&1 |`). Taking that 0 for the
+    // end stopped this pump while the job still wrote: its pipe filled and the job hung.
+    if (n == 0 && !InputWaiting(p.in_fd)) return 0;
+    if (n == 0) readable = true;
     if (!readable) {  // the job may be silent: wait for its bytes (at once if they are there)
       pollfd in{p.in_fd, POLLIN, 0};
       const int r = ::poll(&in, 1, -1);

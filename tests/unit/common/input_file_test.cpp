@@ -247,6 +247,15 @@ TEST_CASE("a read that blocks in the kernel ends at its deadline, and its helper
   CHECK(got.error().fix.find("local disk") != std::string::npos);
   CHECK(f.fd() == -1);  // the stuck helper owns the descriptor now
   CHECK(sl::StuckReads() == 1);
+  // The helper is named (a thread count, a look at /proc/PID/task, tells it from the caller's).
+  std::size_t named = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(e.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == sl::kTimedReadThreadName) ++named;
+  }
+  CHECK(named >= 1);
   // The read returns at last: the helper closes the descriptor and goes back to work.
   REQUIRE(::write(w, "x", 1) == 1);
   CHECK(StuckReadsBecome(0));
