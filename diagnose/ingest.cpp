@@ -72,6 +72,13 @@ std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view 
   return m;
 }
 
+// The watchdog line recognised without its WorkNCCL(...) fields: elided by the poster, or wrapped.
+namespace {
+bool IsWatchdogWithoutFields(const Match& m) {
+  return m.signature->id == std::string_view("torch.watchdog_timeout_text");
+}
+}  // namespace
+
 // torch's watchdog message is one long line that terminals and pasted logs wrap (inside a word
 // or after a comma): unmatched alone, the line is joined with up to two following lines of its
 // block, the way it was printed. The supervisor joins its own pieces at the seam instead.
@@ -89,7 +96,8 @@ std::optional<Match> RecognizeWrapped(const LineMatcher& matcher, std::string_vi
     const char last = joined.back();
     if (last == ',' || last == ':' || last == ')') joined += ' ';
     joined.append(piece);
-    if (auto m = RecognizeLine(matcher, joined)) return m;
+    auto m = RecognizeLine(matcher, joined);
+    if (m && !IsWatchdogWithoutFields(*m)) return m;
   }
   return std::nullopt;
 }
@@ -193,6 +201,8 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
     std::optional<Match> m;
     if (known == nullptr) {
       m = RecognizeLine(matcher_, line);
+    } else if (known->match && IsWatchdogWithoutFields(*known->match)) {
+      m = *known->match;  // the lines after it may complete it: below
     } else if (known->match) {
       if (SeenInAnotherFile(line)) {
         ++duplicates_;
@@ -206,8 +216,11 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
       evidence_->Add(std::move(copy));
       return;
     }
-    // Not recognised alone: a wrapped line depends on the lines after it, never remembered.
-    if (!m) m = RecognizeWrapped(matcher_, block, line);
+    // Not recognised alone (or only as the watchdog line without its WorkNCCL fields): a wrapped
+    // line depends on the lines after it, never remembered.
+    if (!m || IsWatchdogWithoutFields(*m)) {
+      if (auto whole = RecognizeWrapped(matcher_, block, line)) m = std::move(whole);
+    }
     if (m) {
       if (SeenInAnotherFile(line)) {
         ++duplicates_;

@@ -62,6 +62,7 @@ constexpr Signature kCatalog[] = {
 #include "diagnose/catalog/cuda.inc"
 #include "diagnose/catalog/torch_dataloader.inc"
 #include "diagnose/catalog/kernel.inc"
+#include "diagnose/catalog/rdma_tools.inc"
 #include "diagnose/catalog/torch_elastic.inc"
 #include "diagnose/catalog/mpi.inc"
 #include "diagnose/catalog/slurm.inc"

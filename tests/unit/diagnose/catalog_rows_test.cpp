@@ -800,6 +800,13 @@ std::vector<RowCase> TorchC10dCases() {
        "NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.",
        "torch.watchdog_timeout",
        {{"rank", "3"}}},
+      // The same line with its WorkNCCL fields elided by the poster, and its wrapped tail.
+      {"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(... OpType=BROADCAST ...)",
+       "torch.watchdog_timeout_text",
+       {}},
+      {"  ran for 721595 milliseconds before timing out.",
+       "torch.work_ran_for",
+       {{"ran_ms", "721595"}}},
       {"[rank0]:[E ProcessGroupNCCL.cpp:1795] [PG 0 Rank 0] Exception (either an error or "
        "timeout) detected by watchdog at work: 89, last enqueued NCCL work: 89, last completed "
        "NCCL work: 88.",
@@ -1707,6 +1714,79 @@ TEST_CASE("NCCL result rows: ncclGetErrorString's texts as other wrappers print 
   CheckCases(NcclResultCases());
 }
 
+std::vector<RowCase> RdmaToolsCases() {
+  return {
+      // rdma-core devinfo.c "\t\t\tstate:\t\t\t%s (%d)" and "\t\t\tphys_state:\t\t%s (%d)"
+      {"\t\t\tstate:\t\t\tPORT_DOWN (1)", "devinfo.port_down", {{"port_state", "1"}}},
+      {"\t\t\tstate:\t\t\tPORT_INIT (2)", "devinfo.port_init", {{"port_state", "INIT"}}},
+      {"\t\t\tphys_state:\t\tPOLLING (2)", "devinfo.phys_no_link", {{"phys_state", "POLLING"}}},
+      // iproute2 rdma/link.c "link %s/%u " ... "state %s physical_state %s "
+      {"link mlx5_1/1 subnet_prefix fe80:0000:0000:0000 lid 65535 sm_lid 0 lmc 0 state DOWN "
+       "physical_state DISABLED",
+       "rdma_link.port_not_active",
+       {{"dev", "mlx5_1"}, {"port", "1"}, {"port_state", "DOWN"}, {"phys_state", "DISABLED"}}},
+      // mlnx-tools ibdev2netdev "$d port $port ==> $eth ($link_state)"
+      {"mlx5_3 port 1 ==> ibp84s0 (Down)",
+       "ibdev2netdev.port_down",
+       {{"dev", "mlx5_3"}, {"port", "1"}, {"ifname", "ibp84s0"}}},
+      // perftest_parameters.c " Port number %d state is %s"
+      {" Port number 1 state is Down",
+       "perftest.port_state",
+       {{"port", "1"}, {"port_state", "Down"}}},
+      // Mooncake rdma_context.cpp "Device " << name << " port not active"
+      {"W0911 06:19:37.204383  3746 rdma_context.cpp:433] Device mlx5_3 port not active",
+       "mooncake.port_not_active",
+       {{"dev", "mlx5_3"}}},
+      // show_gids "$d\t$p\t$g\t$gid\t$ipv4  \t$_type\t$_ndev", with and without an IPv4
+      {"mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:0b00:0048\t11.0.0.72  \tv2\tens3np0",
+       "show_gids.row",
+       {{"dev", "mlx5_0"}, {"gid_index", "3"}, {"addr", "11.0.0.72"}, {"roce", "v2"}}},
+      {"mlx5_0\t1\t1\tfe80:0000:0000:0000:a288:c2ff:fe5b:03ec\t\t\tv2\tens3np0",
+       "show_gids.row",
+       {{"gid_index", "1"}, {"addr", ""}, {"roce", "v2"}}},
+      // devinfo.c "\t\t\tGID[%3d]:\t\t%s"
+      {"\t\t\tGID[  2]:\t\t0000:0000:0000:0000:0000:ffff:0c0c:0c64",
+       "devinfo.gid_row",
+       {{"gid_index", "2"}, {"gid", "0000:0000:0000:0000:0000:ffff:0c0c:0c64"}}},
+      // ibv_wc_status_str(IBV_WC_LOC_LEN_ERR), here in the mlx5 kernel log's QP error line
+      {"mlx5_bond_0/1: QP 51291 error: local length error (0x8e 0x0 0x0)",
+       "verbs.wc_local_length_error",
+       {}},
+      // rc_pingpong.c "Failed to modify QP to RTR"; perftest "Failed to modify QP %d to RTR"
+      {"Failed to modify QP to RTR", "verbs.modify_qp_rtr_failed", {{"qpn", ""}}},
+      {"Failed to modify QP 1234 to RTR", "verbs.modify_qp_rtr_failed", {{"qpn", "1234"}}},
+      // rc_pingpong.c "Couldn't create QP"; Mooncake PLOG "Failed to create QP: <strerror> [12]"
+      {"Couldn't create QP", "verbs.create_qp_failed", {{"error", ""}}},
+      {"E0729 05:04:30.527725 14093 rdma_endpoint.cpp:70] Failed to create QP: Cannot allocate "
+       "memory [12]",
+       "verbs.create_qp_failed",
+       {{"error", "Cannot allocate memory"}}},
+      // Mooncake PLOG "Failed to register memory " << addr; libfabric "gdr_pin_buffer failed!"
+      {"E0511 07:42:36.355509 10240 rdma_context.cpp:198] Failed to register memory 0x2e1cbac200: "
+       "Bad address [14]",
+       "rdma.register_bad_address",
+       {}},
+      {"libfabric:6413:1763620725::core:core:cuda_gdrcopy_dev_register():320<warn> "
+       "gdr_pin_buffer failed! error: Invalid argument ptr: 0xdc12000000 len: 146800640",
+       "libfabric.gdr_pin_failed",
+       {}},
+      // Intel MPI's DAPL start-up message naming RLIMIT_MEMLOCK
+      {"[0] DAPL startup: RLIMIT_MEMLOCK too small", "mpi.rlimit_memlock_small", {}},
+      // p2pBandwidthLatencyTest's table header; /proc/cmdline; ip address's inet lines
+      {"P2P Connectivity Matrix", "cuda_samples.p2p_matrix", {}},
+      {"BOOT_IMAGE=/vmlinuz-5.15.0-101-generic root=/dev/mapper/ubuntu--vg-ubuntu--lv ro iommu=pt",
+       "linux.cmdline_iommu",
+       {{"param", "iommu"}, {"value", "pt"}}},
+      {"    inet 10.1.2.3/24 brd 10.1.2.255 scope global eth0",
+       "iproute2.inet_address",
+       {{"addr", "10.1.2.3"}, {"prefix", "24"}, {"scope", "global"}, {"ifname", "eth0"}}},
+  };
+}
+TEST_CASE(
+    "RDMA tool rows: ibv_devinfo, rdma link, ibdev2netdev, show_gids, perftest, other stacks") {
+  CheckCases(RdmaToolsCases());
+}
+
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
   for (auto table :
@@ -1714,7 +1794,7 @@ TEST_CASE("every catalog row is the first match of at least one message from its
         SocketErrorsCases, SocketFactsCases,   InitCases,     RasCases,      TopologyCases,
         TorchC10dCases,    C10dStoreCases,     GlooCases,     TorchrunCases, KernelCases,
         MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases,
-        NcclResultCases,   OtherLayerCases}) {
+        NcclResultCases,   OtherLayerCases,    RdmaToolsCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;
