@@ -6,10 +6,10 @@ for every log of the train split (tests/corpus/LABELS.tsv, split == train), plus
 own pseudo-observations (`safe-launch diagnose --priors`: each rule, cause row and claim code by
 itself, labelled with the category it names) at a small weight chosen by cross-validation.
 
-The model is scikit-learn's L2-regularised multinomial LogisticRegression. C, the prior weight and
-class_weight are chosen by cross-validation grouped by thread on the train split only (no thread
-in two folds; the pseudo-observations are always in the training folds); a temperature fitted on
-those out-of-fold scores calibrates the probabilities. The table written (diagnose/model/
+The model is scikit-learn's L2-regularised multinomial LogisticRegression. C and the prior weight
+are chosen by cross-validation grouped by thread on the train split only (no thread in two folds;
+the pseudo-observations are always in the training folds); a temperature fitted on those
+out-of-fold scores calibrates the probabilities. The table written (diagnose/model/
 weights.tsv) holds the intercepts (priors) per category, the weight per (feature, category), the
 temperature and a fingerprint of the training inputs (feature vectors, labels, vocabulary).
 The test split is never read here.
@@ -223,8 +223,12 @@ def choose(x, labels, groups, n_logs, prior_labels, prior_conf, classes):
     folds = min(5, len(set(groups)))
     results = []
     for c in (0.03, 0.1, 0.3, 1.0, 3.0, 10.0):
-        for pw in (0.1, 0.3, 1.0):
-            for cw in (None, "balanced"):
+        for pw in (0.1, 0.3, 1.0, 3.0):
+            # class_weight "balanced" is left out: it multiplies the weight of the thinnest
+            # categories' few logs (rail_topology_cross_nic: 4 train logs, x5) until a plain
+            # status-12 completion reads as rail routing rather than the fabric, which the
+            # engine and verdict tests (tests/unit/diagnose) reject as an expert would.
+            for cw in (None,):
                 oof = cross_validate(x, labels, groups, n_logs, prior_labels, prior_conf, c, pw,
                                      cw, classes, folds)
                 top1, top3, nll = metrics(oof, labels, classes)

@@ -1770,6 +1770,22 @@ std::vector<RowCase> RdmaToolsCases() {
        "gdr_pin_buffer failed! error: Invalid argument ptr: 0xdc12000000 len: 146800640",
        "libfabric.gdr_pin_failed",
        {}},
+      // mlx5 mr.c create_mkey_warn "async reg mr failed. status %d"; efa_com_cmd.c
+      // "Failed to allocate pd[%d]"; Mooncake's registration failing with EIO
+      {"[33058.244475] infiniband mlx5_0: create_mkey_warn:158:(pid 2163): async reg mr failed. "
+       "status -121",
+       "kernel.mlx5_reg_mr_failed",
+       {{"status", "-121"}}},
+      {"[ 1632.420957] infiniband efa_0: Failed to allocate pd[-12]",
+       "kernel.efa_alloc_pd_failed",
+       {{"errno", "-12"}}},
+      {"Failed to register memory 0x7fa3ce000000: Input/output error [5]",
+       "mooncake.register_eio",
+       {}},
+      // lower-case QP in an application's own message
+      {"[ERROR] (setup_ib.c:184:setup_ib: errno: Cannot allocate memory) Failed to create qp",
+       "verbs.create_qp_failed",
+       {}},
       // Intel MPI's DAPL start-up message naming RLIMIT_MEMLOCK
       {"[0] DAPL startup: RLIMIT_MEMLOCK too small", "mpi.rlimit_memlock_small", {}},
       // p2pBandwidthLatencyTest's table header; /proc/cmdline; ip address's inet lines
