@@ -1786,6 +1786,11 @@ std::vector<RowCase> RdmaToolsCases() {
       {"[ERROR] (setup_ib.c:184:setup_ib: errno: Cannot allocate memory) Failed to create qp",
        "verbs.create_qp_failed",
        {}},
+      // aws-ofi-nccl "NET/OFI Couldn't enable endpoint. RC: %d, ERROR: %s" with ENOMEM
+      {"create_nccl_ofi_component:496 NCCL WARN NET/OFI Couldn't enable endpoint. RC: -12, ERROR: "
+       "Cannot allocate memory",
+       "ofi.enomem",
+       {{"what", "Couldn't enable endpoint"}, {"rc", "-12"}}},
       // Intel MPI's DAPL start-up message naming RLIMIT_MEMLOCK
       {"[0] DAPL startup: RLIMIT_MEMLOCK too small", "mpi.rlimit_memlock_small", {}},
       // p2pBandwidthLatencyTest's table header; /proc/cmdline; ip address's inet lines
