@@ -74,9 +74,7 @@ std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view 
 
 // The watchdog line recognised without its WorkNCCL(...) fields: elided by the poster, or wrapped.
 namespace {
-bool IsWatchdogWithoutFields(const Match& m) {
-  return m.signature->id == std::string_view("torch.watchdog_timeout_text");
-}
+bool IsWatchdogWithoutFields(const Match& m) { return MayBeCompletedByLaterText(*m.signature); }
 }  // namespace
 
 // torch's watchdog message is one long line that terminals and pasted logs wrap (inside a word

@@ -76,6 +76,10 @@ constexpr Signature kCatalog[] = {
 
 }  // namespace
 
+bool MayBeCompletedByLaterText(const Signature& s) {
+  return s.id == std::string_view("torch.watchdog_timeout_text");
+}
+
 std::span<const Signature> Catalog() { return kCatalog; }
 
 std::string Match::Field(std::string_view name) const {

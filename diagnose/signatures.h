@@ -47,6 +47,12 @@ struct Signature {
 /// The whole catalog, most specific rows first (the first row that matches a line wins).
 std::span<const Signature> Catalog();
 
+// A row that matches the start of a longer message as well as the whole of an elided one
+// (`torch.watchdog_timeout_text`: the watchdog line without its WorkNCCL fields). Where the line
+// may go on (a wrapped log line, a piece of a long output line), the text after it can complete
+// it into a fuller row's match, which then stands instead.
+bool MayBeCompletedByLaterText(const Signature& s);
+
 /// A recognised line with what was extracted from it.
 struct Match {
   const Signature* signature = nullptr;

@@ -24,8 +24,18 @@ void OutputScanner::Feed(int stream, std::string_view lines, watchdog::Clock::ti
     ScanSeam(stream, seam, head, base, t);
     --base;
   }
+  // The block's last line is open when the block ends inside it: a match there that the rest of
+  // the line may complete is left to the seam scan of the next block (one record, the fuller).
+  const bool open_end = !lines.empty() && lines.back() != '\n';
+  const char* open_line_at = lines.data() + (open_end ? lines.rfind('\n') + 1 : lines.size());
   const std::size_t n = matcher_.ScanBlock(lines, [&](std::string_view line, std::size_t index) {
-    if (auto m = matcher_.MatchLine(line)) on_match_(stream, std::move(*m), base + index + 1, t);
+    auto m = matcher_.MatchLine(line);
+    if (!m) return;
+    if (open_end && line.data() + line.size() == lines.data() + lines.size() &&
+        line.data() >= open_line_at && diagnose::MayBeCompletedByLaterText(*m->signature)) {
+      return;
+    }
+    on_match_(stream, std::move(*m), base + index + 1, t);
   });
   counter.store(base + n, std::memory_order_relaxed);
   if (lines.empty() || lines.back() == '\n') {
@@ -49,10 +59,16 @@ void OutputScanner::ScanSeam(int stream, std::string_view tail, std::string_view
   window.append(tail).append(head);
   auto m = matcher_.MatchLine(window);
   if (!m) return;
-  // A match wholly on one side was (or is about to be) found in its own block.
+  // A match wholly on one side was (or is about to be) found in its own block; the tail's
+  // matches that later text may complete were held back (Feed) and stand here when nothing
+  // completed them.
   for (std::string_view side : {tail, head}) {
     auto alone = matcher_.MatchLine(side);
-    if (alone && alone->signature == m->signature) return;
+    if (!alone || alone->signature != m->signature) continue;
+    if (side.data() == tail.data() && diagnose::MayBeCompletedByLaterText(*alone->signature)) {
+      continue;
+    }
+    return;
   }
   on_match_(stream, std::move(*m), line_no, t);
 }

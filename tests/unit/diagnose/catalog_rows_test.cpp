@@ -800,13 +800,10 @@ std::vector<RowCase> TorchC10dCases() {
        "NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.",
        "torch.watchdog_timeout",
        {{"rank", "3"}}},
-      // The same line with its WorkNCCL fields elided by the poster, and its wrapped tail.
+      // The same line with its WorkNCCL fields elided by the poster.
       {"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(... OpType=BROADCAST ...)",
        "torch.watchdog_timeout_text",
        {}},
-      {"  ran for 721595 milliseconds before timing out.",
-       "torch.work_ran_for",
-       {{"ran_ms", "721595"}}},
       {"[rank0]:[E ProcessGroupNCCL.cpp:1795] [PG 0 Rank 0] Exception (either an error or "
        "timeout) detected by watchdog at work: 89, last enqueued NCCL work: 89, last completed "
        "NCCL work: 88.",

@@ -83,6 +83,22 @@ TEST_CASE("a signature across a piece boundary of a long line is found, with its
   }
 }
 
+TEST_CASE("an elided watchdog line cut by a piece boundary is held at the cut and recorded once") {
+  // The piece before the cut already holds "Watchdog caught collective operation timeout" (the
+  // elided form's substrings); the rest of the line follows in the next piece.
+  const std::string elided =
+      "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(... OpType=BROADCAST ...)";
+  for (std::size_t cut_inside : {70u, 80u}) {
+    INFO("the cut falls " << cut_inside << " bytes into the line");
+    Monitor mon;
+    mon.FeedAsPump("starting\n" + std::string(kMaxHookLine - cut_inside, 'x') + elided + "\n");
+    mon.Verdict();
+    auto ev = mon.Evidence();
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0]["line_number"] == 2);
+  }
+}
+
 TEST_CASE("a signature wholly inside one piece is recorded once, not again at the seam") {
   Monitor mon;
   std::string text = std::string(kMaxHookLine - kTimeout.size() - 10, 'x') + kTimeout +
