@@ -136,6 +136,41 @@ TEST_CASE("a garbage netdev MTU is a problem of the port") {
   CHECK(mtu->path == "/sys/class/net/eth2/mtu");
 }
 
+TEST_CASE("each IB port file is a fact with its path, raw text and error") {
+  MemFileReader fs;
+  const std::string p = "/sys/class/infiniband/mlx5_0/ports/1";
+  fs.AddFile(p + "/state", "garbage\n")
+      .AddFile(p + "/phys_state", "5: LinkUp\n")
+      .AddFile(p + "/link_layer", "InfiniBand\n")
+      .AddFile(p + "/gids/0", "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d\n");
+  NodeFacts f = GatherNodeFacts(fs);
+  REQUIRE(f.ib_ports.size() == 1);
+  const IbPortFacts& s = f.ib_ports[0].sysfs;
+  // A garbage state: the text is evidence, the parse error names the file; no value.
+  CHECK_FALSE(s.state.ok());
+  CHECK(s.state.path == p + "/state");
+  CHECK(s.state.raw == "garbage");
+  CHECK_FALSE(s.state.unreadable);
+  CHECK(s.state.error.where == fs.HostPath(p + "/state"));
+  CHECK(f.ib_ports[0].state.empty());
+  // A missing rate: a failed read, no raw text.
+  CHECK_FALSE(s.rate.ok());
+  CHECK(s.rate.path == p + "/rate");
+  CHECK(s.rate.unreadable);
+  CHECK(s.rate.raw.empty());
+  // Files that parse carry their value, path and raw text.
+  REQUIRE(s.phys_state.ok());
+  CHECK(s.phys_state->code == 5);
+  CHECK(s.phys_state.raw == "5: LinkUp");
+  CHECK(s.link_layer.path == p + "/link_layer");
+  REQUIRE(s.Gid(0));
+  CHECK(s.Gid(0)->path == p + "/gids/0");
+  CHECK(**s.Gid(0) == "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d");
+  CHECK(s.gid_indices.path == p + "/gids");
+  CHECK_FALSE(s.netdev_mtu.ok());  // InfiniBand: no netdev, not gathered
+  CHECK(s.netdev_mtu.path.empty());
+}
+
 TEST_CASE("a device without a ports directory is a device-level problem") {
   MemFileReader fs;
   fs.AddFile("/sys/class/infiniband/mlx5_9/fw_ver", "28.39.1002\n");
