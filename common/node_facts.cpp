@@ -86,6 +86,18 @@ class IbGatherer {
     return Fact<T>::Of(std::move(v).value(), path, std::move(raw));
   }
 
+  // A GID attribute file (types/I, ndevs/I): its trimmed text, or why not; never a problem.
+  Fact<std::string> ReadAttr(const std::string& path) {
+    auto text = fs_.ReadFile(path, 256);
+    if (!text.ok()) {
+      Error e = text.error();
+      if (e.where.empty()) e.where = fs_.HostPath(path);
+      return Fact<std::string>::Unreadable(path, std::move(e));
+    }
+    std::string raw(Trim(*text));
+    return Fact<std::string>::Of(raw, path, raw);
+  }
+
   // Device-level descriptive files: absent on some providers (rxe has no board_id); never a
   // problem, only left empty.
   std::string ReadOptional(const std::string& path) {
@@ -170,7 +182,7 @@ class IbGatherer {
                                    ? Fact<std::string>::Of(bytes.raw, gid_path, bytes.raw)
                                    : Fact<std::string>::Malformed(gid_path, bytes.raw, bytes.error);
       text.unreadable = bytes.unreadable;
-      p->sysfs.gids.push_back(std::move(text));
+      p->sysfs.gids[i] = std::move(text);
       if (!bytes.ok()) continue;
       bool zero = std::all_of(bytes->begin(), bytes->end(), [](auto b) { return b == 0; });
       if (zero) continue;  // empty slot; its types/ndevs files fail with EINVAL on a real kernel
@@ -180,10 +192,10 @@ class IbGatherer {
       e.ipv4 = GidIpv4(*bytes);
       // types/ndevs of a slot in use can still fail (EINVAL while the kernel updates the table,
       // or in a container); NCCL then treats the version as unknown, and so do we.
-      auto type = fs_.ReadFile(pdir + "/gid_attrs/types/" + idx, 256);
-      if (type.ok()) e.type = std::string(Trim(*type));
-      auto ndev = fs_.ReadFile(pdir + "/gid_attrs/ndevs/" + idx, 256);
-      if (ndev.ok()) e.ndev = std::string(Trim(*ndev));
+      Fact<std::string>& type = p->sysfs.gid_types[i] = ReadAttr(pdir + "/gid_attrs/types/" + idx);
+      if (type.ok()) e.type = *type;
+      Fact<std::string>& ndev = p->sysfs.gid_ndevs[i] = ReadAttr(pdir + "/gid_attrs/ndevs/" + idx);
+      if (ndev.ok()) e.ndev = *ndev;
       p->gids.push_back(std::move(e));
     }
   }
@@ -255,14 +267,6 @@ void QueryActiveMtus(std::vector<IbPort>* ports) {
 #endif
 
 }  // namespace
-
-const Fact<std::string>* IbPortFacts::Gid(int index) const {
-  const std::string tail = "/gids/" + std::to_string(index);
-  for (const auto& g : gids) {
-    if (EndsWith(g.path, tail)) return &g;
-  }
-  return nullptr;
-}
 
 bool GidEntry::IsZero() const { return gid.find_first_not_of("0:") == std::string::npos; }
 bool GidEntry::IsLinkLocal() const { return gid.rfind("fe80:0000:0000:0000", 0) == 0; }

@@ -59,11 +59,12 @@ struct IbPortFacts {
   Fact<std::string> link_layer;    ///< .../ports/N/link_layer
   /// ls .../ports/N/gids (numeric entries, ascending). Only RoCE needs the table for a decision.
   Fact<std::vector<int>> gid_indices;
-  /// .../gids/I as read (trimmed text), in index order; InfiniBand: index 0 only.
-  std::vector<Fact<std::string>> gids;
+  /// .../gids/I as read (trimmed text), by I; InfiniBand: index 0 only.
+  std::map<int, Fact<std::string>> gids;
+  /// .../gid_attrs/types/I and .../gid_attrs/ndevs/I of the entries in use (not all-zero). A
+  /// failed read leaves the GidEntry's type/ndev empty: NCCL then treats the version as unknown.
+  std::map<int, Fact<std::string>> gid_types, gid_ndevs;
   Fact<int> netdev_mtu;  ///< /sys/class/net/<netdev>/mtu; "not gathered" without a netdev
-  /// The read fact of gids/`index`, or nullptr when that entry was not read.
-  const Fact<std::string>* Gid(int index) const;
 };
 
 /// One port of one /sys/class/infiniband device.

@@ -19,7 +19,7 @@ std::vector<IbReadError> IbStateReadErrors(const IbPort& port) {
 std::vector<IbReadError> IbGidReadErrors(const IbPort& port) {
   std::vector<IbReadError> out;
   AddReadError(port.sysfs.gid_indices, &out);
-  for (const auto& g : port.sysfs.gids) AddReadError(g, &out);
+  for (const auto& [index, g] : port.sysfs.gids) AddReadError(g, &out);
   return out;
 }
 

@@ -38,14 +38,9 @@ constexpr const char* kId = "ib.gid";
 // Node path of gids/`index`: its fact's, or beside the listed gids/ for an entry not read (an
 // index past the table that NCCL_IB_GID_INDEX names).
 std::string GidPath(const IbPort& p, int index) {
-  if (const Fact<std::string>* g = p.sysfs.Gid(index)) return g->path;
+  auto it = p.sysfs.gids.find(index);
+  if (it != p.sysfs.gids.end()) return it->second.path;
   return p.sysfs.gid_indices.path + "/" + std::to_string(index);
-}
-
-// Node path of gid_attrs/types/`index`, the sibling of the gids/ directory.
-std::string GidTypePath(const IbPort& p, int index) {
-  const std::string& gids = p.sysfs.gid_indices.path;
-  return gids.substr(0, gids.rfind('/')) + "/gid_attrs/types/" + std::to_string(index);
 }
 
 const GidEntry* Entry(const IbPort& p, int index) {
@@ -98,7 +93,9 @@ void AddEntryEvidence(Finding& f, const IbPort& p, int index) {
   const GidEntry* g = Entry(p, index);
   const std::string idx = std::to_string(index);
   f.With(GidPath(p, index), g ? g->gid : std::string("0000:0000:0000:0000:0000:0000:0000:0000"));
-  if (g) f.With(GidTypePath(p, index), g->type.empty() ? "(unreadable)" : g->type);
+  auto type = p.sysfs.gid_types.find(index);
+  if (g && type != p.sysfs.gid_types.end())
+    f.With(type->second.path, g->type.empty() ? "(unreadable)" : g->type);
 }
 
 // show_gids-style rows as evidence: "gids/3" -> "0000:...:0048  11.0.0.72  v2  ens3np0".

@@ -111,6 +111,12 @@ TEST_CASE("an unreadable GID type (EINVAL on a real kernel) leaves the type empt
   CHECK(port.gid_table_len == 2);
   REQUIRE(port.gids.size() == 1);
   CHECK(port.gids[0].type.empty());
+  // The failed read is on the type's fact, with its path; the all-zero slot 1 has none.
+  REQUIRE(port.sysfs.gid_types.count(0) == 1);
+  CHECK_FALSE(port.sysfs.gid_types.at(0).ok());
+  CHECK(port.sysfs.gid_types.at(0).path == p + "/gid_attrs/types/0");
+  CHECK(port.sysfs.gid_types.at(0).unreadable);
+  CHECK(port.sysfs.gid_types.count(1) == 0);
   // No GID names a netdev: the PCI function's own netdev is used, as ibdev2netdev does.
   CHECK(port.netdev == "eth2");
   CHECK(port.netdev_mtu == 9000);
@@ -163,9 +169,9 @@ TEST_CASE("each IB port file is a fact with its path, raw text and error") {
   CHECK(s.phys_state->code == 5);
   CHECK(s.phys_state.raw == "5: LinkUp");
   CHECK(s.link_layer.path == p + "/link_layer");
-  REQUIRE(s.Gid(0));
-  CHECK(s.Gid(0)->path == p + "/gids/0");
-  CHECK(**s.Gid(0) == "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d");
+  REQUIRE(s.gids.count(0) == 1);
+  CHECK(s.gids.at(0).path == p + "/gids/0");
+  CHECK(*s.gids.at(0) == "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d");
   CHECK(s.gid_indices.path == p + "/gids");
   CHECK_FALSE(s.netdev_mtu.ok());  // InfiniBand: no netdev, not gathered
   CHECK(s.netdev_mtu.path.empty());
