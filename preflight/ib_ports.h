@@ -1,6 +1,6 @@
 #pragma once
-// Shared by the ib.* checks: node paths of port attributes for evidence, and the gather problems
-// that belong to a port. Which ports NCCL uses is nccl/ports.h.
+// Shared by the ib.* checks: the read errors of a port's facts (IbPort::sysfs) and the findings
+// made of them, and device-level gather problems. Which ports NCCL uses is nccl/ports.h.
 #include <string>
 #include <string_view>
 #include <vector>
