@@ -64,15 +64,38 @@ class IbGatherer {
     facts_->problems.push_back(std::move(copy));
   }
 
-  // Reads a file; on failure records a problem and returns nullopt.
-  std::optional<std::string> Read(const std::string& dev, int port, const std::string& attribute,
-                                  const std::string& path) {
+  // Reads one port file into a fact: the value `parse` makes of its text, or the read/parse
+  // error (where = host path), which is also recorded as a gather problem of the port.
+  template <typename T, typename Parse>
+  Fact<T> ReadFact(const IbPort& p, const std::string& attribute, const std::string& path,
+                   Parse parse) {
     auto text = fs_.ReadFile(path, 4096);
     if (!text.ok()) {
-      Problem(dev, port, attribute, path, text.error());
-      return std::nullopt;
+      Problem(p.device, p.port, attribute, path, text.error());
+      Error e = text.error();
+      if (e.where.empty()) e.where = fs_.HostPath(path);
+      return Fact<T>::Unreadable(path, std::move(e));
     }
-    return std::move(text).value();
+    std::string raw(Trim(*text));
+    auto v = parse(*text);
+    if (!v.ok()) {
+      Error e = WithWhere(v.error(), path);
+      Problem(p.device, p.port, attribute, path, e);
+      return Fact<T>::Malformed(path, std::move(raw), std::move(e));
+    }
+    return Fact<T>::Of(std::move(v).value(), path, std::move(raw));
+  }
+
+  // A GID attribute file (types/I, ndevs/I): its trimmed text, or why not; never a problem.
+  Fact<std::string> ReadAttr(const std::string& path) {
+    auto text = fs_.ReadFile(path, 256);
+    if (!text.ok()) {
+      Error e = text.error();
+      if (e.where.empty()) e.where = fs_.HostPath(path);
+      return Fact<std::string>::Unreadable(path, std::move(e));
+    }
+    std::string raw(Trim(*text));
+    return Fact<std::string>::Of(raw, path, raw);
   }
 
   // Device-level descriptive files: absent on some providers (rxe has no board_id); never a
@@ -105,44 +128,27 @@ class IbGatherer {
   }
 
   void GatherPort(const std::string& pdir, IbPort* p) {
-    const std::string& dev = p->device;
-    if (auto t = Read(dev, p->port, "state", pdir + "/state")) {
-      auto v = ParseSysfsCodeName(*t, "state");
-      if (v.ok()) {
-        p->state_code = v->code;
-        p->state = v->name;
-      } else {
-        Problem(dev, p->port, "state", pdir + "/state", WithWhere(v.error(), pdir + "/state"));
-      }
+    IbPortFacts& f = p->sysfs;
+    f.state = ReadFact<SysfsCodeName>(*p, "state", pdir + "/state",
+                                      [](auto t) { return ParseSysfsCodeName(t, "state"); });
+    f.phys_state = ReadFact<SysfsCodeName>(*p, "phys_state", pdir + "/phys_state", [](auto t) {
+      return ParseSysfsCodeName(t, "phys_state");
+    });
+    f.rate = ReadFact<double>(*p, "rate", pdir + "/rate", ParseIbRate);
+    f.link_layer = ReadFact<std::string>(*p, "link_layer", pdir + "/link_layer", ParseLinkLayer);
+    if (f.state.ok()) {
+      p->state_code = f.state->code;
+      p->state = f.state->name;
     }
-    if (auto t = Read(dev, p->port, "phys_state", pdir + "/phys_state")) {
-      auto v = ParseSysfsCodeName(*t, "phys_state");
-      if (v.ok()) {
-        p->phys_state_code = v->code;
-        p->phys_state = v->name;
-      } else {
-        Problem(dev, p->port, "phys_state", pdir + "/phys_state",
-                WithWhere(v.error(), pdir + "/phys_state"));
-      }
+    if (f.phys_state.ok()) {
+      p->phys_state_code = f.phys_state->code;
+      p->phys_state = f.phys_state->name;
     }
-    if (auto t = Read(dev, p->port, "rate", pdir + "/rate")) {
-      auto v = ParseIbRate(*t);
-      if (v.ok()) {
-        p->rate_gbps = *v;
-        p->rate_text = std::string(Trim(*t));
-      } else {
-        Problem(dev, p->port, "rate", pdir + "/rate", WithWhere(v.error(), pdir + "/rate"));
-      }
+    if (f.rate.ok()) {
+      p->rate_gbps = *f.rate;
+      p->rate_text = f.rate.raw;
     }
-    if (auto t = Read(dev, p->port, "link_layer", pdir + "/link_layer")) {
-      auto v = ParseLinkLayer(*t);
-      if (v.ok()) {
-        p->link_layer = *v;
-      } else {
-        Problem(dev, p->port, "link_layer", pdir + "/link_layer",
-                WithWhere(v.error(), pdir + "/link_layer"));
-      }
-    }
+    if (f.link_layer.ok()) p->link_layer = *f.link_layer;
     GatherGids(pdir, p);
     if (p->IsRoce()) GatherNetdev(pdir, p);
   }
@@ -153,38 +159,43 @@ class IbGatherer {
   }
 
   void GatherGids(const std::string& pdir, IbPort* p) {
-    auto names = fs_.ListDir(pdir + "/gids");
+    const std::string gdir = pdir + "/gids";
+    auto names = fs_.ListDir(gdir);
     if (!names.ok()) {
       // InfiniBand ports always have gids/; only RoCE needs the table for a decision.
-      if (p->IsRoce()) Problem(p->device, p->port, "gids", pdir + "/gids", names.error());
+      if (p->IsRoce()) Problem(p->device, p->port, "gids", gdir, names.error());
+      Error e = names.error();
+      if (e.where.empty()) e.where = fs_.HostPath(gdir);
+      p->sysfs.gid_indices = Fact<std::vector<int>>::Unreadable(gdir, std::move(e));
       return;
     }
     std::vector<int> indices = NumericEntries(*names);
+    p->sysfs.gid_indices = Fact<std::vector<int>>::Of(indices, gdir, Join(*names, " "));
     p->gid_table_len = indices.empty() ? 0 : indices.back() + 1;
     // InfiniBand: NCCL uses index 0 (the port GID); reading 128 empty entries would cost time.
     if (!p->IsRoce() && !indices.empty()) indices.resize(1);
     for (int i : indices) {
       const std::string idx = std::to_string(i);
       const std::string gid_path = pdir + "/gids/" + idx;
-      auto raw = Read(p->device, p->port, "gids/" + idx, gid_path);
-      if (!raw) continue;
-      auto bytes = ParseGid(*raw);
-      if (!bytes.ok()) {
-        Problem(p->device, p->port, "gids/" + idx, gid_path, WithWhere(bytes.error(), gid_path));
-        continue;
-      }
+      auto bytes = ReadFact<GidBytes>(*p, "gids/" + idx, gid_path, ParseGid);
+      Fact<std::string> text = bytes.ok()
+                                   ? Fact<std::string>::Of(bytes.raw, gid_path, bytes.raw)
+                                   : Fact<std::string>::Malformed(gid_path, bytes.raw, bytes.error);
+      text.unreadable = bytes.unreadable;
+      p->sysfs.gids[i] = std::move(text);
+      if (!bytes.ok()) continue;
       bool zero = std::all_of(bytes->begin(), bytes->end(), [](auto b) { return b == 0; });
       if (zero) continue;  // empty slot; its types/ndevs files fail with EINVAL on a real kernel
       GidEntry e;
       e.index = i;
-      e.gid = std::string(Trim(*raw));
+      e.gid = bytes.raw;
       e.ipv4 = GidIpv4(*bytes);
       // types/ndevs of a slot in use can still fail (EINVAL while the kernel updates the table,
       // or in a container); NCCL then treats the version as unknown, and so do we.
-      auto type = fs_.ReadFile(pdir + "/gid_attrs/types/" + idx, 256);
-      if (type.ok()) e.type = std::string(Trim(*type));
-      auto ndev = fs_.ReadFile(pdir + "/gid_attrs/ndevs/" + idx, 256);
-      if (ndev.ok()) e.ndev = std::string(Trim(*ndev));
+      Fact<std::string>& type = p->sysfs.gid_types[i] = ReadAttr(pdir + "/gid_attrs/types/" + idx);
+      if (type.ok()) e.type = *type;
+      Fact<std::string>& ndev = p->sysfs.gid_ndevs[i] = ReadAttr(pdir + "/gid_attrs/ndevs/" + idx);
+      if (ndev.ok()) e.ndev = *ndev;
       p->gids.push_back(std::move(e));
     }
   }
@@ -202,15 +213,9 @@ class IbGatherer {
       if (nets.ok() && !nets->empty()) p->netdev = nets->front();
     }
     if (p->netdev.empty()) return;
-    const std::string mtu_path = "/sys/class/net/" + p->netdev + "/mtu";
-    if (auto t = Read(p->device, p->port, "netdev_mtu", mtu_path)) {
-      auto v = ParseNetdevMtu(*t);
-      if (v.ok()) {
-        p->netdev_mtu = *v;
-      } else {
-        Problem(p->device, p->port, "netdev_mtu", mtu_path, WithWhere(v.error(), mtu_path));
-      }
-    }
+    p->sysfs.netdev_mtu =
+        ReadFact<int>(*p, "netdev_mtu", "/sys/class/net/" + p->netdev + "/mtu", ParseNetdevMtu);
+    if (p->sysfs.netdev_mtu.ok()) p->netdev_mtu = *p->sysfs.netdev_mtu;
   }
 
   const FileReader& fs_;

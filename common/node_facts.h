@@ -14,6 +14,7 @@
 #include "common/fact.h"
 #include "common/file_reader.h"
 #include "common/gpu_holders.h"
+#include "common/parse/ib_sysfs.h"
 #include "common/parse/kmsg.h"
 #include "common/parse/limits.h"
 #include "common/parse/pci_config.h"
@@ -47,6 +48,25 @@ struct IbProblem {
   std::string message;    ///< reason, with the host path (root prefix included)
 };
 
+/// The sysfs files of one port as gathered, each with its evidence (fact.h): the node path, the
+/// text as read and, when it could not be read or parsed, why. Checks quote `path` and turn an
+/// `error` into "cannot check"; the plain IbPort fields are the values taken from these. Not
+/// published: a peer's ports carry the values only (node_facts_json.cpp).
+struct IbPortFacts {
+  Fact<SysfsCodeName> state;       ///< .../ports/N/state, "4: ACTIVE"
+  Fact<SysfsCodeName> phys_state;  ///< .../ports/N/phys_state, "5: LinkUp"
+  Fact<double> rate;               ///< .../ports/N/rate in Gb/s; raw "400 Gb/sec (4X NDR)"
+  Fact<std::string> link_layer;    ///< .../ports/N/link_layer
+  /// ls .../ports/N/gids (numeric entries, ascending). Only RoCE needs the table for a decision.
+  Fact<std::vector<int>> gid_indices;
+  /// .../gids/I as read (trimmed text), by I; InfiniBand: index 0 only.
+  std::map<int, Fact<std::string>> gids;
+  /// .../gid_attrs/types/I and .../gid_attrs/ndevs/I of the entries in use (not all-zero). A
+  /// failed read leaves the GidEntry's type/ndev empty: NCCL then treats the version as unknown.
+  std::map<int, Fact<std::string>> gid_types, gid_ndevs;
+  Fact<int> netdev_mtu;  ///< /sys/class/net/<netdev>/mtu; "not gathered" without a netdev
+};
+
 /// One port of one /sys/class/infiniband device.
 struct IbPort {
   std::string device;          ///< "mlx5_0"
@@ -68,6 +88,7 @@ struct IbPort {
   std::string fw_ver;       ///< device fw_ver, "28.39.1002"
   std::string hca_type;     ///< device hca_type, "MT4129"
   std::string board_id;     ///< device board_id
+  IbPortFacts sysfs;        ///< the files the values above came from, with their evidence
   std::string Name() const { return device + ":" + std::to_string(port); }
   bool IsRoce() const { return link_layer == "Ethernet"; }
   bool IsUp() const { return state == "ACTIVE" && phys_state == "LinkUp"; }

@@ -1,7 +1,5 @@
 #include "preflight/ib_ports.h"
 
-#include "common/strings.h"
-
 namespace sl::preflight {
 
 std::string IbPortPath(const IbPort& port, std::string_view rel) {
@@ -9,30 +7,34 @@ std::string IbPortPath(const IbPort& port, std::string_view rel) {
          std::string(rel);
 }
 
-std::vector<const IbProblem*> IbProblemsFor(const NodeFacts& facts, const IbPort& port,
-                                            std::initializer_list<std::string_view> prefixes) {
-  std::vector<const IbProblem*> out;
-  for (const auto& p : facts.ib_problems) {
-    if (p.device != port.device || p.port != port.port) continue;
-    bool wanted = prefixes.size() == 0;
-    for (auto prefix : prefixes) wanted = wanted || StartsWith(p.attribute, prefix);
-    if (wanted) out.push_back(&p);
-  }
+std::vector<IbReadError> IbStateReadErrors(const IbPort& port) {
+  std::vector<IbReadError> out;
+  AddReadError(port.sysfs.state, &out);
+  AddReadError(port.sysfs.phys_state, &out);
+  AddReadError(port.sysfs.rate, &out);
+  AddReadError(port.sysfs.link_layer, &out);
+  return out;
+}
+
+std::vector<IbReadError> IbGidReadErrors(const IbPort& port) {
+  std::vector<IbReadError> out;
+  AddReadError(port.sysfs.gid_indices, &out);
+  for (const auto& [index, g] : port.sysfs.gids) AddReadError(g, &out);
   return out;
 }
 
 Finding IbReadErrorFinding(std::string_view check_id, const IbPort& port,
-                           const std::vector<const IbProblem*>& problems) {
+                           const std::vector<IbReadError>& problems) {
   Finding f;
   f.check_id = std::string(check_id);
   f.entity = port.Name();
   f.outcome = Outcome::kError;
   f.code = f.check_id + "/port_unreadable";
   std::string what;
-  for (const auto* p : problems) {
+  for (const auto& p : problems) {
     if (!what.empty()) what += "; ";
-    what += p->message;
-    f.With(p->path, "unreadable: " + p->message);
+    what += p.message;
+    f.With(p.path, "unreadable: " + p.message);
   }
   f.message = "cannot decide: " + what;
   f.next_step = "look at the file(s) named above (cat them; `ibstat " + port.device +

@@ -35,6 +35,14 @@ constexpr FindingCode kCodes[] = {
 
 constexpr const char* kId = "ib.gid";
 
+// Node path of gids/`index`: its fact's, or beside the listed gids/ for an entry not read (an
+// index past the table that NCCL_IB_GID_INDEX names).
+std::string GidPath(const IbPort& p, int index) {
+  auto it = p.sysfs.gids.find(index);
+  if (it != p.sysfs.gids.end()) return it->second.path;
+  return p.sysfs.gid_indices.path + "/" + std::to_string(index);
+}
+
 const GidEntry* Entry(const IbPort& p, int index) {
   for (const auto& g : p.gids) {
     if (g.index == index) return &g;
@@ -84,10 +92,10 @@ std::string Unusable(const IbPort& p, int index, const nccl::GidChoice& c) {
 void AddEntryEvidence(Finding& f, const IbPort& p, int index) {
   const GidEntry* g = Entry(p, index);
   const std::string idx = std::to_string(index);
-  f.With(IbPortPath(p, "gids/" + idx),
-         g ? g->gid : std::string("0000:0000:0000:0000:0000:0000:0000:0000"));
-  if (g)
-    f.With(IbPortPath(p, "gid_attrs/types/" + idx), g->type.empty() ? "(unreadable)" : g->type);
+  f.With(GidPath(p, index), g ? g->gid : std::string("0000:0000:0000:0000:0000:0000:0000:0000"));
+  auto type = p.sysfs.gid_types.find(index);
+  if (g && type != p.sysfs.gid_types.end())
+    f.With(type->second.path, g->type.empty() ? "(unreadable)" : g->type);
 }
 
 // show_gids-style rows as evidence: "gids/3" -> "0000:...:0048  11.0.0.72  v2  ens3np0".
@@ -96,7 +104,7 @@ void AddTable(Finding& f, const IbPort& p) {
     std::string row = g.gid + "  " + (g.ipv4.empty() ? std::string("-") : g.ipv4) + "  " +
                       (g.VersionShort().empty() ? std::string("?") : g.VersionShort()) + "  " +
                       (g.ndev.empty() ? std::string("-") : g.ndev);
-    const std::string path = IbPortPath(p, "gids/" + std::to_string(g.index));
+    const std::string path = GidPath(p, g.index);
     // The chosen entry is already evidence: give it the table form instead of a second line.
     auto it = std::find_if(f.evidence.begin(), f.evidence.end(),
                            [&](const Evidence& e) { return e.source == path; });
@@ -173,7 +181,7 @@ std::vector<Finding> CheckIbGid(const CheckContext& ctx) {
       out.push_back(std::move(f));
       continue;
     }
-    auto problems = IbProblemsFor(ctx.facts, p, {"gids"});
+    const std::vector<IbReadError> problems = IbGidReadErrors(p);
     if (!problems.empty()) {
       out.push_back(IbReadErrorFinding(kId, p, problems));
       continue;

@@ -43,8 +43,7 @@ void JudgeRoceMtu(const IbPort& p, const Thresholds& th, Finding* out,
                   std::map<std::string, int>* path_mtu,
                   std::map<std::string, std::string>* path_mtu_how) {
   Finding& f = *out;
-  const std::string mtu_path = "/sys/class/net/" + p.netdev + "/mtu";
-  f.With(mtu_path, std::to_string(p.netdev_mtu));
+  f.With(p.sysfs.netdev_mtu.path, std::to_string(p.netdev_mtu));
   const int ib_mtu = nccl::RoceIbMtuForNetdevMtu(p.netdev_mtu);
   if (p.active_mtu > 0)
     f.With("ibv_query_port(" + p.Name() + ").active_mtu", std::to_string(p.active_mtu));
@@ -162,7 +161,8 @@ std::vector<Finding> CheckIbMtu(const CheckContext& ctx) {
       continue;
     }
     if (p.IsRoce()) {
-      auto problems = IbProblemsFor(ctx.facts, p, {"netdev_mtu"});
+      std::vector<IbReadError> problems;
+      AddReadError(p.sysfs.netdev_mtu, &problems);
       if (!problems.empty()) {
         out.push_back(IbReadErrorFinding(kId, p, problems));
         continue;

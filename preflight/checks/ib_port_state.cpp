@@ -54,11 +54,11 @@ std::string RateText(double gbps) {
 }
 
 void AddStateEvidence(Finding& f, const IbPort& p) {
-  if (!p.state.empty()) {
-    f.With(IbPortPath(p, "state"), std::to_string(p.state_code) + ": " + p.state);
+  if (p.sysfs.state.ok()) {
+    f.With(p.sysfs.state.path, std::to_string(p.state_code) + ": " + p.state);
   }
-  if (!p.phys_state.empty()) {
-    f.With(IbPortPath(p, "phys_state"), std::to_string(p.phys_state_code) + ": " + p.phys_state);
+  if (p.sysfs.phys_state.ok()) {
+    f.With(p.sysfs.phys_state.path, std::to_string(p.phys_state_code) + ": " + p.phys_state);
   }
 }
 
@@ -180,14 +180,14 @@ std::vector<Finding> CheckIbPortState(const CheckContext& ctx) {
     Finding f;
     f.check_id = kId;
     f.entity = p.Name();
-    auto problems = IbProblemsFor(ctx.facts, p, {"state", "phys_state", "rate", "link_layer"});
+    const std::vector<IbReadError> problems = IbStateReadErrors(p);
     AddStateEvidence(f, p);
-    if (!p.rate_text.empty()) f.With(IbPortPath(p, "rate"), p.rate_text);
-    if (!p.link_layer.empty()) f.With(IbPortPath(p, "link_layer"), p.link_layer);
+    if (p.sysfs.rate.ok()) f.With(p.sysfs.rate.path, p.rate_text);
+    if (p.sysfs.link_layer.ok()) f.With(p.sysfs.link_layer.path, p.link_layer);
 
     if (!p.state.empty() && !p.phys_state.empty() && !p.IsUp()) {
       JudgeDownPort(f, p, sel);
-      for (const auto* pr : problems) f.With(pr->path, "unreadable: " + pr->message);
+      for (const auto& pr : problems) f.With(pr.path, "unreadable: " + pr.message);
     } else if (!problems.empty()) {
       f = IbReadErrorFinding(kId, p, problems);
     } else if (!sel.Uses(p)) {

@@ -111,6 +111,12 @@ TEST_CASE("an unreadable GID type (EINVAL on a real kernel) leaves the type empt
   CHECK(port.gid_table_len == 2);
   REQUIRE(port.gids.size() == 1);
   CHECK(port.gids[0].type.empty());
+  // The failed read is on the type's fact, with its path; the all-zero slot 1 has none.
+  REQUIRE(port.sysfs.gid_types.count(0) == 1);
+  CHECK_FALSE(port.sysfs.gid_types.at(0).ok());
+  CHECK(port.sysfs.gid_types.at(0).path == p + "/gid_attrs/types/0");
+  CHECK(port.sysfs.gid_types.at(0).unreadable);
+  CHECK(port.sysfs.gid_types.count(1) == 0);
   // No GID names a netdev: the PCI function's own netdev is used, as ibdev2netdev does.
   CHECK(port.netdev == "eth2");
   CHECK(port.netdev_mtu == 9000);
@@ -134,6 +140,41 @@ TEST_CASE("a garbage netdev MTU is a problem of the port") {
   const IbProblem* mtu = FindProblem(f, "mlx5_0", "netdev_mtu");
   REQUIRE(mtu);
   CHECK(mtu->path == "/sys/class/net/eth2/mtu");
+}
+
+TEST_CASE("each IB port file is a fact with its path, raw text and error") {
+  MemFileReader fs;
+  const std::string p = "/sys/class/infiniband/mlx5_0/ports/1";
+  fs.AddFile(p + "/state", "garbage\n")
+      .AddFile(p + "/phys_state", "5: LinkUp\n")
+      .AddFile(p + "/link_layer", "InfiniBand\n")
+      .AddFile(p + "/gids/0", "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d\n");
+  NodeFacts f = GatherNodeFacts(fs);
+  REQUIRE(f.ib_ports.size() == 1);
+  const IbPortFacts& s = f.ib_ports[0].sysfs;
+  // A garbage state: the text is evidence, the parse error names the file; no value.
+  CHECK_FALSE(s.state.ok());
+  CHECK(s.state.path == p + "/state");
+  CHECK(s.state.raw == "garbage");
+  CHECK_FALSE(s.state.unreadable);
+  CHECK(s.state.error.where == fs.HostPath(p + "/state"));
+  CHECK(f.ib_ports[0].state.empty());
+  // A missing rate: a failed read, no raw text.
+  CHECK_FALSE(s.rate.ok());
+  CHECK(s.rate.path == p + "/rate");
+  CHECK(s.rate.unreadable);
+  CHECK(s.rate.raw.empty());
+  // Files that parse carry their value, path and raw text.
+  REQUIRE(s.phys_state.ok());
+  CHECK(s.phys_state->code == 5);
+  CHECK(s.phys_state.raw == "5: LinkUp");
+  CHECK(s.link_layer.path == p + "/link_layer");
+  REQUIRE(s.gids.count(0) == 1);
+  CHECK(s.gids.at(0).path == p + "/gids/0");
+  CHECK(*s.gids.at(0) == "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d");
+  CHECK(s.gid_indices.path == p + "/gids");
+  CHECK_FALSE(s.netdev_mtu.ok());  // InfiniBand: no netdev, not gathered
+  CHECK(s.netdev_mtu.path.empty());
 }
 
 TEST_CASE("a device without a ports directory is a device-level problem") {

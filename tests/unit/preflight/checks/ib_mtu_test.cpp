@@ -89,3 +89,21 @@ TEST_CASE("ib.mtu: an unreadable netdev MTU is an error") {
   CHECK(For(fs, "mlx5_0:1")->outcome == Outcome::kError);
   CHECK(Contains(For(fs, "mlx5_0:1")->message, "/sys/class/net/ens3np0/mtu"));
 }
+
+TEST_CASE("ib.mtu: a garbage netdev MTU is an error naming the port's MTU fact") {
+  auto mem = std::make_shared<MemFileReader>();
+  AddRocePort(*mem, "mlx5_0", "ens3np0", 9000,
+              {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}});
+  mem->AddFile("/sys/class/net/ens3np0/mtu", "jumbo\n");
+  Node n;
+  n.fs = mem;
+  auto fs = n.Run(CheckIbMtu);
+  const Fact<int>& mtu = n.facts.ib_ports[0].sysfs.netdev_mtu;
+  CHECK(mtu.path == "/sys/class/net/ens3np0/mtu");
+  CHECK(mtu.raw == "jumbo");
+  CHECK_FALSE(mtu.unreadable);
+  const Finding* f = For(fs, "mlx5_0:1");
+  REQUIRE(f);
+  CHECK(f->outcome == Outcome::kError);
+  CHECK(HasEvidence(*f, mtu.path, "unreadable: " + mtu.error.where + ": " + mtu.error.message));
+}

@@ -98,3 +98,24 @@ TEST_CASE("ib.port.state reports unreadable files as errors naming the host path
   CHECK(Contains(dir->message, "link_layer"));
   CHECK(For(fs, "mlx5_3:1")->outcome == Outcome::kPass);  // its trouble is a counter
 }
+
+TEST_CASE("ib.port.state names the port fact whose file is garbage") {
+  auto mem = std::make_shared<MemFileReader>();
+  const std::string p = "/sys/class/infiniband/mlx5_0/ports/1";
+  mem->AddFile(p + "/state", "garbage\n")
+      .AddFile(p + "/phys_state", "5: LinkUp\n")
+      .AddFile(p + "/rate", "400 Gb/sec (4X NDR)\n")
+      .AddFile(p + "/link_layer", "InfiniBand\n");
+  Node n;
+  n.fs = mem;
+  auto fs = n.Run(CheckIbPortState);
+  const Finding* f = For(fs, "mlx5_0:1");
+  REQUIRE(f);
+  CHECK(f->outcome == Outcome::kError);
+  CHECK(f->code == "ib.port.state/port_unreadable");
+  const Fact<SysfsCodeName>& state = n.facts.ib_ports[0].sysfs.state;
+  CHECK(state.path == p + "/state");
+  const std::string why = state.error.where + ": " + state.error.message;
+  CHECK(HasEvidence(*f, state.path, "unreadable: " + why));
+  CHECK(Contains(f->message, why));
+}
