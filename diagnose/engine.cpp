@@ -435,6 +435,27 @@ bool TimeoutsDifferAtSeq(const Evidence& ev, Lines* out) {
   return any;
 }
 
+// Watchdog timeouts of one process group whose SeqNums differ between ranks. A collective
+// completes on no rank until every rank of its group has joined it, so rank A still waiting in
+// SeqNum X while rank B waits in Y > X means their SeqNum X were not the same call: a rank issued
+// a collective the others did not (a desync). Sequence numbers count per process group (the
+// `pg` field where torch prints one); lines without a group count as one group.
+bool TimeoutSeqsDifferInGroup(const Evidence& ev, Lines* out) {
+  std::map<std::string, std::map<std::string, const Match*>> seqs_by_pg;
+  for (const Match* m : ev.Distinct("torch.watchdog_timeout", "seq")) {
+    const std::string seq = m->Field("seq");
+    if (!seq.empty()) seqs_by_pg[m->Field("pg")].try_emplace(seq, m);
+  }
+  for (const auto& [pg, seqs] : seqs_by_pg) {
+    if (seqs.size() < 2) continue;
+    for (const auto& [seq, m] : seqs) {
+      if (out->size() < 3) out->push_back(m);
+    }
+    return true;
+  }
+  return false;
+}
+
 // Watchdog timeouts from every rank seen but one: that rank is where the others wait.
 bool AllButOneRankTimeOut(const Evidence& ev, Lines* out) {
   std::set<std::string> timed_out, seen;
@@ -831,6 +852,8 @@ constexpr NamedCondition kConditions[] = {
      "per-rank last enqueued op counts where a minority of ranks is behind the rest"},
     {"timeouts_differ_at_seq", TimeoutsDifferAtSeq,
      "watchdog timeouts of one SeqNum whose OpType or NumelIn differ between ranks"},
+    {"timeout_seqs_differ_in_group", TimeoutSeqsDifferInGroup,
+     "watchdog timeouts of one process group at different SeqNums on different ranks"},
     {"all_but_one_rank_time_out", AllButOneRankTimeOut,
      "watchdog timeouts from every rank seen but one"},
     {"rank_died", RankDied, "a rank killed by OOM, SIGKILL, SIGSEGV or SIGBUS"},
@@ -1089,6 +1112,15 @@ constexpr Rule kRules[] = {
      "",
      "Ranks timed out in the same SeqNum with different collectives or sizes: they called "
      "different collectives in the same order slot (a desync), so none of them can complete."},
+    {"desync_collective_mismatch.timeouts_at_different_seqs",
+     "desync_collective_mismatch",
+     0.55,
+     {"timeout_seqs_differ_in_group"},
+     "rank_died",
+     "Ranks of one process group timed out waiting in different SeqNums: a collective completes "
+     "on no rank until all have joined it, so their sequences no longer line up -- one rank "
+     "issued a collective the others did not (a conditional collective, uneven data). Compare "
+     "the ranks' Flight Recorder dumps or TORCH_DISTRIBUTED_DEBUG=DETAIL at the lower SeqNum."},
     {"desync_collective_mismatch.socket_message_truncated",
      "desync_collective_mismatch",
      0.45,

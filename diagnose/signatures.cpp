@@ -335,7 +335,10 @@ void ExtractCommonFields(std::string_view line, std::map<std::string, std::strin
   // torch >= 2.4 prefixes every log line of a rank with "[rankN]:".
   if (auto p = line.find("[rank"); p != std::string_view::npos) put("rank", DigitsAt(line, p + 5));
   if (auto p = line.find("[Rank "); p != std::string_view::npos) put("rank", DigitsAt(line, p + 6));
+  // The process group: "[PG ID 0 PG GUID 0(default_pg) Rank 3]" (torch 2.4+), "[PG 0 Rank 3]"
+  // (ProcessGroupNCCL's logPrefix in 2.2-2.3).
   if (auto p = line.find("PG ID "); p != std::string_view::npos) put("pg", DigitsAt(line, p + 6));
+  if (auto p = line.find("[PG "); p != std::string_view::npos) put("pg", DigitsAt(line, p + 4));
   // NCCL's "host:pid:tid [cudadev] " prefix (may itself follow "file.txt:" from grep).
   if (auto w = line.find(" WARN ");
       w != std::string_view::npos || line.find(" INFO ") != std::string_view::npos) {

@@ -597,6 +597,30 @@ TEST_CASE("ranks timing out in one SeqNum with different sizes is a desync, one 
   CHECK_FALSE(fired(same, "desync_collective_mismatch.timeouts_differ_at_seq"));
 }
 
+// The same format (torch 1.13-2.x) with the ranks at different SeqNums of one group, and in two
+// groups ("[PG 1 Rank 0]"/"[PG 2 Rank 0]" prefixes give the `pg` field) whose counters are apart.
+TEST_CASE("ranks of one group timing out at different SeqNums is a desync; other groups' are not") {
+  auto timeout = [](int rank, int seq, const char* pg) {
+    return fmt::format(
+        "[rank{0}]:[E ProcessGroupNCCL.cpp:475] [PG {2} Rank {0}] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum={1}, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+        "Timeout(ms)=1800000) ran for 1800233 milliseconds before timing out.\n",
+        rank, seq, pg);
+  };
+  auto fired = [](const Diagnosis& d, std::string_view rule) {
+    for (const auto& f : d.fired) {
+      if (f.rule == rule) return true;
+    }
+    return false;
+  };
+  const char* rule = "desync_collective_mismatch.timeouts_at_different_seqs";
+  Diagnosis d = Run(timeout(0, 96117, "0") + timeout(1, 96125, "0"));
+  CHECK(fired(d, rule));
+  CHECK(d.causes[0].category == "desync_collective_mismatch");
+  CHECK_FALSE(fired(Run(timeout(0, 96117, "0") + timeout(1, 96117, "0")), rule));
+  CHECK_FALSE(fired(Run(timeout(0, 500, "1") + timeout(1, 96125, "2")), rule));
+}
+
 TEST_CASE("a DMA-BUF registration failure is GPUDirect's, not a locked-memory limit") {
   auto fired = [](const Diagnosis& d, std::string_view rule) {
     for (const auto& f : d.fired) {
