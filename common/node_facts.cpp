@@ -64,6 +64,12 @@ class IbGatherer {
     facts_->problems.push_back(std::move(copy));
   }
 
+  // A read error as a fact keeps it: where it happened is the host path when the reader left none.
+  Error Located(Error e, const std::string& path) const {
+    if (e.where.empty()) e.where = fs_.HostPath(path);
+    return e;
+  }
+
   // Reads one port file into a fact: the value `parse` makes of its text, or the read/parse
   // error (where = host path), which is also recorded as a gather problem of the port.
   template <typename T, typename Parse>
@@ -72,9 +78,7 @@ class IbGatherer {
     auto text = fs_.ReadFile(path, 4096);
     if (!text.ok()) {
       Problem(p.device, p.port, attribute, path, text.error());
-      Error e = text.error();
-      if (e.where.empty()) e.where = fs_.HostPath(path);
-      return Fact<T>::Unreadable(path, std::move(e));
+      return Fact<T>::Unreadable(path, Located(text.error(), path));
     }
     std::string raw(Trim(*text));
     auto v = parse(*text);
@@ -89,11 +93,7 @@ class IbGatherer {
   // A GID attribute file (types/I, ndevs/I): its trimmed text, or why not; never a problem.
   Fact<std::string> ReadAttr(const std::string& path) {
     auto text = fs_.ReadFile(path, 256);
-    if (!text.ok()) {
-      Error e = text.error();
-      if (e.where.empty()) e.where = fs_.HostPath(path);
-      return Fact<std::string>::Unreadable(path, std::move(e));
-    }
+    if (!text.ok()) return Fact<std::string>::Unreadable(path, Located(text.error(), path));
     std::string raw(Trim(*text));
     return Fact<std::string>::Of(raw, path, raw);
   }
@@ -164,9 +164,7 @@ class IbGatherer {
     if (!names.ok()) {
       // InfiniBand ports always have gids/; only RoCE needs the table for a decision.
       if (p->IsRoce()) Problem(p->device, p->port, "gids", gdir, names.error());
-      Error e = names.error();
-      if (e.where.empty()) e.where = fs_.HostPath(gdir);
-      p->sysfs.gid_indices = Fact<std::vector<int>>::Unreadable(gdir, std::move(e));
+      p->sysfs.gid_indices = Fact<std::vector<int>>::Unreadable(gdir, Located(names.error(), gdir));
       return;
     }
     std::vector<int> indices = NumericEntries(*names);

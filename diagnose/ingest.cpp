@@ -72,11 +72,6 @@ std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view 
   return m;
 }
 
-// The watchdog line recognised without its WorkNCCL(...) fields: elided by the poster, or wrapped.
-namespace {
-bool IsWatchdogWithoutFields(const Match& m) { return MayBeCompletedByLaterText(*m.signature); }
-}  // namespace
-
 // torch's watchdog message is one long line that terminals and pasted logs wrap (inside a word
 // or after a comma): unmatched alone, the line is joined with up to two following lines of its
 // block, the way it was printed. The supervisor joins its own pieces at the seam instead.
@@ -95,7 +90,7 @@ std::optional<Match> RecognizeWrapped(const LineMatcher& matcher, std::string_vi
     if (last == ',' || last == ':' || last == ')') joined += ' ';
     joined.append(piece);
     auto m = RecognizeLine(matcher, joined);
-    if (m && !IsWatchdogWithoutFields(*m)) return m;
+    if (m && !MayBeCompletedByLaterText(*m->signature)) return m;
   }
   return std::nullopt;
 }
@@ -199,7 +194,7 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
     std::optional<Match> m;
     if (known == nullptr) {
       m = RecognizeLine(matcher_, line);
-    } else if (known->match && IsWatchdogWithoutFields(*known->match)) {
+    } else if (known->match && MayBeCompletedByLaterText(*known->match->signature)) {
       m = *known->match;  // the lines after it may complete it: below
     } else if (known->match) {
       if (SeenInAnotherFile(line)) {
@@ -216,7 +211,7 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
     }
     // Not recognised alone (or only as the watchdog line without its WorkNCCL fields): a wrapped
     // line depends on the lines after it, never remembered.
-    if (!m || IsWatchdogWithoutFields(*m)) {
+    if (!m || MayBeCompletedByLaterText(*m->signature)) {
       if (auto whole = RecognizeWrapped(matcher_, block, line)) m = std::move(whole);
     }
     if (m) {

@@ -27,12 +27,13 @@ void OutputScanner::Feed(int stream, std::string_view lines, watchdog::Clock::ti
   // The block's last line is open when the block ends inside it: a match there that the rest of
   // the line may complete is left to the seam scan of the next block (one record, the fuller).
   const bool open_end = !lines.empty() && lines.back() != '\n';
-  const char* open_line_at = lines.data() + (open_end ? lines.rfind('\n') + 1 : lines.size());
+  const char* block_end = lines.data() + lines.size();
   const std::size_t n = matcher_.ScanBlock(lines, [&](std::string_view line, std::size_t index) {
     auto m = matcher_.MatchLine(line);
     if (!m) return;
-    if (open_end && line.data() + line.size() == lines.data() + lines.size() &&
-        line.data() >= open_line_at && diagnose::MayBeCompletedByLaterText(*m->signature)) {
+    // The line that ends where an open block ends is its open line.
+    if (open_end && line.data() + line.size() == block_end &&
+        diagnose::MayBeCompletedByLaterText(*m->signature)) {
       return;
     }
     on_match_(stream, std::move(*m), base + index + 1, t);
