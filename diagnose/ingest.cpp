@@ -195,8 +195,11 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
     if (known == nullptr) {
       m = RecognizeLine(matcher_, line);
     } else if (known->match && MayBeCompletedByLaterText(*known->match->signature)) {
-      m = *known->match;  // the lines after it may complete it: below
-    } else if (known->match) {
+      // The lines after it may complete a remembered match: completed, it is a new match
+      // (below); otherwise the remembered one stands, counted like any other.
+      m = RecognizeWrapped(matcher_, block, line);
+    }
+    if (known != nullptr && known->match && !m) {
       if (SeenInAnotherFile(line)) {
         ++duplicates_;
         return;

@@ -141,6 +141,26 @@ TEST_CASE("a watchdog timeout wrapped over two or three lines is still read whol
         0);
 }
 
+TEST_CASE("the watchdog line with its fields elided is kept as such when nothing completes it") {
+  auto elided_lines = [](std::string_view text) {
+    Diagnosis d = Run(text);
+    for (const Feature& f : d.features) {
+      if (f.id == "row:torch.watchdog_timeout") return -1;  // never the full row from this text
+    }
+    for (const Feature& f : d.features) {
+      if (f.id == "row:torch.watchdog_timeout_text") return static_cast<int>(f.lines.size());
+    }
+    return 0;
+  };
+  const std::string elided =
+      "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(... OpType=BROADCAST ...)\n";
+  CHECK(elided_lines(elided) == 1);
+  CHECK(elided_lines(elided + "ran for 3600001 ms before timing out  ->  Signal 6 (SIGABRT)\n") ==
+        1);
+  // Twice: both kept, as every collective_timeout line is (Evidence::CountRepeat), not joined.
+  CHECK(elided_lines(elided + elided) == 2);
+}
+
 TEST_CASE("two NCCL library files of different releases on one node is version_mismatch") {
   Diagnosis d =
       Run("lrwxrwxrwx 1 root root 17 Jul 17 19:02 /opt/nccl/build/lib/libnccl.so.2 -> "
