@@ -155,8 +155,23 @@ struct PriorExample {
   std::string id;  ///< "rule:...", "row:...", "preflight:...", ...
   std::string category;
   std::vector<std::pair<std::string, double>> features;
+  /// The example's weight in the fit, relative to a log's; below 0: its source's confidence
+  /// (the features' engine:<category> value). An alternative of a differential (kAlternatives
+  /// in engine.cpp) carries its own.
+  double weight = -1;
 };
+/// The pseudo-observations: every rule, cause row and claim code labelled with its category,
+/// then the alternatives an expert gives the same evidence (weaker, labelled with the other
+/// causes it leaves open), so that the fit spreads probability where the text cannot decide.
 std::vector<PriorExample> PriorExamples();
+
+/// One cause an expert leaves open for a rule's, a row's or a symptom category's evidence.
+struct Alternative {
+  std::string_view of;        ///< "rule:ID", "row:ID" or "symptom:CATEGORY"
+  std::string_view category;  ///< the cause left open
+  double weight = 0;          ///< its pseudo-observation's weight
+};
+std::span<const Alternative> Alternatives();
 
 /// What would tell causes `a` and `b` apart: the pairwise table's text, else both decide texts.
 std::string Separator(std::string_view a, std::string_view b);

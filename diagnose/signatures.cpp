@@ -70,6 +70,7 @@ constexpr Signature kCatalog[] = {
 #include "diagnose/catalog/nccl_coll.inc"
 #include "diagnose/catalog/progress.inc"
 #include "diagnose/catalog/nccl_result.inc"
+#include "diagnose/catalog/errno_text.inc"
 #include "diagnose/catalog/nccl_catchall.inc"
     // clang-format on
 };

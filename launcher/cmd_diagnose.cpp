@@ -243,7 +243,9 @@ int PrintPriors() {
   for (const auto& p : diagnose::PriorExamples()) {
     nlohmann::json f = nlohmann::json::object();
     for (const auto& [id, value] : p.features) f[id] = value;
-    all.push_back({{"id", p.id}, {"category", p.category}, {"features", std::move(f)}});
+    nlohmann::json one = {{"id", p.id}, {"category", p.category}, {"features", std::move(f)}};
+    if (p.weight >= 0) one["weight"] = p.weight;
+    all.push_back(std::move(one));
   }
   std::printf(
       "%s\n",

@@ -96,9 +96,10 @@ def fingerprint(rows, feats, labels, priors):
         vocab.update(f)
         h.update(("log\t%s\t%s\t%s\n" % (r["file"], y, ",".join(
             "%s=%.6g" % (k, f[k]) for k in sorted(f)))).encode())
-    for p in sorted(priors, key=lambda p: p["id"]):
+    for p in sorted(priors, key=lambda p: (p["id"], p["category"], p.get("weight", -1))):
         vocab.update(p["features"])
-        h.update(("prior\t%s\t%s\t%s\n" % (p["id"], p["category"], ",".join(
+        weight = "" if "weight" not in p else "\t%.6g" % p["weight"]
+        h.update(("prior\t%s\t%s%s\t%s\n" % (p["id"], p["category"], weight, ",".join(
             "%s=%.6g" % (k, p["features"][k]) for k in sorted(p["features"])))).encode())
     h.update(("vocabulary\t" + ",".join(sorted(vocab)) + "\n").encode())
     return h.hexdigest()
@@ -223,7 +224,7 @@ def choose(x, labels, groups, n_logs, prior_labels, prior_conf, classes):
     folds = min(5, len(set(groups)))
     results = []
     for c in (0.03, 0.1, 0.3, 1.0, 3.0, 10.0):
-        for pw in (0.1, 0.3, 1.0, 3.0):
+        for pw in (0.3, 1.0, 3.0, 10.0, 30.0):
             # class_weight "balanced" is left out: it multiplies the weight of the thinnest
             # categories' few logs (rail_topology_cross_nic: 4 train logs, x5) until a plain
             # status-12 completion reads as rail routing rather than the fabric, which the
@@ -275,7 +276,9 @@ def fit(args):
     prior_labels = [p["category"] for p in priors]
     # A pseudo-observation weighs as much as its source trusts it (the rule's, row's or claim
     # code's confidence: its engine:<category> value).
-    prior_conf = [p["features"].get("engine:" + p["category"], 0.5) for p in priors]
+    # An expert's alternative (engine.cpp kAlternatives) carries its own weight.
+    prior_conf = [p["weight"] if "weight" in p else p["features"].get("engine:" + p["category"], 0.5)
+                  for p in priors]
     classes = [c for c in order if c in set(labels) | set(prior_labels)]
     x = design(feats, priors, vocab)
     groups = [r["thread"] for r in rows]

@@ -1798,11 +1798,69 @@ std::vector<RowCase> RdmaToolsCases() {
       {"    inet 10.1.2.3/24 brd 10.1.2.255 scope global eth0",
        "iproute2.inet_address",
        {{"addr", "10.1.2.3"}, {"prefix", "24"}, {"scope", "global"}, {"ifname", "eth0"}}},
+      // perftest_resources.c "Couldn't allocate MR" (4.4-4.5) and " with error=%d" (4.5-0.20)
+      {"Couldn't allocate MR", "perftest.alloc_mr_failed", {}},
+      {"Couldn't allocate MR with error=14", "perftest.alloc_mr_failed", {{"errno", "14"}}},
+      // its --use_cuda path: "cuMemAlloc() of a %lu bytes GPU buffer"
+      {"cuMemAlloc() of a 262144 bytes GPU buffer", "perftest.cuda_buffer", {{"size", "262144"}}},
+      // net-tools lib/interface.c "%s: flags=%d<%s>  mtu %d"
+      {"ipogif0: flags=193<UP,RUNNING,NOARP>  mtu 65520",
+       "nettools.ifconfig_interface",
+       {{"ifname", "ipogif0"}, {"flags", "UP,RUNNING,NOARP"}, {"mtu", "65520"}}},
   };
 }
 TEST_CASE(
     "RDMA tool rows: ibv_devinfo, rdma link, ibdev2netdev, show_gids, perftest, other stacks") {
   CheckCases(RdmaToolsCases());
+}
+
+// strerror(3) / gai_strerror texts as other layers print them (Python's OSError, Go, gRPC,
+// launchers), and the framework device rows of cuda.inc; a source's own row of the same text
+// matches first.
+std::vector<RowCase> ErrnoTextCases() {
+  return {
+      {"ConnectionRefusedError: [Errno 111] Connection refused", "errno.econnrefused", {}},
+      {"dial tcp 10.0.0.2:29500: connect: connection refused", "errno.econnrefused", {}},
+      {"OSError: [Errno 113] No route to host", "errno.ehostunreach", {}},
+      {"OSError: [Errno 101] Network is unreachable", "errno.enetunreach", {}},
+      {"TimeoutError: [Errno 110] Connection timed out", "errno.etimedout", {}},
+      {"ConnectionResetError: [Errno 104] Connection reset by peer", "errno.econnreset", {}},
+      {"BrokenPipeError: [Errno 32] Broken pipe", "errno.epipe", {}},
+      {"OSError: [Errno 99] Cannot assign requested address", "errno.eaddrnotavail", {}},
+      {"socket.gaierror: [Errno -2] Name or service not known", "errno.eai_noname", {}},
+      {"socket.gaierror: [Errno -3] Temporary failure in name resolution", "errno.eai_again", {}},
+      {"OSError: [Errno 28] No space left on device: '/dev/shm/psm_shm.1'", "errno.enospc", {}},
+      {"mmap failed: Cannot allocate memory", "errno.enomem", {}},
+      {"ERRNO: Bad address.", "errno.efault", {}},
+      // TensorFlow's cuda_platform.cc "failed initializing StreamExecutor for CUDA device
+      // ordinal %d: %s" (and XLA's " stream group %d" form)
+      {"F tensorflow/stream_executor/lib/statusor.cc:34] Attempting to fetch value instead of "
+       "handling error Internal: failed initializing StreamExecutor for CUDA device ordinal 0: "
+       "Internal: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY",
+       "tensorflow.stream_executor_init",
+       {{"cuda_dev", "0"}}},
+      // vLLM's gpu_worker.py start-up check, with and without the device name
+      {"ValueError: Free memory on device cuda:0 (12.18/23.56 GiB) on startup is less than "
+       "desired GPU memory utilization (0.92, 21.67 GiB).",
+       "vllm.startup_free_memory",
+       {{"cuda_dev", "cuda:0"}, {"free_gib", "12.18"}, {"total_gib", "23.56"}}},
+      {"ValueError: Free memory on device (61.05/119.7 GiB) on startup is less than desired",
+       "vllm.startup_free_memory",
+       {{"free_gib", "61.05"}}},
+      // nvls.cc "NVLS Bind mem %p UC handle 0x%llx MC handle 0x%llx size %zi" (2.17-2.22)
+      {I("NVLS Bind mem 0xac0000000 UC handle 0x7f3310ccb240 MC handle 0x7f3310ccaa20 size "
+         "1073741824"),
+       "nccl.nvls_bind_mem",
+       {{"size", "1073741824"}}},
+  };
+}
+TEST_CASE("errno text rows: the C library's messages when no source's own row matched") {
+  CheckCases(ErrnoTextCases());
+  // The sources' own rows of the same texts still match first.
+  LineMatcher m;
+  auto r = m.MatchLine(W("Call to ibv_reg_mr failed with error Cannot allocate memory"));
+  REQUIRE(r.has_value());
+  CHECK(std::string_view(r->signature->id).substr(0, 6) != "errno.");
 }
 
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
@@ -1812,7 +1870,7 @@ TEST_CASE("every catalog row is the first match of at least one message from its
         SocketErrorsCases, SocketFactsCases,   InitCases,     RasCases,      TopologyCases,
         TorchC10dCases,    C10dStoreCases,     GlooCases,     TorchrunCases, KernelCases,
         MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases,
-        NcclResultCases,   OtherLayerCases,    RdmaToolsCases}) {
+        NcclResultCases,   OtherLayerCases,    RdmaToolsCases, ErrnoTextCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;

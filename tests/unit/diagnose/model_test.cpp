@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "diagnose/engine.h"
@@ -356,6 +357,42 @@ TEST_CASE("a catalog row's pseudo-observation is the log of that line alone") {
   CHECK(has(status12, "cond:retry_exceeded"));
   CHECK(has(status12, "first:retry_exceeded_network"));
   CHECK_FALSE(has(status12, "first:duplicate_gpu"));
+}
+
+TEST_CASE("every alternative of a differential becomes pseudo-observations of its evidence") {
+  auto priors = PriorExamples();
+  REQUIRE(!Alternatives().empty());
+  for (const Alternative& a : Alternatives()) {
+    INFO(a.of << " -> " << a.category);
+    CHECK(FindCategory(a.category) != nullptr);
+    CHECK(a.weight > 0);
+    CHECK(a.weight < 1);
+    // Labelled with the alternative's cause, weighed by the table, on the named evidence's
+    // features: a rule's or row's own first, or a row of the symptom category.
+    std::size_t made = 0;
+    for (const PriorExample& p : priors) {
+      if (p.category != a.category || p.weight < 0) continue;
+      const bool named = p.id == a.of;
+      const bool of_symptom =
+          a.of.starts_with("symptom:") && p.id.starts_with("row:") &&
+          std::any_of(p.features.begin(), p.features.end(), [&](const auto& f) {
+            return f.first == "symptom:" + std::string(a.of.substr(8));
+          });
+      if (named || of_symptom) ++made;
+    }
+    CHECK(made >= 1);
+    // An alternative is another cause than the one its rule or row names.
+    for (const PriorExample& p : priors) {
+      if (p.id == a.of && p.weight < 0) CHECK(p.category != a.category);
+    }
+  }
+  // A watchdog timeout alone leaves three causes open, a late, a dead and a desynchronised rank.
+  std::set<std::string> open;
+  for (const PriorExample& p : priors) {
+    if (p.id == "row:torch.watchdog_timeout" && p.weight >= 0) open.insert(p.category);
+  }
+  CHECK(open == std::set<std::string>{"straggler_or_slow_rank", "oom_or_crash_other_rank",
+                                      "desync_collective_mismatch"});
 }
 
 TEST_CASE("every pseudo-observation names a cause and features the extractor produces") {
