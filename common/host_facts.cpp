@@ -230,80 +230,134 @@ void LiveAddresses(std::map<std::string, std::vector<std::string>>* out) {
   ::freeifaddrs(list);
 }
 
+// A procfs file the sysroot's addresses come from: its text, absent when it is not in the tree
+// (no problem), or the read error (a problem).
+Fact<std::string> ReadNetProc(const FileReader& fs, const std::string& path,
+                              std::vector<Error>* problems) {
+  auto text = fs.ReadFile(path);
+  if (text.ok()) return Fact<std::string>::Of(*text, path, "");
+  if (!fs.Exists(path)) return Fact<std::string>::Absent(path, text.error());
+  problems->push_back(text.error());
+  return Fact<std::string>::Unreadable(path, text.error());
+}
+
 // Under a sysroot: IPv4 local addresses from fib_trie mapped to interfaces through the
 // directly connected routes; IPv6 from if_inet6.
 void SysrootAddresses(const FileReader& fs, std::map<std::string, std::vector<std::string>>* out,
-                      std::vector<Error>* problems) {
-  auto trie = fs.ReadFile("/proc/net/fib_trie");
-  auto route = fs.ReadFile("/proc/net/route");
-  if (trie.ok() && route.ok()) {
-    auto routes = ParseProcRoute(*route);
+                      NodeFacts* facts) {
+  NetFacts& net = facts->net;
+  net.fib_trie = ReadNetProc(fs, "/proc/net/fib_trie", &facts->problems);
+  net.route = ReadNetProc(fs, "/proc/net/route", &facts->problems);
+  if (net.fib_trie.ok() && net.route.ok()) {
+    auto routes = ParseProcRoute(*net.route);
     if (routes.ok()) {
-      for (const auto& addr : ParseFibTrieLocal(*trie)) {
+      for (const auto& addr : ParseFibTrieLocal(*net.fib_trie)) {
         std::string ifname = InterfaceForIpv4(*routes, addr);
         if (!ifname.empty()) (*out)[ifname].push_back(addr);
       }
     } else {
       Error e = routes.error();
       e.where = fs.HostPath("/proc/net/route") + ":" + e.where.substr(5);
-      problems->push_back(e);
+      facts->problems.push_back(e);
+      net.route = Fact<std::string>::Malformed("/proc/net/route", "", std::move(e));
     }
-  } else {
-    if (!trie.ok() && fs.Exists("/proc/net/fib_trie")) problems->push_back(trie.error());
-    if (!route.ok() && fs.Exists("/proc/net/route")) problems->push_back(route.error());
   }
   if (auto v6 = fs.ReadFile("/proc/net/if_inet6"); v6.ok()) {
     for (const auto& a : ParseIfInet6(*v6)) (*out)[a.iface].push_back(a.address);
   }
 }
 
+// One file of /sys/class/net/<if> into a fact: `parse` of its trimmed text, or why not. A
+// failure is a gather problem when `problems` is given.
+template <typename T, typename Parse>
+Fact<T> ReadNetFile(const FileReader& fs, const std::string& path, Parse parse,
+                    std::vector<Error>* problems) {
+  auto text = fs.ReadFile(path, 64);
+  if (!text.ok()) {
+    if (problems) problems->push_back(text.error());
+    return Fact<T>::Unreadable(path, text.error());
+  }
+  std::string raw(Trim(*text));
+  Result<T> v = parse(raw);
+  if (!v.ok()) {
+    if (problems) problems->push_back(v.error());
+    return Fact<T>::Malformed(path, Printable(raw), v.error());
+  }
+  return Fact<T>::Of(std::move(v).value(), path, Printable(raw));
+}
+
+NetInterface ReadInterface(const FileReader& fs, const std::string& name,
+                           std::vector<Error>* problems) {
+  const std::string base = JoinPath("/sys/class/net", name);
+  NetInterface nif;
+  nif.name = name;
+  NetInterfaceFacts& f = nif.sysfs;
+  f.operstate = ReadNetFile<std::string>(
+      fs, JoinPath(base, "operstate"), [](const std::string& t) { return Result<std::string>(t); },
+      problems);
+  const std::string mtu_path = JoinPath(base, "mtu");
+  f.mtu = ReadNetFile<int>(
+      fs, mtu_path,
+      [&](const std::string& t) -> Result<int> {
+        auto v = ParseInt(t, "mtu");
+        if (!v.ok()) {
+          return MakeError("MTU is not a number: \"" + Printable(t) + "\"", fs.HostPath(mtu_path));
+        }
+        return static_cast<int>(*v);
+      },
+      problems);
+  f.flags = ReadNetFile<std::uint32_t>(
+      fs, JoinPath(base, "flags"),
+      [](const std::string& t) -> Result<std::uint32_t> {
+        auto v = ParseUint(t, "flags");
+        if (!v.ok()) return v.error();
+        return static_cast<std::uint32_t>(*v);
+      },
+      nullptr);
+  f.ifindex = ReadNetFile<int>(
+      fs, JoinPath(base, "ifindex"),
+      [](const std::string& t) -> Result<int> {
+        auto v = ParseInt(t, "ifindex");
+        if (!v.ok()) return v.error();
+        return static_cast<int>(*v);
+      },
+      nullptr);
+  if (f.operstate.ok()) nif.operstate = *f.operstate;
+  if (f.mtu.ok()) nif.mtu = *f.mtu;
+  if (f.flags.ok()) nif.flags = *f.flags;
+  if (f.ifindex.ok()) nif.ifindex = *f.ifindex;
+  return nif;
+}
+
 void GatherInterfaces(const FileReader& fs, NodeFacts* facts) {
-  auto names = fs.ListDir("/sys/class/net");
+  const std::string dir = "/sys/class/net";
+  auto names = fs.ListDir(dir);
   if (!names.ok()) {
     facts->problems.push_back(names.error());
+    facts->net.class_net = Fact<std::vector<std::string>>::Unreadable(dir, names.error());
     return;
   }
+  facts->net.class_net = Fact<std::vector<std::string>>::Of(*names, dir, Join(*names, " "));
   std::map<std::string, std::vector<std::string>> addrs;
   if (fs.IsSysroot()) {
-    SysrootAddresses(fs, &addrs, &facts->problems);
+    SysrootAddresses(fs, &addrs, facts);
   } else {
     LiveAddresses(&addrs);
   }
   for (const auto& name : *names) {
-    const std::string base = JoinPath("/sys/class/net", name);
+    const std::string base = JoinPath(dir, name);
     if (!fs.IsDir(base)) {
       // bonding_masters and other plain files are not interfaces; an entry that leads nowhere
       // (a dangling or refused link) is an interface we could not read, not one that is absent.
       if (!fs.Exists(base)) {
-        facts->problems.push_back(
-            MakeError("cannot read the interface: its entry leads nowhere", fs.HostPath(base)));
+        Error e =
+            MakeError("cannot read the interface: its entry leads nowhere", fs.HostPath(base));
+        facts->problems.push_back(e);
+        facts->net.unreadable_entries[name] = Fact<std::string>::Unreadable(base, std::move(e));
       }
       continue;
     }
-    NetInterface nif;
-    nif.name = name;
-    if (auto s = fs.ReadFile(JoinPath(base, "operstate"), 64); s.ok()) {
-      nif.operstate = std::string(Trim(*s));
-    } else {
-      facts->problems.push_back(s.error());
-    }
-    if (auto s = fs.ReadFile(JoinPath(base, "mtu"), 64); s.ok()) {
-      auto v = ParseInt(Trim(*s), "mtu");
-      if (v.ok()) {
-        nif.mtu = static_cast<int>(*v);
-      } else {
-        facts->problems.push_back(MakeError("MTU is not a number: \"" + Printable(Trim(*s)) + "\"",
-                                            fs.HostPath(JoinPath(base, "mtu"))));
-      }
-    } else {
-      facts->problems.push_back(s.error());
-    }
-    if (auto s = fs.ReadFile(JoinPath(base, "flags"), 64); s.ok()) {
-      if (auto v = ParseUint(Trim(*s), "flags"); v.ok()) nif.flags = static_cast<std::uint32_t>(*v);
-    }
-    if (auto s = fs.ReadFile(JoinPath(base, "ifindex"), 64); s.ok()) {
-      if (auto v = ParseInt(Trim(*s), "ifindex"); v.ok()) nif.ifindex = static_cast<int>(*v);
-    }
+    NetInterface nif = ReadInterface(fs, name, &facts->problems);
     if (auto it = addrs.find(name); it != addrs.end()) nif.addresses = it->second;
     facts->interfaces.push_back(std::move(nif));
   }
@@ -346,6 +400,30 @@ void GatherHostFacts(const FileReader& fs, NodeFacts* facts) {
   }
   GatherNvidia(fs, facts);
   GatherInterfaces(fs, facts);
+}
+
+std::vector<Error> NetReadErrors(const NodeFacts& facts) {
+  std::vector<Error> out;
+  auto add = [&](const auto& fact) {
+    if (!fact.ok() && !fact.absent && !fact.path.empty()) out.push_back(fact.error);
+  };
+  const NetFacts& net = facts.net;
+  add(net.class_net);
+  add(net.fib_trie);
+  add(net.route);
+  if (!net.class_net.ok()) return out;
+  for (const std::string& name : *net.class_net) {
+    if (auto e = net.unreadable_entries.find(name); e != net.unreadable_entries.end()) {
+      add(e->second);
+      continue;
+    }
+    for (const NetInterface& i : facts.interfaces) {
+      if (i.name != name) continue;
+      add(i.sysfs.operstate);
+      add(i.sysfs.mtu);
+    }
+  }
+  return out;
 }
 
 }  // namespace sl

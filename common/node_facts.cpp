@@ -44,24 +44,28 @@ class IbGatherer {
   void Run() {
     // No RDMA devices at all: a socket-only node. A dangling link or a file there is not "none":
     // it is a fabric we could not read, and the plan must not guess socket-only from it.
-    if (PathAbsent(fs_, kIbClass)) return;
-    auto devices = fs_.ListDir(kIbClass);
-    if (!devices.ok()) {
-      Problem("", 0, "devices", kIbClass, devices.error());
+    if (PathAbsent(fs_, kIbClass)) {
+      facts_->ib_class = Fact<std::vector<std::string>>::Absent(
+          kIbClass, MakeError("no RDMA devices", fs_.HostPath(kIbClass)));
       return;
     }
+    auto devices = fs_.ListDir(kIbClass);
+    if (!devices.ok()) {
+      facts_->ib_class =
+          Fact<std::vector<std::string>>::Unreadable(kIbClass, Problem(devices.error(), kIbClass));
+      return;
+    }
+    facts_->ib_class = Fact<std::vector<std::string>>::Of(*devices, kIbClass, Join(*devices, " "));
     for (const auto& dev : *devices) GatherDevice(dev);
   }
 
  private:
-  void Problem(const std::string& dev, int port, std::string attribute, const std::string& path,
-               const Error& err) {
-    std::string message = err.message;
-    if (!err.where.empty()) message = err.where + ": " + message;
-    facts_->ib_problems.push_back({dev, port, std::move(attribute), path, message});
-    Error copy = err;
-    if (copy.where.empty()) copy.where = fs_.HostPath(path);
-    facts_->problems.push_back(std::move(copy));
+  // A read error that is a gather problem: listed in NodeFacts::problems (the node's log of
+  // unread files) and returned located, for the fact that keeps it (IbProblems reads those).
+  Error Problem(const Error& err, const std::string& path) {
+    Error located = Located(err, path);
+    facts_->problems.push_back(located);
+    return located;
   }
 
   // A read error as a fact keeps it: where it happened is the host path when the reader left none.
@@ -71,20 +75,16 @@ class IbGatherer {
   }
 
   // Reads one port file into a fact: the value `parse` makes of its text, or the read/parse
-  // error (where = host path), which is also recorded as a gather problem of the port.
+  // error (where = host path), which is also a gather problem.
   template <typename T, typename Parse>
-  Fact<T> ReadFact(const IbPort& p, const std::string& attribute, const std::string& path,
-                   Parse parse) {
+  Fact<T> ReadFact(const std::string& path, Parse parse) {
     auto text = fs_.ReadFile(path, 4096);
-    if (!text.ok()) {
-      Problem(p.device, p.port, attribute, path, text.error());
-      return Fact<T>::Unreadable(path, Located(text.error(), path));
-    }
+    if (!text.ok()) return Fact<T>::Unreadable(path, Problem(text.error(), path));
     std::string raw(Trim(*text));
     auto v = parse(*text);
     if (!v.ok()) {
       Error e = WithWhere(v.error(), path);
-      Problem(p.device, p.port, attribute, path, e);
+      facts_->problems.push_back(e);
       return Fact<T>::Malformed(path, std::move(raw), std::move(e));
     }
     return Fact<T>::Of(std::move(v).value(), path, std::move(raw));
@@ -98,44 +98,55 @@ class IbGatherer {
     return Fact<std::string>::Of(raw, path, raw);
   }
 
-  // Device-level descriptive files: absent on some providers (rxe has no board_id); never a
-  // problem, only left empty.
-  std::string ReadOptional(const std::string& path) {
+  // A device-level descriptive file (fw_ver, hca_type, board_id): absent on some providers (rxe
+  // has no board_id), so a failed read is kept in the fact but is never a gather problem.
+  Fact<std::string> ReadDescriptive(const std::string& path) {
     auto text = fs_.ReadFile(path, 4096);
-    return text.ok() ? std::string(Trim(*text)) : std::string();
+    if (!text.ok()) {
+      Error e = Located(text.error(), path);
+      return PathAbsent(fs_, path) ? Fact<std::string>::Absent(path, std::move(e))
+                                   : Fact<std::string>::Unreadable(path, std::move(e));
+    }
+    std::string raw(Trim(*text));
+    return Fact<std::string>::Of(raw, path, raw);
   }
+
+  static std::string ValueOr(const Fact<std::string>& f) { return f.ok() ? *f : std::string(); }
 
   void GatherDevice(const std::string& dev) {
     const std::string dir = JoinPath(kIbClass, dev);
-    const std::string fw_ver = ReadOptional(dir + "/fw_ver");
-    const std::string hca_type = ReadOptional(dir + "/hca_type");
-    const std::string board_id = ReadOptional(dir + "/board_id");
-    auto ports = fs_.ListDir(dir + "/ports");
+    IbDeviceFacts& d = facts_->ib_devices.emplace_back();
+    d.name = dev;
+    d.fw_ver = ReadDescriptive(dir + "/fw_ver");
+    d.hca_type = ReadDescriptive(dir + "/hca_type");
+    d.board_id = ReadDescriptive(dir + "/board_id");
+    const std::string pdir = dir + "/ports";
+    auto ports = fs_.ListDir(pdir);
     if (!ports.ok()) {
-      Problem(dev, 0, "ports", dir + "/ports", ports.error());
+      d.ports = Fact<std::vector<int>>::Unreadable(pdir, Problem(ports.error(), pdir));
       return;
     }
-    for (int n : NumericEntries(*ports)) {
+    d.ports = Fact<std::vector<int>>::Of(NumericEntries(*ports), pdir, Join(*ports, " "));
+    for (int n : *d.ports) {
       IbPort p;
       p.device = dev;
       p.port = n;
-      p.fw_ver = fw_ver;
-      p.hca_type = hca_type;
-      p.board_id = board_id;
-      GatherPort(dir + "/ports/" + std::to_string(n), &p);
+      p.fw_ver = ValueOr(d.fw_ver);
+      p.hca_type = ValueOr(d.hca_type);
+      p.board_id = ValueOr(d.board_id);
+      GatherPort(pdir + "/" + std::to_string(n), &p);
       facts_->ib_ports.push_back(std::move(p));
     }
   }
 
   void GatherPort(const std::string& pdir, IbPort* p) {
     IbPortFacts& f = p->sysfs;
-    f.state = ReadFact<SysfsCodeName>(*p, "state", pdir + "/state",
+    f.state = ReadFact<SysfsCodeName>(pdir + "/state",
                                       [](auto t) { return ParseSysfsCodeName(t, "state"); });
-    f.phys_state = ReadFact<SysfsCodeName>(*p, "phys_state", pdir + "/phys_state", [](auto t) {
-      return ParseSysfsCodeName(t, "phys_state");
-    });
-    f.rate = ReadFact<double>(*p, "rate", pdir + "/rate", ParseIbRate);
-    f.link_layer = ReadFact<std::string>(*p, "link_layer", pdir + "/link_layer", ParseLinkLayer);
+    f.phys_state = ReadFact<SysfsCodeName>(
+        pdir + "/phys_state", [](auto t) { return ParseSysfsCodeName(t, "phys_state"); });
+    f.rate = ReadFact<double>(pdir + "/rate", ParseIbRate);
+    f.link_layer = ReadFact<std::string>(pdir + "/link_layer", ParseLinkLayer);
     if (f.state.ok()) {
       p->state_code = f.state->code;
       p->state = f.state->name;
@@ -163,8 +174,8 @@ class IbGatherer {
     auto names = fs_.ListDir(gdir);
     if (!names.ok()) {
       // InfiniBand ports always have gids/; only RoCE needs the table for a decision.
-      if (p->IsRoce()) Problem(p->device, p->port, "gids", gdir, names.error());
-      p->sysfs.gid_indices = Fact<std::vector<int>>::Unreadable(gdir, Located(names.error(), gdir));
+      Error e = p->IsRoce() ? Problem(names.error(), gdir) : Located(names.error(), gdir);
+      p->sysfs.gid_indices = Fact<std::vector<int>>::Unreadable(gdir, std::move(e));
       return;
     }
     std::vector<int> indices = NumericEntries(*names);
@@ -175,7 +186,7 @@ class IbGatherer {
     for (int i : indices) {
       const std::string idx = std::to_string(i);
       const std::string gid_path = pdir + "/gids/" + idx;
-      auto bytes = ReadFact<GidBytes>(*p, "gids/" + idx, gid_path, ParseGid);
+      auto bytes = ReadFact<GidBytes>(gid_path, ParseGid);
       Fact<std::string> text = bytes.ok()
                                    ? Fact<std::string>::Of(bytes.raw, gid_path, bytes.raw)
                                    : Fact<std::string>::Malformed(gid_path, bytes.raw, bytes.error);
@@ -211,8 +222,7 @@ class IbGatherer {
       if (nets.ok() && !nets->empty()) p->netdev = nets->front();
     }
     if (p->netdev.empty()) return;
-    p->sysfs.netdev_mtu =
-        ReadFact<int>(*p, "netdev_mtu", "/sys/class/net/" + p->netdev + "/mtu", ParseNetdevMtu);
+    p->sysfs.netdev_mtu = ReadFact<int>("/sys/class/net/" + p->netdev + "/mtu", ParseNetdevMtu);
     if (p->sysfs.netdev_mtu.ok()) p->netdev_mtu = *p->sysfs.netdev_mtu;
   }
 
@@ -272,6 +282,42 @@ int GidEntry::RoceVersion() const { return RoceVersionFromType(type); }
 std::string GidEntry::VersionShort() const {
   int v = RoceVersion();
   return v == 0 ? std::string() : "v" + std::to_string(v);
+}
+
+namespace {
+// One row of IbProblems: the fact's error when it was gathered (has a path), is not "absent"
+// and holds no value. The message names the host path, as the error does.
+template <typename T>
+void AddIbProblem(const Fact<T>& f, const std::string& device, int port, std::string attribute,
+                  std::vector<IbProblem>* out) {
+  if (f.ok() || f.absent || f.path.empty()) return;
+  const Error& e = f.error;
+  out->push_back({device, port, std::move(attribute), f.path,
+                  e.where.empty() ? e.message : e.where + ": " + e.message});
+}
+}  // namespace
+
+std::vector<IbProblem> IbProblems(const NodeFacts& facts) {
+  std::vector<IbProblem> out;
+  AddIbProblem(facts.ib_class, "", 0, "devices", &out);
+  for (const IbDeviceFacts& d : facts.ib_devices) {
+    AddIbProblem(d.ports, d.name, 0, "ports", &out);
+    for (const IbPort& p : facts.ib_ports) {
+      if (p.device != d.name) continue;
+      const IbPortFacts& f = p.sysfs;
+      AddIbProblem(f.state, p.device, p.port, "state", &out);
+      AddIbProblem(f.phys_state, p.device, p.port, "phys_state", &out);
+      AddIbProblem(f.rate, p.device, p.port, "rate", &out);
+      AddIbProblem(f.link_layer, p.device, p.port, "link_layer", &out);
+      // InfiniBand ports always have gids/; only RoCE needs the table for a decision.
+      if (p.IsRoce()) AddIbProblem(f.gid_indices, p.device, p.port, "gids", &out);
+      for (const auto& [i, g] : f.gids) {
+        AddIbProblem(g, p.device, p.port, "gids/" + std::to_string(i), &out);
+      }
+      AddIbProblem(f.netdev_mtu, p.device, p.port, "netdev_mtu", &out);
+    }
+  }
+  return out;
 }
 
 bool PathAbsent(const FileReader& fs, std::string_view path) {

@@ -38,8 +38,10 @@ struct GidEntry {
   std::string VersionShort() const;
 };
 
-/// A file of an IB device/port that could not be read or parsed while gathering. The checks
-/// turn these into `error` findings for the port (never a guess, never a pass).
+/// A file of an IB device/port that could not be read or parsed while gathering, as the published
+/// JSON's "ib_problems" lists it. Not stored: IbProblems() derives the rows from the facts' errors
+/// (ib_class, IbDeviceFacts, IbPortFacts), and a peer's rows are attached back to its facts when
+/// its JSON is read. The checks turn them into `error` findings (never a guess, never a pass).
 struct IbProblem {
   std::string device;     ///< "mlx5_0"
   int port = 0;           ///< 0 for device-level files
@@ -67,6 +69,17 @@ struct IbPortFacts {
   Fact<int> netdev_mtu;  ///< /sys/class/net/<netdev>/mtu; "not gathered" without a netdev
 };
 
+/// The files of one /sys/class/infiniband device, each with its evidence (fact.h).
+struct IbDeviceFacts {
+  std::string name;  ///< "mlx5_0"
+  /// .../fw_ver, .../hca_type, .../board_id, trimmed. Descriptive only and absent on some
+  /// providers (rxe has no board_id): a failed read is never a gather problem. IbPort carries
+  /// the values ("" when unread).
+  Fact<std::string> fw_ver, hca_type, board_id;
+  /// ls .../ports (numeric entries, ascending); an error makes the device "device_unreadable".
+  Fact<std::vector<int>> ports;
+};
+
 /// One port of one /sys/class/infiniband device.
 struct IbPort {
   std::string device;          ///< "mlx5_0"
@@ -85,9 +98,9 @@ struct IbPort {
   int state_code = 0;       ///< the number in "4: ACTIVE"
   int phys_state_code = 0;  ///< the number in "5: LinkUp"
   int gid_table_len = 0;    ///< number of gids/I entries (empty ones included)
-  std::string fw_ver;       ///< device fw_ver, "28.39.1002"
-  std::string hca_type;     ///< device hca_type, "MT4129"
-  std::string board_id;     ///< device board_id
+  std::string fw_ver;       ///< IbDeviceFacts::fw_ver, "28.39.1002"
+  std::string hca_type;     ///< IbDeviceFacts::hca_type, "MT4129"
+  std::string board_id;     ///< IbDeviceFacts::board_id
   IbPortFacts sysfs;        ///< the files the values above came from, with their evidence
   std::string Name() const { return device + ":" + std::to_string(port); }
   bool IsRoce() const { return link_layer == "Ethernet"; }
@@ -100,6 +113,18 @@ struct GpuInfo {
   std::string model;        ///< "NVIDIA H200" when /proc/driver/nvidia/gpus/*/information says
 };
 
+/// The sysfs files of one network interface as gathered, each with its evidence (fact.h): the
+/// node path, the text as read and, when it could not be read or parsed, why. net.ifname quotes
+/// the paths; the plain NetInterface fields are the values taken from these. Not published.
+struct NetInterfaceFacts {
+  Fact<std::string> operstate;  ///< /sys/class/net/<if>/operstate, trimmed
+  Fact<int> mtu;                ///< /sys/class/net/<if>/mtu
+  /// /sys/class/net/<if>/flags and .../ifindex: a failed read or parse leaves the value 0 and is
+  /// no gather problem (older kernels, containers).
+  Fact<std::uint32_t> flags;
+  Fact<int> ifindex;
+};
+
 struct NetInterface {
   std::string name;
   std::string operstate;  ///< "up", "down", "unknown"
@@ -107,6 +132,19 @@ struct NetInterface {
   std::vector<std::string> addresses;  ///< IPv4/IPv6 without prefix length
   int ifindex = 0;                     ///< /sys/class/net/<if>/ifindex (getifaddrs order)
   std::uint32_t flags = 0;             ///< /sys/class/net/<if>/flags: IFF_UP = 0x1, ...
+  NetInterfaceFacts sysfs;             ///< the files the values above came from
+};
+
+/// Where the interface list came from, with evidence: the listing, the entries that are no
+/// interface one can read, and (under a sysroot) the procfs files the IPv4 addresses come from.
+struct NetFacts {
+  Fact<std::vector<std::string>> class_net;  ///< ls /sys/class/net, in listing order
+  /// Entries of /sys/class/net that lead nowhere (a dangling or refused link), by name: an
+  /// interface that could not be read, not one that is absent. Never in NodeFacts::interfaces.
+  std::map<std::string, Fact<std::string>> unreadable_entries;
+  /// Sysroot only: /proc/net/fib_trie and /proc/net/route (absent when not in the tree; route
+  /// malformed when it does not parse). "not gathered" on a live node (getifaddrs).
+  Fact<std::string> fib_trie, route;
 };
 
 /// /dev/shm size and how it was worked out, for evidence.
@@ -162,14 +200,17 @@ struct HostEvidence {
 struct NodeFacts {
   std::string hostname;
   std::string root;  ///< host path prefix of the tree the facts were read from ("" = live node)
+  /// ls /sys/class/infiniband: absent on a socket-only node; an error means the fabric is unread.
+  Fact<std::vector<std::string>> ib_class;
+  std::vector<IbDeviceFacts> ib_devices;  ///< in listing order, with or without readable ports
   std::vector<IbPort> ib_ports;
   std::vector<GpuInfo> gpus;
-  std::string nvidia_driver;        ///< "580.159.04", "" without the NVIDIA driver
-  bool nvidia_open_kernel = false;  ///< /proc/driver/nvidia/version says "Open Kernel Module"
-  std::vector<NetInterface> interfaces;
+  std::string nvidia_driver;             ///< "580.159.04", "" without the NVIDIA driver
+  bool nvidia_open_kernel = false;       ///< /proc/driver/nvidia/version says "Open Kernel Module"
+  std::vector<NetInterface> interfaces;  ///< by ifindex, as getifaddrs (and NCCL) lists them
+  NetFacts net;                          ///< where `interfaces` came from
   std::vector<Error> problems;  ///< files that could not be read while gathering (never fatal)
-  std::vector<IbProblem> ib_problems;  ///< the IB/RoCE subset of problems, by device/port
-  HostEvidence host;                   ///< the host checks' facts with their evidence
+  HostEvidence host;            ///< the host checks' facts with their evidence
   /// IB port counters: directory node path (".../ports/1/counters", ".../hw_counters") -> file
   /// name -> value. A directory that could not be listed (rxe, older kernels) is absent.
   std::map<std::string, std::map<std::string, Fact<std::uint64_t>>> ib_counters;
@@ -200,6 +241,18 @@ struct NodeFacts {
 /// be read (a dangling link, a file where a directory should be, a directory where a file should
 /// be, a FIFO) is unreadable and must become an error, never "empty".
 bool PathAbsent(const FileReader& fs, std::string_view path);
+
+/// The IB/RoCE files that could not be read or parsed, by device/port, in the order they were
+/// gathered: the errors of ib_class, of each device's ports listing and of each port's facts
+/// (state, phys_state, rate, link_layer; RoCE: the gids listing; gids/I; netdev_mtu). What the
+/// published JSON's "ib_problems" holds, what recipe choice refuses on and what the ib.* checks
+/// report as device_unreadable.
+std::vector<IbProblem> IbProblems(const NodeFacts& facts);
+
+/// The network files that could not be read or parsed, in the order they were gathered: the
+/// /sys/class/net listing, fib_trie and route, then by entry in listing order an entry that leads
+/// nowhere or the interface's operstate and mtu. What net.ifname reports as file_unreadable.
+std::vector<Error> NetReadErrors(const NodeFacts& facts);
 
 /// What to gather beyond the facts every caller needs.
 struct GatherOptions {

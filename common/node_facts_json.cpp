@@ -1,4 +1,6 @@
 // JSON form of NodeFacts: what each node publishes to the warm-up store and writes to reports.
+#include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "common/node_facts.h"
@@ -34,6 +36,63 @@ Fact<ProcLimit> LimitFact(const nlohmann::json& j, const char* name, const char*
   row.hard = LimitFrom(j, hard);
   return Fact<ProcLimit>::Of(row, "/proc/self/limits", "");
 }
+
+// A peer's "ib_problems" row put back on the fact it was derived from (IbProblems), so that
+// recipe choice and the ib.* checks see a peer's unread files as they see their own, and the
+// facts write the same rows again. The message is kept as the error's whole text (where ""). A
+// row naming no published port, or a file IbProblems does not derive, is left out.
+void AttachIbProblem(const IbProblem& p, NodeFacts* v) {
+  const Error e = MakeError(p.message);
+  if (p.attribute == "devices") {
+    v->ib_class = Fact<std::vector<std::string>>::Unreadable(p.path, e);
+    return;
+  }
+  auto dev = std::find_if(v->ib_devices.begin(), v->ib_devices.end(),
+                          [&](const IbDeviceFacts& d) { return d.name == p.device; });
+  if (dev == v->ib_devices.end()) {
+    dev = v->ib_devices.insert(v->ib_devices.end(), IbDeviceFacts{});
+    dev->name = p.device;
+  }
+  if (p.attribute == "ports") {
+    dev->ports = Fact<std::vector<int>>::Unreadable(p.path, e);
+    return;
+  }
+  auto port = std::find_if(v->ib_ports.begin(), v->ib_ports.end(), [&](const IbPort& q) {
+    return q.device == p.device && q.port == p.port;
+  });
+  if (port == v->ib_ports.end()) return;
+  IbPortFacts& f = port->sysfs;
+  const std::string& a = p.attribute;
+  if (a == "state") f.state = Fact<SysfsCodeName>::Unreadable(p.path, e);
+  if (a == "phys_state") f.phys_state = Fact<SysfsCodeName>::Unreadable(p.path, e);
+  if (a == "rate") f.rate = Fact<double>::Unreadable(p.path, e);
+  if (a == "link_layer") f.link_layer = Fact<std::string>::Unreadable(p.path, e);
+  if (a == "gids") f.gid_indices = Fact<std::vector<int>>::Unreadable(p.path, e);
+  if (a == "netdev_mtu") f.netdev_mtu = Fact<int>::Unreadable(p.path, e);
+  if (a.rfind("gids/", 0) == 0) {
+    int index = 0;
+    auto [end, ec] = std::from_chars(a.data() + 5, a.data() + a.size(), index);
+    if (ec == std::errc() && end == a.data() + a.size()) {
+      f.gids[index] = Fact<std::string>::Unreadable(p.path, e);
+    }
+  }
+}
+
+// The IB facts of a peer: its devices (those its ports name, and those its rows name first, in
+// the order of the rows) and the read errors its "ib_problems" rows carry.
+void IbFactsFrom(const nlohmann::json& j, NodeFacts* v) {
+  v->ib_class = {};
+  v->ib_devices.clear();
+  for (const IbProblem& p : j.value("ib_problems", std::vector<IbProblem>{})) AttachIbProblem(p, v);
+  for (const IbPort& p : v->ib_ports) {
+    auto seen = std::find_if(v->ib_devices.begin(), v->ib_devices.end(),
+                             [&](const IbDeviceFacts& d) { return d.name == p.device; });
+    if (seen == v->ib_devices.end()) {
+      seen = v->ib_devices.insert(v->ib_devices.end(), IbDeviceFacts{});
+      seen->name = p.device;
+    }
+  }
+}
 }  // namespace
 
 void to_json(nlohmann::json& j, const NodeFacts& v) {
@@ -53,7 +112,7 @@ void to_json(nlohmann::json& j, const NodeFacts& v) {
   auto problems = nlohmann::json::array();
   for (const auto& p : v.problems) problems.push_back({{"where", p.where}, {"message", p.message}});
   j["problems"] = std::move(problems);
-  j["ib_problems"] = v.ib_problems;
+  j["ib_problems"] = IbProblems(v);
 }
 
 void from_json(const nlohmann::json& j, NodeFacts& v) {
@@ -80,7 +139,7 @@ void from_json(const nlohmann::json& j, NodeFacts& v) {
       v.problems.push_back(MakeError(p.value("message", ""), p.value("where", "")));
     }
   }
-  v.ib_problems = j.value("ib_problems", std::vector<IbProblem>{});
+  IbFactsFrom(j, &v);
 }
 
 }  // namespace sl

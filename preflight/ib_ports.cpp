@@ -46,7 +46,7 @@ Finding IbReadErrorFinding(std::string_view check_id, const IbPort& port,
 
 std::vector<Finding> IbDeviceErrorFindings(std::string_view check_id, const NodeFacts& facts) {
   std::vector<Finding> out;
-  for (const auto& p : facts.ib_problems) {
+  for (const auto& p : IbProblems(facts)) {
     if (p.port != 0) continue;
     Finding f;
     f.check_id = std::string(check_id);

@@ -658,7 +658,7 @@ namespace {
 // read, "no port" is not known to be true: choosing socket-only would export NCCL_IB_DISABLE=1 and
 // silently run the job over TCP. The plan refuses and names the flag that decides instead.
 std::optional<Error> UnreadFabric(const NodeFacts& facts, const std::set<std::string>& names) {
-  for (const IbProblem& p : facts.ib_problems) {
+  for (const IbProblem& p : IbProblems(facts)) {
     if (p.attribute != "devices" && p.attribute != "ports" && p.attribute != "link_layer") {
       continue;
     }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <optional>
 
-#include "common/strings.h"
 #include "nccl/socket.h"
 #include "preflight/check.h"
 
@@ -52,7 +51,8 @@ std::string Names(const std::vector<NetInterface>& ifs) {
 }
 
 // The failure finding when NCCL would pick no interface (nccl::ChooseSocketInterfaces).
-Finding NoChoiceFinding(const std::vector<NetInterface>& ifs, const nccl::SocketChoice& c) {
+Finding NoChoiceFinding(const NodeFacts& facts, const nccl::SocketChoice& c) {
+  const std::vector<NetInterface>& ifs = facts.interfaces;
   using O = nccl::SocketChoice::Outcome;
   const std::string spec = c.ifname.value_or("");
   if (c.outcome == O::kInvalidIfname) {
@@ -76,7 +76,7 @@ Finding NoChoiceFinding(const std::vector<NetInterface>& ifs, const nccl::Socket
                        "; available: " + Names(ifs)),
         "net.ifname/ifname_matches_none");
     f.With("NCCL_SOCKET_IFNAME", spec);
-    f.With("/sys/class/net", [&] {
+    f.With(facts.net.class_net.path, [&] {
       std::string n;
       for (const auto& i : ifs) n += (n.empty() ? "" : " ") + i.name;
       return n;
@@ -102,11 +102,11 @@ Finding JudgeBootstrap(const NetInterface& boot, int family, const std::optional
   const auto addrs = nccl::UsableAddresses(boot, family);
   Finding f = Coded(Make(boot.name, Outcome::kPass, ""), "net.ifname/ok");
   f.With("NCCL_SOCKET_IFNAME", spec ? *spec : "(unset)");
-  f.With("/sys/class/net/" + boot.name + "/operstate", boot.operstate);
+  f.With(boot.sysfs.operstate.path, boot.operstate);
   if (boot.flags) {
     char b[16];
     std::snprintf(b, sizeof b, "0x%x", boot.flags);
-    f.With("/sys/class/net/" + boot.name + "/flags", b);
+    f.With(boot.sysfs.flags.path, b);
   }
   const bool admin_down = boot.flags != 0 && (boot.flags & 0x1) == 0;
   const std::string desc = boot.name + " (" + addrs[0] + ", MTU " + std::to_string(boot.mtu) +
@@ -141,27 +141,24 @@ Finding JudgeBootstrap(const NetInterface& boot, int family, const std::optional
 std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
   const auto& ifs = ctx.facts.interfaces;
   std::vector<Finding> out;
-  for (const Error& e : ctx.facts.problems) {
-    if (StartsWith(e.where, ctx.facts.HostPath("/sys/class/net")) ||
-        StartsWith(e.where, ctx.facts.HostPath("/proc/net"))) {
-      Finding f = Coded(Make("node", Outcome::kError, e.where + ": " + e.message),
-                        "net.ifname/file_unreadable");
-      f.next_step = e.fix.empty() ? "check the file on the node" : e.fix;
-      out.push_back(std::move(f));
-    }
+  for (const Error& e : NetReadErrors(ctx.facts)) {
+    Finding f = Coded(Make("node", Outcome::kError, e.where + ": " + e.message),
+                      "net.ifname/file_unreadable");
+    f.next_step = e.fix.empty() ? "check the file on the node" : e.fix;
+    out.push_back(std::move(f));
   }
   if (ifs.empty()) {
     if (out.empty()) {
-      out.push_back(
-          Coded(Make("node", Outcome::kError,
-                     "no network interfaces found in " + ctx.facts.HostPath("/sys/class/net")),
-                "net.ifname/no_interfaces"));
+      out.push_back(Coded(Make("node", Outcome::kError,
+                               "no network interfaces found in " +
+                                   ctx.facts.HostPath(ctx.facts.net.class_net.path)),
+                          "net.ifname/no_interfaces"));
     }
     return out;
   }
   const nccl::SocketChoice choice = nccl::ChooseSocketInterfaces(ifs, ctx.env);
   if (choice.outcome != nccl::SocketChoice::Outcome::kChosen) {
-    out.push_back(NoChoiceFinding(ifs, choice));
+    out.push_back(NoChoiceFinding(ctx.facts, choice));
     return out;
   }
   const auto& chosen = choice.chosen;
@@ -176,7 +173,7 @@ std::vector<Finding> CheckNetIfname(const CheckContext& ctx) {
       Finding w = Coded(Make(o.name, Outcome::kWarn,
                              "NCCL would also use " + o.name + " [" + how + "], which is down"),
                         "net.ifname/other_down");
-      w.With("/sys/class/net/" + o.name + "/operstate", o.operstate);
+      w.With(o.sysfs.operstate.path, o.operstate);
       w.next_step = "bring it up or exclude it (NCCL_SOCKET_IFNAME=^" + o.name +
                     " or name the "
                     "wanted interfaces)";

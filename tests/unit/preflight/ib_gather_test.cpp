@@ -2,20 +2,24 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/file_reader.h"
 #include "common/node_facts.h"
+#include "tests/unit/preflight/ib_sysroot.h"
 #include "tests/unit/test_paths.h"
 
 using namespace sl;
+using sl::test::IbSysroot;
 
 namespace {
 
-const IbProblem* FindProblem(const NodeFacts& f, const std::string& dev, const std::string& attr) {
-  for (const auto& p : f.ib_problems) {
-    if (p.device == dev && p.attribute == attr) return &p;
+std::optional<IbProblem> FindProblem(const NodeFacts& f, const std::string& dev,
+                                     const std::string& attr) {
+  for (const auto& p : IbProblems(f)) {
+    if (p.device == dev && p.attribute == attr) return p;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -24,7 +28,7 @@ TEST_CASE("the healthy IB fixture gathers 8 ACTIVE NDR InfiniBand ports") {
   RootedFileReader fs(SL_FIXTURES_DIR + "/ib-healthy");
   NodeFacts f = GatherNodeFacts(fs);
   REQUIRE(f.ib_ports.size() == 8);
-  CHECK(f.ib_problems.empty());
+  CHECK(IbProblems(f).empty());
   for (int i = 0; i < 8; ++i) {
     const IbPort& p = f.ib_ports[static_cast<std::size_t>(i)];
     CHECK(p.Name() == "mlx5_" + std::to_string(i) + ":1");
@@ -48,7 +52,7 @@ TEST_CASE("the RoCE fixture gathers GID tables, netdevs and their MTUs") {
   RootedFileReader fs(SL_FIXTURES_DIR + "/roce-jumbo");
   NodeFacts f = GatherNodeFacts(fs);
   REQUIRE(f.ib_ports.size() == 2);
-  CHECK(f.ib_problems.empty());
+  CHECK(IbProblems(f).empty());
   const IbPort& p = f.ib_ports[0];
   CHECK(p.IsRoce());
   CHECK(p.netdev == "ens3np0");
@@ -67,45 +71,43 @@ TEST_CASE("a socket-only node has no IB ports and no problems") {
   RootedFileReader fs(SL_FIXTURES_DIR + "/socket-only");
   NodeFacts f = GatherNodeFacts(fs);
   CHECK(f.ib_ports.empty());
-  CHECK(f.ib_problems.empty());
+  CHECK(IbProblems(f).empty());
 }
 
 TEST_CASE("the broken IB tree yields problems naming host paths, never a crash") {
   RootedFileReader fs(SL_FIXTURES_DIR + "/ib-broken");
   NodeFacts f = GatherNodeFacts(fs);
   REQUIRE(f.ib_ports.size() == 5);
-  const IbProblem* state = FindProblem(f, "mlx5_0", "state");
+  const std::optional<IbProblem> state = FindProblem(f, "mlx5_0", "state");
   REQUIRE(state);
   CHECK(state->path == "/sys/class/infiniband/mlx5_0/ports/1/state");
   CHECK(state->message.find(SL_FIXTURES_DIR +
                             "/ib-broken/sys/class/infiniband/mlx5_0/ports/1/state") !=
         std::string::npos);
   CHECK(f.ib_ports[0].state.empty());
-  const IbProblem* rate = FindProblem(f, "mlx5_1", "rate");
+  const std::optional<IbProblem> rate = FindProblem(f, "mlx5_1", "rate");
   REQUIRE(rate);
   CHECK(rate->message.find("No such file") != std::string::npos);
-  const IbProblem* ll = FindProblem(f, "mlx5_2", "link_layer");
+  const std::optional<IbProblem> ll = FindProblem(f, "mlx5_2", "link_layer");
   REQUIRE(ll);
   CHECK(ll->message.find("directory") != std::string::npos);
-  const IbProblem* gid = FindProblem(f, "mlx5_4", "gids/3");
+  const std::optional<IbProblem> gid = FindProblem(f, "mlx5_4", "gids/3");
   REQUIRE(gid);
   CHECK(gid->message.find("0000:0000:0000:0000:0000:ffff:0b0") != std::string::npos);
   // The node-wide list carries the same files.
-  CHECK(f.problems.size() >= f.ib_problems.size());
+  CHECK(f.problems.size() >= IbProblems(f).size());
 }
 
 TEST_CASE("an unreadable GID type (EINVAL on a real kernel) leaves the type empty") {
-  MemFileReader fs;
-  const std::string p = "/sys/class/infiniband/mlx5_0/ports/1";
-  fs.AddFile(p + "/state", "4: ACTIVE\n")
-      .AddFile(p + "/phys_state", "5: LinkUp\n")
-      .AddFile(p + "/rate", "100 Gb/sec (4X EDR)\n")
-      .AddFile(p + "/link_layer", "Ethernet\n")
-      .AddFile(p + "/gids/0", "0000:0000:0000:0000:0000:ffff:0a00:0001\n")
-      .AddFile(p + "/gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n")
-      .AddFile("/sys/class/net/eth2/mtu", "9000\n")
+  const std::string p = IbSysroot::PortDir("mlx5_0");
+  IbSysroot tree;
+  tree.Port("mlx5_0", "100 Gb/sec (4X EDR)", "Ethernet")
+      .File(p + "/gids/0", "0000:0000:0000:0000:0000:ffff:0a00:0001\n")
+      .File(p + "/gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n")
+      .File("/sys/class/net/eth2/mtu", "9000\n")
+      .fs()
       .AddLink("/sys/class/infiniband/mlx5_0/device/net/eth2", "../../../eth2");
-  NodeFacts f = GatherNodeFacts(fs);
+  NodeFacts f = GatherNodeFacts(tree.fs());
   REQUIRE(f.ib_ports.size() == 1);
   const IbPort& port = f.ib_ports[0];
   CHECK(port.gid_table_len == 2);
@@ -120,24 +122,17 @@ TEST_CASE("an unreadable GID type (EINVAL on a real kernel) leaves the type empt
   // No GID names a netdev: the PCI function's own netdev is used, as ibdev2netdev does.
   CHECK(port.netdev == "eth2");
   CHECK(port.netdev_mtu == 9000);
-  CHECK(f.ib_problems.empty());
+  CHECK(IbProblems(f).empty());
 }
 
 TEST_CASE("a garbage netdev MTU is a problem of the port") {
-  MemFileReader fs;
-  const std::string p = "/sys/class/infiniband/mlx5_0/ports/1";
-  fs.AddFile(p + "/state", "4: ACTIVE\n")
-      .AddFile(p + "/phys_state", "5: LinkUp\n")
-      .AddFile(p + "/rate", "100 Gb/sec (4X EDR)\n")
-      .AddFile(p + "/link_layer", "Ethernet\n")
-      .AddFile(p + "/gids/0", "0000:0000:0000:0000:0000:ffff:0a00:0001\n")
-      .AddFile(p + "/gid_attrs/types/0", "RoCE v2\n")
-      .AddFile(p + "/gid_attrs/ndevs/0", "eth2\n")
-      .AddFile("/sys/class/net/eth2/mtu", "jumbo\n");
-  NodeFacts f = GatherNodeFacts(fs);
+  IbSysroot tree;
+  tree.RocePort("mlx5_0", "eth2", 0, {{0, "0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"}}, 1)
+      .File("/sys/class/net/eth2/mtu", "jumbo\n");
+  NodeFacts f = GatherNodeFacts(tree.fs());
   REQUIRE(f.ib_ports.size() == 1);
   CHECK(f.ib_ports[0].netdev_mtu == 0);
-  const IbProblem* mtu = FindProblem(f, "mlx5_0", "netdev_mtu");
+  const std::optional<IbProblem> mtu = FindProblem(f, "mlx5_0", "netdev_mtu");
   REQUIRE(mtu);
   CHECK(mtu->path == "/sys/class/net/eth2/mtu");
 }
@@ -182,7 +177,7 @@ TEST_CASE("a device without a ports directory is a device-level problem") {
   fs.AddFile("/sys/class/infiniband/mlx5_9/fw_ver", "28.39.1002\n");
   NodeFacts f = GatherNodeFacts(fs);
   CHECK(f.ib_ports.empty());
-  const IbProblem* ports = FindProblem(f, "mlx5_9", "ports");
+  const std::optional<IbProblem> ports = FindProblem(f, "mlx5_9", "ports");
   REQUIRE(ports);
   CHECK(ports->port == 0);
 }
@@ -199,7 +194,73 @@ TEST_CASE("IB facts survive the JSON round trip the warm-up store uses") {
   CHECK(roce.state_code == 4);
   CHECK(roce.hca_type == "MT4129");
   CHECK(roce.gids.size() == f.ib_ports[4].gids.size());
-  REQUIRE(back.ib_problems.size() == f.ib_problems.size());
-  CHECK(back.ib_problems[0].path == f.ib_problems[0].path);
-  CHECK(back.ib_problems[0].message == f.ib_problems[0].message);
+  // The peer's rows are put back on its facts: the same rows come out, and the read errors
+  // are on the facts the checks read.
+  const std::vector<IbProblem> rows = IbProblems(f), back_rows = IbProblems(back);
+  REQUIRE(!rows.empty());
+  REQUIRE(back_rows.size() == rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CHECK(back_rows[i].device == rows[i].device);
+    CHECK(back_rows[i].port == rows[i].port);
+    CHECK(back_rows[i].attribute == rows[i].attribute);
+    CHECK(back_rows[i].path == rows[i].path);
+    CHECK(back_rows[i].message == rows[i].message);
+  }
+  CHECK(nlohmann::json(back).dump() == j.dump());
+  const IbPort& unread = back.ib_ports[0];
+  REQUIRE_FALSE(unread.sysfs.state.ok());
+  CHECK(unread.sysfs.state.path == "/sys/class/infiniband/mlx5_0/ports/1/state");
+}
+
+TEST_CASE("a peer's device-level rows come back as the device's facts, in their order") {
+  nlohmann::json j = NodeFacts{};
+  j["ib_problems"] = nlohmann::json::array({{{"device", "mlx5_3"},
+                                             {"port", 0},
+                                             {"attribute", "ports"},
+                                             {"path", "/sys/class/infiniband/mlx5_3/ports"},
+                                             {"message", "/r/x: cannot list"}},
+                                            {{"device", "mlx5_1"},
+                                             {"port", 0},
+                                             {"attribute", "ports"},
+                                             {"path", "/sys/class/infiniband/mlx5_1/ports"},
+                                             {"message", "/r/y: cannot list"}}});
+  NodeFacts back = j.get<NodeFacts>();
+  REQUIRE(back.ib_devices.size() == 2);
+  CHECK(back.ib_devices[0].name == "mlx5_3");
+  CHECK_FALSE(back.ib_devices[0].ports.ok());
+  CHECK(back.ib_devices[0].ports.error.message == "/r/x: cannot list");
+  const auto rows = IbProblems(back);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].device == "mlx5_3");
+  CHECK(rows[1].message == "/r/y: cannot list");
+  CHECK(nlohmann::json(back)["ib_problems"] == j["ib_problems"]);
+}
+
+TEST_CASE("fw_ver, hca_type and board_id are facts of the device; unread they are no problem") {
+  const std::string dev = "/sys/class/infiniband/rxe0";
+  IbSysroot tree;
+  tree.Port("rxe0", "10 Gb/sec (1X QDR)")
+      .File(dev + "/ports/1/gids/0", "fe80:0000:0000:0000:0000:0000:0000:0001\n")
+      .File(dev + "/fw_ver", " 1.0.0 \n")
+      .File(dev + "/hca_type", "rxe\n")
+      .fs()
+      .AddDir(dev + "/board_id");  // a directory where the file should be: unreadable
+  NodeFacts f = GatherNodeFacts(tree.fs());
+  REQUIRE(f.ib_devices.size() == 1);
+  const IbDeviceFacts& d = f.ib_devices[0];
+  REQUIRE(d.fw_ver.ok());
+  CHECK(*d.fw_ver == "1.0.0");
+  CHECK(d.fw_ver.path == dev + "/fw_ver");
+  CHECK(d.fw_ver.raw == "1.0.0");
+  REQUIRE(d.hca_type.ok());
+  CHECK(*d.hca_type == "rxe");
+  CHECK_FALSE(d.board_id.ok());
+  CHECK_FALSE(d.board_id.absent);
+  CHECK(d.board_id.path == dev + "/board_id");
+  REQUIRE(d.ports.ok());
+  CHECK(*d.ports == std::vector<int>{1});
+  REQUIRE(f.ib_ports.size() == 1);
+  CHECK(f.ib_ports[0].fw_ver == "1.0.0");
+  CHECK(f.ib_ports[0].board_id.empty());
+  CHECK(IbProblems(f).empty());
 }

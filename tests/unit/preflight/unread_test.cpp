@@ -138,6 +138,7 @@ TEST_CASE("a file where /sys/class/infiniband should be is a device_unreadable e
   MemFileReader fs;
   fs.AddFile("/sys/class/infiniband", "");
   NodeFacts facts = GatherNodeFacts(fs);
-  REQUIRE(facts.ib_problems.size() == 1);
-  CHECK(facts.ib_problems[0].attribute == "devices");
+  const auto rows = IbProblems(facts);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].attribute == "devices");
 }

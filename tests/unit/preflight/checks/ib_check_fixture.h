@@ -1,14 +1,17 @@
 #pragma once
 // Shared helpers of the ib.* check tests (one test file per check beside this one).
+#include <catch2/catch.hpp>
 #include <memory>
 
 #include "common/file_reader.h"
 #include "common/node_facts.h"
 #include "preflight/check.h"
+#include "tests/unit/preflight/ib_sysroot.h"
 #include "tests/unit/test_paths.h"
 
 using namespace sl;
 using namespace sl::preflight;
+using sl::test::IbSysroot;
 
 // The checks under test, reached through the registry as the runner reaches them.
 inline const CheckFn CheckIbGid = FindCheck("ib.gid")->run;
@@ -23,9 +26,21 @@ struct Node {
   bool verbose = false;
   NodeFacts facts;
 
+  std::vector<Finding> findings;  ///< of the last FindingFor
+
   std::vector<Finding> Run(CheckFn fn) {
     facts = GatherNodeFacts(*fs);
     return RunOnFacts(fn);
+  }
+  // Runs `fn` and returns its finding for `entity` (kept in `findings`); the test fails at once
+  // when the check made none.
+  const Finding* FindingFor(CheckFn fn, const std::string& entity) {
+    findings = Run(fn);
+    for (const auto& f : findings) {
+      if (f.entity == entity) return &f;
+    }
+    FAIL("no finding for " << entity);
+    return nullptr;
   }
   // For facts the fixture cannot express (verbs' active MTU on a live node).
   std::vector<Finding> RunOnFacts(CheckFn fn) {
@@ -37,6 +52,13 @@ struct Node {
 inline Node Fixture(const std::string& name) {
   Node n;
   n.fs = std::make_shared<RootedFileReader>(SL_FIXTURES_DIR + "/" + name);
+  return n;
+}
+
+// A node on an in-memory tree (ib_sysroot.h).
+inline Node OnTree(const IbSysroot& tree) {
+  Node n;
+  n.fs = tree.shared();
   return n;
 }
 
@@ -62,24 +84,4 @@ inline bool HasEvidence(const Finding& f, const std::string& source, const std::
 
 inline bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-// A one-port RoCE device in memory: GID rows (index, gid, type, ndev) and the netdev MTU.
-inline void AddRocePort(MemFileReader& fs, const std::string& dev, const std::string& ifname,
-                        int mtu, const std::vector<std::tuple<int, std::string, std::string>>& rows,
-                        int table_len = 8) {
-  const std::string p = "/sys/class/infiniband/" + dev + "/ports/1";
-  fs.AddFile(p + "/state", "4: ACTIVE\n")
-      .AddFile(p + "/phys_state", "5: LinkUp\n")
-      .AddFile(p + "/rate", "200 Gb/sec (4X HDR)\n")
-      .AddFile(p + "/link_layer", "Ethernet\n");
-  for (int i = 0; i < table_len; ++i) {
-    fs.AddFile(p + "/gids/" + std::to_string(i), "0000:0000:0000:0000:0000:0000:0000:0000\n");
-  }
-  for (const auto& [i, gid, type] : rows) {
-    fs.AddFile(p + "/gids/" + std::to_string(i), gid + "\n")
-        .AddFile(p + "/gid_attrs/types/" + std::to_string(i), type + "\n")
-        .AddFile(p + "/gid_attrs/ndevs/" + std::to_string(i), ifname + "\n");
-  }
-  fs.AddFile("/sys/class/net/" + ifname + "/mtu", std::to_string(mtu) + "\n");
 }

@@ -26,9 +26,7 @@ TEST_CASE("ib.gid works for container tables starting at index 4") {
 TEST_CASE("ib.gid fails NCCL_IB_GID_INDEX naming a link-local entry and names the right one") {
   Node n = Fixture("roce-jumbo");
   n.env["NCCL_IB_GID_INDEX"] = "1";
-  auto fs = n.Run(CheckIbGid);
-  const Finding* f = For(fs, "mlx5_0:1");
-  REQUIRE(f);
+  const Finding* f = n.FindingFor(CheckIbGid, "mlx5_0:1");
   CHECK(f->outcome == Outcome::kFail);
   CHECK(Contains(f->message, "link-local"));
   CHECK(Contains(f->next_step, "NCCL_IB_GID_INDEX=3"));
@@ -39,9 +37,7 @@ TEST_CASE("ib.gid fails NCCL_IB_GID_INDEX naming a link-local entry and names th
 TEST_CASE("ib.gid fails NCCL_IB_GID_INDEX naming a RoCE v1 entry") {
   Node n = Fixture("roce-jumbo");
   n.env["NCCL_IB_GID_INDEX"] = "2";
-  auto all = n.Run(CheckIbGid);
-  auto f = For(all, "mlx5_0:1");
-  REQUIRE(f);
+  const Finding* f = n.FindingFor(CheckIbGid, "mlx5_0:1");
   CHECK(f->outcome == Outcome::kFail);
   CHECK(Contains(f->message, "not RoCE v2"));
 }
@@ -55,21 +51,17 @@ TEST_CASE("ib.gid passes NCCL_IB_GID_INDEX naming the RoCE v2 entry") {
 TEST_CASE("ib.gid: a bare-metal GID index is an empty slot inside a pod") {
   Node n = Fixture("roce-container-gid4");
   n.env["NCCL_IB_GID_INDEX"] = "3";
-  auto all = n.Run(CheckIbGid);
-  auto f = For(all, "mlx5_0:1");
-  REQUIRE(f);
+  const Finding* f = n.FindingFor(CheckIbGid, "mlx5_0:1");
   CHECK(f->outcome == Outcome::kFail);
   CHECK(Contains(f->message, "empty"));
   CHECK(Contains(f->next_step, "NCCL_IB_GID_INDEX=7"));
 }
 
 TEST_CASE("ib.gid fails when no usable RoCE v2 GID exists") {
-  auto mem = std::make_shared<MemFileReader>();
-  AddRocePort(*mem, "mlx5_0", "ens3np0", 9000,
-              {{0, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "IB/RoCE v1"},
-               {1, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "RoCE v2"}});
-  Node n;
-  n.fs = mem;
+  Node n =
+      OnTree(IbSysroot().RocePort("mlx5_0", "ens3np0", 9000,
+                                  {{0, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "IB/RoCE v1"},
+                                   {1, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "RoCE v2"}}));
   auto fs = n.Run(CheckIbGid);
   const Finding* f = For(fs, "mlx5_0:1");
   CHECK(f->outcome == Outcome::kFail);
@@ -81,9 +73,7 @@ TEST_CASE("ib.gid fails when no usable RoCE v2 GID exists") {
 TEST_CASE("ib.gid -v adds a show_gids-style table") {
   Node n = Fixture("roce-jumbo");
   n.verbose = true;
-  auto all = n.Run(CheckIbGid);
-  auto f = For(all, "mlx5_0:1");
-  REQUIRE(f);
+  const Finding* f = n.FindingFor(CheckIbGid, "mlx5_0:1");
   CHECK(HasEvidence(*f, "/sys/class/infiniband/mlx5_0/ports/1/gids/2",
                     "0000:0000:0000:0000:0000:ffff:0b00:0048  11.0.0.72  v1  ens3np0"));
   CHECK(HasEvidence(*f, "/sys/class/infiniband/mlx5_0/ports/1/gids/0",
@@ -103,10 +93,7 @@ TEST_CASE("ib.gid skips InfiniBand-only and socket-only nodes") {
 
 TEST_CASE("ib.gid: a truncated GID is an error naming the file") {
   Node n = Fixture("ib-broken");
-  auto all = n.Run(CheckIbGid);
-  auto f = For(all, "mlx5_4:1");
-  REQUIRE(f);
-  REQUIRE(f);
+  const Finding* f = n.FindingFor(CheckIbGid, "mlx5_4:1");
   CHECK(f->outcome == Outcome::kError);
   CHECK(Contains(f->message, "/ib-broken/sys/class/infiniband/mlx5_4/ports/1/gids/3"));
 }

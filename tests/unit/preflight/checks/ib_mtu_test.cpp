@@ -3,6 +3,16 @@
 
 #include "tests/unit/preflight/checks/ib_check_fixture.h"
 
+namespace {
+// One RoCE port on ens3np0 whose MTU file holds `mtu_text`.
+Node OnRoceWithMtu(const std::string& mtu_text) {
+  return OnTree(IbSysroot()
+                    .RocePort("mlx5_0", "ens3np0", 9000,
+                              {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}})
+                    .File("/sys/class/net/ens3np0/mtu", mtu_text));
+}
+}  // namespace
+
 TEST_CASE("ib.mtu passes RoCE ports on jumbo netdevs") {
   Node n = Fixture("roce-jumbo");
   auto fs = n.Run(CheckIbMtu);
@@ -35,16 +45,12 @@ TEST_CASE("ib.mtu honours thresholds.expected_mtu") {
 }
 
 TEST_CASE("ib.mtu fails when ports NCCL uses disagree") {
-  auto mem = std::make_shared<MemFileReader>();
-  AddRocePort(*mem, "mlx5_0", "ens3np0", 9000,
-              {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}});
-  AddRocePort(*mem, "mlx5_1", "ens2np0", 1500,
-              {{3, "0000:0000:0000:0000:0000:ffff:0b00:0049", "RoCE v2"}});
-  Node n;
-  n.fs = mem;
-  auto fs = n.Run(CheckIbMtu);
-  const Finding* node = For(fs, "node");
-  REQUIRE(node);
+  Node n = OnTree(IbSysroot()
+                      .RocePort("mlx5_0", "ens3np0", 9000,
+                                {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}})
+                      .RocePort("mlx5_1", "ens2np0", 1500,
+                                {{3, "0000:0000:0000:0000:0000:ffff:0b00:0049", "RoCE v2"}}));
+  const Finding* node = n.FindingFor(CheckIbMtu, "node");
   CHECK(node->outcome == Outcome::kFail);
   CHECK(Contains(node->message, "mlx5_0:1 4096"));
   CHECK(Contains(node->message, "mlx5_1:1 1024"));
@@ -79,24 +85,14 @@ TEST_CASE("ib.mtu judges the InfiniBand active MTU when verbs reported it") {
 }
 
 TEST_CASE("ib.mtu: an unreadable netdev MTU is an error") {
-  auto mem = std::make_shared<MemFileReader>();
-  AddRocePort(*mem, "mlx5_0", "ens3np0", 9000,
-              {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}});
-  mem->AddFile("/sys/class/net/ens3np0/mtu", "\x01\x02");
-  Node n;
-  n.fs = mem;
+  Node n = OnRoceWithMtu("\x01\x02");
   auto fs = n.Run(CheckIbMtu);
   CHECK(For(fs, "mlx5_0:1")->outcome == Outcome::kError);
   CHECK(Contains(For(fs, "mlx5_0:1")->message, "/sys/class/net/ens3np0/mtu"));
 }
 
 TEST_CASE("ib.mtu: a garbage netdev MTU is an error naming the port's MTU fact") {
-  auto mem = std::make_shared<MemFileReader>();
-  AddRocePort(*mem, "mlx5_0", "ens3np0", 9000,
-              {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}});
-  mem->AddFile("/sys/class/net/ens3np0/mtu", "jumbo\n");
-  Node n;
-  n.fs = mem;
+  Node n = OnRoceWithMtu("jumbo\n");
   auto fs = n.Run(CheckIbMtu);
   const Fact<int>& mtu = n.facts.ib_ports[0].sysfs.netdev_mtu;
   CHECK(mtu.path == "/sys/class/net/ens3np0/mtu");

@@ -26,9 +26,9 @@ TEST_CASE("ib.port.errors warns with the non-zero counters as evidence") {
 
 TEST_CASE("ib.port.errors reads RoCE hw_counters and ignores congestion counters") {
   // sysfs_hw_counters_grep_roce_nccl-394.txt
-  auto mem = std::make_shared<MemFileReader>();
-  AddRocePort(*mem, "mlx5_0", "ens3np0", 9000,
-              {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}});
+  IbSysroot tree;
+  tree.RocePort("mlx5_0", "ens3np0", 9000,
+                {{3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2"}});
   const std::string hw = "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/";
   for (auto [name, value] :
        std::vector<std::pair<std::string, std::string>>{{"duplicate_request", "0"},
@@ -43,13 +43,10 @@ TEST_CASE("ib.port.errors reads RoCE hw_counters and ignores congestion counters
                                                         {"req_cqe_error", "2"},
                                                         {"req_cqe_flush_error", "0"},
                                                         {"resp_cqe_error", "20540"}}) {
-    mem->AddFile(hw + name, value + "\n");
+    tree.File(hw + name, value + "\n");
   }
-  Node n;
-  n.fs = mem;
-  auto fs = n.Run(CheckIbPortErrors);
-  const Finding* f = For(fs, "mlx5_0:1");
-  REQUIRE(f);
+  Node n = OnTree(tree);
+  const Finding* f = n.FindingFor(CheckIbPortErrors, "mlx5_0:1");
   CHECK(f->outcome == Outcome::kWarn);
   CHECK(HasEvidence(*f, hw + "local_ack_timeout_err", "91316"));
   CHECK(HasEvidence(*f, hw + "out_of_sequence", "6140236"));
@@ -61,9 +58,7 @@ TEST_CASE("ib.port.errors reads RoCE hw_counters and ignores congestion counters
 
 TEST_CASE("ib.port.errors: a non-numeric counter is an error naming the file") {
   Node n = Fixture("ib-broken");
-  auto fs = n.Run(CheckIbPortErrors);
-  const Finding* f = For(fs, "mlx5_3:1");
-  REQUIRE(f);
+  const Finding* f = n.FindingFor(CheckIbPortErrors, "mlx5_3:1");
   CHECK(f->outcome == Outcome::kError);
   CHECK(Contains(f->message, SL_FIXTURES_DIR +
                                  "/ib-broken/sys/class/infiniband/mlx5_3/ports/1/counters/"

@@ -51,16 +51,8 @@ TEST_CASE("ib.port.state: a list in NCCL_IB_HCA makes unlisted down ports inform
 }
 
 TEST_CASE("ib.port.state warns about a port slower than its siblings") {
-  auto mem = std::make_shared<MemFileReader>();
-  for (int i = 0; i < 2; ++i) {
-    const std::string p = "/sys/class/infiniband/mlx5_" + std::to_string(i) + "/ports/1";
-    mem->AddFile(p + "/state", "4: ACTIVE\n")
-        .AddFile(p + "/phys_state", "5: LinkUp\n")
-        .AddFile(p + "/rate", i == 0 ? "400 Gb/sec (4X NDR)\n" : "200 Gb/sec (2X NDR)\n")
-        .AddFile(p + "/link_layer", "InfiniBand\n");
-  }
-  Node n;
-  n.fs = mem;
+  Node n = OnTree(
+      IbSysroot().Port("mlx5_0", "400 Gb/sec (4X NDR)").Port("mlx5_1", "200 Gb/sec (2X NDR)"));
   auto fs = n.Run(CheckIbPortState);
   CHECK(For(fs, "mlx5_0:1")->outcome == Outcome::kPass);
   const Finding* slow = For(fs, "mlx5_1:1");
@@ -100,17 +92,10 @@ TEST_CASE("ib.port.state reports unreadable files as errors naming the host path
 }
 
 TEST_CASE("ib.port.state names the port fact whose file is garbage") {
-  auto mem = std::make_shared<MemFileReader>();
-  const std::string p = "/sys/class/infiniband/mlx5_0/ports/1";
-  mem->AddFile(p + "/state", "garbage\n")
-      .AddFile(p + "/phys_state", "5: LinkUp\n")
-      .AddFile(p + "/rate", "400 Gb/sec (4X NDR)\n")
-      .AddFile(p + "/link_layer", "InfiniBand\n");
-  Node n;
-  n.fs = mem;
-  auto fs = n.Run(CheckIbPortState);
-  const Finding* f = For(fs, "mlx5_0:1");
-  REQUIRE(f);
+  const std::string p = IbSysroot::PortDir("mlx5_0");
+  Node n =
+      OnTree(IbSysroot().Port("mlx5_0", "400 Gb/sec (4X NDR)").File(p + "/state", "garbage\n"));
+  const Finding* f = n.FindingFor(CheckIbPortState, "mlx5_0:1");
   CHECK(f->outcome == Outcome::kError);
   CHECK(f->code == "ib.port.state/port_unreadable");
   const Fact<SysfsCodeName>& state = n.facts.ib_ports[0].sysfs.state;
