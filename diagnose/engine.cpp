@@ -2044,6 +2044,18 @@ void AddAlternatives(std::vector<PriorExample>* out) {
       }
       continue;
     }
+    // A row's own features, whether its category is a cause (it has an example above) or a
+    // symptom (it has none).
+    bool row = false;
+    for (const Signature& s : Catalog()) {
+      if (a.of != "row:" + std::string(s.id)) continue;
+      alt.push_back({.id = std::string(a.of),
+                     .category = std::string(a.category),
+                     .features = RowAloneFeatures(s),
+                     .weight = a.weight * kAlternativeScale});
+      row = true;
+    }
+    if (row) continue;
     for (const PriorExample& e : *out) {
       if (e.id != a.of) continue;
       PriorExample copy = e;
