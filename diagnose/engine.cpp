@@ -1186,6 +1186,9 @@ constexpr Supersede kSupersedes[] = {
     {"nccl_bug", "shm_too_small"},
     // Connections refused while NCCL uses an interface the nodes cannot reach: the interface.
     {"firewall_or_port", "socket_ifname_wrong"},
+    // An unroutable interface in NCCL's "Using" lines does not explain a full /dev/shm: the
+    // shared-memory segment failed on this host before any socket to another node mattered.
+    {"socket_ifname_wrong", "shm_too_small"},
 };
 
 // What symptoms point at when nothing decides, and what would.

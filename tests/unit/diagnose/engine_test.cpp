@@ -82,6 +82,33 @@ TEST_CASE("bootstrap over a docker bridge is socket_ifname_wrong, a routable int
   CHECK_FALSE(good.named());
 }
 
+// shm.h 2.10-2.18: WARN "Call to posix_fallocate failed : %s"; a bridge in the Using line is a
+// fact beside it, not what failed.
+TEST_CASE("a full /dev/shm beside an unroutable socket interface is shm_too_small") {
+  const std::string docker = "n1:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.2<0>\n";
+  const std::string full =
+      "n1:1:1 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on "
+      "device\n";
+  auto engine = [](const Diagnosis& d, std::string_view id) {
+    for (const Feature& f : d.features) {
+      if (f.id == id) return f.value;
+    }
+    return 0.0;
+  };
+  Diagnosis alone = Run(docker);
+  Diagnosis both = Run(docker + full);
+  REQUIRE(both.named());
+  CHECK(both.causes[0].category == "shm_too_small");
+  // The interface's confidence is weakened, not removed: it stays in the differential.
+  const double a = engine(alone, "engine:socket_ifname_wrong");
+  const double b = engine(both, "engine:socket_ifname_wrong");
+  CHECK(a > 0.5);
+  CHECK(b == Approx(a * 0.5).epsilon(0.05));
+  bool listed = false;
+  for (const Cause& c : both.causes) listed = listed || c.category == "socket_ifname_wrong";
+  CHECK(listed);
+}
+
 // socket.cc 2.18-2.21: WARN "socketStartConnect: Connect to %s failed : %s" (strerror).
 TEST_CASE("connection refused between nodes on a routable interface is firewall_or_port") {
   const std::string refused =
