@@ -10,6 +10,7 @@
 #include "common/json_text.h"
 #include "common/strings.h"
 #include "watchdog/hang/peer_events.h"
+#include "watchdog/watch/json_scan.h"
 
 namespace sl::watch {
 namespace {
@@ -103,7 +104,7 @@ struct LiveFields {
   bool event = false;  // last_event is an object
 };
 
-// An nlohmann SAX handler filling LiveFields.
+// A SAX handler (nlohmann's method names, driven by ScanJson) filling LiveFields.
 struct LiveSax {
   enum Slot { kNone, kUpdated, kLastOutput, kPhaseSince, kPhase, kEvent, kSignature, kCategory };
   LiveFields* out;
@@ -155,15 +156,12 @@ struct LiveSax {
     const bool numeric = slot == kUpdated || slot == kLastOutput || slot == kPhaseSince;
     return numeric ? Set(v, nullptr) : Set(0, nullptr);
   }
-  bool number_integer(json::number_integer_t v) { return Number(static_cast<double>(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return Number(static_cast<double>(v)); }
-  bool number_float(json::number_float_t v, const std::string&) { return Number(v); }
+  bool number_float(double v, const std::string&) { return Number(v); }
   bool string(std::string& v) {
     if (!Top(false)) return false;
     const bool text = slot == kPhase || slot == kSignature || slot == kCategory;
     return text ? Set(0, &v) : Set(0, nullptr);
   }
-  bool binary(json::binary_t&) { return Other(); }
   bool start_object(std::size_t) {
     if (!Top(true)) return false;
     if (depth == 1 && slot == kEvent) {
@@ -208,9 +206,6 @@ struct LiveSax {
     }
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
-    return false;
-  }
 };
 
 // live.json's fields; false (with the problem named, as ParseJson names it) when it is not a
@@ -226,7 +221,7 @@ bool ParseLive(const FileRead& f, std::vector<std::string>* problems, LiveFields
     return false;
   }
   LiveSax sax{.out = out};
-  if (!json::sax_parse(f.text, &sax) || !sax.seen) {
+  if (!ScanJson(f.text, &sax) || !sax.seen) {
     *out = LiveFields{};
     problems->push_back(f.name + ": not a JSON object (partial or corrupt file)");
     return false;
@@ -501,11 +496,17 @@ Snapshot BuildSnapshot(const RunRootFiles& files, double now, const WatchOptions
   AddDiagnosis(files, &snap);
   std::vector<Row> rows;
   rows.reserve(files.nodes.size());
+  // The reader hands nodes out sorted by name, as the memo is: each is looked up at the hint
+  // (the one after the last), else in the map.
+  auto hint = memo ? memo->begin() : ParseMemo::iterator{};
   for (const auto& n : files.nodes) {
     NodeState fresh;
     const NodeState* parsed = &fresh;
     if (memo && !n.signature.empty()) {
-      MemoEntry& slot = (*memo)[n.name];
+      auto at =
+          hint != memo->end() && hint->first == n.name ? hint : memo->try_emplace(n.name).first;
+      hint = std::next(at);
+      MemoEntry& slot = at->second;
       if (slot.signature != n.signature) {
         slot.state = ParseNodeWith(n, &slot);
         slot.signature = n.signature;
