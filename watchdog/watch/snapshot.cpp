@@ -10,7 +10,6 @@
 #include "common/json_text.h"
 #include "common/strings.h"
 #include "watchdog/hang/peer_events.h"
-#include "watchdog/watch/json_scan.h"
 
 namespace sl::watch {
 namespace {
@@ -104,7 +103,8 @@ struct LiveFields {
   bool event = false;  // last_event is an object
 };
 
-// A SAX handler (nlohmann's method names, driven by ScanJson) filling LiveFields.
+// A handler for nlohmann's SAX parser (no document is built; the parser keeps its own stack,
+// so a file nested however deep needs none) filling LiveFields.
 struct LiveSax {
   enum Slot { kNone, kUpdated, kLastOutput, kPhaseSince, kPhase, kEvent, kSignature, kCategory };
   LiveFields* out;
@@ -156,12 +156,15 @@ struct LiveSax {
     const bool numeric = slot == kUpdated || slot == kLastOutput || slot == kPhaseSince;
     return numeric ? Set(v, nullptr) : Set(0, nullptr);
   }
-  bool number_float(double v, const std::string&) { return Number(v); }
+  bool number_integer(json::number_integer_t v) { return Number(static_cast<double>(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return Number(static_cast<double>(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return Number(v); }
   bool string(std::string& v) {
     if (!Top(false)) return false;
     const bool text = slot == kPhase || slot == kSignature || slot == kCategory;
     return text ? Set(0, &v) : Set(0, nullptr);
   }
+  bool binary(json::binary_t&) { return Other(); }
   bool start_object(std::size_t) {
     if (!Top(true)) return false;
     if (depth == 1 && slot == kEvent) {
@@ -206,6 +209,10 @@ struct LiveSax {
     }
     return true;
   }
+  // Not JSON (cut, corrupt, not UTF-8): the parse stops; ParseLive names the file.
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
+  }
 };
 
 // live.json's fields; false (with the problem named, as ParseJson names it) when it is not a
@@ -221,7 +228,7 @@ bool ParseLive(const FileRead& f, std::vector<std::string>* problems, LiveFields
     return false;
   }
   LiveSax sax{.out = out};
-  if (!ScanJson(f.text, &sax) || !sax.seen) {
+  if (!json::sax_parse(f.text, &sax) || !sax.seen) {
     *out = LiveFields{};
     problems->push_back(f.name + ": not a JSON object (partial or corrupt file)");
     return false;
