@@ -97,6 +97,7 @@ struct RunRootReader::Cache {
     std::uint64_t seen = 0;  // the refresh that last looked at it (the others are dropped)
   };
   std::map<std::string, NodeEntry> nodes;
+  std::map<std::string, NodeEntry>::iterator node_hint = nodes.end();  // see ReadNodeCached
   std::uint64_t refresh = 0;
   std::string path;  // scratch for "node/file" (no allocation per look)
 };
@@ -290,7 +291,12 @@ std::string NextSignature() {
 // run root, without opening the directory.
 NodeList::Ptr ReadNodeCached(int rootfd, const std::string& name, const struct stat& dir_st,
                              const ReaderLimits& lim, RunRootReader::Cache* cache) {
-  RunRootReader::Cache::NodeEntry& e = cache->nodes[name];
+  // Nodes come in the listing's order, the map's: the entry after the last one is the likely one.
+  auto& hint = cache->node_hint;
+  if (hint == cache->nodes.end() || hint->first != name)
+    hint = cache->nodes.try_emplace(name).first;
+  RunRootReader::Cache::NodeEntry& e = hint->second;
+  ++hint;
   e.seen = cache->refresh;
   const Key dir = KeyOf(dir_st);
   struct stat st {};
@@ -452,6 +458,7 @@ bool ReadRoot(RunRootReader::Job* job) {
   if (!error.empty()) out.problem = "not listable: " + error;
   const double now = NowUnix();
   ++cache->refresh;
+  cache->node_hint = cache->nodes.begin();
   out.nodes.items().reserve(names.size());
   for (const auto& name : names) {
     if (StartsWith(name, ".")) continue;
@@ -478,6 +485,7 @@ bool ReadRoot(RunRootReader::Job* job) {
     if (!Leave(job)) return false;
   }
   std::erase_if(cache->nodes, [&](const auto& e) { return e.second.seen != cache->refresh; });
+  cache->node_hint = cache->nodes.end();
   if (!Enter(job, "")) return false;
   ReadEvents(root.fd, limits, cache, &out);
   out.diagnosis =

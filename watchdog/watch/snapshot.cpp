@@ -103,7 +103,8 @@ struct LiveFields {
   bool event = false;  // last_event is an object
 };
 
-// An nlohmann SAX handler filling LiveFields.
+// A handler for nlohmann's SAX parser (no document is built; the parser keeps its own stack,
+// so a file nested however deep needs none) filling LiveFields.
 struct LiveSax {
   enum Slot { kNone, kUpdated, kLastOutput, kPhaseSince, kPhase, kEvent, kSignature, kCategory };
   LiveFields* out;
@@ -208,6 +209,7 @@ struct LiveSax {
     }
     return true;
   }
+  // Not JSON (cut, corrupt, not UTF-8): the parse stops; ParseLive names the file.
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
     return false;
   }
@@ -501,11 +503,17 @@ Snapshot BuildSnapshot(const RunRootFiles& files, double now, const WatchOptions
   AddDiagnosis(files, &snap);
   std::vector<Row> rows;
   rows.reserve(files.nodes.size());
+  // The reader hands nodes out sorted by name, as the memo is: each is looked up at the hint
+  // (the one after the last), else in the map.
+  auto hint = memo ? memo->begin() : ParseMemo::iterator{};
   for (const auto& n : files.nodes) {
     NodeState fresh;
     const NodeState* parsed = &fresh;
     if (memo && !n.signature.empty()) {
-      MemoEntry& slot = (*memo)[n.name];
+      auto at =
+          hint != memo->end() && hint->first == n.name ? hint : memo->try_emplace(n.name).first;
+      hint = std::next(at);
+      MemoEntry& slot = at->second;
       if (slot.signature != n.signature) {
         slot.state = ParseNodeWith(n, &slot);
         slot.signature = n.signature;

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <string>
 
 #include "watchdog/hang/live_status.h"
 #include "watchdog/hang/peer_events.h"
@@ -207,6 +209,76 @@ TEST_CASE("live.json is read as a document reads it: last key wins, other types 
     REQUIRE(r.problems.size() == 1);
     CHECK(r.problems[0] == "live.json: not a JSON object (partial or corrupt file)");
   }
+}
+
+// live.json read by the watcher: either its fields, or the one problem and nothing from it.
+Row RowWithLive(std::string live) {
+  NodeFiles n = Running("A", kNow - 3);
+  n.live = Ok("live.json", std::move(live));
+  return BuildSnapshot({.nodes = {n}}, kNow).rows.at(0);
+}
+
+void CheckRejected(const std::string& live) {
+  const Row r = RowWithLive(live);
+  INFO("live.json: " << nlohmann::json(live).dump(-1, ' ', true,
+                                                  nlohmann::json::error_handler_t::replace));
+  CHECK(r.phase == Phase::kRunning);
+  CHECK(r.output_age_s == -1);
+  CHECK(r.last_event.empty());
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0] == "live.json: not a JSON object (partial or corrupt file)");
+}
+
+TEST_CASE("Every cut of a live.json is named as partial, the whole file is read") {
+  const std::string live = Live(kNow - 3, "capturing");
+  const std::size_t close = live.rfind('}');
+  for (std::size_t n = 0; n <= close; ++n) CheckRejected(live.substr(0, n));
+  for (std::size_t n = close + 1; n <= live.size(); ++n) {
+    const Row r = RowWithLive(live.substr(0, n));
+    CHECK(r.problems.empty());
+    CHECK(r.phase == Phase::kCapturing);
+    CHECK(r.output_age_s == Approx(3));
+    CHECK(r.last_event == "torch.watchdog_timeout (collective_timeout)");
+  }
+}
+
+TEST_CASE("Hostile live.json: deep nesting, NUL bytes, bad UTF-8, random bytes") {
+  // 200000 deep inside the object, closed or cut: no stack overflow, no crash.
+  const std::string deep(200000, '['), shut(200000, ']');
+  Row r = RowWithLive(R"({"lines":)" + deep + shut + R"(,"last_output_unix":1799999998})");
+  CHECK(r.problems.empty());
+  CHECK(r.output_age_s == Approx(2));
+  CheckRejected(R"({"lines":)" + deep);
+  CheckRejected(deep + shut);  // an array, not an object
+  std::string objects;
+  for (int i = 0; i < 100000; ++i) objects += R"({"last_event":)";
+  CheckRejected(R"({"a":)" + objects);
+  // NUL bytes: inside a string or between tokens the file is corrupt.
+  CheckRejected(std::string("{\"phase\":\"capt\0uring\"}", 22));
+  CheckRejected(std::string("{\"phase\":\0\"capturing\"}", 22));
+  CheckRejected(std::string("\0{\"phase\":\"capturing\"}", 22));
+  // Bytes that are not UTF-8 (an overlong '/', a lone surrogate, a cut sequence, a stray 0xff).
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xff", "\\ud83d"}) {
+    CheckRejected(std::string(R"({"phase":"capturing","last_event":{"signature":")") + bad +
+                  R"("}})");
+  }
+  // Bytes changed at random: fields or the one problem, never a crash.
+  const std::string live = Live(kNow - 3);
+  const std::string bytes = "{}[]\",:\\.-+eE0123456789 tfnu\xc3\xa9\xff";
+  std::mt19937 rng(28);
+  int rejected = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::string t = live;
+    for (int k = 0; k < 1 + round % 3; ++k) t[rng() % t.size()] = bytes[rng() % bytes.size()];
+    const Row row = RowWithLive(t);  // a changed digit may make the supervisor look silent
+    for (const auto& p : row.problems) {
+      if (!p.starts_with("live.json")) continue;
+      CHECK(p == "live.json: not a JSON object (partial or corrupt file)");
+      CHECK(row.output_age_s == -1);
+      ++rejected;
+    }
+  }
+  CHECK(rejected > 500);  // most changes break the file
 }
 
 TEST_CASE("Tasks of one node are one row unless per task") {
