@@ -64,6 +64,11 @@ struct Match {
   std::string Field(std::string_view name) const;
 };
 
+/// The start of torch's watchdog message, which terminals and pasted logs wrap: a line holding
+/// it that matches nothing alone is joined with the lines after it (RecognizeWrapped), so the
+/// skip scan hands over every line that holds it, anchor or not.
+inline constexpr std::string_view kWrappedWatchdogText = "Watchdog caught collective";
+
 /// Recognises lines against the catalog. Regexes are compiled once, at construction.
 class LineMatcher {
  public:
@@ -75,30 +80,37 @@ class LineMatcher {
   std::optional<Match> MatchLine(std::string_view line) const;
   /// One skip scan over a block of lines (split at '\n'; the last may lack it): calls
   /// `on_candidate(line, index)` for each line that holds a catalog anchor (every line MatchLine
-  /// can match is one; `index` is its 0-based number in the block) and returns how many lines the
-  /// block has. Healthy lines cost no per-line work at all: the scan skips across line ends.
+  /// can match is one, and every line that holds kWrappedWatchdogText; `index` is its 0-based
+  /// number in the block) and returns how many lines the block has. Healthy lines cost no
+  /// per-line work at all: the scan skips across line ends.
   std::size_t ScanBlock(
       std::string_view block,
       const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const;
 
-  /// Every prefilter's first kAnchor bytes are its anchor in the skip scan.
+  /// Every row's anchor in the skip scan is kAnchor bytes of its prefilter or of its second
+  /// substring (both must occur in a line it matches).
   static constexpr std::size_t kAnchor = 6;
+  /// The anchor the skip scan looks for on behalf of catalog row `row` (for tests).
+  std::string_view AnchorOf(std::size_t row) const { return anchors_[row]; }
 
  private:
   struct Compiled;
   std::vector<Compiled*> compiled_;  // parallel to Catalog()
-  // Multi-pattern skip scan (Wu-Manber, 2-byte blocks) over the first kAnchor bytes ("anchor") of
-  // every prefilter: a healthy line is crossed about kAnchor - 1 bytes per step; only where a
-  // block ends an anchor is the exact window looked up, and only the rows it starts are searched.
+  // Multi-pattern skip scan (Wu-Manber) over one anchor of kAnchor bytes per row, each picked
+  // where healthy text is thin (catalog/healthy_sample.inc). At each position the scan looks at
+  // the 3 bytes ending there and moves by the smaller of two safe shifts: shift3_ (where those 3
+  // bytes sit in some anchor, by a 16-bit hash of them) and shift2_ (by the last 2 bytes: the
+  // start of an anchor, or its first byte). A healthy line is crossed about kAnchor - 1 bytes per
+  // step; only where a shift is 0 (the 3 bytes end an anchor) is the window looked up.
   static constexpr std::size_t kMaxRows = 320;
-  std::vector<std::uint8_t> shift_;  // 65536 entries, indexed by a 2-byte block
-  // Where a 2-byte block says 0: the shift by the 3-byte block ending there (hashed, 65536).
-  std::vector<std::uint8_t> shift3_;
+  std::vector<std::string> anchors_;  // parallel to Catalog(); "" for a row without one
+  std::vector<std::uint8_t> shift3_;  // 65536 entries, by Hash3 of the 3 bytes ending here
+  std::vector<std::uint8_t> shift2_;  // 65536 entries, by the 2 bytes ending here
   std::unordered_map<std::uint64_t, std::bitset<kMaxRows>> rows_by_window_;
-  // One bit per 16-bit hash of each anchor: most windows that end on an anchor's last block are
+  // One bit per 16-bit hash of each anchor: most windows that end on an anchor's last 3 bytes are
   // not anchors, and this 8 KiB bitmap says so without a hash-map lookup.
   std::uint64_t anchor_bits_[1024] = {};
-  std::bitset<kMaxRows> short_rows_;  // rows whose prefilter is under kAnchor bytes: always tried
+  std::bitset<kMaxRows> short_rows_;  // rows without an anchor of kAnchor bytes: always tried
   std::bitset<kMaxRows> Candidates(std::string_view line) const;
 };
 
