@@ -1,6 +1,13 @@
 #include "common/line_assembler.h"
 
+#include <algorithm>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "common/strings.h"
 
 namespace sl {
 
@@ -8,11 +15,64 @@ namespace {
 
 // The first line end in `s`: '\n', or '\r' too when a lone CR ends lines.
 std::size_t FindEol(std::string_view s, bool cr) {
-  if (!cr) return s.find('\n');
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\n' || s[i] == '\r') return i;
+  const std::size_t nl = s.find('\n');
+  if (!cr) return nl;
+  const void* c = std::memchr(s.data(), '\r', nl == std::string_view::npos ? s.size() : nl);
+  return c != nullptr ? static_cast<std::size_t>(static_cast<const char*>(c) - s.data()) : nl;
+}
+
+// The first '\r' in `s` that is not the first half of "\r\n", npos when none. `s` ends in '\n',
+// so every '\r' in it has a byte after it.
+std::size_t FirstLoneCr(std::string_view s) {
+  const char* d = s.data();
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  // 16 positions at a time: a CR whose next byte is not LF.
+  const __m128i cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
+  for (; i + 17 <= n; i += 16) {
+    const __m128i here = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i));
+    const __m128i next = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i + 1));
+    const int lone =
+        _mm_movemask_epi8(_mm_andnot_si128(_mm_cmpeq_epi8(next, lf), _mm_cmpeq_epi8(here, cr)));
+    if (lone != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(lone)));
+  }
+#endif
+  for (; i + 1 < n; ++i) {
+    if (d[i] == '\r' && d[i + 1] != '\n') return i;
   }
   return std::string_view::npos;
+}
+
+// The run of whole lines at the front of `s` that go out as they are: each ends in '\n', is at
+// most `cap` bytes before it and (cr_ends) holds no '\r' but that of a "\r\n". Returns where the
+// run ends (0: none) and adds its lines to *count. One scan for CRs, one count of the line ends
+// and a look back from every cap + 1 bytes for an over-long line, instead of searches per line.
+std::size_t PlainLines(std::string_view s, std::size_t cap, bool cr_ends, std::uint64_t* count) {
+  const char* d = s.data();
+  const void* last = s.empty() ? nullptr : ::memrchr(d, '\n', s.size());
+  if (last == nullptr) return 0;
+  std::size_t end = static_cast<const char*>(last) - d + 1;
+  if (cr_ends) {
+    // The run stops at the line that holds a lone CR.
+    if (const std::size_t cr = FirstLoneCr(s.substr(0, end)); cr != std::string_view::npos) {
+      const void* nl = cr == 0 ? nullptr : ::memrchr(d, '\n', cr);
+      end = nl != nullptr ? static_cast<const char*>(nl) - d + 1 : 0;
+    }
+  }
+  // ... and at the first line over `cap`: a line that starts at `at` and is at most `cap` bytes
+  // ends within the cap + 1 bytes from `at`, and so does every line after it up to the last '\n'
+  // in them.
+  for (std::size_t at = 0; at < end;) {
+    const void* nl = ::memrchr(d + at, '\n', std::min(cap + 1, end - at));
+    if (nl == nullptr) {
+      end = at;
+      break;
+    }
+    at = static_cast<const char*>(nl) - d + 1;
+  }
+  *count += CountByte(s.substr(0, end), '\n');
+  return end;
 }
 
 }  // namespace
@@ -93,18 +153,8 @@ void LineAssembler::FeedCut(std::string_view bytes) {
     }
     if (partial_.empty()) {
       // The common case: a run of whole '\n' lines with no lone CR in them, handed over as is.
-      std::size_t p = 0, count = 0;
-      while (const void* q = std::memchr(bytes.data() + p, '\n', bytes.size() - p)) {
-        const std::size_t e = static_cast<const char*>(q) - bytes.data();
-        if (e - p > cap) break;
-        if (cr_ends) {
-          const void* cr = std::memchr(bytes.data() + p, '\r', e - p);
-          if (cr != nullptr && static_cast<const char*>(cr) != bytes.data() + e - 1) break;
-        }
-        p = e + 1;
-        ++count;
-      }
-      if (count > 0) {
+      std::uint64_t count = 0;
+      if (const std::size_t p = PlainLines(bytes, cap, cr_ends, &count); p > 0) {
         lines_ += count;
         on_text_(bytes.substr(0, p));
         bytes.remove_prefix(p);

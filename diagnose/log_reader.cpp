@@ -374,15 +374,17 @@ class Source {
  public:
   explicit Source(std::FILE* f) : stdio_(f) {}
   explicit Source(InputFile* f) : file_(f) {}
-  // Fills `buf` as far as the source goes; 0 at the end, an error for the file.
-  Result<std::size_t> Fill(char* buf, std::size_t n) {
+  // Fills `buf` (`n` bytes) as far as the source goes; 0 at the end, an error for the file. A
+  // file is read straight into `buf` (shared with the reading thread: after an error, `buf` is
+  // not to be used again).
+  Result<std::size_t> Fill(const std::shared_ptr<char[]>& buf, std::size_t n) {
     std::size_t used = 0;
     while (used < n) {
       std::size_t got = 0;
       if (stdio_ != nullptr) {
-        got = std::fread(buf + used, 1, n - used, stdio_);
+        got = std::fread(buf.get() + used, 1, n - used, stdio_);
       } else {
-        auto r = file_->Read(buf + used, n - used);
+        auto r = file_->Read(buf, used, n - used);
         if (!r.ok()) return r.error();
         got = *r;
       }
@@ -401,21 +403,21 @@ class Source {
 // message instead.
 void StreamFile(Source src, const std::string& name, InputSink& sink, InputStats* stats,
                 bool check_binary) {
-  std::string buf(kReadChunk, '\0');
-  auto got = src.Fill(buf.data(), buf.size());
+  const std::shared_ptr<char[]> buf(new char[kReadChunk]);
+  auto got = src.Fill(buf, kReadChunk);
   if (!got.ok()) {
     stats->skipped.push_back(name + ": " + got.error().message);
     return;
   }
   std::size_t n = *got;
-  std::string_view first(buf.data(), n);
+  std::string_view first(buf.get(), n);
   if (check_binary && LooksBinary(first.substr(0, 4096))) {
     ++stats->binary;
     return;
   }
   ++stats->files;
   sink.BeginFile(name);
-  if (n < buf.size() && n <= kMaxErrorFile) {
+  if (n < kReadChunk && n <= kMaxErrorFile) {
     if (std::string msg = TorchErrorFileText(first); !msg.empty()) {
       stats->bytes += n;
       sink.Bytes(msg);
@@ -425,8 +427,8 @@ void StreamFile(Source src, const std::string& name, InputSink& sink, InputStats
   }
   while (n > 0) {
     stats->bytes += n;
-    sink.Bytes(std::string_view(buf.data(), n));
-    got = src.Fill(buf.data(), buf.size());
+    sink.Bytes(std::string_view(buf.get(), n));
+    got = src.Fill(buf, kReadChunk);
     if (!got.ok()) {
       stats->skipped.push_back(name + ": cut short (" + got.error().message + ")");
       break;

@@ -131,9 +131,10 @@ inline std::uint32_t TripleOf(char a, char b, char c) {
   return std::uint32_t(std::uint8_t(a)) | (std::uint32_t(std::uint8_t(b)) << 8) |
          (std::uint32_t(std::uint8_t(c)) << 16);
 }
-// A triple hashed to 16 bits (multiplicative, top bits): the index into shift3_.
+// shifts_ holds two tables: by a triple hashed to 16 bits (multiplicative, top bits), then, from
+// kPairs on, by the triple's last 2 bytes.
+constexpr std::size_t kPairs = std::size_t(1) << 16;
 inline std::uint32_t Hash3(std::uint32_t triple) { return (triple * 0x9E3779B1u) >> 16; }
-// The last 2 bytes of a triple: the index into shift2_.
 inline std::uint32_t Pair(std::uint32_t triple) { return triple >> 8; }
 inline std::uint64_t Window(const char* p) {
   std::uint64_t w = 0;
@@ -146,9 +147,9 @@ inline std::uint32_t WindowHash(std::uint64_t w) {
 }
 // The scan's step at position p (the last byte of the window under test): 0 where the 3 bytes
 // ending at p end an anchor (or share its hash).
-inline std::uint8_t Shift(const std::uint8_t* shift3, const std::uint8_t* shift2, const char* p) {
+inline std::uint8_t Shift(const std::uint8_t* shifts, const char* p) {
   const std::uint32_t t = Triple(p);
-  const std::uint8_t a = shift3[Hash3(t)], b = shift2[Pair(t)];
+  const std::uint8_t a = shifts[Hash3(t)], b = shifts[kPairs + Pair(t)];
   return a < b ? a : b;
 }
 
@@ -212,10 +213,9 @@ std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line
   if (line.size() < kAnchor) return short_rows_;
   std::bitset<kMaxRows> rows = short_rows_;
   const char* d = line.data();
-  const std::uint8_t* shift3 = shift3_.data();
-  const std::uint8_t* shift2 = shift2_.data();
+  const std::uint8_t* shifts = shifts_.data();
   for (std::size_t pos = kAnchor - 1; pos < line.size();) {
-    if (const std::uint8_t s = Shift(shift3, shift2, d + pos); s != 0) {
+    if (const std::uint8_t s = Shift(shifts, d + pos); s != 0) {
       pos += s;
       continue;
     }
@@ -254,87 +254,124 @@ Lanes CutLanes(const char* d, std::size_t n) {
   return l;
 }
 
-/// Hands every hit line to `on_candidate` in block order, with its 0-based line index, and
-/// returns how many lines the block has (counted on the way: one pass over the block).
-std::size_t HandOver(
-    std::string_view block, const std::vector<std::size_t> (&hits)[kLanes],
-    const std::function<void(std::string_view line, std::size_t index)>& on_candidate) {
-  const char* d = block.data();
-  const std::size_t n = block.size();
-  std::size_t counted = 0;  // newlines before `counted` are already in `index`
-  std::size_t index = 0;
-  for (const auto& lane_hits : hits) {
-    for (std::size_t start : lane_hits) {
-      const void* next = std::memchr(d + start, '\n', n - start);
-      const std::size_t end = next ? static_cast<const char*>(next) - d : n;
-      index += CountByte(block.substr(counted, start - counted), '\n');
-      counted = start;
-      on_candidate(block.substr(start, end - start), index);
-    }
+}  // namespace
+
+namespace {
+
+// Runs the lanes in lock step while every lane is inside its range and none is at a zero shift:
+// no call in the loop, so that the positions, the block and the table stay in registers. Returns
+// the lane whose shift is 0, or -1 when a lane reached its end (the rest go on one by one).
+__attribute__((noinline)) int RunLanes(const char* d, const std::uint8_t* shifts,
+                                       std::size_t (&pos)[kLanes],
+                                       const std::size_t (&end)[kLanes]) {
+  static_assert(kLanes == 4, "one SL_LANE per lane below");
+  std::size_t p0 = pos[0], p1 = pos[1], p2 = pos[2], p3 = pos[3];
+  const std::size_t e0 = end[0], e1 = end[1], e2 = end[2], e3 = end[3];
+  int stop = -1;
+#define SL_LANE(k)                                              \
+  if (const std::uint8_t s = Shift(shifts, d + p##k); s != 0) { \
+    p##k += s;                                                  \
+  } else {                                                      \
+    stop = k;                                                   \
+    break;                                                      \
   }
-  return index + CountByte(block.substr(counted), '\n') +
-         (!block.empty() && block.back() != '\n' ? 1 : 0);
+  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
+    SL_LANE(0)
+    SL_LANE(1)
+    SL_LANE(2)
+    SL_LANE(3)
+  }
+#undef SL_LANE
+  pos[0] = p0;
+  pos[1] = p1;
+  pos[2] = p2;
+  pos[3] = p3;
+  return stop;
 }
 
 }  // namespace
 
+std::size_t LineIndex::Of(std::string_view line) {
+  const std::size_t start = static_cast<std::size_t>(line.data() - block_.data());
+  index_ += CountByte(block_.substr(counted_, start - counted_), '\n');
+  counted_ = start;
+  return index_;
+}
+
+std::size_t LineIndex::Total() {
+  return Of(block_.substr(block_.size())) + (!block_.empty() && block_.back() != '\n' ? 1 : 0);
+}
+
 std::size_t LineMatcher::ScanBlock(
     std::string_view block,
     const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const {
+  LineIndex index(block);  // one count over the block: to each candidate, then to the end
+  ScanBlockLazily(block,
+                  [&](std::string_view line, LineIndex&) { on_candidate(line, index.Of(line)); });
+  return index.Total();
+}
+
+void LineMatcher::ScanBlockLazily(
+    std::string_view block,
+    const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const {
+  LineIndex index(block);
   if (short_rows_.any()) {  // a row without an anchor: every line must be tried
-    std::size_t index = 0;
-    ForEachLine(block, [&](std::string_view line) { on_candidate(line, index++); });
-    return index;
+    ForEachLine(block, [&](std::string_view line) { on_candidate(line, index); });
+    return;
   }
   // The skip scan runs across line ends (an anchor never holds '\n', so a window that hits lies
-  // inside one line). Its steps form a dependency chain (load, table, add) that leaves the core
-  // mostly idle, so the block is cut at line ends into kLanes ranges scanned in lock step: the
-  // chains overlap. A hit records the line's start and resumes after the line (MatchLine looks
-  // at every row of that line itself).
+  // inside one line). Its steps form a dependency chain (load, hash, table, add) that leaves the
+  // core mostly idle, so the block is cut at line ends into kLanes ranges scanned in lock step:
+  // the chains overlap. A hit records the line's start and resumes after the line (MatchLine
+  // looks at every row of that line itself). A shift never jumps over the end of an anchor
+  // occurrence: each table's entry is at most the distance to the end of any anchor the bytes
+  // seen may be part of.
   const char* d = block.data();
   const std::size_t n = block.size();
-  const std::uint8_t* shift3 = shift3_.data();
-  const std::uint8_t* shift2 = shift2_.data();
-  // A shift never jumps over the end of an anchor occurrence: each table's entry is at most the
-  // distance to the end of any anchor the bytes seen may be part of.
-  const Lanes lanes = CutLanes(d, n);
+  const std::uint8_t* shifts = shifts_.data();
+  Lanes lanes = CutLanes(d, n);
   std::vector<std::size_t> hits[kLanes];  // line starts, ascending per lane
-  // The rare path, out of line so that the lanes' positions stay in registers: a zero shift.
-  // Returns where the lane goes on.
-  auto zero_shift = [&](std::size_t pos, std::vector<std::size_t> & lane_hits)
-                        __attribute__((noinline))
-                            ->std::size_t {
+  // A zero shift at `pos` (the last byte of the window): a hit records its line and goes on after
+  // it, anything else goes on at the next byte.
+  auto zero_shift = [&](std::size_t pos, std::vector<std::size_t>& lane_hits) -> std::size_t {
     const std::size_t at = pos + 1 - kAnchor;
-    const std::uint64_t w = Window(d + at);
-    const std::uint32_t h = WindowHash(w);
-    if (!((anchor_bits_[h >> 6] >> (h & 63)) & 1) ||
-        rows_by_window_.find(w) == rows_by_window_.end()) {
-      return pos + 1;
-    }
+    if (!IsAnchor(Window(d + at))) return pos + 1;
     const void* prev = ::memrchr(d, '\n', at);
     lane_hits.push_back(prev ? static_cast<const char*>(prev) - d + 1 : 0);
     const void* next = std::memchr(d + pos, '\n', n - pos);
     return (next ? static_cast<const char*>(next) - d : n) + kAnchor;
   };
-  std::size_t p0 = lanes.pos[0], p1 = lanes.pos[1], p2 = lanes.pos[2], p3 = lanes.pos[3];
-  const std::size_t e0 = lanes.end[0], e1 = lanes.end[1], e2 = lanes.end[2], e3 = lanes.end[3];
-#define SL_STEP(p, k)                                      \
-  do {                                                     \
-    const std::uint8_t s = Shift(shift3, shift2, d + (p)); \
-    (p) = s != 0 ? (p) + s : zero_shift((p), hits[k]);     \
-  } while (0)
-  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
-    SL_STEP(p0, 0);
-    SL_STEP(p1, 1);
-    SL_STEP(p2, 2);
-    SL_STEP(p3, 3);
+  for (int k; (k = RunLanes(d, shifts, lanes.pos, lanes.end)) >= 0;) {
+    lanes.pos[k] = zero_shift(lanes.pos[k], hits[k]);
   }
-  while (p0 < e0) SL_STEP(p0, 0);
-  while (p1 < e1) SL_STEP(p1, 1);
-  while (p2 < e2) SL_STEP(p2, 2);
-  while (p3 < e3) SL_STEP(p3, 3);
-#undef SL_STEP
-  return HandOver(block, hits, on_candidate);
+  for (int k = 0; k < kLanes; ++k) {
+    std::size_t& p = lanes.pos[k];
+    while (p < lanes.end[k]) {
+      const std::uint8_t s = Shift(shifts, d + p);
+      p = s != 0 ? p + s : zero_shift(p, hits[k]);
+    }
+  }
+  // Every hit line, in block order.
+  for (const auto& lane_hits : hits) {
+    for (std::size_t start : lane_hits) {
+      const void* next = std::memchr(d + start, '\n', n - start);
+      const std::size_t end = next ? static_cast<const char*>(next) - d : n;
+      on_candidate(block.substr(start, end - start), index);
+    }
+  }
+}
+
+std::size_t LineMatcher::SlotOf(std::uint64_t window) const {
+  return static_cast<std::size_t>((window * 0x9E3779B97F4A7C15ull) >> 32) % anchor_slots_.size();
+}
+
+bool LineMatcher::IsAnchor(std::uint64_t window) const {
+  const std::uint32_t h = WindowHash(window);
+  if (!((anchor_bits_[h >> 6] >> (h & 63)) & 1)) return false;
+  for (std::size_t i = SlotOf(window);; i = (i + 1) % anchor_slots_.size()) {
+    if (anchor_slots_[i] == 0) return false;  // (a window of 6 NULs is no anchor either)
+    if (anchor_slots_[i] == window) return true;
+  }
 }
 
 LineMatcher::LineMatcher() {
@@ -348,30 +385,39 @@ LineMatcher::LineMatcher() {
   }
   // Not a row's: lines that hold it are handed over for RecognizeWrapped.
   const std::string wrapped = PickAnchor(healthy, {kWrappedWatchdogText});
-  shift3_.assign(1u << 16, kFreeShift);
-  shift2_.assign(1u << 16, kFreeShift);
+  shifts_.assign(2 * kPairs, kFreeShift);
   auto lower = [](std::uint8_t& s, std::size_t to) {
     s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(to));
   };
+  std::vector<std::uint64_t> windows;
   auto add = [&](const std::string& a, std::size_t row) {
     const std::uint64_t w = Window(a.data());
     auto& rows = rows_by_window_[w];
     if (row < kMaxRows) rows.set(row);
     anchor_bits_[WindowHash(w) >> 6] |= std::uint64_t{1} << (WindowHash(w) & 63);
-    // Text whose last byte is this anchor's first may be followed by the rest of it: kAnchor - 1
-    // bytes on at most; whose last 2 bytes are its first 2, kAnchor - 2.
-    for (std::uint32_t x = 0; x < 256; ++x)
-      lower(shift2_[x | (std::uint32_t(std::uint8_t(a[0])) << 8)], kAnchor - 1);
-    lower(shift2_[Pair(TripleOf(0, a[0], a[1]))], kAnchor - 2);
+    windows.push_back(w);
+    // Text whose last byte is this anchor's first may go on into the rest of it: at most
+    // kAnchor - 1 bytes on; whose last 2 bytes are its first 2, kAnchor - 2.
+    const std::uint32_t first = std::uint32_t(std::uint8_t(a[0])) << 8;
+    for (std::uint32_t x = 0; x < 256; ++x) lower(shifts_[kPairs + (x | first)], kAnchor - 1);
+    lower(shifts_[kPairs + Pair(TripleOf(0, a[0], a[1]))], kAnchor - 2);
     // The triple ending at a[j] (j = 2 .. kAnchor-1) ends an occurrence kAnchor - 1 - j bytes on.
     for (std::size_t j = 2; j < kAnchor; ++j) {
-      lower(shift3_[Hash3(TripleOf(a[j - 2], a[j - 1], a[j]))], kAnchor - 1 - j);
+      lower(shifts_[Hash3(TripleOf(a[j - 2], a[j - 1], a[j]))], kAnchor - 1 - j);
     }
   };
   for (std::size_t i = 0; i < anchors_.size(); ++i) {
     if (!anchors_[i].empty()) add(anchors_[i], i);
   }
   add(wrapped, kMaxRows);
+  // The anchors again, in open addressing at most half full, for the scan's exact test (no
+  // window is 0: an anchor holds no NUL byte, or cleaning would have replaced it).
+  anchor_slots_.assign(std::bit_ceil(2 * windows.size()), 0);
+  for (std::uint64_t w : windows) {
+    std::size_t i = SlotOf(w);
+    while (anchor_slots_[i] != 0 && anchor_slots_[i] != w) i = (i + 1) % anchor_slots_.size();
+    anchor_slots_[i] = w;
+  }
   for (const Signature& sig : kCatalog) {
     auto* c = new Compiled;
     if (sig.prefilter.size() >= 4) c->pre.emplace(sig.prefilter.begin(), sig.prefilter.end());

@@ -69,6 +69,24 @@ struct Match {
 /// skip scan hands over every line that holds it, anchor or not.
 inline constexpr std::string_view kWrappedWatchdogText = "Watchdog caught collective";
 
+/// The 0-based numbers of lines in a block, counted only as far as asked, forward: a skip-scan
+/// candidate that needs its line's number asks for it (a repeat that is only counted does not,
+/// and the block's line ends are then never counted at all).
+class LineIndex {
+ public:
+  explicit LineIndex(std::string_view block) : block_(block) {}
+  /// The index of the line that starts at `line.data()` (a view into the block, at or after
+  /// every line asked for before).
+  std::size_t Of(std::string_view line);
+  /// How many lines the block has (the last may lack its '\n').
+  std::size_t Total();
+
+ private:
+  std::string_view block_;
+  std::size_t counted_ = 0;  // the line ends before block_[counted_] are in index_
+  std::size_t index_ = 0;
+};
+
 /// Recognises lines against the catalog. Regexes are compiled once, at construction.
 class LineMatcher {
  public:
@@ -86,6 +104,11 @@ class LineMatcher {
   std::size_t ScanBlock(
       std::string_view block,
       const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const;
+  /// The same scan; a candidate's index is counted only when it asks `index.Of(line)`, and the
+  /// block's lines are not counted.
+  void ScanBlockLazily(
+      std::string_view block,
+      const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const;
 
   /// Every row's anchor in the skip scan is kAnchor bytes of its prefilter or of its second
   /// substring (both must occur in a line it matches).
@@ -98,18 +121,21 @@ class LineMatcher {
   std::vector<Compiled*> compiled_;  // parallel to Catalog()
   // Multi-pattern skip scan (Wu-Manber) over one anchor of kAnchor bytes per row, each picked
   // where healthy text is thin (catalog/healthy_sample.inc). At each position the scan looks at
-  // the 3 bytes ending there and moves by the smaller of two safe shifts: shift3_ (where those 3
-  // bytes sit in some anchor, by a 16-bit hash of them) and shift2_ (by the last 2 bytes: the
-  // start of an anchor, or its first byte). A healthy line is crossed about kAnchor - 1 bytes per
-  // step; only where a shift is 0 (the 3 bytes end an anchor) is the window looked up.
+  // the 3 bytes ending there and moves by the smaller of two safe shifts, from the two tables in
+  // shifts_: by a 16-bit hash of those 3 bytes (where they sit in some anchor), and by the last 2
+  // (the start of an anchor, or its first byte). A healthy line is crossed about kAnchor - 1
+  // bytes per step; only where a shift is 0 (the 3 bytes end an anchor) is the window looked up.
   static constexpr std::size_t kMaxRows = 320;
   std::vector<std::string> anchors_;  // parallel to Catalog(); "" for a row without one
-  std::vector<std::uint8_t> shift3_;  // 65536 entries, by Hash3 of the 3 bytes ending here
-  std::vector<std::uint8_t> shift2_;  // 65536 entries, by the 2 bytes ending here
+  std::vector<std::uint8_t> shifts_;  // 2 x 65536 entries
   std::unordered_map<std::uint64_t, std::bitset<kMaxRows>> rows_by_window_;
   // One bit per 16-bit hash of each anchor: most windows that end on an anchor's last 3 bytes are
-  // not anchors, and this 8 KiB bitmap says so without a hash-map lookup.
+  // not anchors, and this 8 KiB bitmap says so without a lookup; then anchor_slots_ (the anchors'
+  // windows, open addressing) says for sure.
   std::uint64_t anchor_bits_[1024] = {};
+  std::vector<std::uint64_t> anchor_slots_;
+  std::size_t SlotOf(std::uint64_t window) const;
+  bool IsAnchor(std::uint64_t window) const;
   std::bitset<kMaxRows> short_rows_;  // rows without an anchor of kAnchor bytes: always tried
   std::bitset<kMaxRows> Candidates(std::string_view line) const;
 };
