@@ -330,16 +330,18 @@ void LineMatcher::ScanBlockLazily(
   const std::size_t n = block.size();
   const std::uint8_t* shifts = shifts_.data();
   Lanes lanes = CutLanes(d, n);
-  std::vector<std::size_t> hits[kLanes];  // line starts, ascending per lane
+  std::vector<std::string_view> hits[kLanes];  // the lines, in order per lane
   // A zero shift at `pos` (the last byte of the window): a hit records its line and goes on after
   // it, anything else goes on at the next byte.
-  auto zero_shift = [&](std::size_t pos, std::vector<std::size_t>& lane_hits) -> std::size_t {
+  auto zero_shift = [&](std::size_t pos, std::vector<std::string_view>& lane_hits) -> std::size_t {
     const std::size_t at = pos + 1 - kAnchor;
     if (!IsAnchor(Window(d + at))) return pos + 1;
     const void* prev = ::memrchr(d, '\n', at);
-    lane_hits.push_back(prev ? static_cast<const char*>(prev) - d + 1 : 0);
+    const std::size_t start = prev ? static_cast<const char*>(prev) - d + 1 : 0;
     const void* next = std::memchr(d + pos, '\n', n - pos);
-    return (next ? static_cast<const char*>(next) - d : n) + kAnchor;
+    const std::size_t end = next ? static_cast<const char*>(next) - d : n;
+    lane_hits.push_back(block.substr(start, end - start));
+    return end + kAnchor;
   };
   for (int k; (k = RunLanes(d, shifts, lanes.pos, lanes.end)) >= 0;) {
     lanes.pos[k] = zero_shift(lanes.pos[k], hits[k]);
@@ -353,11 +355,7 @@ void LineMatcher::ScanBlockLazily(
   }
   // Every hit line, in block order.
   for (const auto& lane_hits : hits) {
-    for (std::size_t start : lane_hits) {
-      const void* next = std::memchr(d + start, '\n', n - start);
-      const std::size_t end = next ? static_cast<const char*>(next) - d : n;
-      on_candidate(block.substr(start, end - start), index);
-    }
+    for (std::string_view line : lane_hits) on_candidate(line, index);
   }
 }
 
