@@ -150,7 +150,8 @@ InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<std::size_t> InputFile::Read(char* buf, std::size_t n) {
+template <typename ReadFn>
+Result<std::size_t> InputFile::TimedReadChecked(ReadFn read) {
   if (fd_ < 0) return MakeError("not open", display_);
   if (Clock::now() > deadline_) {
     return MakeError("reading took longer than its deadline (a hung file system?)", display_);
@@ -158,7 +159,7 @@ Result<std::size_t> InputFile::Read(char* buf, std::size_t n) {
   // On a helper thread: a read() stuck on a dead NFS server (uninterruptible, poll says
   // readable) ends at the deadline, or after kReadStall without a byte, whichever is first.
   const auto start = Clock::now();
-  auto got = TimedRead(fd_, buf, n, std::min(deadline_, start + kReadStall));
+  Result<TimedReadResult> got = read(std::min(deadline_, start + kReadStall));
   if (!got.ok()) return MakeError("cannot read: " + got.error().message, display_, got.error().fix);
   if (got->timed_out) {
     fd_ = -1;  // the stuck helper owns it now and closes it if the read ever returns
@@ -177,6 +178,17 @@ Result<std::size_t> InputFile::Read(char* buf, std::size_t n) {
                      display_);
   }
   return got->bytes;
+}
+
+Result<std::size_t> InputFile::Read(char* buf, std::size_t n) {
+  return TimedReadChecked(
+      [&](Clock::time_point deadline) { return TimedRead(fd_, buf, n, deadline); });
+}
+
+Result<std::size_t> InputFile::Read(const std::shared_ptr<char[]>& buf, std::size_t offset,
+                                    std::size_t n) {
+  return TimedReadChecked(
+      [&](Clock::time_point deadline) { return TimedRead(fd_, buf, offset, n, deadline); });
 }
 
 Result<std::string> InputFile::ReadAll() {

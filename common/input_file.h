@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,9 @@ class InputFile {
   const std::string& display() const { return display_; }
   /// Up to `n` more bytes (fewer at the end); an error past the cap or the deadline.
   Result<std::size_t> Read(char* buf, std::size_t n);
+  /// The same into `buf` at `offset`, without a copy through the reading thread's buffer (see
+  /// TimedRead: after a read that timed out, the caller must not use `buf` again).
+  Result<std::size_t> Read(const std::shared_ptr<char[]>& buf, std::size_t offset, std::size_t n);
   /// The rest of the file, in one allocation of its size.
   Result<std::string> ReadAll();
 
@@ -85,6 +89,8 @@ class InputFile {
   std::uint64_t cap_ = 0;
   std::chrono::steady_clock::time_point deadline_{};
   std::string display_;
+  template <typename ReadFn>
+  Result<std::size_t> TimedReadChecked(ReadFn read);
 };
 
 /// Opens `path` (a path the caller was given) under `rule`: last component O_NOFOLLOW.

@@ -21,11 +21,13 @@ constexpr std::size_t kMaxChunk = std::size_t(1) << 20;
 
 // One read handed to a helper. The helper reads into a buffer of its own and copies into
 // `dest` only while the caller still waits (both under the lock), so an abandoned read never
-// touches the caller's memory.
+// touches the caller's memory; or it reads straight into `shared` (at `dest`), a buffer the job
+// keeps alive, so an abandoned read writes only to memory the caller has given up.
 struct Job {
   int fd = -1;
   std::size_t n = 0;
   char* dest = nullptr;
+  std::shared_ptr<char[]> shared;
   ssize_t got = 0;
   int err = 0;
   bool done = false, abandoned = false;
@@ -96,16 +98,17 @@ class Helpers {
       std::shared_ptr<Job> job = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
+      char* into = job->shared ? job->dest : buf.get();
       ssize_t got;
       do {
-        got = ::read(job->fd, buf.get(), job->n);
+        got = ::read(job->fd, into, job->n);
       } while (got < 0 && errno == EINTR);
       const int err = got < 0 ? errno : 0;
       lock.lock();
       if (job->abandoned) {
         ::close(job->fd);  // the caller gave it up at the deadline
         --stuck_;
-      } else if (got > 0) {
+      } else if (got > 0 && !job->shared) {
         std::memcpy(job->dest, buf.get(), static_cast<std::size_t>(got));
       }
       job->got = got;
@@ -125,12 +128,10 @@ class Helpers {
 
 }  // namespace
 
-Result<TimedReadResult> TimedRead(int fd, char* buf, std::size_t n,
-                                  std::chrono::steady_clock::time_point deadline) {
-  auto job = std::make_shared<Job>();
-  job->fd = fd;
-  job->n = std::min(n, kMaxChunk);
-  job->dest = buf;
+namespace {
+
+Result<TimedReadResult> Run(const std::shared_ptr<Job>& job,
+                            std::chrono::steady_clock::time_point deadline) {
   Helpers& h = Helpers::Get();
   if (!h.Submit(job))
     return MakeError(std::to_string(kMaxStuckReads) +
@@ -145,6 +146,27 @@ Result<TimedReadResult> TimedRead(int fd, char* buf, std::size_t n,
   if (job->got < 0) return MakeError(std::strerror(job->err));
   r.bytes = static_cast<std::size_t>(job->got);
   return r;
+}
+
+}  // namespace
+
+Result<TimedReadResult> TimedRead(int fd, char* buf, std::size_t n,
+                                  std::chrono::steady_clock::time_point deadline) {
+  auto job = std::make_shared<Job>();
+  job->fd = fd;
+  job->n = std::min(n, kMaxChunk);
+  job->dest = buf;
+  return Run(job, deadline);
+}
+
+Result<TimedReadResult> TimedRead(int fd, const std::shared_ptr<char[]>& buf, std::size_t offset,
+                                  std::size_t n, std::chrono::steady_clock::time_point deadline) {
+  auto job = std::make_shared<Job>();
+  job->fd = fd;
+  job->n = std::min(n, kMaxChunk);
+  job->shared = buf;
+  job->dest = buf.get() + offset;
+  return Run(job, deadline);
 }
 
 int StuckReads() { return Helpers::Get().Stuck(); }

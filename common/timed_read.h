@@ -6,8 +6,12 @@
 // abandoned with the descriptor and a buffer of its own (nothing it does later touches the
 // caller's memory), and closes them if the read ever returns. At most kMaxStuckReads helpers may
 // be stuck at once; beyond that a read is refused at once rather than leak another thread.
+// A caller that streams a large file lends the helper its buffer instead (a shared one): the
+// read lands in it without a second copy, and an abandoned helper keeps the buffer alive until
+// its read returns.
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "common/result.h"
@@ -31,6 +35,13 @@ struct TimedReadResult {
 /// nor close `fd` (the helper closes it).
 Result<TimedReadResult> TimedRead(int fd, char* buf, std::size_t n,
                                   std::chrono::steady_clock::time_point deadline);
+
+/// The same, read straight into `buf` at `offset` (no copy through the helper's buffer). `buf`
+/// is shared with the helper: when `timed_out`, the read may still write to [offset, offset + n)
+/// whenever it returns, so the caller must not use those bytes again, nor the buffer for another
+/// read (it gives the buffer up with `fd`; the helper keeps it alive as long as it needs it).
+Result<TimedReadResult> TimedRead(int fd, const std::shared_ptr<char[]>& buf, std::size_t offset,
+                                  std::size_t n, std::chrono::steady_clock::time_point deadline);
 
 /// Helpers abandoned in a read that has not returned yet.
 int StuckReads();

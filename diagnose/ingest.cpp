@@ -189,7 +189,7 @@ LogIngest::Recognised* LogIngest::Recall(std::string_view line) {
 void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
   // The skip scan hands over every line MatchLine can match (prefixes only add bytes in front,
   // so a line that matches once stripped holds the same anchors).
-  matcher_.ScanBlock(block, [&](std::string_view line, std::size_t index) {
+  matcher_.ScanBlockLazily(block, [&](std::string_view line, LineIndex& index) {
     Recognised* known = Recall(line);
     std::optional<Match> m;
     if (known == nullptr) {
@@ -204,11 +204,12 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
         ++duplicates_;
         return;
       }
-      // Already in the evidence once: when Add would only count it, count it.
+      // Already in the evidence once: when Add would only count it, count it (its line number
+      // is not needed then, and not counted).
       if (known->added && evidence_->CountRepeat(*known->match->signature)) return;
       known->added = true;
       Match copy = *known->match;
-      copy.line_number = first_line + index;
+      copy.line_number = first_line + index.Of(line);
       evidence_->Add(std::move(copy));
       return;
     }
@@ -223,7 +224,7 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
         return;
       }
       m->source = file_;
-      m->line_number = first_line + index;
+      m->line_number = first_line + index.Of(line);
       if (!node_.empty() && m->Field("host").empty()) m->fields["host"] = node_;
       evidence_->Add(std::move(*m));
     }

@@ -2,6 +2,7 @@
 // From the reader's clean lines to evidence: the skip scan finds the few lines that can match,
 // their collector prefixes come off (kept as fields), and the catalog recognises them.
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,9 +63,35 @@ class LogIngest : public InputSink {
     bool added = false;
   };
   Recognised* Recall(std::string_view line);
+  // Every candidate line is looked up by its text: 16 bytes a step in two independent chains
+  // (a multiply and a shift each), the last bytes read overlapping, the length in the seed.
   struct TextHash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    std::size_t operator()(std::string_view s) const {
+      const char* p = s.data();
+      const std::size_t n = s.size();
+      const auto word = [p](std::size_t at) {
+        std::uint64_t w;
+        std::memcpy(&w, p + at, 8);
+        return w;
+      };
+      std::uint64_t a = 0x9E3779B97F4A7C15ull ^ n, b = 0xC2B2AE3D27D4EB4Full;
+      if (n >= 8) {
+        std::size_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+          a = (a ^ word(i)) * 0xBF58476D1CE4E5B9ull;
+          b = (b ^ word(i + 8)) * 0x94D049BB133111EBull;
+          a ^= a >> 29;
+          b ^= b >> 32;
+        }
+        if (n - i > 8) b ^= word(i);
+        a ^= word(n - 8);
+      } else {
+        for (std::size_t i = 0; i < n; ++i) a ^= std::uint64_t(std::uint8_t(p[i])) << (8 * i);
+      }
+      std::uint64_t h = (a * 0xBF58476D1CE4E5B9ull) ^ (b * 0x94D049BB133111EBull);
+      return static_cast<std::size_t>(h ^ (h >> 31));
+    }
   };
   std::unordered_map<std::string, Recognised, TextHash, std::equal_to<>> recalled_by_text_;
   bool SeenInAnotherFile(std::string_view clean_line);

@@ -247,63 +247,83 @@ std::size_t EscapeLength(std::string_view s, std::size_t i) {
   return s[j] == '\n' ? 1 : 2;
 }
 
-// How many bytes at the front of `s` pass through cleaning as they are, 16 at a time (SSE2, in
-// every x86-64): printable ASCII, '\n' and '\t'. Stops at or before the first byte that needs a
-// look; the byte loop in CleanBytes goes on from there.
-std::size_t PrintableRun(std::string_view s) {
-  std::size_t i = 0;
 #if defined(__SSE2__)
+// The bytes of `v` that need a look (a bit each): all but printable ASCII, '\n' and '\t'.
+inline int NeedsLook(__m128i v) {
   const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7F);
   const __m128i nl = _mm_set1_epi8('\n'), tab = _mm_set1_epi8('\t');
-  for (; i + 16 <= s.size(); i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    // Signed compare: bytes >= 0x80 are negative, so "below space" takes them in too.
-    const __m128i low = _mm_andnot_si128(
-        _mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, tab)), _mm_cmplt_epi8(v, space));
-    if (_mm_movemask_epi8(_mm_or_si128(low, _mm_cmpeq_epi8(v, del))) != 0) break;
-  }
+  // Signed compare: bytes >= 0x80 are negative, so "below space" takes them in too.
+  const __m128i low = _mm_andnot_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, tab)),
+                                       _mm_cmplt_epi8(v, space));
+  return _mm_movemask_epi8(_mm_or_si128(low, _mm_cmpeq_epi8(v, del)));
+}
 #endif
-  return i;
+
+// CleanBytes into `out`, which has room for in.size() bytes (cleaning never adds any); returns
+// how many it wrote. One pass: 16 bytes at a time (SSE2, in every x86-64) are copied while they
+// pass as they are; a byte that needs a look is handled on its own.
+std::size_t CleanInto(std::string_view in, char* out, std::size_t* replaced) {
+  const char* d = in.data();
+  const std::size_t n = in.size();
+  std::size_t i = 0, o = 0;
+  while (i < n) {
+#if defined(__SSE2__)
+    // Room to store 16 at `o`: o <= i, and 16 more bytes of `in` are there.
+    while (i + 16 <= n) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + o), v);
+      if (const int look = NeedsLook(v); look != 0) {
+        const std::size_t k = static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(look)));
+        i += k;
+        o += k;
+        break;
+      }
+      i += 16;
+      o += 16;
+    }
+#endif
+    while (i < n) {
+      const unsigned char c = static_cast<unsigned char>(d[i]);
+      if ((c < 0x20 && c != '\n' && c != '\t') || c >= 0x7F) break;
+      out[o++] = d[i++];
+#if defined(__SSE2__)
+      if (i + 16 <= n) break;  // back to 16 at a time (it stops again at once if need be)
+#endif
+    }
+    if (i >= n) break;
+    const unsigned char c = static_cast<unsigned char>(d[i]);
+    if ((c >= 0x20 && c < 0x7F) || c == '\n' || c == '\t') continue;
+    if (c == 0x1B) {
+      i += EscapeLength(in, i);
+    } else if (c == '\r') {
+      if (i + 1 >= n || d[i + 1] != '\n') out[o++] = ' ';
+      ++i;
+    } else if (c >= 0x80) {
+      if (const std::size_t len = Utf8Length(in, i); len != 0) {
+        std::memcpy(out + o, d + i, len);
+        o += len;
+        i += len;
+      } else {
+        out[o++] = '?';
+        ++*replaced;
+        ++i;
+      }
+    } else {  // other control bytes (NUL, backspace, DEL)
+      out[o++] = '?';
+      ++*replaced;
+      ++i;
+    }
+  }
+  return o;
 }
 
 }  // namespace
 
 std::size_t CleanBytes(std::string_view in, std::string* out) {
   std::size_t replaced = 0;
-  std::size_t i = 0;
-  out->reserve(out->size() + in.size());
-  while (i < in.size()) {
-    // The common case: a run of printable ASCII copied at once.
-    std::size_t j = i + PrintableRun(in.substr(i));
-    while (j < in.size()) {
-      const unsigned char c = static_cast<unsigned char>(in[j]);
-      if ((c < 0x20 && c != '\n' && c != '\t') || c >= 0x7F) break;
-      ++j;
-    }
-    out->append(in.data() + i, j - i);
-    i = j;
-    if (i >= in.size()) break;
-    const unsigned char c = static_cast<unsigned char>(in[i]);
-    if (c == 0x1B) {
-      i += EscapeLength(in, i);
-    } else if (c == '\r') {
-      if (i + 1 >= in.size() || in[i + 1] != '\n') out->push_back(' ');
-      ++i;
-    } else if (c >= 0x80) {
-      if (const std::size_t n = Utf8Length(in, i); n != 0) {
-        out->append(in.data() + i, n);
-        i += n;
-      } else {
-        out->push_back('?');
-        ++replaced;
-        ++i;
-      }
-    } else {  // other control bytes (NUL, backspace, DEL)
-      out->push_back('?');
-      ++replaced;
-      ++i;
-    }
-  }
+  const std::size_t had = out->size();
+  out->resize(had + in.size());
+  out->resize(had + CleanInto(in, out->data() + had, &replaced));
   return replaced;
 }
 
@@ -312,13 +332,22 @@ LogLineBlocks::LogLineBlocks(BlockFn on_block)
       lines_({kMaxLine, LineAssembler::LongLine::kCut, /*cr_ends_line=*/true},
              [this](std::string_view text) {
                // Whole lines: "\r\n" becomes '\n' here, escapes never reach past a line end.
-               replaced_ += CleanBytes(text, &block_);
-               if (block_.size() >= kBlock) Flush();
+               if (block_size_ + text.size() > block_room_) {
+                 const std::size_t room = std::max(2 * block_room_, block_size_ + text.size());
+                 std::unique_ptr<char[]> bigger(new char[room]);
+                 if (block_size_ > 0) std::memcpy(bigger.get(), block_.get(), block_size_);
+                 block_ = std::move(bigger);
+                 block_room_ = room;
+               }
+               std::size_t replaced = 0;
+               block_size_ += CleanInto(text, block_.get() + block_size_, &replaced);
+               replaced_ += replaced;
+               if (block_size_ >= kBlock) Flush();
              }) {}
 
 void LogLineBlocks::Flush() {
-  if (!block_.empty()) on_block_(block_, block_first_);
-  block_.clear();
+  if (block_size_ > 0) on_block_(std::string_view(block_.get(), block_size_), block_first_);
+  block_size_ = 0;
   block_first_ = lines_.lines() + 1;
 }
 
@@ -374,15 +403,17 @@ class Source {
  public:
   explicit Source(std::FILE* f) : stdio_(f) {}
   explicit Source(InputFile* f) : file_(f) {}
-  // Fills `buf` as far as the source goes; 0 at the end, an error for the file.
-  Result<std::size_t> Fill(char* buf, std::size_t n) {
+  // Fills `buf` (`n` bytes) as far as the source goes; 0 at the end, an error for the file. A
+  // file is read straight into `buf` (shared with the reading thread: after an error, `buf` is
+  // not to be used again).
+  Result<std::size_t> Fill(const std::shared_ptr<char[]>& buf, std::size_t n) {
     std::size_t used = 0;
     while (used < n) {
       std::size_t got = 0;
       if (stdio_ != nullptr) {
-        got = std::fread(buf + used, 1, n - used, stdio_);
+        got = std::fread(buf.get() + used, 1, n - used, stdio_);
       } else {
-        auto r = file_->Read(buf + used, n - used);
+        auto r = file_->Read(buf, used, n - used);
         if (!r.ok()) return r.error();
         got = *r;
       }
@@ -401,21 +432,21 @@ class Source {
 // message instead.
 void StreamFile(Source src, const std::string& name, InputSink& sink, InputStats* stats,
                 bool check_binary) {
-  std::string buf(kReadChunk, '\0');
-  auto got = src.Fill(buf.data(), buf.size());
+  const std::shared_ptr<char[]> buf(new char[kReadChunk]);
+  auto got = src.Fill(buf, kReadChunk);
   if (!got.ok()) {
     stats->skipped.push_back(name + ": " + got.error().message);
     return;
   }
   std::size_t n = *got;
-  std::string_view first(buf.data(), n);
+  std::string_view first(buf.get(), n);
   if (check_binary && LooksBinary(first.substr(0, 4096))) {
     ++stats->binary;
     return;
   }
   ++stats->files;
   sink.BeginFile(name);
-  if (n < buf.size() && n <= kMaxErrorFile) {
+  if (n < kReadChunk && n <= kMaxErrorFile) {
     if (std::string msg = TorchErrorFileText(first); !msg.empty()) {
       stats->bytes += n;
       sink.Bytes(msg);
@@ -425,8 +456,8 @@ void StreamFile(Source src, const std::string& name, InputSink& sink, InputStats
   }
   while (n > 0) {
     stats->bytes += n;
-    sink.Bytes(std::string_view(buf.data(), n));
-    got = src.Fill(buf.data(), buf.size());
+    sink.Bytes(std::string_view(buf.get(), n));
+    got = src.Fill(buf, kReadChunk);
     if (!got.ok()) {
       stats->skipped.push_back(name + ": cut short (" + got.error().message + ")");
       break;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,7 +60,10 @@ class LogLineBlocks {
   void Flush();
   BlockFn on_block_;
   LineAssembler lines_;
-  std::string block_;  // cleaned whole lines waiting to be handed over
+  // Cleaned whole lines waiting to be handed over: block_size_ bytes written of block_room_
+  // (cleaning writes in place, so no byte of it is first zeroed or copied).
+  std::unique_ptr<char[]> block_;
+  std::size_t block_size_ = 0, block_room_ = 0;
   std::uint64_t block_first_ = 1;
   std::uint64_t replaced_ = 0;
 };

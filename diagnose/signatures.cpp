@@ -1,5 +1,6 @@
 #include "diagnose/signatures.h"
 
+#include <bit>
 #include <cctype>
 #include <cstring>
 #include <functional>
@@ -114,30 +115,97 @@ struct LineMatcher::Compiled {
 };
 
 namespace {
-// Wu-Manber over anchors of kAnchor bytes with 2-byte blocks: a block found in no anchor moves the
-// scan kAnchor - 1 bytes; only where a block ends an anchor is the exact window looked up.
+// Wu-Manber over anchors of kAnchor bytes, stepping on the 3 bytes that end at the scan position
+// (the window under test ends there too).
 constexpr std::size_t kAnchor = LineMatcher::kAnchor;
-constexpr std::uint8_t kNoAnchorShift = kAnchor - 1;
-inline std::uint16_t Block(const char* p) {
-  std::uint16_t b;
-  std::memcpy(&b, p, 2);  // native byte order, the same when the table is built
-  return b;
+constexpr std::uint8_t kFreeShift = kAnchor;  // no anchor can hold the last byte seen
+static_assert(std::endian::native == std::endian::little, "Triple() reads bytes in this order");
+
+// The 3 bytes p[-2], p[-1], p[0] as one number (p[0] in bits 16-23); reads p[-3] too, so p must
+// be at least 3 bytes into the text (every scan position is kAnchor - 1 or more).
+inline std::uint32_t Triple(const char* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p - 3, 4);
+  return v >> 8;
 }
+inline std::uint32_t TripleOf(char a, char b, char c) {
+  return std::uint32_t(std::uint8_t(a)) | (std::uint32_t(std::uint8_t(b)) << 8) |
+         (std::uint32_t(std::uint8_t(c)) << 16);
+}
+// shifts_ holds two tables: by a triple hashed to 16 bits (multiplicative, top bits), then, from
+// kPairs on, by the triple's last 2 bytes.
+constexpr std::size_t kPairs = std::size_t(1) << 16;
+inline std::uint32_t Hash3(std::uint32_t triple) { return (triple * 0x9E3779B1u) >> 16; }
+inline std::uint32_t Pair(std::uint32_t triple) { return triple >> 8; }
 inline std::uint64_t Window(const char* p) {
   std::uint64_t w = 0;
   std::memcpy(&w, p, kAnchor);
   return w;
 }
-// The 3-byte block whose last byte is p[0], hashed to 16 bits: the second-level shift table.
-inline std::uint16_t Block3(const char* p) {
-  const std::uint32_t b = std::uint32_t(std::uint8_t(p[-2])) |
-                          (std::uint32_t(std::uint8_t(p[-1])) << 8) |
-                          (std::uint32_t(std::uint8_t(p[0])) << 16);
-  return static_cast<std::uint16_t>((b * 0x9E3779B1u) >> 16);
-}
 // 16-bit hash of a window for the anchor bitmap (multiplicative, top bits).
 inline std::uint32_t WindowHash(std::uint64_t w) {
   return static_cast<std::uint32_t>((w * 0x9E3779B97F4A7C15ull) >> 48);
+}
+// The scan's step at position p (the last byte of the window under test): 0 where the 3 bytes
+// ending at p end an anchor (or share its hash).
+inline std::uint8_t Shift(const std::uint8_t* shifts, const char* p) {
+  const std::uint32_t t = Triple(p);
+  const std::uint8_t a = shifts[Hash3(t)], b = shifts[kPairs + Pair(t)];
+  return a < b ? a : b;
+}
+
+// How often each byte, pair and triple occurs in kHealthySample: the cost of an anchor is how
+// far it holds the scan back on such text.
+struct HealthyText {
+  std::vector<std::uint16_t> triples = std::vector<std::uint16_t>(1u << 16);  // by Hash3
+  std::vector<std::uint16_t> pairs = std::vector<std::uint16_t>(1u << 16);
+  std::uint32_t bytes[256] = {};
+  HealthyText() {
+    static constexpr std::string_view kHealthySample =
+#include "diagnose/catalog/healthy_sample.inc"
+        ;
+    const std::string_view s = kHealthySample;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      ++bytes[std::uint8_t(s[i])];
+      if (i >= 1) ++pairs[std::uint8_t(s[i - 1]) | (std::uint32_t(std::uint8_t(s[i])) << 8)];
+      if (i >= 2) ++triples[Hash3(TripleOf(s[i - 2], s[i - 1], s[i]))];
+    }
+  }
+  // What a position costs where the scan can move `shift` bytes, over the ideal kFreeShift; a
+  // window test (shift 0) costs about as much as four steps.
+  static double Penalty(int shift) { return shift == 0 ? 4.0 : 1.0 / shift - 1.0 / kFreeShift; }
+  // The anchor `a` (kAnchor bytes) lowers the shift at text that ends in one of its triples
+  // (to kAnchor - 1 - j for the triple ending at a[j]), in its first 2 bytes (to kAnchor - 2) or
+  // in its first byte (to kAnchor - 1).
+  double Cost(std::string_view a) const {
+    double c =
+        bytes[std::uint8_t(a[0])] * Penalty(kAnchor - 1) +
+        pairs[std::uint8_t(a[0]) | (std::uint32_t(std::uint8_t(a[1])) << 8)] * Penalty(kAnchor - 2);
+    for (std::size_t j = 2; j < kAnchor; ++j) {
+      c += triples[Hash3(TripleOf(a[j - 2], a[j - 1], a[j]))] *
+           Penalty(static_cast<int>(kAnchor - 1 - j));
+    }
+    return c;
+  }
+};
+
+// The cheapest anchor among the windows of kAnchor bytes of `texts` (the row's prefilter and
+// second substring: a line the row matches holds both), "" when none is long enough.
+std::string PickAnchor(const HealthyText& healthy, std::initializer_list<std::string_view> texts) {
+  std::string_view best;
+  double best_cost = 0;
+  for (std::string_view t : texts) {
+    for (std::size_t i = 0; i + kAnchor <= t.size(); ++i) {
+      const std::string_view a = t.substr(i, kAnchor);
+      if (a.find('\n') != std::string_view::npos) continue;  // the scan never looks across lines
+      const double c = healthy.Cost(a);
+      if (best.empty() || c < best_cost) {
+        best = a;
+        best_cost = c;
+      }
+    }
+  }
+  return std::string(best);
 }
 
 }  // namespace
@@ -146,9 +214,9 @@ std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line
   if (line.size() < kAnchor) return short_rows_;
   std::bitset<kMaxRows> rows = short_rows_;
   const char* d = line.data();
+  const std::uint8_t* shifts = shifts_.data();
   for (std::size_t pos = kAnchor - 1; pos < line.size();) {
-    std::uint8_t s = shift_[Block(d + pos - 1)];
-    if (s != 0) {
+    if (const std::uint8_t s = Shift(shifts, d + pos); s != 0) {
       pos += s;
       continue;
     }
@@ -164,6 +232,12 @@ std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line
 namespace {
 
 constexpr int kLanes = 4;
+
+// Asks for a line's bytes ahead of their use (its first two cache lines).
+inline void Prefetch(std::string_view line) {
+  __builtin_prefetch(line.data());
+  if (line.size() > 64) __builtin_prefetch(line.data() + 64);
+}
 
 /// Lane k scans [pos[k] - kAnchor + 1, end[k]): the block cut at line ends into kLanes ranges of
 /// about equal size. A lane's position is the last byte of the window under test.
@@ -187,113 +261,179 @@ Lanes CutLanes(const char* d, std::size_t n) {
   return l;
 }
 
-/// Hands every hit line to `on_candidate` in block order, with its 0-based line index.
-void HandOver(std::string_view block, const std::vector<std::size_t> (&hits)[kLanes],
-              const std::function<void(std::string_view line, std::size_t index)>& on_candidate) {
-  const char* d = block.data();
-  const std::size_t n = block.size();
-  std::size_t counted = 0;  // newlines before `counted` are already in `index`
-  std::size_t index = 0;
-  for (const auto& lane_hits : hits) {
-    for (std::size_t start : lane_hits) {
-      const void* next = std::memchr(d + start, '\n', n - start);
-      const std::size_t end = next ? static_cast<const char*>(next) - d : n;
-      index += CountByte(block.substr(counted, start - counted), '\n');
-      counted = start;
-      on_candidate(block.substr(start, end - start), index);
-    }
+}  // namespace
+
+namespace {
+
+// Runs the lanes in lock step while every lane is inside its range and none is at a zero shift:
+// no call in the loop, so that the positions, the block and the table stay in registers. Returns
+// the lane whose shift is 0, or -1 when a lane reached its end (the rest go on one by one).
+__attribute__((noinline)) int RunLanes(const char* d, const std::uint8_t* shifts,
+                                       std::size_t (&pos)[kLanes],
+                                       const std::size_t (&end)[kLanes]) {
+  static_assert(kLanes == 4, "one SL_LANE per lane below");
+  std::size_t p0 = pos[0], p1 = pos[1], p2 = pos[2], p3 = pos[3];
+  const std::size_t e0 = end[0], e1 = end[1], e2 = end[2], e3 = end[3];
+  int stop = -1;
+#define SL_LANE(k)                                              \
+  if (const std::uint8_t s = Shift(shifts, d + p##k); s != 0) { \
+    p##k += s;                                                  \
+  } else {                                                      \
+    stop = k;                                                   \
+    break;                                                      \
   }
+  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
+    SL_LANE(0)
+    SL_LANE(1)
+    SL_LANE(2)
+    SL_LANE(3)
+  }
+#undef SL_LANE
+  pos[0] = p0;
+  pos[1] = p1;
+  pos[2] = p2;
+  pos[3] = p3;
+  return stop;
 }
 
 }  // namespace
 
+std::size_t LineIndex::Of(std::string_view line) {
+  const std::size_t start = static_cast<std::size_t>(line.data() - block_.data());
+  index_ += CountByte(block_.substr(counted_, start - counted_), '\n');
+  counted_ = start;
+  return index_;
+}
+
+std::size_t LineIndex::Total() {
+  return Of(block_.substr(block_.size())) + (!block_.empty() && block_.back() != '\n' ? 1 : 0);
+}
+
 std::size_t LineMatcher::ScanBlock(
     std::string_view block,
     const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const {
-  const std::size_t lines =
-      CountByte(block, '\n') + (!block.empty() && block.back() != '\n' ? 1 : 0);
+  LineIndex index(block);  // one count over the block: to each candidate, then to the end
+  ScanBlockLazily(block,
+                  [&](std::string_view line, LineIndex&) { on_candidate(line, index.Of(line)); });
+  return index.Total();
+}
+
+void LineMatcher::ScanBlockLazily(
+    std::string_view block,
+    const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const {
+  LineIndex index(block);
   if (short_rows_.any()) {  // a row without an anchor: every line must be tried
-    std::size_t index = 0;
-    ForEachLine(block, [&](std::string_view line) { on_candidate(line, index++); });
-    return lines;
+    ForEachLine(block, [&](std::string_view line) { on_candidate(line, index); });
+    return;
   }
   // The skip scan runs across line ends (an anchor never holds '\n', so a window that hits lies
-  // inside one line). Its steps form a dependency chain (load, table, add) that leaves the core
-  // mostly idle, so the block is cut at line ends into kLanes ranges scanned in lock step: the
-  // chains overlap. A hit records the line's start and resumes after the line (MatchLine looks
-  // at every row of that line itself).
+  // inside one line). Its steps form a dependency chain (load, hash, table, add) that leaves the
+  // core mostly idle, so the block is cut at line ends into kLanes ranges scanned in lock step:
+  // the chains overlap. A hit records the line's start and resumes after the line (MatchLine
+  // looks at every row of that line itself). A shift never jumps over the end of an anchor
+  // occurrence: each table's entry is at most the distance to the end of any anchor the bytes
+  // seen may be part of.
   const char* d = block.data();
   const std::size_t n = block.size();
-  const std::uint8_t* shift = shift_.data();
-  // A shift never jumps over the end of an anchor occurrence, because every block inside an
-  // anchor has a shift no larger than its distance to the anchor's end.
-  const Lanes lanes = CutLanes(d, n);
-  std::vector<std::size_t> hits[kLanes];  // line starts, ascending per lane
-  // The rare path, out of line so that the lanes' positions stay in registers: a zero shift.
-  // Returns where the lane goes on.
-  auto zero_shift = [&](std::size_t pos, std::vector<std::size_t> & lane_hits)
-                        __attribute__((noinline))
-                            ->std::size_t {
-    // Text is full of 2-byte pieces that end anchors ("er", "e ", ": "); their 3-byte blocks
-    // mostly end none, and then the scan can still move up to kAnchor - 2 bytes.
-    if (const std::uint8_t s3 = shift3_[Block3(d + pos)]; s3 != 0) return pos + s3;
+  const std::uint8_t* shifts = shifts_.data();
+  Lanes lanes = CutLanes(d, n);
+  std::vector<std::string_view> hits[kLanes];  // the lines, in order per lane
+  // A zero shift at `pos` (the last byte of the window): a hit records its line and goes on after
+  // it, anything else goes on at the next byte.
+  auto zero_shift = [&](std::size_t pos, std::vector<std::string_view>& lane_hits) -> std::size_t {
     const std::size_t at = pos + 1 - kAnchor;
-    const std::uint64_t w = Window(d + at);
-    const std::uint32_t h = WindowHash(w);
-    if (!((anchor_bits_[h >> 6] >> (h & 63)) & 1) ||
-        rows_by_window_.find(w) == rows_by_window_.end()) {
-      return pos + 1;
-    }
+    if (!IsAnchor(Window(d + at))) return pos + 1;
     const void* prev = ::memrchr(d, '\n', at);
-    lane_hits.push_back(prev ? static_cast<const char*>(prev) - d + 1 : 0);
+    const std::size_t start = prev ? static_cast<const char*>(prev) - d + 1 : 0;
     const void* next = std::memchr(d + pos, '\n', n - pos);
-    return (next ? static_cast<const char*>(next) - d : n) + kAnchor;
+    const std::size_t end = next ? static_cast<const char*>(next) - d : n;
+    lane_hits.push_back(block.substr(start, end - start));
+    return end + kAnchor;
   };
-  std::size_t p0 = lanes.pos[0], p1 = lanes.pos[1], p2 = lanes.pos[2], p3 = lanes.pos[3];
-  const std::size_t e0 = lanes.end[0], e1 = lanes.end[1], e2 = lanes.end[2], e3 = lanes.end[3];
-#define SL_STEP(p, k)                                  \
-  do {                                                 \
-    const std::uint8_t s = shift[Block(d + (p)-1)];    \
-    (p) = s != 0 ? (p) + s : zero_shift((p), hits[k]); \
-  } while (0)
-  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
-    SL_STEP(p0, 0);
-    SL_STEP(p1, 1);
-    SL_STEP(p2, 2);
-    SL_STEP(p3, 3);
+  for (int k; (k = RunLanes(d, shifts, lanes.pos, lanes.end)) >= 0;) {
+    lanes.pos[k] = zero_shift(lanes.pos[k], hits[k]);
   }
-  while (p0 < e0) SL_STEP(p0, 0);
-  while (p1 < e1) SL_STEP(p1, 1);
-  while (p2 < e2) SL_STEP(p2, 2);
-  while (p3 < e3) SL_STEP(p3, 3);
-#undef SL_STEP
-  HandOver(block, hits, on_candidate);
-  return lines;
+  for (int k = 0; k < kLanes; ++k) {
+    std::size_t& p = lanes.pos[k];
+    while (p < lanes.end[k]) {
+      const std::uint8_t s = Shift(shifts, d + p);
+      p = s != 0 ? p + s : zero_shift(p, hits[k]);
+    }
+  }
+  // Every hit line, in block order. By now the block's first lines have left the core's cache
+  // (a block is larger than L2): the lines a few places on are fetched while this one is
+  // recognised.
+  constexpr std::size_t kAhead = 8;
+  for (int k = 0; k < kLanes; ++k) {
+    const std::vector<std::string_view>& lane_hits = hits[k];
+    for (std::size_t i = 0; i < std::min(kAhead, lane_hits.size()); ++i) Prefetch(lane_hits[i]);
+    for (std::size_t i = 0; i < lane_hits.size(); ++i) {
+      if (i + kAhead < lane_hits.size()) {
+        Prefetch(lane_hits[i + kAhead]);
+      } else if (k + 1 < kLanes && i + kAhead - lane_hits.size() < hits[k + 1].size()) {
+        Prefetch(hits[k + 1][i + kAhead - lane_hits.size()]);
+      }
+      on_candidate(lane_hits[i], index);
+    }
+  }
+}
+
+std::size_t LineMatcher::SlotOf(std::uint64_t window) const {
+  return static_cast<std::size_t>((window * 0x9E3779B97F4A7C15ull) >> 32) % anchor_slots_.size();
+}
+
+bool LineMatcher::IsAnchor(std::uint64_t window) const {
+  const std::uint32_t h = WindowHash(window);
+  if (!((anchor_bits_[h >> 6] >> (h & 63)) & 1)) return false;
+  for (std::size_t i = SlotOf(window);; i = (i + 1) % anchor_slots_.size()) {
+    if (anchor_slots_[i] == 0) return false;  // (a window of 6 NULs is no anchor either)
+    if (anchor_slots_[i] == window) return true;
+  }
 }
 
 LineMatcher::LineMatcher() {
   static_assert(std::size(kCatalog) <= kMaxRows, "raise LineMatcher::kMaxRows");
-  shift_.assign(1u << 16, kNoAnchorShift);
-  shift3_.assign(1u << 16, kAnchor - 2);
+  const HealthyText healthy;
+  anchors_.resize(std::size(kCatalog));
+  // Every prefilter is at least kAnchor bytes (checked by a unit test), so every row has one.
   for (std::size_t i = 0; i < std::size(kCatalog); ++i) {
-    const Signature& sig = kCatalog[i];
-    // Every prefilter is at least kAnchor bytes (checked by a unit test); the anchor is its start.
-    if (sig.prefilter.size() >= kAnchor) {
-      const std::uint64_t w = Window(sig.prefilter.data());
-      rows_by_window_[w].set(i);
-      anchor_bits_[WindowHash(w) >> 6] |= std::uint64_t{1} << (WindowHash(w) & 63);
-      // The block ending at anchor byte j (1..kAnchor-1) may end an anchor kAnchor-1-j bytes later.
-      for (std::size_t j = 1; j < kAnchor; ++j) {
-        auto& s = shift_[Block(sig.prefilter.data() + j - 1)];
-        s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(kAnchor - 1 - j));
-      }
-      for (std::size_t j = 2; j < kAnchor; ++j) {  // hash collisions only shorten shifts
-        auto& s = shift3_[Block3(sig.prefilter.data() + j)];
-        s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(kAnchor - 1 - j));
-      }
-    } else {
-      short_rows_.set(i);
+    anchors_[i] = PickAnchor(healthy, {kCatalog[i].prefilter, kCatalog[i].also});
+    if (anchors_[i].empty()) short_rows_.set(i);
+  }
+  // Not a row's: lines that hold it are handed over for RecognizeWrapped.
+  const std::string wrapped = PickAnchor(healthy, {kWrappedWatchdogText});
+  shifts_.assign(2 * kPairs, kFreeShift);
+  auto lower = [](std::uint8_t& s, std::size_t to) {
+    s = std::min<std::uint8_t>(s, static_cast<std::uint8_t>(to));
+  };
+  std::vector<std::uint64_t> windows;
+  auto add = [&](const std::string& a, std::size_t row) {
+    const std::uint64_t w = Window(a.data());
+    auto& rows = rows_by_window_[w];
+    if (row < kMaxRows) rows.set(row);
+    anchor_bits_[WindowHash(w) >> 6] |= std::uint64_t{1} << (WindowHash(w) & 63);
+    windows.push_back(w);
+    // Text whose last byte is this anchor's first may go on into the rest of it: at most
+    // kAnchor - 1 bytes on; whose last 2 bytes are its first 2, kAnchor - 2.
+    const std::uint32_t first = std::uint32_t(std::uint8_t(a[0])) << 8;
+    for (std::uint32_t x = 0; x < 256; ++x) lower(shifts_[kPairs + (x | first)], kAnchor - 1);
+    lower(shifts_[kPairs + Pair(TripleOf(0, a[0], a[1]))], kAnchor - 2);
+    // The triple ending at a[j] (j = 2 .. kAnchor-1) ends an occurrence kAnchor - 1 - j bytes on.
+    for (std::size_t j = 2; j < kAnchor; ++j) {
+      lower(shifts_[Hash3(TripleOf(a[j - 2], a[j - 1], a[j]))], kAnchor - 1 - j);
     }
+  };
+  for (std::size_t i = 0; i < anchors_.size(); ++i) {
+    if (!anchors_[i].empty()) add(anchors_[i], i);
+  }
+  add(wrapped, kMaxRows);
+  // The anchors again, in open addressing at most half full, for the scan's exact test (no
+  // window is 0: an anchor holds no NUL byte, or cleaning would have replaced it).
+  anchor_slots_.assign(std::bit_ceil(2 * windows.size()), 0);
+  for (std::uint64_t w : windows) {
+    std::size_t i = SlotOf(w);
+    while (anchor_slots_[i] != 0 && anchor_slots_[i] != w) i = (i + 1) % anchor_slots_.size();
+    anchor_slots_[i] = w;
   }
   for (const Signature& sig : kCatalog) {
     auto* c = new Compiled;

@@ -64,6 +64,29 @@ struct Match {
   std::string Field(std::string_view name) const;
 };
 
+/// The start of torch's watchdog message, which terminals and pasted logs wrap: a line holding
+/// it that matches nothing alone is joined with the lines after it (RecognizeWrapped), so the
+/// skip scan hands over every line that holds it, anchor or not.
+inline constexpr std::string_view kWrappedWatchdogText = "Watchdog caught collective";
+
+/// The 0-based numbers of lines in a block, counted only as far as asked, forward: a skip-scan
+/// candidate that needs its line's number asks for it (a repeat that is only counted does not,
+/// and the block's line ends are then never counted at all).
+class LineIndex {
+ public:
+  explicit LineIndex(std::string_view block) : block_(block) {}
+  /// The index of the line that starts at `line.data()` (a view into the block, at or after
+  /// every line asked for before).
+  std::size_t Of(std::string_view line);
+  /// How many lines the block has (the last may lack its '\n').
+  std::size_t Total();
+
+ private:
+  std::string_view block_;
+  std::size_t counted_ = 0;  // the line ends before block_[counted_] are in index_
+  std::size_t index_ = 0;
+};
+
 /// Recognises lines against the catalog. Regexes are compiled once, at construction.
 class LineMatcher {
  public:
@@ -75,30 +98,45 @@ class LineMatcher {
   std::optional<Match> MatchLine(std::string_view line) const;
   /// One skip scan over a block of lines (split at '\n'; the last may lack it): calls
   /// `on_candidate(line, index)` for each line that holds a catalog anchor (every line MatchLine
-  /// can match is one; `index` is its 0-based number in the block) and returns how many lines the
-  /// block has. Healthy lines cost no per-line work at all: the scan skips across line ends.
+  /// can match is one, and every line that holds kWrappedWatchdogText; `index` is its 0-based
+  /// number in the block) and returns how many lines the block has. Healthy lines cost no
+  /// per-line work at all: the scan skips across line ends.
   std::size_t ScanBlock(
       std::string_view block,
       const std::function<void(std::string_view line, std::size_t index)>& on_candidate) const;
+  /// The same scan; a candidate's index is counted only when it asks `index.Of(line)`, and the
+  /// block's lines are not counted.
+  void ScanBlockLazily(
+      std::string_view block,
+      const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const;
 
-  /// Every prefilter's first kAnchor bytes are its anchor in the skip scan.
+  /// Every row's anchor in the skip scan is kAnchor bytes of its prefilter or of its second
+  /// substring (both must occur in a line it matches).
   static constexpr std::size_t kAnchor = 6;
+  /// The anchor the skip scan looks for on behalf of catalog row `row` (for tests).
+  std::string_view AnchorOf(std::size_t row) const { return anchors_[row]; }
 
  private:
   struct Compiled;
   std::vector<Compiled*> compiled_;  // parallel to Catalog()
-  // Multi-pattern skip scan (Wu-Manber, 2-byte blocks) over the first kAnchor bytes ("anchor") of
-  // every prefilter: a healthy line is crossed about kAnchor - 1 bytes per step; only where a
-  // block ends an anchor is the exact window looked up, and only the rows it starts are searched.
+  // Multi-pattern skip scan (Wu-Manber) over one anchor of kAnchor bytes per row, each picked
+  // where healthy text is thin (catalog/healthy_sample.inc). At each position the scan looks at
+  // the 3 bytes ending there and moves by the smaller of two safe shifts, from the two tables in
+  // shifts_: by a 16-bit hash of those 3 bytes (where they sit in some anchor), and by the last 2
+  // (the start of an anchor, or its first byte). A healthy line is crossed about kAnchor - 1
+  // bytes per step; only where a shift is 0 (the 3 bytes end an anchor) is the window looked up.
   static constexpr std::size_t kMaxRows = 320;
-  std::vector<std::uint8_t> shift_;  // 65536 entries, indexed by a 2-byte block
-  // Where a 2-byte block says 0: the shift by the 3-byte block ending there (hashed, 65536).
-  std::vector<std::uint8_t> shift3_;
+  std::vector<std::string> anchors_;  // parallel to Catalog(); "" for a row without one
+  std::vector<std::uint8_t> shifts_;  // 2 x 65536 entries
   std::unordered_map<std::uint64_t, std::bitset<kMaxRows>> rows_by_window_;
-  // One bit per 16-bit hash of each anchor: most windows that end on an anchor's last block are
-  // not anchors, and this 8 KiB bitmap says so without a hash-map lookup.
+  // One bit per 16-bit hash of each anchor: most windows that end on an anchor's last 3 bytes are
+  // not anchors, and this 8 KiB bitmap says so without a lookup; then anchor_slots_ (the anchors'
+  // windows, open addressing) says for sure.
   std::uint64_t anchor_bits_[1024] = {};
-  std::bitset<kMaxRows> short_rows_;  // rows whose prefilter is under kAnchor bytes: always tried
+  std::vector<std::uint64_t> anchor_slots_;
+  std::size_t SlotOf(std::uint64_t window) const;
+  bool IsAnchor(std::uint64_t window) const;
+  std::bitset<kMaxRows> short_rows_;  // rows without an anchor of kAnchor bytes: always tried
   std::bitset<kMaxRows> Candidates(std::string_view line) const;
 };
 

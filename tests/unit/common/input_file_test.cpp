@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -295,6 +296,48 @@ TEST_CASE("at most kMaxStuckReads reads may be stuck; the next is refused at onc
   auto text = sl::ReadInputFile(plain, sl::InputRule::Named(sl::InputKind::kLog));
   REQUIRE(text.ok());
   CHECK(*text == "hello\n");
+  std::filesystem::remove_all(d);
+}
+
+// The log reader lends its buffer to the helper (no copy through the helper's own): the bytes
+// land where asked, and a read abandoned at its deadline keeps that buffer alive until it
+// returns, so the late bytes go to memory the caller has given up, never to freed memory.
+TEST_CASE(
+    "a read into a shared buffer lands in place, and abandoned, the helper keeps the buffer") {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  REQUIRE(::write(p[1], "abc", 3) == 3);
+  std::shared_ptr<char[]> buf(new char[8]());
+  auto got =
+      sl::TimedRead(p[0], buf, 2, 6, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  REQUIRE(got.ok());
+  CHECK(!got->timed_out);
+  REQUIRE(got->bytes == 3);
+  CHECK(std::string(buf.get(), 5) == std::string("\0\0abc", 5));
+  ::close(p[0]);
+  ::close(p[1]);
+
+  const std::string d = TempDir();
+  auto [r, w] = SilentFifo(d + "/stuck");
+  sl::InputRule rule = sl::InputRule::Named(sl::InputKind::kLog);
+  rule.deadline = std::chrono::milliseconds(100);
+  sl::InputFile f(r, 0, d + "/stuck", rule);
+  std::weak_ptr<char[]> lent;
+  {
+    std::shared_ptr<char[]> mine(new char[64]);
+    lent = mine;
+    auto late = f.Read(mine, 0, 64);
+    REQUIRE(!late.ok());
+    CHECK(late.error().message.find("timed out reading after 0.") != std::string::npos);
+    CHECK(f.fd() == -1);
+  }
+  CHECK(!lent.expired());  // the caller let go; the stuck read still holds it
+  REQUIRE(::write(w, "x", 1) == 1);
+  CHECK(StuckReadsBecome(0));
+  for (int i = 0; i < 200 && !lent.expired(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(lent.expired());  // ... until its read returned
+  ::close(w);
   std::filesystem::remove_all(d);
 }
 

@@ -163,6 +163,12 @@ TEST_CASE("a watchdog timeout wrapped over two or three lines is still read whol
       timeout_seq("[Rank 1] Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=12590, "
                   "OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n         "
                   "Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n") == 1);
+  // Cut before the row's own words ("operation timeout"): the line holds no other anchor, and
+  // the scan still hands it over for the join.
+  CHECK(timeout_seq(
+            "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective "
+            "ope\nration timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=5000) ran for 5050 milliseconds before timing out.\n") == 1);
   // The first line alone is not a whole message.
   CHECK(timeout_seq("[Rank 1] Watchdog caught collective operation timeout:\nsomething else\n") ==
         0);

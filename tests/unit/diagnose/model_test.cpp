@@ -87,6 +87,20 @@ TEST_CASE("a table that does not parse names its line") {
   CHECK(!ParseModel("class\ta\tnot-a-number\n").ok());
 }
 
+// Numbers are read without a copy where they are plain; anything else is ParseDouble's, as
+// before (blanks around, a sign, CRLF lines).
+TEST_CASE("the table's numbers read as ParseDouble reads them, plain or not") {
+  auto m =
+      ParseModel("class\ta\t 1.5 \r\nclass\tb\t-0.25\r\nweight\tf\ta\t+2\nweight\tf\tb\t1e-3\n");
+  REQUIRE(m.ok());
+  CHECK(m->intercepts == std::vector<double>{1.5, -0.25});
+  REQUIRE(m->Weights("f") != nullptr);
+  CHECK(*m->Weights("f") == std::vector<double>{2, 0.001});
+  auto bad = ParseModel("class\ta\t1\nweight\tf\ta\t2x\n");
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().where == "weights.tsv:2");
+}
+
 TEST_CASE("the embedded table parses, names only causes and carries its fingerprint") {
   auto m = ParseModel(FittedModelText());
   REQUIRE(m.ok());

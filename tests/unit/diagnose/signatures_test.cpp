@@ -133,6 +133,63 @@ TEST_CASE("every catalog row has a prefilter of at least kAnchor bytes (the skip
   }
 }
 
+// The skip scan looks for one anchor per row: it must be in every line the row matches, so it is
+// a piece of the prefilter or of the second substring (both are in every such line).
+TEST_CASE("every row's anchor is kAnchor bytes of its prefilter or of its second substring") {
+  LineMatcher m;
+  const auto rows = Catalog();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    INFO(rows[i].id);
+    const std::string_view a = m.AnchorOf(i);
+    REQUIRE(a.size() == LineMatcher::kAnchor);
+    CHECK((rows[i].prefilter.find(a) != std::string_view::npos ||
+           rows[i].also.find(a) != std::string_view::npos));
+  }
+}
+
+// RecognizeWrapped joins a line that holds the watchdog's opening words with the lines after it;
+// the scan hands such a line over even where it holds no row's anchor (wrapped inside
+// "operation").
+TEST_CASE("a line holding the watchdog's opening words is handed over, anchor or not") {
+  LineMatcher m;
+  for (std::string line : {std::string("xx ") + std::string(kWrappedWatchdogText) + " ope",
+                           std::string(kWrappedWatchdogText)}) {
+    INFO(line);
+    std::size_t handed = 0;
+    const std::string block = "iter 1: loss 2.0\n" + line + "\niter 2: loss 1.9\n";
+    CHECK(m.ScanBlock(block, [&](std::string_view l, std::size_t index) {
+      CHECK(l == line);
+      CHECK(index == 1);
+      ++handed;
+    }) == 3);
+    CHECK(handed == 1);
+  }
+}
+
+// The lazy scan hands over the same lines; an index asked for is the line's, in any pattern of
+// asking (every line, every other one, none).
+TEST_CASE("ScanBlockLazily hands over ScanBlock's lines and counts an index only when asked") {
+  LineMatcher m;
+  std::string block;
+  for (int i = 0; i < 2000; ++i) {
+    block += i % 7 == 0 ? "gpu1:2:3 [0] NCCL WARN NET/IB : Got async event : port active\n"
+                        : "iter " + std::to_string(i) + ": loss 1.5, time: 4401.19ms\n";
+  }
+  std::vector<std::pair<std::string_view, std::size_t>> eager;
+  m.ScanBlock(block, [&](std::string_view l, std::size_t i) { eager.emplace_back(l, i); });
+  REQUIRE(eager.size() == 286);
+  for (int every : {1, 2, 0}) {
+    std::size_t k = 0;
+    m.ScanBlockLazily(block, [&](std::string_view l, LineIndex& index) {
+      REQUIRE(k < eager.size());
+      CHECK(l == eager[k].first);
+      if (every != 0 && k % every == 0) CHECK(index.Of(l) == eager[k].second);
+      ++k;
+    });
+    CHECK(k == eager.size());
+  }
+}
+
 TEST_CASE("ordinary training output matches nothing") {
   LineMatcher m;
   CHECK_FALSE(m.MatchLine("iter 83592: loss 1.5455, time: 4401.19ms, speed: - toks/s/device"));
