@@ -157,8 +157,8 @@ inline std::uint8_t Shift(const std::uint8_t* shifts, const char* p) {
 // How often each byte, pair and triple occurs in kHealthySample: the cost of an anchor is how
 // far it holds the scan back on such text.
 struct HealthyText {
-  std::vector<std::uint16_t> triples = std::vector<std::uint16_t>(1u << 16);  // by Hash3
-  std::vector<std::uint16_t> pairs = std::vector<std::uint16_t>(1u << 16);
+  std::vector<std::uint32_t> triples = std::vector<std::uint32_t>(1u << 16);  // by Hash3
+  std::vector<std::uint32_t> pairs = std::vector<std::uint32_t>(1u << 16);
   std::uint32_t bytes[256] = {};
   HealthyText() {
     static constexpr std::string_view kHealthySample =
@@ -267,7 +267,8 @@ namespace {
 
 // Runs the lanes in lock step while every lane is inside its range and none is at a zero shift:
 // no call in the loop, so that the positions, the block and the table stay in registers. Returns
-// the lane whose shift is 0, or -1 when a lane reached its end (the rest go on one by one).
+// the lane whose shift is 0, or -1 when a lane reached its end (ScanBlockLazily gives it another
+// range, or scans what is left lane by lane).
 __attribute__((noinline)) int RunLanes(const char* d, const std::uint8_t* shifts,
                                        std::size_t (&pos)[kLanes],
                                        const std::size_t (&end)[kLanes]) {
@@ -432,13 +433,15 @@ void LineMatcher::ScanBlockLazily(
 }
 
 std::size_t LineMatcher::SlotOf(std::uint64_t window) const {
-  return static_cast<std::size_t>((window * 0x9E3779B97F4A7C15ull) >> 32) % anchor_slots_.size();
+  // anchor_slots_ has a power of two of slots.
+  return static_cast<std::size_t>((window * 0x9E3779B97F4A7C15ull) >> 32) &
+         (anchor_slots_.size() - 1);
 }
 
 bool LineMatcher::IsAnchor(std::uint64_t window) const {
   const std::uint32_t h = WindowHash(window);
   if (!((anchor_bits_[h >> 6] >> (h & 63)) & 1)) return false;
-  for (std::size_t i = SlotOf(window);; i = (i + 1) % anchor_slots_.size()) {
+  for (std::size_t i = SlotOf(window);; i = (i + 1) & (anchor_slots_.size() - 1)) {
     if (anchor_slots_[i] == 0) return false;  // (a window of 6 NULs is no anchor either)
     if (anchor_slots_[i] == window) return true;
   }
@@ -485,7 +488,7 @@ LineMatcher::LineMatcher() {
   anchor_slots_.assign(std::bit_ceil(2 * windows.size()), 0);
   for (std::uint64_t w : windows) {
     std::size_t i = SlotOf(w);
-    while (anchor_slots_[i] != 0 && anchor_slots_[i] != w) i = (i + 1) % anchor_slots_.size();
+    while (anchor_slots_[i] != 0 && anchor_slots_[i] != w) i = (i + 1) & (anchor_slots_.size() - 1);
     anchor_slots_[i] = w;
   }
   for (const Signature& sig : kCatalog) {
