@@ -1,5 +1,6 @@
 #include "diagnose/signatures.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cstring>
@@ -157,8 +158,8 @@ inline std::uint8_t Shift(const std::uint8_t* shifts, const char* p) {
 // How often each byte, pair and triple occurs in kHealthySample: the cost of an anchor is how
 // far it holds the scan back on such text.
 struct HealthyText {
-  std::vector<std::uint16_t> triples = std::vector<std::uint16_t>(1u << 16);  // by Hash3
-  std::vector<std::uint16_t> pairs = std::vector<std::uint16_t>(1u << 16);
+  std::vector<std::uint32_t> triples = std::vector<std::uint32_t>(1u << 16);  // by Hash3
+  std::vector<std::uint32_t> pairs = std::vector<std::uint32_t>(1u << 16);
   std::uint32_t bytes[256] = {};
   HealthyText() {
     static constexpr std::string_view kHealthySample =
@@ -231,7 +232,7 @@ std::bitset<LineMatcher::kMaxRows> LineMatcher::Candidates(std::string_view line
 
 namespace {
 
-constexpr int kLanes = 4;
+constexpr int kLanes = 8;  // a step is a chain of about 20 cycles; 8 in flight hide it
 
 // Asks for a line's bytes ahead of their use (its first two cache lines).
 inline void Prefetch(std::string_view line) {
@@ -267,13 +268,14 @@ namespace {
 
 // Runs the lanes in lock step while every lane is inside its range and none is at a zero shift:
 // no call in the loop, so that the positions, the block and the table stay in registers. Returns
-// the lane whose shift is 0, or -1 when a lane reached its end (the rest go on one by one).
+// the lane whose shift is 0, or -1 when a lane reached its end (ScanBlockLazily gives it another
+// range, or scans what is left lane by lane).
 __attribute__((noinline)) int RunLanes(const char* d, const std::uint8_t* shifts,
                                        std::size_t (&pos)[kLanes],
                                        const std::size_t (&end)[kLanes]) {
-  static_assert(kLanes == 4, "one SL_LANE per lane below");
+  static_assert(kLanes == 8, "one SL_LANE per lane below");
   std::size_t p0 = pos[0], p1 = pos[1], p2 = pos[2], p3 = pos[3];
-  const std::size_t e0 = end[0], e1 = end[1], e2 = end[2], e3 = end[3];
+  std::size_t p4 = pos[4], p5 = pos[5], p6 = pos[6], p7 = pos[7];
   int stop = -1;
 #define SL_LANE(k)                                              \
   if (const std::uint8_t s = Shift(shifts, d + p##k); s != 0) { \
@@ -282,17 +284,26 @@ __attribute__((noinline)) int RunLanes(const char* d, const std::uint8_t* shifts
     stop = k;                                                   \
     break;                                                      \
   }
-  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
+  while (p0 < end[0] && p1 < end[1] && p2 < end[2] && p3 < end[3] && p4 < end[4] && p5 < end[5] &&
+         p6 < end[6] && p7 < end[7]) {
     SL_LANE(0)
     SL_LANE(1)
     SL_LANE(2)
     SL_LANE(3)
+    SL_LANE(4)
+    SL_LANE(5)
+    SL_LANE(6)
+    SL_LANE(7)
   }
 #undef SL_LANE
   pos[0] = p0;
   pos[1] = p1;
   pos[2] = p2;
   pos[3] = p3;
+  pos[4] = p4;
+  pos[5] = p5;
+  pos[6] = p6;
+  pos[7] = p7;
   return stop;
 }
 
@@ -337,55 +348,101 @@ void LineMatcher::ScanBlockLazily(
   const std::size_t n = block.size();
   const std::uint8_t* shifts = shifts_.data();
   Lanes lanes = CutLanes(d, n);
-  std::vector<std::string_view> hits[kLanes];  // the lines, in order per lane
+  // The lines that hold an anchor, per range a lane scanned (in order within each; the ranges
+  // are put in block order at the end). A lane starts a range at the start and at each steal.
+  struct Range {
+    std::size_t start;
+    std::vector<std::string_view> hits;
+  };
+  std::vector<Range> ranges;
+  int range_of[kLanes];
+  for (int k = 0; k < kLanes; ++k) {
+    ranges.push_back({lanes.pos[k], {}});
+    range_of[k] = k;
+  }
   // A zero shift at `pos` (the last byte of the window): a hit records its line and goes on after
   // it, anything else goes on at the next byte.
-  auto zero_shift = [&](std::size_t pos, std::vector<std::string_view>& lane_hits) -> std::size_t {
+  auto zero_shift = [&](std::size_t pos, int lane) -> std::size_t {
     const std::size_t at = pos + 1 - kAnchor;
     if (!IsAnchor(Window(d + at))) return pos + 1;
     const void* prev = ::memrchr(d, '\n', at);
     const std::size_t start = prev ? static_cast<const char*>(prev) - d + 1 : 0;
     const void* next = std::memchr(d + pos, '\n', n - pos);
     const std::size_t end = next ? static_cast<const char*>(next) - d : n;
-    lane_hits.push_back(block.substr(start, end - start));
+    ranges[range_of[lane]].hits.push_back(block.substr(start, end - start));
     return end + kAnchor;
   };
-  for (int k; (k = RunLanes(d, shifts, lanes.pos, lanes.end)) >= 0;) {
-    lanes.pos[k] = zero_shift(lanes.pos[k], hits[k]);
+  // A lane that reaches its end takes the second half of the largest range left (cut at a line
+  // start), so that the lanes stay in lock step to the end of the block: one lane alone waits on
+  // its chain at every step. Below kMinSteal bytes the rest is scanned lane by lane.
+  constexpr std::size_t kMinSteal = 2048;
+  auto steal = [&](int k) {
+    int from = -1;
+    std::size_t most = 0;
+    for (int j = 0; j < kLanes; ++j) {
+      const std::size_t left = lanes.end[j] > lanes.pos[j] ? lanes.end[j] - lanes.pos[j] : 0;
+      if (left > most) {
+        most = left;
+        from = j;
+      }
+    }
+    if (most < kMinSteal) return false;
+    const std::size_t half = lanes.pos[from] + most / 2;
+    const void* nl = std::memchr(d + half, '\n', lanes.end[from] - half);
+    if (nl == nullptr) return false;
+    const std::size_t cut = static_cast<const char*>(nl) - d + 1;
+    if (cut + kAnchor > lanes.end[from]) return false;
+    lanes.pos[k] = cut + kAnchor - 1;
+    lanes.end[k] = lanes.end[from];
+    lanes.end[from] = cut;
+    range_of[k] = static_cast<int>(ranges.size());
+    ranges.push_back({cut, {}});
+    return true;
+  };
+  for (;;) {
+    const int k = RunLanes(d, shifts, lanes.pos, lanes.end);
+    if (k >= 0) {
+      lanes.pos[k] = zero_shift(lanes.pos[k], k);
+      continue;
+    }
+    bool all = true;
+    for (int j = 0; j < kLanes && all; ++j) {
+      if (lanes.pos[j] >= lanes.end[j]) all = steal(j);
+    }
+    if (!all) break;
   }
   for (int k = 0; k < kLanes; ++k) {
     std::size_t& p = lanes.pos[k];
     while (p < lanes.end[k]) {
       const std::uint8_t s = Shift(shifts, d + p);
-      p = s != 0 ? p + s : zero_shift(p, hits[k]);
+      p = s != 0 ? p + s : zero_shift(p, k);
     }
   }
   // Every hit line, in block order. By now the block's first lines have left the core's cache
   // (a block is larger than L2): the lines a few places on are fetched while this one is
   // recognised.
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.start < b.start; });
+  std::vector<std::string_view> hits;
+  for (const Range& r : ranges) hits.insert(hits.end(), r.hits.begin(), r.hits.end());
   constexpr std::size_t kAhead = 8;
-  for (int k = 0; k < kLanes; ++k) {
-    const std::vector<std::string_view>& lane_hits = hits[k];
-    for (std::size_t i = 0; i < std::min(kAhead, lane_hits.size()); ++i) Prefetch(lane_hits[i]);
-    for (std::size_t i = 0; i < lane_hits.size(); ++i) {
-      if (i + kAhead < lane_hits.size()) {
-        Prefetch(lane_hits[i + kAhead]);
-      } else if (k + 1 < kLanes && i + kAhead - lane_hits.size() < hits[k + 1].size()) {
-        Prefetch(hits[k + 1][i + kAhead - lane_hits.size()]);
-      }
-      on_candidate(lane_hits[i], index);
-    }
+  for (std::size_t i = 0; i < std::min(kAhead, hits.size()); ++i) Prefetch(hits[i]);
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    if (i + kAhead < hits.size()) Prefetch(hits[i + kAhead]);
+    on_candidate(hits[i], index);
   }
 }
 
 std::size_t LineMatcher::SlotOf(std::uint64_t window) const {
-  return static_cast<std::size_t>((window * 0x9E3779B97F4A7C15ull) >> 32) % anchor_slots_.size();
+  // anchor_slots_ has a power of two of slots.
+  return static_cast<std::size_t>((window * 0x9E3779B97F4A7C15ull) >> 32) &
+         (anchor_slots_.size() - 1);
 }
 
 bool LineMatcher::IsAnchor(std::uint64_t window) const {
   const std::uint32_t h = WindowHash(window);
   if (!((anchor_bits_[h >> 6] >> (h & 63)) & 1)) return false;
-  for (std::size_t i = SlotOf(window);; i = (i + 1) % anchor_slots_.size()) {
+  for (std::size_t i = SlotOf(window);; i = (i + 1) & (anchor_slots_.size() - 1)) {
     if (anchor_slots_[i] == 0) return false;  // (a window of 6 NULs is no anchor either)
     if (anchor_slots_[i] == window) return true;
   }
@@ -432,7 +489,7 @@ LineMatcher::LineMatcher() {
   anchor_slots_.assign(std::bit_ceil(2 * windows.size()), 0);
   for (std::uint64_t w : windows) {
     std::size_t i = SlotOf(w);
-    while (anchor_slots_[i] != 0 && anchor_slots_[i] != w) i = (i + 1) % anchor_slots_.size();
+    while (anchor_slots_[i] != 0 && anchor_slots_[i] != w) i = (i + 1) & (anchor_slots_.size() - 1);
     anchor_slots_[i] = w;
   }
   for (const Signature& sig : kCatalog) {

@@ -285,6 +285,45 @@ TEST_CASE("ScanBlock finds every line MatchLine matches, with its index, on the 
   CHECK(matched_lines >= 50);
 }
 
+// A block of several MiB: lanes that finish take over half of the largest range left, so hits
+// come from ranges in any order; they are still handed over once each, in block order.
+TEST_CASE("ScanBlock over a large block hands over every matching line once, in order") {
+  std::string text;
+  for (const auto& e : std::filesystem::directory_iterator(SL_FIXTURES_DIR + "/corpus/logs")) {
+    if (e.is_regular_file() && e.path().extension() == ".log") text += Slurp(e.path().string());
+  }
+  REQUIRE(!text.empty());
+  if (text.back() != '\n') text += '\n';
+  std::string block;
+  std::uint32_t seed = 99;
+  while (block.size() < (5u << 20)) {
+    seed = seed * 1664525u + 1013904223u;
+    // Healthy runs of varying length between copies of the real logs: the lanes end unevenly.
+    for (std::uint32_t i = 0; i < (seed >> 20) % 4000; ++i)
+      block += "iter 7: loss 1.5, time: 1.2ms\n";
+    block += text;
+  }
+  LineMatcher m;
+  std::vector<std::string_view> lines;
+  sl::ForEachLine(block, [&](std::string_view l) { lines.push_back(l); });
+  std::vector<std::size_t> got;
+  const std::size_t count = m.ScanBlock(block, [&](std::string_view line, std::size_t index) {
+    REQUIRE(index < lines.size());
+    REQUIRE(lines[index] == line);
+    REQUIRE((got.empty() || got.back() < index));
+    got.push_back(index);
+  });
+  CHECK(count == lines.size());
+  std::size_t matched = 0;
+  for (std::size_t i = 0, at = 0; i < lines.size(); ++i) {
+    while (at < got.size() && got[at] < i) ++at;
+    if (!m.MatchLine(lines[i])) continue;
+    ++matched;
+    REQUIRE((at < got.size() && got[at] == i));
+  }
+  CHECK(matched > 1000);
+}
+
 // The same property on random blocks built from anchor pieces, newlines and noise, so that anchors
 // land on lane cuts, block starts and ends, and lines shorter than an anchor (the fuzz target
 // tests/fuzz/fuzz_scan_block.cpp does this without end).
