@@ -55,7 +55,7 @@ TEST_CASE("doc/causes.md lists the vocabulary's categories in order with the sam
   }
 }
 
-TEST_CASE("a symptom or unknown is not a cause; every cause has its texts") {
+TEST_CASE("a symptom or unknown is not a cause, every cause has its texts") {
   CHECK(sl::FindCause("gid_index") != nullptr);
   CHECK(sl::FindCause("collective_timeout") == nullptr);
   CHECK(sl::FindCause("unknown") == nullptr);

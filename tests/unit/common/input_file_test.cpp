@@ -90,7 +90,7 @@ TEST_CASE("the walk lists regular files only and never leaves its root through a
   std::filesystem::remove_all(d);
 }
 
-TEST_CASE("another user's file in a walked tree is skipped; named explicitly it is read") {
+TEST_CASE("another user's file in a walked tree is skipped, named explicitly it is read") {
   if (::geteuid() != 0) {
     WARN("not root: cannot give a file to another user; not checked here (CI runs as root)");
     return;
@@ -264,7 +264,7 @@ TEST_CASE("a read that blocks in the kernel ends at its deadline, and its helper
   std::filesystem::remove_all(d);
 }
 
-TEST_CASE("at most kMaxStuckReads reads may be stuck; the next is refused at once") {
+TEST_CASE("at most kMaxStuckReads reads may be stuck, the next is refused at once") {
   const std::string d = TempDir();
   std::vector<int> writers;
   const auto deadline = [] {

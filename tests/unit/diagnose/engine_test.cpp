@@ -652,7 +652,7 @@ TEST_CASE("ranks timing out in one SeqNum with different sizes is a desync, one 
 
 // The same format (torch 1.13-2.x) with the ranks at different SeqNums of one group, and in two
 // groups ("[PG 1 Rank 0]"/"[PG 2 Rank 0]" prefixes give the `pg` field) whose counters are apart.
-TEST_CASE("ranks of one group timing out at different SeqNums is a desync; other groups' are not") {
+TEST_CASE("ranks of one group timing out at different SeqNums is a desync, other groups' are not") {
   auto timeout = [](int rank, int seq, const char* pg) {
     return fmt::format(
         "[rank{0}]:[E ProcessGroupNCCL.cpp:475] [PG {2} Rank {0}] Watchdog caught collective "

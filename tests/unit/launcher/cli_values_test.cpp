@@ -55,7 +55,7 @@ TEST_CASE("a bad bench --sizes is a usage error, not an internal one") {
   CHECK(ParseError({"bench", "--sizes", "1M,8M"}).empty());
 }
 
-TEST_CASE("a timeout below a millisecond is refused; 0 still means off where it does") {
+TEST_CASE("a timeout below a millisecond is refused, 0 still means off where it does") {
   CHECK_THAT(ParseError({"run", "--stall-timeout", "1e-300", "--", "true"}),
              Catch::Contains("at least 0.001"));
   CHECK_THAT(ParseError({"run", "--kill-grace", "1e-9", "--", "true"}), Catch::Contains("0.001"));

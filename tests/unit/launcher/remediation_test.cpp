@@ -69,7 +69,7 @@ TEST_CASE("a port down on one node above the threshold drains it and requeues wi
   CHECK(d.drain_reason.size() <= kDrainReasonMaxBytes);
 }
 
-TEST_CASE("drain mode drains and does not requeue; report mode does nothing") {
+TEST_CASE("drain mode drains and does not requeue, report mode does nothing") {
   CHECK(Kinds(Decide(PortDown(), Mode(OnNodeFault::kDrain), Cluster(), {})) ==
         std::vector<std::string>{"drain"});
   Decision r = Decide(PortDown(), Mode(OnNodeFault::kReport), Cluster(), {});
@@ -97,7 +97,7 @@ TEST_CASE("a cause on every node or on several is not one node's: nothing draine
   }
 }
 
-TEST_CASE("below the threshold nothing is done; a preflight refusal counts as certain") {
+TEST_CASE("below the threshold nothing is done, a preflight refusal counts as certain") {
   Decision d = Decide(PortDown(0.7), Mode(OnNodeFault::kRequeue), Cluster(), {});
   CHECK(d.actions.empty());
   CHECK(d.notes[0].find("below the threshold 0.80") != std::string::npos);
@@ -105,7 +105,7 @@ TEST_CASE("below the threshold nothing is done; a preflight refusal counts as ce
         "requeue");
 }
 
-TEST_CASE("a node already drained, down or failed keeps its reason; the job may still move") {
+TEST_CASE("a node already drained, down or failed keeps its reason, the job may still move") {
   SlurmView v = Cluster();
   v.partition_nodes["gpu07"].state = "MIXED+DRAIN";
   v.partition_nodes["gpu07"].reason = "fan 3 loud (bob)";
@@ -149,7 +149,7 @@ TEST_CASE("no requeue when the partition cannot hold the job without the node") 
   CHECK(Kinds(Decide(PortDown(), Mode(OnNodeFault::kRequeue), v, {})).size() == 1);
 }
 
-TEST_CASE("the exclusion keeps the job's own ExcNodeList; a job without Requeue is not requeued") {
+TEST_CASE("the exclusion keeps the job's own ExcNodeList, a job without Requeue is not requeued") {
   SlurmView v = Cluster();
   v.excluded = {"gpu19"};
   Decision d = Decide(PortDown(), Mode(OnNodeFault::kRequeue), v, {});

@@ -33,7 +33,7 @@ TEST_CASE("a conf line NCCL misreads is reported with file and line") {
   CHECK_THAT(problems[1].message, Catch::Contains("no effect"));
 }
 
-TEST_CASE("NCCL_CONF_FILE replaces ~/.nccl.conf from NCCL 2.23 on; /etc/nccl.conf comes last") {
+TEST_CASE("NCCL_CONF_FILE replaces ~/.nccl.conf from NCCL 2.23 on, /etc/nccl.conf comes last") {
   Environment env{{"HOME", "/home/u"}, {"NCCL_CONF_FILE", "/site/nccl.conf"}};
   CHECK(ConfFilePaths(env, Version{2, 28, 9}) ==
         std::vector<std::string>{"/site/nccl.conf", "/etc/nccl.conf"});

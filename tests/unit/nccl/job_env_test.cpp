@@ -12,7 +12,7 @@ TEST_CASE("NCCL_DEBUG_FILE counts only when set and not empty") {
   CHECK(DebugFile({{"NCCL_DEBUG_FILE", "/r/nccl.%h.%p.log"}}) == "/r/nccl.%h.%p.log");
 }
 
-TEST_CASE("NCCL_DMABUF_ENABLE=0 turns DMA-BUF off; anything else leaves it on") {
+TEST_CASE("NCCL_DMABUF_ENABLE=0 turns DMA-BUF off, anything else leaves it on") {
   CHECK(DmabufDisabledBy({{"NCCL_DMABUF_ENABLE", " 0"}}) == " 0");
   CHECK_FALSE(DmabufDisabledBy({{"NCCL_DMABUF_ENABLE", "1"}}).has_value());
   CHECK_FALSE(DmabufDisabledBy({}).has_value());

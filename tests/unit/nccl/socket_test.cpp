@@ -37,7 +37,7 @@ TEST_CASE("NCCL's default order takes ib* first, then anything but docker* and l
   CHECK(c.chosen.front()->name == "lo");
 }
 
-TEST_CASE("IPv4-addressed interfaces come before IPv6-only ones; link-local IPv6 never counts") {
+TEST_CASE("IPv4-addressed interfaces come before IPv6-only ones, link-local IPv6 never counts") {
   std::vector<NetInterface> ifs = {If("eth6", {"2001:db8::5"}), If("eth4", {"10.0.0.4"}),
                                    If("eth9", {"fe80::1"})};
   auto c = ChooseSocketInterfaces(ifs, {});
@@ -73,7 +73,7 @@ TEST_CASE("no interface with an address is kNoAddress") {
   CHECK(c.outcome == SocketChoice::Outcome::kNoAddress);
 }
 
-TEST_CASE("the picker never pins a bridge; the diagnosis also distrusts tunnels and overlays") {
+TEST_CASE("the picker never pins a bridge, the diagnosis also distrusts tunnels and overlays") {
   NodeFacts f;
   f.interfaces = {If("docker0", {"172.17.0.1"}), If("veth1", {"169.254.0.2"}),
                   If("ens3", {"10.1.0.3"})};

@@ -236,7 +236,7 @@ TEST_CASE("a peer's device-level rows come back as the device's facts, in their 
   CHECK(nlohmann::json(back)["ib_problems"] == j["ib_problems"]);
 }
 
-TEST_CASE("fw_ver, hca_type and board_id are facts of the device; unread they are no problem") {
+TEST_CASE("fw_ver, hca_type and board_id are facts of the device, unread they are no problem") {
   const std::string dev = "/sys/class/infiniband/rxe0";
   IbSysroot tree;
   tree.Port("rxe0", "10 Gb/sec (1X QDR)")

@@ -92,7 +92,7 @@ TEST_CASE("no model for gloo, and no RDMA port NCCL will use means socket fallba
   CHECK(Job(a)->outcome == Outcome::kSkip);
 }
 
-TEST_CASE("a healthy sweep passes with its ratio; small sizes are reported, not judged") {
+TEST_CASE("a healthy sweep passes with its ratio, small sizes are reported, not judged") {
   auto a = AssessBandwidth({Node(0), Node(1)}, 2, "nccl", Sweep(44), {});
   REQUIRE(a.sizes.size() == 2);
   CHECK_FALSE(a.sizes[0].judged);

@@ -54,7 +54,7 @@ TEST_CASE("a drop beyond max_busbw_drop against the median of comparable runs wa
   CHECK(reordered.Key() == Run(1).Key());
 }
 
-TEST_CASE("a baseline is a history line or a bare sweep; an empty one is refused") {
+TEST_CASE("a baseline is a history line or a bare sweep, an empty one is refused") {
   auto line = ParseBaseline(nlohmann::json(Run(1)).dump());
   REQUIRE(line.ok());
   CHECK(CompareWithBaseline(Run(0.7), *line, 0.1)[0].outcome == Outcome::kWarn);
@@ -66,7 +66,7 @@ TEST_CASE("a baseline is a history line or a bare sweep; an empty one is refused
   CHECK_FALSE(ParseBaseline("garbage").ok());
 }
 
-TEST_CASE("an nccl-tests run becomes an entry; #wrong is data corruption") {
+TEST_CASE("an nccl-tests run becomes an entry, #wrong is data corruption") {
   auto out = ParseNcclTests(
       "#  Rank  0 Group  0 Pid  1 on a device  0 [0x07] GPU\n"
       "#  Rank  1 Group  0 Pid  2 on b device  0 [0x07] GPU\n"

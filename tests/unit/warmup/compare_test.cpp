@@ -112,7 +112,7 @@ TEST_CASE("a node with fewer HCAs is named") {
   CHECK(fs[0].message.find("is 1 on node 1 (b) but 2") != std::string::npos);
 }
 
-TEST_CASE("different NCCL versions fail and name the odd node; torch differences warn") {
+TEST_CASE("different NCCL versions fail and name the odd node, torch differences warn") {
   auto c = Node(2, "c");
   c.nccl_version = "2.21.5";
   c.torch_version = "2.5.1";
@@ -286,7 +286,7 @@ TEST_CASE("a waived comparison's mismatch is marked waived and no longer fails")
   CHECK(sl::Worst(fs) == Outcome::kPass);
 }
 
-TEST_CASE("a waiver names only its comparison; a group prefix waives them all") {
+TEST_CASE("a waiver names only its comparison, a group prefix waives them all") {
   auto b = Node(1, "b");
   b.facts.ib_ports = {RocePort("mlx5_0", 1500), RocePort("mlx5_1", 1500)};
   b.nccl_version = "2.21.5";

@@ -90,7 +90,7 @@ TEST_CASE("a plan survives a JSON round trip") {
 
 #include "warmup/warmup_phase.h"
 
-TEST_CASE("the source address towards loopback is loopback; an unresolvable host gives none") {
+TEST_CASE("the source address towards loopback is loopback, an unresolvable host gives none") {
   CHECK(sl::warmup::SourceAddressFor("127.0.0.1", 29500) == "127.0.0.1");
   CHECK(sl::warmup::SourceAddressFor("no-such-host.invalid", 29500).empty());
 }

@@ -91,7 +91,7 @@ TEST_CASE("RoCE versions follow NCCL's prefix comparison") {
   CHECK(RoceVersionFromType("v2") == 0);
 }
 
-TEST_CASE("counter values are decimal counts; anything else is an error") {
+TEST_CASE("counter values are decimal counts, anything else is an error") {
   CHECK(ParseCounterValue("91316\n").value() == 91316);
   CHECK(ParseCounterValue("0").value() == 0);
   CHECK(ParseCounterValue("18446744073709551615").value() == 18446744073709551615ull);
@@ -100,7 +100,7 @@ TEST_CASE("counter values are decimal counts; anything else is an error") {
   }
 }
 
-TEST_CASE("netdev MTU text parses; garbage is an error") {
+TEST_CASE("netdev MTU text parses, garbage is an error") {
   CHECK(ParseNetdevMtu("9000\n").value() == 9000);
   for (const char* bad : {"jumbo", "", "0", "-1500", "99999999"}) {
     CHECK_FALSE(ParseNetdevMtu(bad).ok());

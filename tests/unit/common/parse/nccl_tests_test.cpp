@@ -176,7 +176,7 @@ TEST_CASE("garbled figures are named by line, never read as numbers") {
   CHECK(out->problems[1].find("line 7: algbw 'nan'") == 0);
 }
 
-TEST_CASE("text without a table is an error; a failed run's NCCL error is kept") {
+TEST_CASE("text without a table is an error, a failed run's NCCL error is kept") {
   CHECK_FALSE(ParseNcclTests("").ok());
   CHECK_FALSE(ParseNcclTests("hello\nworld\n").ok());
   auto failed = ParseNcclTests(

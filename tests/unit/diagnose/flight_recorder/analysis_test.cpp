@@ -129,7 +129,7 @@ TEST_CASE("ranks with no dump are named, and are the suspects when everyone else
   CHECK(causes[0].entity == "rank 6");
 }
 
-TEST_CASE("a truncated dump is an error naming the file and byte; the other ranks still decide") {
+TEST_CASE("a truncated dump is an error naming the file and byte, the other ranks still decide") {
   auto m = InMemory("missing5", {});
   std::string cut = *m.ReadFile("/run/gpu00/fr/fr_rank_2.pkl");
   m.AddFile("/run/gpu00/fr/fr_rank_2.pkl", cut.substr(0, cut.size() / 2));

@@ -53,7 +53,7 @@ TEST_CASE("kernel.log honours --since") {
   CHECK(ForEntity(r.findings, "0000:09:00.0") != nullptr);
 }
 
-TEST_CASE("kernel.log: garbage lines are an error naming the file; missing log too") {
+TEST_CASE("kernel.log: garbage lines are an error naming the file, missing log too") {
   auto r = RunOnFixture("host-broken", CheckKernelLog);
   auto errors = With(r.findings, Outcome::kError);
   REQUIRE(errors.size() == 1);

@@ -6,7 +6,7 @@
 #include "tests/unit/common/temp_dir.h"
 #include "tests/unit/preflight/checks/host_check_fixture.h"
 
-TEST_CASE("net.ifname: NCCL's default picks eno1 over docker0 and lo; addresses from procfs") {
+TEST_CASE("net.ifname: NCCL's default picks eno1 over docker0 and lo, addresses from procfs") {
   auto r = RunOnFixture("memlock-64k", CheckNetIfname);
   REQUIRE(r.findings.size() == 1);
   CHECK(r.findings[0].entity == "eno1");

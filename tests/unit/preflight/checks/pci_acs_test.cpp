@@ -3,7 +3,7 @@
 
 #include "tests/unit/preflight/checks/host_check_fixture.h"
 
-TEST_CASE("pci.acs passes when ACS control is 0 on every bridge; IOMMU in passthrough") {
+TEST_CASE("pci.acs passes when ACS control is 0 on every bridge, IOMMU in passthrough") {
   auto r = RunOnFixture("memlock-64k", CheckPciAcs);
   const Finding* node = ForEntity(r.findings, "node");
   REQUIRE(node);

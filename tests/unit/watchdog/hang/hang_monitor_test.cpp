@@ -121,7 +121,7 @@ TEST_CASE("capture-only records the hang signature but never stops the job") {
   CHECK(b->verdict.ranks.count("3") == 1);
 }
 
-TEST_CASE("a job stopped by someone else does not get a failure bundle; one failing alone does") {
+TEST_CASE("a job stopped by someone else does not get a failure bundle, one failing alone does") {
   std::string run = TempDir();
   DirCleanup cleanup{run};
   HangOptions o;

@@ -365,7 +365,7 @@ TEST_CASE("on the failing node the rank's failure outranks a later store error i
   CHECK(b->verdict.headline.find("; then: ") != std::string::npos);
 }
 
-TEST_CASE("a peer's bundle counts once it has its final name; partial ones and links do not") {
+TEST_CASE("a peer's bundle counts once it has its final name, partial ones and links do not") {
   std::string root = TempDir();
   DirCleanup cleanup{root};
   fs::create_directories(root + "/self/hang-self-1");

@@ -127,7 +127,7 @@ TEST_CASE("every row of the pattern table redacts its example") {
   }
 }
 
-TEST_CASE("name classes: SSHPASS, *_CREDS, GH_PAT are secrets; PATH, AUTHOR, BYPASS are not") {
+TEST_CASE("name classes: SSHPASS, *_CREDS, GH_PAT are secrets, PATH, AUTHOR, BYPASS are not") {
   CHECK(IsSecretName("SSHPASS"));
   CHECK(IsSecretName("GOOGLE_APPLICATION_CREDS"));
   CHECK(IsSecretName("GH_PAT"));
@@ -174,7 +174,7 @@ TEST_CASE("a JWT is redacted by its shape, a dotted identifier is not") {
   CHECK(r.Redact("module eyJsomething.attr") == "module eyJsomething.attr");
 }
 
-TEST_CASE("netrc's password keyword loses its value; prose about a password does not") {
+TEST_CASE("netrc's password keyword loses its value, prose about a password does not") {
   Redactor r;
   CHECK(r.Redact("machine h login u password pw-netrc-1") ==
         "machine h login u password <redacted>");

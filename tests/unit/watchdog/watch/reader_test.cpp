@@ -103,7 +103,7 @@ TEST_CASE("A file is read again only when it changed") {
 }
 
 TEST_CASE(
-    "A live.json renamed into place is read again alone; a new bundle or status still shows") {
+    "A live.json renamed into place is read again alone, a new bundle or status still shows") {
   Tree t;
   t.Write("A/status.json", R"({"state":"running"})");
   t.Write("A/live.json", R"({"phase":"running","updated_unix":1})");
