@@ -329,6 +329,61 @@ std::size_t LineMatcher::ScanBlock(
   return index.Total();
 }
 
+namespace {
+
+// The lines that hold an anchor, per range a lane scanned (in order within each; the ranges are
+// put in block order at the end). A lane starts a range at the start and at each steal.
+struct HitRange {
+  std::size_t start;
+  std::vector<std::string_view> hits;
+};
+
+// A lane that reaches its end takes the second half of the largest range left (cut at a line
+// start), so that the lanes stay in lock step to the end of the block: one lane alone waits on
+// its chain at every step. Below kMinSteal bytes the rest is scanned lane by lane.
+bool StealHalf(const char* d, Lanes& lanes, int k, std::vector<HitRange>& ranges, int* range_of) {
+  constexpr std::size_t kMinSteal = 2048;
+  int from = -1;
+  std::size_t most = 0;
+  for (int j = 0; j < kLanes; ++j) {
+    const std::size_t left = lanes.end[j] > lanes.pos[j] ? lanes.end[j] - lanes.pos[j] : 0;
+    if (left > most) {
+      most = left;
+      from = j;
+    }
+  }
+  if (most < kMinSteal) return false;
+  const std::size_t half = lanes.pos[from] + most / 2;
+  const void* nl = std::memchr(d + half, '\n', lanes.end[from] - half);
+  if (nl == nullptr) return false;
+  const std::size_t cut = static_cast<const char*>(nl) - d + 1;
+  if (cut + kAnchor > lanes.end[from]) return false;
+  lanes.pos[k] = cut + kAnchor - 1;
+  lanes.end[k] = lanes.end[from];
+  lanes.end[from] = cut;
+  range_of[k] = static_cast<int>(ranges.size());
+  ranges.push_back({cut, {}});
+  return true;
+}
+
+// Every hit line, in block order. By now the block's first lines have left the core's cache (a
+// block is larger than L2): the lines a few places on are fetched while this one is recognised.
+void HandOver(std::vector<HitRange>& ranges, LineIndex& index,
+              const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const HitRange& a, const HitRange& b) { return a.start < b.start; });
+  std::vector<std::string_view> hits;
+  for (const HitRange& r : ranges) hits.insert(hits.end(), r.hits.begin(), r.hits.end());
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t i = 0; i < std::min(kAhead, hits.size()); ++i) Prefetch(hits[i]);
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    if (i + kAhead < hits.size()) Prefetch(hits[i + kAhead]);
+    on_candidate(hits[i], index);
+  }
+}
+
+}  // namespace
+
 void LineMatcher::ScanBlockLazily(
     std::string_view block,
     const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const {
@@ -348,13 +403,7 @@ void LineMatcher::ScanBlockLazily(
   const std::size_t n = block.size();
   const std::uint8_t* shifts = shifts_.data();
   Lanes lanes = CutLanes(d, n);
-  // The lines that hold an anchor, per range a lane scanned (in order within each; the ranges
-  // are put in block order at the end). A lane starts a range at the start and at each steal.
-  struct Range {
-    std::size_t start;
-    std::vector<std::string_view> hits;
-  };
-  std::vector<Range> ranges;
+  std::vector<HitRange> ranges;
   int range_of[kLanes];
   for (int k = 0; k < kLanes; ++k) {
     ranges.push_back({lanes.pos[k], {}});
@@ -372,33 +421,6 @@ void LineMatcher::ScanBlockLazily(
     ranges[range_of[lane]].hits.push_back(block.substr(start, end - start));
     return end + kAnchor;
   };
-  // A lane that reaches its end takes the second half of the largest range left (cut at a line
-  // start), so that the lanes stay in lock step to the end of the block: one lane alone waits on
-  // its chain at every step. Below kMinSteal bytes the rest is scanned lane by lane.
-  constexpr std::size_t kMinSteal = 2048;
-  auto steal = [&](int k) {
-    int from = -1;
-    std::size_t most = 0;
-    for (int j = 0; j < kLanes; ++j) {
-      const std::size_t left = lanes.end[j] > lanes.pos[j] ? lanes.end[j] - lanes.pos[j] : 0;
-      if (left > most) {
-        most = left;
-        from = j;
-      }
-    }
-    if (most < kMinSteal) return false;
-    const std::size_t half = lanes.pos[from] + most / 2;
-    const void* nl = std::memchr(d + half, '\n', lanes.end[from] - half);
-    if (nl == nullptr) return false;
-    const std::size_t cut = static_cast<const char*>(nl) - d + 1;
-    if (cut + kAnchor > lanes.end[from]) return false;
-    lanes.pos[k] = cut + kAnchor - 1;
-    lanes.end[k] = lanes.end[from];
-    lanes.end[from] = cut;
-    range_of[k] = static_cast<int>(ranges.size());
-    ranges.push_back({cut, {}});
-    return true;
-  };
   for (;;) {
     const int k = RunLanes(d, shifts, lanes.pos, lanes.end);
     if (k >= 0) {
@@ -407,7 +429,7 @@ void LineMatcher::ScanBlockLazily(
     }
     bool all = true;
     for (int j = 0; j < kLanes && all; ++j) {
-      if (lanes.pos[j] >= lanes.end[j]) all = steal(j);
+      if (lanes.pos[j] >= lanes.end[j]) all = StealHalf(d, lanes, j, ranges, range_of);
     }
     if (!all) break;
   }
@@ -418,19 +440,7 @@ void LineMatcher::ScanBlockLazily(
       p = s != 0 ? p + s : zero_shift(p, k);
     }
   }
-  // Every hit line, in block order. By now the block's first lines have left the core's cache
-  // (a block is larger than L2): the lines a few places on are fetched while this one is
-  // recognised.
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range& a, const Range& b) { return a.start < b.start; });
-  std::vector<std::string_view> hits;
-  for (const Range& r : ranges) hits.insert(hits.end(), r.hits.begin(), r.hits.end());
-  constexpr std::size_t kAhead = 8;
-  for (std::size_t i = 0; i < std::min(kAhead, hits.size()); ++i) Prefetch(hits[i]);
-  for (std::size_t i = 0; i < hits.size(); ++i) {
-    if (i + kAhead < hits.size()) Prefetch(hits[i + kAhead]);
-    on_candidate(hits[i], index);
-  }
+  HandOver(ranges, index, on_candidate);
 }
 
 std::size_t LineMatcher::SlotOf(std::uint64_t window) const {
