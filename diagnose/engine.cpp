@@ -1983,7 +1983,8 @@ constexpr Alternative kAlternatives[] = {
     // Refused, unreachable, timed out: a filter, the wrong interface, or the peer is gone.
     {.of = "rule:firewall_or_port.refused", .category = "socket_ifname_wrong", .weight = 0.3},
     {.of = "rule:firewall_or_port.refused", .category = "oom_or_crash_other_rank", .weight = 0.2},
-    {.of = "rule:firewall_or_port.store_connect_timeout", .category = "socket_ifname_wrong",
+    {.of = "rule:firewall_or_port.store_connect_timeout",
+     .category = "socket_ifname_wrong",
      .weight = 0.25},
     {.of = "row:errno.econnrefused", .category = "socket_ifname_wrong", .weight = 0.3},
     {.of = "row:errno.econnrefused", .category = "oom_or_crash_other_rank", .weight = 0.2},
@@ -1991,38 +1992,51 @@ constexpr Alternative kAlternatives[] = {
     {.of = "row:errno.etimedout", .category = "socket_ifname_wrong", .weight = 0.3},
     {.of = "row:errno.econnreset", .category = "ib_port_down_or_link_flap", .weight = 0.1},
     // A rank waits in the store: late, dead, or unable to reach it.
-    {.of = "rule:straggler_or_slow_rank.store_wait_timeout", .category = "oom_or_crash_other_rank",
+    {.of = "rule:straggler_or_slow_rank.store_wait_timeout",
+     .category = "oom_or_crash_other_rank",
      .weight = 0.25},
-    {.of = "rule:straggler_or_slow_rank.store_wait_timeout", .category = "firewall_or_port",
+    {.of = "rule:straggler_or_slow_rank.store_wait_timeout",
+     .category = "firewall_or_port",
      .weight = 0.15},
     {.of = "rule:straggler_or_slow_rank.all_but_one_time_out",
-     .category = "oom_or_crash_other_rank", .weight = 0.25},
+     .category = "oom_or_crash_other_rank",
+     .weight = 0.25},
     {.of = "rule:straggler_or_slow_rank.all_but_one_time_out",
-     .category = "desync_collective_mismatch", .weight = 0.2},
+     .category = "desync_collective_mismatch",
+     .weight = 0.2},
     // Retry exceeded with routable GIDs: the fabric, else the port or the MTU.
     {.of = "rule:retry_exceeded_network.retry_with_routable_gid",
-     .category = "ib_port_down_or_link_flap", .weight = 0.25},
-    {.of = "rule:retry_exceeded_network.retry_with_routable_gid", .category = "mtu_mismatch",
+     .category = "ib_port_down_or_link_flap",
+     .weight = 0.25},
+    {.of = "rule:retry_exceeded_network.retry_with_routable_gid",
+     .category = "mtu_mismatch",
      .weight = 0.2},
     // modify_qp failing on RoCE: the GID index, else the port or MTU.
-    {.of = "rule:gid_index.modify_qp_on_roce", .category = "ib_port_down_or_link_flap",
+    {.of = "rule:gid_index.modify_qp_on_roce",
+     .category = "ib_port_down_or_link_flap",
      .weight = 0.15},
     // Invalid device ordinal: two ranks on one GPU count, else a lost GPU.
-    {.of = "rule:duplicate_gpu.invalid_device_ordinal", .category = "gpu_xid_or_driver",
+    {.of = "rule:duplicate_gpu.invalid_device_ordinal",
+     .category = "gpu_xid_or_driver",
      .weight = 0.25},
     // A rank died: what killed it (the GPU, a full /dev/shm) stays open.
-    {.of = "rule:oom_or_crash_other_rank.rank_died", .category = "gpu_xid_or_driver",
+    {.of = "rule:oom_or_crash_other_rank.rank_died",
+     .category = "gpu_xid_or_driver",
      .weight = 0.15},
-    {.of = "rule:oom_or_crash_other_rank.rank_died", .category = "straggler_or_slow_rank",
+    {.of = "rule:oom_or_crash_other_rank.rank_died",
+     .category = "straggler_or_slow_rank",
      .weight = 0.1},
     // A bootstrap message of the wrong size: versions, else a stranger on the port.
-    {.of = "rule:version_mismatch.bootstrap_mismatch", .category = "firewall_or_port",
+    {.of = "rule:version_mismatch.bootstrap_mismatch",
+     .category = "firewall_or_port",
      .weight = 0.15},
     // Different SeqNums at the timeout: a desync, else one rank far behind.
     {.of = "rule:desync_collective_mismatch.timeouts_at_different_seqs",
-     .category = "straggler_or_slow_rank", .weight = 0.2},
+     .category = "straggler_or_slow_rank",
+     .weight = 0.2},
     // Peer access unsupported: the PCIe path (ACS/IOMMU), else the GPU or driver.
-    {.of = "rule:acs_iommu_p2p.peer_access_unsupported", .category = "gpu_xid_or_driver",
+    {.of = "rule:acs_iommu_p2p.peer_access_unsupported",
+     .category = "gpu_xid_or_driver",
      .weight = 0.2},
 };
 
@@ -2036,34 +2050,31 @@ constexpr double kAlternativeScale = 0.3;
 void AddAlternatives(std::vector<PriorExample>* out) {
   std::vector<PriorExample> alt;
   for (const Alternative& a : kAlternatives) {
-    constexpr std::string_view kSymptom = "symptom:";
-    if (a.of.starts_with(kSymptom)) {
+    const double weight = a.weight * kAlternativeScale;
+    // A row's own features, whether its category is a cause (it has an example above) or a
+    // symptom (it has none).
+    auto of_row = [&](const Signature& s) {
+      alt.push_back({.id = "row:" + std::string(s.id),
+                     .category = std::string(a.category),
+                     .features = RowAloneFeatures(s),
+                     .weight = weight});
+    };
+    constexpr std::string_view kSymptom = "symptom:", kRow = "row:";
+    if (a.of.starts_with(kSymptom) || a.of.starts_with(kRow)) {
+      const bool symptom = a.of.starts_with(kSymptom);
+      const std::string_view name = a.of.substr(symptom ? kSymptom.size() : kRow.size());
       for (const Signature& s : Catalog()) {
-        if (s.kind == EvidenceKind::kFact || s.category != a.of.substr(kSymptom.size())) continue;
-        alt.push_back({.id = "row:" + std::string(s.id),
-                       .category = std::string(a.category),
-                       .features = RowAloneFeatures(s),
-                       .weight = a.weight * kAlternativeScale});
+        if (symptom ? s.kind != EvidenceKind::kFact && s.category == name : s.id == name) {
+          of_row(s);
+        }
       }
       continue;
     }
-    // A row's own features, whether its category is a cause (it has an example above) or a
-    // symptom (it has none).
-    bool row = false;
-    for (const Signature& s : Catalog()) {
-      if (a.of != "row:" + std::string(s.id)) continue;
-      alt.push_back({.id = std::string(a.of),
-                     .category = std::string(a.category),
-                     .features = RowAloneFeatures(s),
-                     .weight = a.weight * kAlternativeScale});
-      row = true;
-    }
-    if (row) continue;
     for (const PriorExample& e : *out) {
       if (e.id != a.of) continue;
       PriorExample copy = e;
       copy.category = std::string(a.category);
-      copy.weight = a.weight * kAlternativeScale;
+      copy.weight = weight;
       alt.push_back(std::move(copy));
     }
   }

@@ -1866,10 +1866,10 @@ TEST_CASE("errno text rows: the C library's messages when no source's own row ma
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
   for (auto table :
-       {IbCompletionCases, IbAsyncEventsCases, VerbsCases,    IbFactsCases,  ShmCases,
-        SocketErrorsCases, SocketFactsCases,   InitCases,     RasCases,      TopologyCases,
-        TorchC10dCases,    C10dStoreCases,     GlooCases,     TorchrunCases, KernelCases,
-        MpiCases,          EarlierRowsCases,   ProgressCases, SlurmCases,    DataLoaderCases,
+       {IbCompletionCases, IbAsyncEventsCases, VerbsCases,     IbFactsCases,  ShmCases,
+        SocketErrorsCases, SocketFactsCases,   InitCases,      RasCases,      TopologyCases,
+        TorchC10dCases,    C10dStoreCases,     GlooCases,      TorchrunCases, KernelCases,
+        MpiCases,          EarlierRowsCases,   ProgressCases,  SlurmCases,    DataLoaderCases,
         NcclResultCases,   OtherLayerCases,    RdmaToolsCases, ErrnoTextCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }

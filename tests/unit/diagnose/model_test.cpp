@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "diagnose/engine.h"
 #include "diagnose/ingest.h"
@@ -387,11 +387,10 @@ TEST_CASE("every alternative of a differential becomes pseudo-observations of it
     for (const PriorExample& p : priors) {
       if (p.category != a.category || p.weight < 0) continue;
       const bool named = p.id == a.of;
-      const bool of_symptom =
-          a.of.starts_with("symptom:") && p.id.starts_with("row:") &&
-          std::any_of(p.features.begin(), p.features.end(), [&](const auto& f) {
-            return f.first == "symptom:" + std::string(a.of.substr(8));
-          });
+      const bool of_symptom = a.of.starts_with("symptom:") && p.id.starts_with("row:") &&
+                              std::any_of(p.features.begin(), p.features.end(), [&](const auto& f) {
+                                return f.first == "symptom:" + std::string(a.of.substr(8));
+                              });
       if (named || of_symptom) ++made;
     }
     CHECK(made >= 1);
