@@ -762,6 +762,17 @@ TEST_CASE("topology rows: GPU Direct RDMA, the NET channel transport with and wi
 
 std::vector<RowCase> TorchC10dCases() {
   return {
+      // WorkNCCL's operator<< on a line of its own (the rest of the message wrapped away).
+      {"WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,",
+       "torch.worknccl_desc",
+       {{"seq", "12590"},
+        {"op", "_ALLGATHER_BASE"},
+        {"numel_in", "1404928"},
+        {"numel_out", "2809856"}}},
+      {"[rank3]:   WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+       "Timeout(ms)=600000)",
+       "torch.worknccl_desc",
+       {{"rank", "3"}, {"seq", "1"}, {"op", "ALLREDUCE"}}},
       // c10d NCCLUtils getNcclErrorDetailStr() (1.13 NCCLUtils.hpp, 2.x NCCLUtils.cpp)
       {"ncclRemoteError: A call failed possibly due to a network error or a remote process "
        "exiting prematurely.",
@@ -892,6 +903,11 @@ TEST_CASE("c10d store and socket rows: 1.13 and 2.x formats of connect, bind, wa
 
 std::vector<RowCase> GlooCases() {
   return {
+      // gloo/transport/tcp/pair.cc GLOO_ENFORCE_LE(op.preamble.length, op.nbytes).
+      {"  what():  [enforce fail at /opt/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+       "pair.cc:446] op.preamble.length <= op.nbytes. 256000 vs 128000",
+       "gloo.recv_larger_than_buffer",
+       {{"remote_bytes", "256000"}, {"local_bytes", "128000"}}},
       // torch ProcessGroupGloo.cpp createDefaultDevice()'s TORCH_WARN_ONCE.
       {"[rank0]:[W427 03:10:15.652192062 ProcessGroupGloo.cpp:715] Warning: Unable to resolve "
        "hostname to a (local) address. Using the loopback address as fallback. Manually set the "
@@ -1245,6 +1261,25 @@ TEST_CASE("the first catalog's rows match their sources' messages") {
 
 std::vector<RowCase> ProgressCases() {
   return {
+      // The frameworks' main-process-first barriers, as a waiting rank's traceback shows them.
+      {"  File \"/opt/conda/lib/python3.9/site-packages/transformers/training_args.py\", line "
+       "1891, in main_process_first",
+       "progress.main_process_first",
+       {}},
+      {"    with training_args.main_process_first(desc=\"dataset map tokenization\"):",
+       "progress.main_process_first",
+       {}},
+      {"    with torch_distributed_zero_first(rank):  # init dataset *.cache only once if DDP",
+       "progress.zero_first",
+       {}},
+      // datasets' map bar (hf_tqdm, unit " examples"), with a script's desc and datasets' own.
+      {"Running tokenizer on dataset:  47%|#####     | 3169000/6811963 [30:11<38:27, 1578.58 "
+       "examples/s]",
+       "progress.datasets_map_bar",
+       {{"percent", "47"}, {"done", "3169000"}, {"total", "6811963"}, {"elapsed", "30:11"}}},
+      {"Map (num_proc=16): 100%|##########| 52002/52002 [00:04<00:00, 11234.50 examples/s]",
+       "progress.datasets_map_bar",
+       {{"percent", "100"}, {"elapsed", "00:04"}}},
       // Megatron training_log: ' iteration {:8d}/{:8d} |' + ' consumed samples: {:12d} |' (the
       // newer format with the timestamp in front).
       {" [2024-05-01 10:00:00] iteration      120/  500000 | consumed samples:       122880 | "
