@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <regex>
 #include <set>
@@ -1542,10 +1543,34 @@ bool FailureEvidence(const Evidence& ev, const Diagnosis& d) {
   });
 }
 
+// A process group numbers its collectives from 1 (ProcessGroupNCCL's seqCollective_); the first
+// few are set-up: the barrier of init_process_group's store-based or device barrier and DDP's
+// broadcast of the module states in its constructor (_sync_module_states). A timeout there means
+// the ranks never started training together: one rank came late to the start (preparing data,
+// loading a checkpoint) or never came, rather than a collective mismatch in the training loop.
+constexpr long long kEarlySeq = 5;
+
+void EarlyTimeout(const Evidence& ev, FeatureSet* fs) {
+  for (const char* id : {"torch.watchdog_timeout", "torch.worknccl_desc"}) {
+    for (const Match* m : ev.Distinct(id, "seq")) {
+      long long seq = 0;
+      const std::string v = m->Field("seq");
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seq);
+      if (ec == std::errc() && end == v.data() + v.size() && seq >= 1 && seq <= kEarlySeq) {
+        fs->Add("struct:timeout_early_seq", 1,
+                "a collective among the process group's first few (SeqNum <= 5) timed out",
+                {Cite(*m)});
+        return;
+      }
+    }
+  }
+}
+
 // torch's watchdog timeouts: on one rank or several, and which collective (its OpType): a
 // BROADCAST or BARRIER waited on is where a late rank is usually caught, an ALLREDUCE of the
 // training step where a dead one is.
 void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
+  EarlyTimeout(ev, fs);
   const Lines ranks = ev.Distinct("torch.watchdog_timeout", "rank");
   if (ranks.empty()) return;
   fs->Add(ranks.size() == 1 ? "struct:timeout_one_rank" : "struct:timeout_many_ranks", 1,

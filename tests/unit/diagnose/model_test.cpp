@@ -455,3 +455,21 @@ TEST_CASE("the job page and diagnosis.md show the differential with probabilitie
   CHECK(md.find("## Differential") != std::string::npos);
   CHECK(md.find("2. `retry_exceeded_network` 0.") != std::string::npos);
 }
+
+TEST_CASE("a timeout among the process group's first collectives is a feature of its own") {
+  auto timeout = [](std::string_view seq) {
+    return "[E ProcessGroupNCCL.cpp:828] [Rank 7] Watchdog caught collective operation timeout: "
+           "WorkNCCL(SeqNum=" +
+           std::string(seq) +
+           ", OpType=BROADCAST, Timeout(ms)=600000) ran for 606142 milliseconds before timing "
+           "out.\n";
+  };
+  CHECK(HasFeature(timeout("1"), "struct:timeout_early_seq"));
+  CHECK(HasFeature(timeout("5"), "struct:timeout_early_seq"));
+  CHECK_FALSE(HasFeature(timeout("6"), "struct:timeout_early_seq"));
+  CHECK_FALSE(HasFeature(timeout("70426"), "struct:timeout_early_seq"));
+  CHECK_FALSE(HasFeature(timeout("0x1"), "struct:timeout_early_seq"));
+  // A description wrapped onto a line of its own counts too.
+  CHECK(HasFeature("WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1,\n",
+                   "struct:timeout_early_seq"));
+}
