@@ -199,10 +199,12 @@ bool ListHasBadInterface(std::string_view list) {
 bool BadInterface(const Evidence& ev, Lines* out) {
   bool any = AnyOf(ev, {"nccl.loopback_interface"}, out);
   // Gloo connecting to a loopback address another rank advertised (127.0.1.1 from /etc/hosts).
-  for (const Match* m : ev.Distinct("gloo.connect_failed", "addr")) {
-    if (IsBadInterface("", m->Field("addr"))) {
-      out->push_back(m);
-      any = true;
+  for (const char* row : {"gloo.connect_failed", "gloo.remote_addr"}) {
+    for (const Match* m : ev.Distinct(row, "addr")) {
+      if (IsBadInterface("", m->Field("addr"))) {
+        out->push_back(m);
+        any = true;
+      }
     }
   }
   for (std::string_view row : kInterfaceRows) {

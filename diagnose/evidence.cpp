@@ -19,13 +19,34 @@ constexpr Signature kDesyncSignature = {
     "desync_collective_mismatch",
     Severity::kError,
     85,
-    "Ranks entered the same NCCL operation (same opCount) with different counts/datatypes/roots: "
+    "Ranks entered the same NCCL operation (same opCount) in different collectives or with "
+    "different counts/datatypes/roots: "
     "an application bug in the order or arguments of collectives. Find the code path that "
     "differs between ranks (conditional collectives, uneven data, different model shapes).",
     EvidenceKind::kCause,
     "nccl src/enqueue.cc COLL INFO trace 2.10-2.28, compared across ranks"};
 
 }  // namespace
+
+// Ranks of one communicator at one opCount in different collectives (rank 2 in AllGather while
+// ranks 0, 1 and 3 are in AllReduce). Lines of one process are not compared: a process has a
+// communicator per group (tensor, data, pipeline parallel), each counting its own opCounts, so
+// they differ by design; processes of another group of the same size can too, which is why the
+// finding is evidence the model weighs, not a verdict by itself.
+void Evidence::CheckCollectiveName(const Match& m) {
+  const std::string pid = m.Field("pid");
+  if (desync_ || pid.empty()) return;
+  const std::string key = m.Field("opcount") + "|" + m.Field("nranks");
+  auto [it, fresh] = op_first_.try_emplace(key, m);
+  if (fresh || it->second.Field("coll") == m.Field("coll")) return;
+  if (it->second.Field("pid") == pid && it->second.Field("host") == m.Field("host")) return;
+  Match d = m;
+  d.signature = &kDesyncSignature;
+  d.fields["first_line"] = it->second.line;
+  d.fields["coll_a"] = it->second.Field("coll");
+  d.fields["coll_b"] = m.Field("coll");
+  desync_ = std::move(d);
+}
 
 void Evidence::Add(Match m) {
   ++total_;
@@ -44,8 +65,10 @@ void Evidence::Add(Match m) {
       d.fields["count_b"] = m.Field("count");
       desync_ = std::move(d);
     }
-    // Bound the trace map: a long job emits one line per collective.
+    CheckCollectiveName(m);
+    // Bound the trace maps: a long job emits one line per collective.
     if (coll_first_.size() > 4096) coll_first_.erase(coll_first_.begin());
+    if (op_first_.size() > 4096) op_first_.erase(op_first_.begin());
   }
   if (sig.category == "progress") AddProgress(m);
   if (sig.category == "collective_timeout") AddTimeout(m);

@@ -67,6 +67,7 @@ class Evidence {
 
  private:
   void AddDistinct(const Match& m);
+  void CheckCollectiveName(const Match& m);
   void AddProgress(const Match& m);
   void AddTimeout(const Match& m);
   std::vector<Match> matches_;
@@ -74,6 +75,9 @@ class Evidence {
   std::size_t total_ = 0;
   // opcount|coll|nranks -> first (count,datatype,root) seen and the line.
   std::map<std::string, Match> coll_first_;
+  // The first trace line per (opCount, nranks), whatever its collective: another process of a
+  // communicator of that size in another collective at the same opCount did not call the same.
+  std::map<std::string, Match> op_first_;
   std::optional<Match> desync_;
   // "id|field" -> values in first-seen order with their first line.
   std::map<std::string, std::vector<std::pair<std::string, Match>>, std::less<>> distinct_;

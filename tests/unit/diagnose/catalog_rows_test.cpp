@@ -903,6 +903,16 @@ TEST_CASE("c10d store and socket rows: 1.13 and 2.x formats of connect, bind, wa
 
 std::vector<RowCase> GlooCases() {
   return {
+      // The loopback warning wrapped by a logger: its first half still names it.
+      {"[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback",
+       "gloo.loopback_fallback",
+       {{"rank", "8"}}},
+      // pair.cc's SO_ERROR with the dialled peer, and the peer on a line of its own.
+      {"  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.1.1]:20901",
+       "gloo.remote_addr",
+       {{"addr", "127.0.1.1"}, {"port", "20901"}}},
+      {"        remote=[127.0.0.1]:14215", "gloo.remote_addr", {{"addr", "127.0.0.1"}}},
+      {"RuntimeError: Gloo connectFullMesh failed ...", "gloo.connect_full_mesh", {}},
       // gloo/transport/tcp/pair.cc GLOO_ENFORCE_LE(op.preamble.length, op.nbytes).
       {"  what():  [enforce fail at /opt/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
        "pair.cc:446] op.preamble.length <= op.nbytes. 256000 vs 128000",
@@ -943,6 +953,17 @@ TEST_CASE("Gloo rows: timeout, closed or reset peers, connect timeout and a miss
 
 std::vector<RowCase> TorchrunCases() {
   return {
+      // deepspeed/launcher/launch.py sigkill_handler: logger.error(f"{cmd} exits with return
+      // code = {process.returncode}").
+      {"[2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/"
+       "python', '-u', 'train.py', '--local_rank=1'] exits with return code = -9",
+       "deepspeed.launcher_exit",
+       {{"exitcode", "-9"}}},
+      // Ray's GCS actor manager: the actor's worker process died.
+      {"The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
+       "Worker exit detail: Worker unexpectedly exits with a connection error code 2.",
+       "ray.actor_worker_died",
+       {{"exit_type", "SYSTEM_ERROR"}}},
       // elastic/multiprocessing/errors/__init__.py 1.13 ProcessFailure message
       {"  traceback : Signal 9 (SIGKILL) received by PID 48223",
        "torchrun.signal_received_by_pid",
