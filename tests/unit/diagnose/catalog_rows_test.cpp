@@ -762,6 +762,28 @@ TEST_CASE("topology rows: GPU Direct RDMA, the NET channel transport with and wi
 
 std::vector<RowCase> TorchC10dCases() {
   return {
+      // ProcessGroupGloo monitoredBarrier (1.x text, then 2.x with its prefix).
+      {"RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+       "torch.monitored_barrier_failed",
+       {{"missing_rank", "1"}, {"timeout_ms", "2000"}}},
+      {"[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 120000 ms",
+       "torch.monitored_barrier_failed",
+       {{"missing_rank", "1, 2"}}},
+      // TraceUtils.h retrieveDesyncReport.
+      {"[1] finished collective #1155873, but didn't join collective #1155874",
+       "torch.desync_report",
+       {{"ranks", "1"}, {"state", "finished"}, {"seq", "1155873"}}},
+      {"   - [47] joined but didn't finish collective #41207 (count from 1)",
+       "torch.desync_report",
+       {{"ranks", "47"}, {"state", "joined but didn't finish"}}},
+      {" - To our best knowledge, ranks [47] are the lagging ranks that caused this timeout.",
+       "torch.desync_report_never_joined",
+       {{"ranks", "47"}}},
+      // accelerate utils/operations.py verify_operation.
+      {"accelerate.utils.operations.DistributedOperationException: Cannot apply desired "
+       "operation due to shape mismatches. All shapes across devices must be valid.",
+       "accelerate.shape_mismatch",
+       {}},
       // WorkNCCL's operator<< on a line of its own (the rest of the message wrapped away).
       {"WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,",
        "torch.worknccl_desc",
@@ -1445,6 +1467,13 @@ std::vector<RowCase> NcclResultCases() {
 // line, torch 1.x's store connect; and wrapped or older variants of existing rows.
 std::vector<RowCase> OtherLayerCases() {
   return {
+      // Abseil's failure signal handler: the signal and the faulting PC's function.
+      {"*** SIGSEGV received at time=1775734074 on cpu 19 ***",
+       "abseil.signal_received",
+       {{"signal_name", "SIGSEGV"}, {"time", "1775734074"}}},
+      {"PC: @     0xe1e2567f5014  (unknown)  ncclLocalOpAppend()",
+       "abseil.pc_in_nccl",
+       {{"function", "ncclLocalOpAppend"}}},
       // THC (torch 1.x) "cuda runtime error (%d) : %s at %s:%d".
       {"RuntimeError: cuda runtime error (802) : system not yet initialized at "
        "/opt/conda/aten/src/THC/THCGeneral.cpp:50",
