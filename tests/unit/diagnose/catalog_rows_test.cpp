@@ -1798,6 +1798,10 @@ TEST_CASE("NCCL result rows: ncclGetErrorString's texts as other wrappers print 
 
 std::vector<RowCase> RdmaToolsCases() {
   return {
+      // ibstatus with no RDMA device at all ('*': the unexpanded glob).
+      {"Fatal error:  device '*': sys files not found (/sys/class/infiniband/*/ports)",
+       "ibstatus.no_ports",
+       {{"device", "*"}}},
       // rdma-core devinfo.c "\t\t\tstate:\t\t\t%s (%d)" and "\t\t\tphys_state:\t\t%s (%d)"
       {"\t\t\tstate:\t\t\tPORT_DOWN (1)", "devinfo.port_down", {{"port_state", "1"}}},
       {"\t\t\tstate:\t\t\tPORT_INIT (2)", "devinfo.port_init", {{"port_state", "INIT"}}},
