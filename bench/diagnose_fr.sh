@@ -12,7 +12,7 @@
 # mostly waiting for a core.
 # usage: bench/diagnose_fr.sh [BUILD_DIR [SIZES...]]   (default build, 64 512 4096; add 16384)
 #   FR_BENCH_DIR: where to generate (default a directory under ${TMPDIR:-/tmp}; 4096 ranks need
-#     ~1.5 GB, 16384 ~6 GB: the free space is checked first; each set is deleted after its row)
+#     ~3 GB, 16384 ~19 GB: the free space is checked first; each set is deleted after its row)
 #   FR_BENCH_BEFORE: another safe-launch binary (e.g. a copy of the previous build) timed on the
 #     same dumps in the same run, interleaved with this one: before/after figures side by side
 #   FR_BENCH_REPEAT: runs of each binary per size, the best wall time is printed (default 1)
@@ -49,9 +49,11 @@ best_of() {
   done
   echo "$best"
 }
-# need_disk N: about 370 KB of dumps per rank at 2000 entries; stop before filling the disk
+# need_disk N: at 2000 entries about 600-850 KB of dumps per rank, plus every rank's copy of
+# pg_config, which lists all N ranks (18 bytes a rank: 16384 ranks are 1.15 MB each, 19 GB in
+# all); stop before filling the disk
 need_disk() {
-  local need_kb=$(($1 * 400)) free_kb
+  local need_kb=$(($1 * (860 + $1 * 18 / 1024))) free_kb
   free_kb=$(df -Pk "$ROOT" | awk 'NR == 2 { print $4 }')
   if ((free_kb < need_kb + 1048576)); then
     echo "$1 ranks need about $((need_kb / 1024)) MB in $ROOT, $((free_kb / 1024)) MB free: skipped (set FR_BENCH_DIR)"
@@ -62,11 +64,14 @@ for n in "${SIZES[@]}"; do
   bench_phase "$n rank dump(s)"
   d=$ROOT/r$n
   need_disk "$n" || continue
-  summary=$(python3 "$GEN" "$d" --ranks "$n" --entries 2000 --scenario missing-rank --seed 1)
-  fault=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["fault_rank"])' "$summary")
-  seq=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["fault_seq"])' "$summary")
+  # one rank in memory at a time, a process per core (the same bytes at any --jobs)
+  # (the summary lists every file: at 16384 ranks too long for one argument, so it goes by file)
+  python3 "$GEN" "$d" --ranks "$n" --entries 2000 --scenario missing-rank --seed 1 \
+    --jobs "$(nproc)" > "$ROOT/summary.json"
+  read -r fault seq < <(python3 -c 'import json,sys; j = json.load(open(sys.argv[1]))
+print(j["fault_rank"], j["fault_seq"])' "$ROOT/summary.json")
   size=$(du -sh "$d" | cut -f1)
-  cat "$d"/* > /dev/null  # both read from the page cache
+  find "$d" -type f -exec cat {} + > /dev/null  # both read from the page cache (what fits)
   if [[ -n $BEFORE ]]; then
     read -r before_s before_kb before_u before_sys < <(best_of "$BEFORE" "$ROOT/before.json")
   fi

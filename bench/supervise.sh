@@ -36,10 +36,11 @@ printf 'wall time of one run:     true %.2f ms   safe-launch -- true %.2f ms   r
 
 # 2. throughput (issue 26): a file F of BYTES of 80-byte lines (page cache), `safe-launch -- cat F
 #    | cat` against `cat F | cat`, ROUNDS alternated; the same with SAFE_LAUNCH_OUTPUT_COPY=1 (the
-#    read/write pump: before/after in one run), and with our stdout on /dev/null (the splice path)
-#    against `cat F > /dev/null`. Figures: the ratio of median wall times (target >= 0.9), the whole
-#    pipeline's CPU (every process, from wait4 of a shell running it) against the plain one's
-#    (target <= 1.5x), and safe-launch's own CPU per GiB (all threads, from status.json).
+#    read/write pump: before/after in one run), and with our stdout on /dev/null (the discard
+#    path, read only; the splice path before 2026-12-03) against `cat F > /dev/null`. Figures:
+#    the ratio of median wall times (target >= 0.9), the whole pipeline's CPU (every process,
+#    from wait4 of a shell running it) against the plain one's (target <= 1.5x), and
+#    safe-launch's own CPU per GiB (all threads, from status.json).
 "$PY" - "$SL" "$tmp" "$BYTES" "${ROUNDS:-3}" <<'PYEOF'
 import json, os, statistics, subprocess, sys, time
 sl, tmp, nbytes, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

@@ -4,6 +4,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cctype>
@@ -191,10 +194,49 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   return best;
 }
 
+#if defined(__x86_64__)
+namespace {
+
+// CountByte's loop on 32 bytes a step, in two chains of byte counters (the subtract of one step
+// waits for the last; two overlap), folded with SAD every 255 steps. Returns the count of the
+// first *done bytes (a multiple of 64) and sets *done.
+__attribute__((target("avx2"))) std::size_t CountByteAvx2(const char* p, std::size_t n, char c,
+                                                          std::size_t* done) {
+  const __m256i needle = _mm256_set1_epi8(c);
+  std::size_t count = 0, i = 0;
+  while (i + 64 <= n) {
+    __m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+    const std::size_t stop = std::min(n - n % 64, i + 64 * 255);
+    for (; i < stop; i += 64) {
+      const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32));
+      a = _mm256_sub_epi8(a, _mm256_cmpeq_epi8(u, needle));
+      b = _mm256_sub_epi8(b, _mm256_cmpeq_epi8(v, needle));
+    }
+    const __m256i sum = _mm256_add_epi64(_mm256_sad_epu8(a, _mm256_setzero_si256()),
+                                         _mm256_sad_epu8(b, _mm256_setzero_si256()));
+    const __m128i half =
+        _mm_add_epi64(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    count += static_cast<std::size_t>(_mm_cvtsi128_si64(half)) +
+             static_cast<std::size_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(half, half)));
+  }
+  *done = i;
+  return count;
+}
+
+}  // namespace
+#endif
+
+// The supervisor counts every line of the job's output (the hang scanner's line numbers): with
+// AVX2 (checked once, at run time) 64 bytes a step, else 16 (SSE2) or 8.
 std::size_t CountByte(std::string_view s, char c) {
   const char* p = s.data();
   const std::size_t n = s.size();
   std::size_t count = 0, i = 0;
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && n >= 64) count = CountByteAvx2(p, n, c, &i);
+#endif
 #if defined(__SSE2__)
   // Per 16-byte step: compare, subtract the 0xff matches from byte counters; fold the counters
   // with SAD before any of them can reach 256.

@@ -390,6 +390,14 @@ TEST_CASE("counting bytes agrees with a plain loop at every length and alignment
     }
   }
   CHECK(sl::CountByte(std::string(10000, '\xff'), '\xff') == 10000);  // > 255 per lane
+  // The AVX2 loop (64 bytes a step, folded every 255 steps): around its step and its fold, with
+  // every byte a match (each byte counter reaches 255 before the fold).
+  for (std::size_t len : {63, 64, 65, 127, 16319, 16320, 16321, 16384 + 17, 100000}) {
+    CHECK(sl::CountByte(std::string(len, '\n'), '\n') == len);
+    std::string mixed(len, 'x');
+    for (std::size_t i = 0; i < len; i += 3) mixed[i] = '\n';
+    CHECK(sl::CountByte(mixed, '\n') == (len + 2) / 3);
+  }
 }
 
 TEST_CASE("matching a healthy line costs well under a microsecond") {
