@@ -43,11 +43,11 @@ Diagnosis Run(std::string_view text, const Model& model) {
 }
 
 // net_ib.cc (2.12-2.28) completion WARN and QP INFO line, as in engine_test.cpp.
-constexpr std::string_view kRetry12 =
+constexpr std::string_view kModelRetry12 =
     "n1:11:12 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
     "10.0.0.2<5> with status=12 opcode=1 len=0 vendor err 129 (Send) localGid ::ffff:10.0.0.1 "
     "remoteGid ::ffff:10.0.0.2 hca mlx5_0\n";
-constexpr std::string_view kQpLinkLocal =
+constexpr std::string_view kModelQpLinkLocal =
     "n1:11:12 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 4242 mtu 5 GID 0 (80FE/5A1B2CFFFE3D4E5F)\n";
 
 }  // namespace
@@ -115,7 +115,7 @@ TEST_CASE("the embedded table parses, names only causes and carries its fingerpr
 
 TEST_CASE("the differential ranks by the model, and a feature's lines back the cause it pushes") {
   Model m = TestModel();
-  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  Diagnosis d = Run(std::string(kModelQpLinkLocal) + std::string(kModelRetry12), m);
   REQUIRE(d.named());
   REQUIRE(d.causes.size() == 3);
   CHECK(d.causes[0].category == "gid_index");
@@ -129,13 +129,13 @@ TEST_CASE("the differential ranks by the model, and a feature's lines back the c
   for (const auto& e : d.causes[0].evidence) cites_qp = cites_qp || e.line == 1;
   CHECK(cites_qp);
   // Without the link-local GID the fabric leads.
-  Diagnosis fabric = Run(kRetry12, m);
+  Diagnosis fabric = Run(kModelRetry12, m);
   CHECK(fabric.causes[0].category == "retry_exceeded_network");
 }
 
 TEST_CASE("the answer names what separates the first two causes") {
   Model m = TestModel();
-  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  Diagnosis d = Run(std::string(kModelQpLinkLocal) + std::string(kModelRetry12), m);
   CHECK(d.separate == Separator("gid_index", "retry_exceeded_network"));
   CHECK(d.separate.find("show_gids") != std::string::npos);
   // A pair without a row of its own: both categories' decide text.
@@ -150,7 +150,7 @@ TEST_CASE("the features name rows, conditions, rules, claims and the evidence's 
   static const LineMatcher matcher;
   Evidence ev;
   LogIngest ingest(matcher, &ev);
-  ingest.AddText("job.log", std::string(kQpLinkLocal) + std::string(kRetry12));
+  ingest.AddText("job.log", std::string(kModelQpLinkLocal) + std::string(kModelRetry12));
   CauseClaim claim;
   claim.source = "preflight";
   claim.rule = "ib.mtu/ib_mtu_mismatch";
@@ -421,7 +421,7 @@ TEST_CASE("every pseudo-observation names a cause and features the extractor pro
 
 TEST_CASE("the explain JSON gives each feature its weight per cause shown and its source") {
   Model m = TestModel();
-  Diagnosis d = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  Diagnosis d = Run(std::string(kModelQpLinkLocal) + std::string(kModelRetry12), m);
   nlohmann::json j = DiagnosisJson(d, {}, /*explain=*/true);
   REQUIRE(j["causes"].size() == 3);
   CHECK(j["causes"][0].contains("probability"));
@@ -446,7 +446,7 @@ TEST_CASE("the explain JSON gives each feature its weight per cause shown and it
 TEST_CASE("the job page and diagnosis.md show the differential with probabilities") {
   Model m = TestModel();
   DiagnoseRun run;
-  run.diagnosis = Run(std::string(kQpLinkLocal) + std::string(kRetry12), m);
+  run.diagnosis = Run(std::string(kModelQpLinkLocal) + std::string(kModelRetry12), m);
   const std::string html = JobDiagnosisHtml(run, nullptr);
   CHECK(html.find("<h2>Differential</h2>") != std::string::npos);
   CHECK(html.find("<td>retry_exceeded_network</td>") != std::string::npos);

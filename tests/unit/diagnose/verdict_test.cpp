@@ -10,7 +10,7 @@
 using namespace sl::diagnose;
 
 namespace {
-std::string Slurp(const std::string& path) {
+std::string SlurpLog(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -22,7 +22,7 @@ TEST_CASE(
     "the real torch 2.11 watchdog output gives collective_timeout, SeqNum 5, ALLREDUCE, 5000 ms") {
   LineMatcher m;
   Evidence ev;
-  ev.AddText(m, Slurp(SL_FIXTURES_DIR + "/logs/watchdog_timeout.torchrun.txt"), "stderr");
+  ev.AddText(m, SlurpLog(SL_FIXTURES_DIR + "/logs/watchdog_timeout.torchrun.txt"), "stderr");
   Verdict v = Decide(ev, Trigger::kSignature, {});
   CHECK(v.category == "collective_timeout");
   CHECK(v.seq == "5");

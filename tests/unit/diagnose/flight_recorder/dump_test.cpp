@@ -10,7 +10,7 @@ using namespace sl::diagnose::fr;
 
 namespace {
 
-std::string Slurp(const std::string& path) {
+std::string SlurpDump(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -20,7 +20,7 @@ std::string Slurp(const std::string& path) {
 const std::string kGlooDir = FR_FIXTURES + "/h200-torch2.11-gloo-4rank-optype-mismatch/";
 const std::string kNcclDir = FR_FIXTURES + "/h200-torch2.11-nccl2.28.9/";
 
-struct Reader {
+struct DumpReaders {
   Strings strings;
   Stacks stacks;
   PgRegistry pgs;
@@ -32,8 +32,8 @@ struct Reader {
 TEST_CASE("a real Gloo dump reads the same from its pickle and its JSON") {
   for (std::string ext : {".pkl", ".json"}) {
     CAPTURE(ext);
-    Reader r;
-    auto d = r.reader.Read(Slurp(kGlooDir + "fr_rank_1" + ext));
+    DumpReaders r;
+    auto d = r.reader.Read(SlurpDump(kGlooDir + "fr_rank_1" + ext));
     REQUIRE(d.ok());
     CHECK(d->version == "2.10");
     CHECK(d->gloo);
@@ -61,8 +61,8 @@ TEST_CASE("a real Gloo dump reads the same from its pickle and its JSON") {
 TEST_CASE("the real NCCL dump and its decoded JSON (wrapped in its path) read the same") {
   for (std::string name : {"flight_recorder_rank_0.pkl", "flight_recorder_rank_0.decoded.json"}) {
     CAPTURE(name);
-    Reader r;
-    auto d = r.reader.Read(Slurp(kNcclDir + name));
+    DumpReaders r;
+    auto d = r.reader.Read(SlurpDump(kNcclDir + name));
     REQUIRE(d.ok());
     CHECK(!d->gloo);
     CHECK(d->comm_lib == "2.28.9");
@@ -92,7 +92,7 @@ TEST_CASE("pg_config's rank text parses, anything else gives no members") {
 }
 
 TEST_CASE("files that are not Flight Recorder dumps are errors, not crashes") {
-  Reader r;
+  DumpReaders r;
   auto empty = r.reader.Read("");
   REQUIRE(!empty.ok());
   CHECK_THAT(empty.error().message, Catch::Contains("empty"));

@@ -10,7 +10,7 @@ using namespace sl::diagnose::fr;
 
 namespace {
 
-std::string Slurp(const std::string& path) {
+std::string SlurpPickle(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -34,7 +34,7 @@ const std::string kGloo = FR_FIXTURES + "/h200-torch2.11-gloo-4rank-optype-misma
 }  // namespace
 
 TEST_CASE("torch 2.11's real Gloo dump parses into its dict with 5 entries") {
-  std::string bytes = Slurp(kGloo);
+  std::string bytes = SlurpPickle(kGloo);
   REQUIRE(!bytes.empty());
   Unpickler u;
   PickleDoc doc;
@@ -119,7 +119,7 @@ TEST_CASE("STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ and PERSID are refused
 }
 
 TEST_CASE("a dump cut at any byte is an error naming a byte, never a crash or a value") {
-  std::string bytes = Slurp(kGloo);
+  std::string bytes = SlurpPickle(kGloo);
   Unpickler u;
   PickleDoc doc;
   for (std::size_t n = 0; n < bytes.size(); ++n) {

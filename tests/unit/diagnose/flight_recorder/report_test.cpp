@@ -8,11 +8,11 @@
 using namespace sl::diagnose::fr;
 
 namespace {
-std::string Gen(const std::string& name) { return FR_GEN_DIR + "/" + name + "/dumps"; }
+std::string GenDumps(const std::string& name) { return FR_GEN_DIR + "/" + name + "/dumps"; }
 }  // namespace
 
 TEST_CASE("the JSON report has the diagnosis schema, causes best first, evidence with files") {
-  auto a = AnalyzeFlightRecorder({Gen("missing5")}, {});
+  auto a = AnalyzeFlightRecorder({GenDumps("missing5")}, {});
   REQUIRE(a.ok());
   auto j = DiagnosisJson(*a, FlightRecorderCauses(*a));
   CHECK(j["schema"] == "safe-launch.diagnosis/1");
@@ -31,7 +31,7 @@ TEST_CASE("the JSON report has the diagnosis schema, causes best first, evidence
 }
 
 TEST_CASE("the text report starts with the verdict and names the fix and the Python frame") {
-  auto a = AnalyzeFlightRecorder({Gen("op0")}, {});
+  auto a = AnalyzeFlightRecorder({GenDumps("op0")}, {});
   REQUIRE(a.ok());
   std::string t = DiagnosisText(*a, FlightRecorderCauses(*a));
   CHECK_THAT(t, Catch::Contains("VERDICT: desync_collective_mismatch"));
@@ -40,7 +40,7 @@ TEST_CASE("the text report starts with the verdict and names the fix and the Pyt
 }
 
 TEST_CASE("diagnosis.html is self-contained and holds the verdict, the grid and the node table") {
-  auto a = AnalyzeFlightRecorder({Gen("missing5")}, {});
+  auto a = AnalyzeFlightRecorder({GenDumps("missing5")}, {});
   REQUIRE(a.ok());
   std::string h = DiagnosisHtml(*a, FlightRecorderCauses(*a));
   CHECK_THAT(h, Catch::Contains("Verdict: straggler_or_slow_rank"));

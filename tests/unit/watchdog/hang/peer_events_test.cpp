@@ -40,7 +40,7 @@ PeerEvent Event(std::string kind, std::string node, double t) {
   return e;
 }
 
-struct FakeJob : JobControl {
+struct PeerFakeJob : JobControl {
   std::vector<std::pair<std::string, int>> stops;
   std::vector<std::string> stderr_tail;
   pid_t JobPid() const override { return 0; }
@@ -185,10 +185,10 @@ TEST_CASE("a hang declared on one node makes the other capture at once with trig
   DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   HangMonitor b(NodeOptions(root, "b"));
-  auto ja = std::make_unique<FakeJob>();
-  auto jb = std::make_unique<FakeJob>();
-  FakeJob* fa = ja.get();
-  FakeJob* fb = jb.get();
+  auto ja = std::make_unique<PeerFakeJob>();
+  auto jb = std::make_unique<PeerFakeJob>();
+  PeerFakeJob* fa = ja.get();
+  PeerFakeJob* fb = jb.get();
   a.SetControl(std::move(ja));
   b.SetControl(std::move(jb));
   a.OnStart(0);
@@ -228,9 +228,9 @@ TEST_CASE("a hang after another node's failure has that failure as verdict and i
   DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
   HangMonitor b(NodeOptions(root, "b"));
-  auto ja = std::make_unique<FakeJob>();
-  auto jb = std::make_unique<FakeJob>();
-  FakeJob* fa = ja.get();
+  auto ja = std::make_unique<PeerFakeJob>();
+  auto jb = std::make_unique<PeerFakeJob>();
+  PeerFakeJob* fa = ja.get();
   jb->stderr_tail = {"RuntimeError: planted failure on rank 1", "  rank      : 1 (local_rank: 0)"};
   a.SetControl(std::move(ja));
   b.SetControl(std::move(jb));
@@ -265,7 +265,7 @@ TEST_CASE("a failure that was a hang on its node is a notice, not the cause") {
   std::string root = TempDir();
   DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
-  auto ja = std::make_unique<FakeJob>();
+  auto ja = std::make_unique<PeerFakeJob>();
   a.SetControl(std::move(ja));
   a.OnStart(0);
   fs::create_directories(root + "/.events");
@@ -290,7 +290,7 @@ TEST_CASE("events older than the job are left over from an earlier one and ignor
   fs::create_directories(root + "/.events");
   REQUIRE(WriteEvent(root + "/.events", Event("hang", "b", Now() - 3600)).ok());
   HangMonitor a(NodeOptions(root, "a"));
-  a.SetControl(std::make_unique<FakeJob>());
+  a.SetControl(std::make_unique<PeerFakeJob>());
   a.OnStart(0);
   std::this_thread::sleep_for(200ms);
   a.OnTick(Clock::now());
@@ -316,8 +316,8 @@ TEST_CASE("a stall after torchrun reported a rank failed is that failure, not a 
   o.run_dir = run;
   o.host = "b";
   HangMonitor m(o);
-  auto job = std::make_unique<FakeJob>();
-  FakeJob* fake = job.get();
+  auto job = std::make_unique<PeerFakeJob>();
+  PeerFakeJob* fake = job.get();
   job->stderr_tail = {"RuntimeError: planted failure on rank 1"};
   m.SetControl(std::move(job));
   m.OnStart(0);
@@ -344,7 +344,7 @@ TEST_CASE("on the failing node the rank's failure outranks a later store error i
   o.run_dir = run;
   o.host = "b";
   HangMonitor m(o);
-  m.SetControl(std::make_unique<FakeJob>());
+  m.SetControl(std::make_unique<PeerFakeJob>());
   m.OnStart(0);
   auto t0 = Clock::now();
   m.OnOutput(sl::watchdog::kStderr,
@@ -384,7 +384,7 @@ TEST_CASE("a rank torchrun reports failed after our own capture is not posted as
   std::string root = TempDir();
   DirCleanup cleanup{root};
   HangMonitor a(NodeOptions(root, "a"));
-  a.SetControl(std::make_unique<FakeJob>());
+  a.SetControl(std::make_unique<PeerFakeJob>());
   a.OnStart(0);
   auto t0 = Clock::now();
   a.OnOutput(sl::watchdog::kStdout, "epoch 1\n", t0);
@@ -414,7 +414,7 @@ TEST_CASE("a failed rank, then torchrun's exit barrier reset by the other node, 
   o.run_dir = run;
   o.host = "b";
   HangMonitor m(o);
-  m.SetControl(std::make_unique<FakeJob>());
+  m.SetControl(std::make_unique<PeerFakeJob>());
   m.OnStart(0);
   m.OnOutput(sl::watchdog::kStderr,
              "RuntimeError: planted failure on rank 1\n"
