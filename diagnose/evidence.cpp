@@ -40,11 +40,16 @@ void Evidence::CheckCollectiveName(const Match& m) {
   auto [it, fresh] = op_first_.try_emplace(key, m);
   if (fresh || it->second.Field("coll") == m.Field("coll")) return;
   if (it->second.Field("pid") == pid && it->second.Field("host") == m.Field("host")) return;
+  SetDesync(it->second, m, "coll");
+}
+
+// The desync finding: `m`, the line that differs from `first` in `field`, under the desync row.
+void Evidence::SetDesync(const Match& first, const Match& m, const std::string& field) {
   Match d = m;
   d.signature = &kDesyncSignature;
-  d.fields["first_line"] = it->second.line;
-  d.fields["coll_a"] = it->second.Field("coll");
-  d.fields["coll_b"] = m.Field("coll");
+  d.fields["first_line"] = first.line;
+  d.fields[field + "_a"] = first.Field(field);
+  d.fields[field + "_b"] = m.Field(field);
   desync_ = std::move(d);
 }
 
@@ -58,12 +63,7 @@ void Evidence::Add(Match m) {
     if (!fresh && !desync_ &&
         (it->second.Field("count") != m.Field("count") ||
          it->second.Field("datatype") != m.Field("datatype"))) {
-      Match d = m;
-      d.signature = &kDesyncSignature;
-      d.fields["first_line"] = it->second.line;
-      d.fields["count_a"] = it->second.Field("count");
-      d.fields["count_b"] = m.Field("count");
-      desync_ = std::move(d);
+      SetDesync(it->second, m, "count");
     }
     CheckCollectiveName(m);
     // Bound the trace maps: a long job emits one line per collective.

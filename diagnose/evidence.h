@@ -68,6 +68,7 @@ class Evidence {
  private:
   void AddDistinct(const Match& m);
   void CheckCollectiveName(const Match& m);
+  void SetDesync(const Match& first, const Match& m, const std::string& field);
   void AddProgress(const Match& m);
   void AddTimeout(const Match& m);
   std::vector<Match> matches_;

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -87,34 +88,33 @@ TEST_CASE("same opCount with different counts across ranks is a desync") {
 
 TEST_CASE("processes of one communicator size in different collectives at one opCount") {
   LineMatcher m;
-  auto trace = [](const char* who, const char* coll, const char* op) {
+  auto trace = [](const char* who, const char* coll, const char* op, const char* nranks = "4") {
     return std::string(who) + " NCCL INFO " + coll + ": opCount " + op +
-           " sendbuff 0x1 recvbuff 0x1 count 9984512 datatype 7 op 0 root 0 comm 0x5 [nranks=4] "
-           "stream 0x6\n";
+           " sendbuff 0x1 recvbuff 0x1 count 9984512 datatype 7 op 0 root 0 comm 0x5 [nranks=" +
+           nranks + "] stream 0x6\n";
   };
-  Evidence ev;
-  ev.AddText(m,
-             trace("h03:45006:45006 [0]", "AllReduce", "28c") +
-                 trace("h03:45012:45012 [2]", "AllGather", "28c"),
-             "nccl.log");
-  REQUIRE(ev.Desync() != nullptr);
-  CHECK(ev.Desync()->Field("coll_a") == "AllReduce");
-  CHECK(ev.Desync()->Field("coll_b") == "AllGather");
-  CHECK(Decide(ev, Trigger::kJobFailed, {}).category == "desync_collective_mismatch");
+  auto desync = [&m](const std::string& a, const std::string& b) {
+    auto ev = std::make_unique<Evidence>();
+    ev->AddText(m, a + b, "nccl.log");
+    return ev;
+  };
+  auto ev = desync(trace("h03:45006:45006 [0]", "AllReduce", "28c"),
+                   trace("h03:45012:45012 [2]", "AllGather", "28c"));
+  REQUIRE(ev->Desync() != nullptr);
+  CHECK(ev->Desync()->Field("coll_a") == "AllReduce");
+  CHECK(ev->Desync()->Field("coll_b") == "AllGather");
+  CHECK(Decide(*ev, Trigger::kJobFailed, {}).category == "desync_collective_mismatch");
   // One process's communicators count their own opCounts: no finding within one process.
-  Evidence one;
-  one.AddText(m,
-              trace("h03:45006:45006 [0]", "AllReduce", "28c") +
-                  trace("h03:45006:45006 [0]", "AllGather", "28c"),
-              "nccl.log");
-  CHECK(one.Desync() == nullptr);
+  CHECK(desync(trace("h03:45006:45006 [0]", "AllReduce", "28c"),
+               trace("h03:45006:45006 [0]", "AllGather", "28c"))
+            ->Desync() == nullptr);
   // Nor at different opCounts, nor in communicators of other sizes.
-  Evidence apart;
-  apart.AddText(m,
-                trace("h03:45006:45006 [0]", "AllReduce", "28c") +
-                    trace("h03:45012:45012 [2]", "AllGather", "28d"),
-                "nccl.log");
-  CHECK(apart.Desync() == nullptr);
+  CHECK(desync(trace("h03:45006:45006 [0]", "AllReduce", "28c"),
+               trace("h03:45012:45012 [2]", "AllGather", "28d"))
+            ->Desync() == nullptr);
+  CHECK(desync(trace("h03:45006:45006 [0]", "AllReduce", "28c", "4"),
+               trace("h03:45012:45012 [2]", "AllGather", "28c", "8"))
+            ->Desync() == nullptr);
 }
 
 TEST_CASE("evidence keeps a bounded number of lines per signature but counts all") {
