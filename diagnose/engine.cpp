@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <map>
 #include <regex>
 #include <set>
@@ -1555,10 +1554,8 @@ constexpr long long kEarlySeq = 5;
 void EarlyTimeout(const Evidence& ev, FeatureSet* fs) {
   for (const char* id : {"torch.watchdog_timeout", "torch.worknccl_desc"}) {
     for (const Match* m : ev.Distinct(id, "seq")) {
-      long long seq = 0;
-      const std::string v = m->Field("seq");
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seq);
-      if (ec == std::errc() && end == v.data() + v.size() && seq >= 1 && seq <= kEarlySeq) {
+      const auto seq = ParseInt(m->Field("seq"));
+      if (seq.ok() && *seq >= 1 && *seq <= kEarlySeq) {
         fs->Add("struct:timeout_early_seq", 1,
                 "a collective among the process group's first few (SeqNum <= 5) timed out",
                 {Cite(*m)});
