@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -61,6 +62,37 @@ TEST_CASE("on_output gets each stream whole and in order, as blocks of whole lin
   CHECK(err_bytes >= 3000000);
   CHECK(out_lines > 1000);
   CHECK(unterminated <= 2);
+}
+
+TEST_CASE("with our stdout and stderr on /dev/null every byte still reaches on_output") {
+  // /dev/null takes the pumps' read-only path (Forward::kDiscard): nothing is forwarded, and the
+  // hang scanner and the tails still see each line.
+  std::size_t out_bytes = 0, err_bytes = 0;
+  std::mutex mu;
+  SupervisorHooks hooks;
+  hooks.on_output = [&](int stream, std::string_view block, Clock::time_point) {
+    std::lock_guard lock(mu);
+    (stream == kStdout ? out_bytes : err_bytes) += block.size();
+  };
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  REQUIRE(null >= 0);
+  const int saved_out = ::dup(1), saved_err = ::dup(2);
+  REQUIRE((saved_out >= 0 && saved_err >= 0));
+  ::fflush(stdout);
+  ::dup2(null, 1);
+  ::dup2(null, 2);
+  Supervisor sup(Options({SL_TEST_CHILD, "write", "3000000", "both"}), hooks);
+  auto r = sup.Run();
+  ::dup2(saved_out, 1);
+  ::dup2(saved_err, 2);
+  ::close(saved_out);
+  ::close(saved_err);
+  ::close(null);
+  REQUIRE(r.ok());
+  CHECK(r->exit_status == 0);
+  CHECK(out_bytes >= 3000000);
+  CHECK(err_bytes >= 3000000);
+  CHECK(!sup.TailLines(kStdout, 1).empty());
 }
 
 TEST_CASE("stdout and stderr on one slowly read pipe: the pumps share it, none stops early") {
