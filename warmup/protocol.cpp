@@ -174,9 +174,20 @@ std::vector<Finding> ClaimFindings(const WarmupPlan& plan,
   // node -> the claims on its most-claimed rank: one entry per process claiming the node.
   std::map<int, const std::vector<ArrivalRecord>*> duplicated;
   std::map<int, std::string> node_host;
+  // node -> the first claim of each of its ranks, one per host: two launchers claiming one node
+  // can each win some of its ranks (rank 2 from one, rank 3 from the other), so that no rank is
+  // claimed twice before the verdict.
+  std::map<int, std::vector<ArrivalRecord>> first_by_host;
   for (const auto& [rank, c] : claims) {
     int node = plan.NodeOfRank(rank);
     if (!c.valid.empty() && node_host[node].empty()) node_host[node] = c.valid.front().host;
+    if (!c.valid.empty()) {
+      auto& firsts = first_by_host[node];
+      const ArrivalRecord& a = c.valid.front();
+      if (std::none_of(firsts.begin(), firsts.end(),
+                       [&a](const ArrivalRecord& b) { return b.host == a.host; }))
+        firsts.push_back(a);
+    }
     auto& most = duplicated[node];
     if (c.valid.size() > 1 && (most == nullptr || c.valid.size() > most->size())) most = &c.valid;
     for (const auto& why : c.refused) {
@@ -191,7 +202,8 @@ std::vector<Finding> ClaimFindings(const WarmupPlan& plan,
       out.push_back(std::move(f));
     }
   }
-  for (const auto& [node, claimants] : duplicated) {
+  for (auto& [node, claimants] : duplicated) {
+    if (claimants == nullptr && first_by_host[node].size() > 1) claimants = &first_by_host[node];
     if (claimants == nullptr) continue;
     std::vector<std::string> names;
     for (const auto& a : *claimants) names.push_back(ClaimantText(a));

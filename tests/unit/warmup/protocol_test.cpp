@@ -205,6 +205,13 @@ TEST_CASE("two processes claiming one node are named with both hosts, once per n
   claims[2].valid.pop_back();
   claims[3].valid.pop_back();
   CHECK(sl::warmup::ClaimFindings(plan, claims).empty());
+  // Each launcher won one of the node's ranks: no rank is claimed twice, the node is.
+  claims[3].valid = {Claim(3, "gpu07", 71)};
+  fs = sl::warmup::ClaimFindings(plan, claims);
+  REQUIRE(fs.size() == 1);
+  CHECK(fs[0].check_id == "warmup.duplicate");
+  CHECK(fs[0].message ==
+        "two processes claim node 1: hosts gpu02 (10.0.0.2, pid 20) and gpu07 (10.0.0.3, pid 71)");
 }
 
 TEST_CASE("a refused claim fails when the rank has no valid one, warns when it has") {
