@@ -82,7 +82,8 @@ std::string AttemptBase(const std::string& leaf) {
   return digits ? leaf.substr(0, at) : leaf;
 }
 
-// The other attempts' remediation.json: the requeues and drains safe-launch did for this job.
+}  // namespace
+
 RemediationHistory ReadHistory(const std::string& run_root) {
   RemediationHistory h;
   const RootedFileReader fs("");
@@ -98,14 +99,17 @@ RemediationHistory ReadHistory(const std::string& run_root) {
     auto j = nlohmann::json::parse(*text, nullptr, false);
     if (!j.is_object() || !j["actions"].is_array()) continue;
     for (const auto& a : j["actions"]) {
-      if (!a.is_object() || !a.value("ran", false) || !a.value("ok", false)) continue;
+      if (!a.is_object() || !a.value("ran", false)) continue;
       const std::string kind = a.value("kind", "");
-      if (kind == "requeue") ++h.requeues;
+      if (kind == "requeue" && (a.value("ok", false) || a.value("pending", false))) ++h.requeues;
+      if (!a.value("ok", false)) continue;
       if (kind == "drain") h.drained.push_back(a.value("node", ""));
     }
   }
   return h;
 }
+
+namespace {
 
 nlohmann::json ActionJson(const ActionResult& r) {
   return {{"kind", r.action.kind},
@@ -600,6 +604,19 @@ SlurmView ReadSlurmView(const RemediationInput& in, const RemediationPolicy& pol
   return slurm;
 }
 
+// Writes the record with `a` as asked and not answered ("pending"), then leaves `rec` as it was.
+void WriteAsked(const PlannedAction& a, const std::string& run_root, nlohmann::json& rec) {
+  ActionResult asked;
+  asked.action = a;
+  asked.ran = true;
+  asked.output = "asked; the requeue may end this step before scontrol's answer is written";
+  nlohmann::json pending = ActionJson(asked);
+  pending["pending"] = true;
+  rec["actions"].push_back(std::move(pending));
+  WriteRecord(run_root, rec);
+  rec["actions"].erase(rec["actions"].end() - 1);
+}
+
 // A preflight (on the node it names) or warm-up that refused the job would refuse it there
 // again: probability 1, whatever the diagnosis' table gives a standing condition.
 std::optional<double> RefusalProbability(const RemediationInput& in, const FaultCause& cause,
@@ -685,7 +702,11 @@ nlohmann::json Remediate(const RemediationInput& in, const RemediationPolicy& po
   }
   WriteRecord(in.run_root, rec);
   for (const auto& a : d.actions) {
-    // The record first: a requeue ends this job step (our own process among them).
+    // The record first: a requeue ends this job step (our own process among them), and
+    // slurmstepd's SIGKILL may come before scontrol's answer (KillWait after its SIGTERM). The
+    // requeue is written as asked before it is, so that the next attempt counts it towards
+    // --max-requeues (ReadHistory) even when this process never writes the outcome.
+    if (a.kind == "requeue" && !policy.dry_run) WriteAsked(a, in.run_root, rec);
     ActionResult r = RunAction(a, in, policy.dry_run);
     if (a.kind == "requeue" && r.ran) rec["requeued_unix"] = Now();
     rec["actions"].push_back(ActionJson(r));

@@ -90,6 +90,12 @@ struct RemediationHistory {
   std::vector<std::string> drained;  ///< nodes safe-launch drained for this job
 };
 
+/// The requeues and drains recorded in the remediation.json of the other attempts of the job
+/// whose attempt run root is `run_root` (siblings "<job>.<step>[.requeue<N>]"). A requeue that
+/// was asked but whose answer was never written (the requeue ends this step: slurmstepd may kill
+/// the acting process before scontrol returns) counts as done.
+RemediationHistory ReadHistory(const std::string& run_root);
+
 /// One scontrol call to make.
 struct PlannedAction {
   std::string kind;               ///< "drain", "requeue", "exclude"

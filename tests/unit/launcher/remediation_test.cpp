@@ -1,6 +1,10 @@
 #include "launcher/remediation.h"
 
+#include <stdlib.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 using namespace sl;
 using namespace sl::launcher;
@@ -273,4 +277,31 @@ TEST_CASE("a remediation record with members missing or of the wrong type still 
   REQUIRE(f.ok());
   CHECK(f->evidence.empty());
   CHECK(f->rules.empty());
+}
+
+TEST_CASE("a requeue asked but never answered counts towards --max-requeues") {
+  // The requeue ends the acting step: slurmstepd's SIGKILL may come before scontrol's answer, so
+  // the record says "pending" and the next attempt must count it, or the job requeues forever.
+  char tmpl[] = "/tmp/sl-history-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::filesystem::path parent(tmpl);
+  auto attempt = [&](const std::string& leaf, const std::string& actions) {
+    std::filesystem::create_directories(parent / leaf);
+    std::ofstream(parent / leaf / "remediation.json") << "{\"actions\": " << actions << "}";
+  };
+  const std::string self = (parent / "812.0.requeue2").string();
+  std::filesystem::create_directories(self);
+  attempt("812.0", R"([{"kind": "drain", "node": "gpu07", "ran": true, "ok": true},
+                      {"kind": "requeue", "ran": true, "ok": false, "pending": true}])");
+  CHECK(ReadHistory(self).requeues == 1);
+  CHECK(ReadHistory(self).drained == std::vector<std::string>{"gpu07"});
+  // Answered: one requeue, whether or not the pending entry was replaced.
+  attempt("812.0.requeue1", R"([{"kind": "requeue", "ran": true, "ok": true}])");
+  CHECK(ReadHistory(self).requeues == 2);
+  // A requeue that scontrol refused, a dry run and another job's attempts do not count.
+  attempt("812.0.requeue1", R"([{"kind": "requeue", "ran": true, "ok": false},
+                               {"kind": "requeue", "ran": false, "ok": false, "pending": true}])");
+  attempt("813.0", R"([{"kind": "requeue", "ran": true, "ok": true}])");
+  CHECK(ReadHistory(self).requeues == 1);
+  std::filesystem::remove_all(parent);
 }
