@@ -156,6 +156,83 @@ std::size_t PodTag(std::string_view s, std::string* pod) {
   return i + 2;
 }
 
+// Open MPI's --tag-output: "[1,3]<stdout>:" / "[1,3]<stderr>:" ([jobid,rank]<stream>:).
+std::size_t MpiTag(std::string_view s, std::string* rank) {
+  std::size_t i = 0;
+  if (!Char(s, &i, '[')) return 0;
+  const std::size_t job = i;
+  while (i < s.size() && IsDigit(s[i]) && i - job < 10) ++i;
+  if (i == job || !Char(s, &i, ',')) return 0;
+  const std::size_t start = i;
+  while (i < s.size() && IsDigit(s[i]) && i - start < 7) ++i;
+  if (i == start) return 0;
+  const std::size_t end = i;
+  if (!Char(s, &i, ']')) return 0;
+  for (std::string_view stream : {"<stdout>:", "<stderr>:", "<stddiag>:"}) {
+    if (s.substr(i, stream.size()) == stream) {
+      *rank = std::string(s.substr(start, end - start));
+      return i + stream.size();
+    }
+  }
+  return 0;
+}
+
+// Ray's worker-log prefix: "(RayWorkerWrapper pid=263, ip=10.0.16.95) ", "(pid=776) ".
+std::size_t RayTag(std::string_view s) {
+  if (s.empty() || s[0] != '(') return 0;
+  const std::size_t close = s.find(')');
+  if (close == std::string_view::npos || close > 160) return 0;
+  const std::string_view inner = s.substr(1, close - 1);
+  const std::size_t pid = inner.find("pid=");
+  if (pid == std::string_view::npos || (pid > 0 && inner[pid - 1] != ' ')) return 0;
+  std::size_t i = pid + 4;
+  const std::size_t digits = i;
+  while (i < inner.size() && IsDigit(inner[i])) ++i;
+  if (i == digits || (i < inner.size() && inner.substr(i, 2) != ", ")) return 0;
+  for (char c : inner.substr(0, pid)) {
+    if (!PodChar(c) && c != ' ' && c != ':' && c != '+') return 0;
+  }
+  return close + 1;
+}
+
+// NCCL's own "host:pid:tid [dev] " prefix at the start of `s` (the shape, not its values).
+bool NcclPrefixAt(std::string_view s) {
+  const std::size_t sp = s.find(' ');
+  if (sp == std::string_view::npos || sp == 0 || sp > 128 || s.substr(sp + 1, 1) != "[") {
+    return false;
+  }
+  const std::string_view head = s.substr(0, sp);
+  const std::size_t c2 = head.rfind(':');
+  const std::size_t c1 = c2 == std::string_view::npos || c2 == 0 ? c2 : head.rfind(':', c2 - 1);
+  if (c1 == std::string_view::npos || c2 == std::string_view::npos || c1 == 0) return false;
+  auto all_digits = [](std::string_view d) {
+    return !d.empty() && std::all_of(d.begin(), d.end(), IsDigit);
+  };
+  return all_digits(head.substr(c1 + 1, c2 - c1 - 1)) && all_digits(head.substr(c2 + 1));
+}
+
+// A host label in front of NCCL's own prefix, as pdsh, clush and `mpirun --tag-output`-like
+// wrappers print it: "gpu07: gpu07:1234:1250 [3] NCCL INFO ...". Only before NCCL's prefix: a
+// bare "word: " is how most error lines start ("RuntimeError: ...").
+std::size_t HostLabel(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && i < 64 && PodChar(s[i])) ++i;
+  if (i == 0 || s.substr(i, 2) != ": ") return 0;
+  std::size_t j = i + 2;
+  while (j < s.size() && s[j] == ' ') ++j;
+  return NcclPrefixAt(s.substr(j)) ? j : 0;
+}
+
+// What a paste adds in front of every line: Markdown indentation and quote marks ("> ").
+std::size_t PasteMarks(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '>')) {
+    if (s[i] == '>' && i + 1 < s.size() && s[i + 1] != ' ' && s[i + 1] != '>') break;
+    ++i;
+  }
+  return i;
+}
+
 // Separators collectors leave between a prefix and the line: spaces, tabs, "|", "stdout F"
 // (the CRI log format of Kubernetes nodes: stream and partial/full tag).
 std::size_t Separators(std::string_view s) {
@@ -180,7 +257,10 @@ std::string_view StripCollectorPrefixes(std::string_view line, LinePrefix* prefi
       n += Separators(line.substr(n));
       n += SyslogSource(line.substr(n));
     } else if ((n = RankTag(line, &prefix->rank)) == 0 &&
-               (n = SrunLabel(line, &prefix->rank)) == 0 && (n = PodTag(line, &prefix->pod)) == 0) {
+               (n = SrunLabel(line, &prefix->rank)) == 0 &&
+               (n = MpiTag(line, &prefix->rank)) == 0 && (n = PodTag(line, &prefix->pod)) == 0 &&
+               (n = RayTag(line)) == 0 && (n = HostLabel(line)) == 0 &&
+               (n = PasteMarks(line)) == 0) {
       break;
     }
     n += Separators(line.substr(n));

@@ -21,11 +21,14 @@ namespace sl::diagnose {
 /// What log collectors put in front of a line, taken off and kept as fields.
 struct LinePrefix {
   std::string timestamp;  ///< ISO 8601 / syslog / dmesg stamp as written, "" when none
-  std::string rank;       ///< from "[rank3]:", "[default3]:" (torchrun --tee) or srun -l "3: "
+  std::string rank;       ///< from "[rank3]:", "[default3]:" (torchrun --tee), srun -l "3: "
+                          ///< or Open MPI's --tag-output "[1,3]<stdout>:"
   std::string pod;        ///< from "pod-name | " (compose / stern) or "[pod/name/container]"
 };
 
-/// Takes the collector prefixes off `line` (any order, several stacked) and returns the rest.
+/// Takes the collector prefixes off `line` (any order, several stacked) and returns the rest:
+/// timestamps, rank and stream tags, pod tags, Ray's "(Worker pid=N, ip=A) ", a pdsh/clush
+/// "host: " in front of NCCL's prefix, and what a paste adds (indentation, Markdown "> ").
 /// NCCL's own "host:pid:tid [dev]" prefix is not a collector's and stays in the line.
 std::string_view StripCollectorPrefixes(std::string_view line, LinePrefix* prefix);
 

@@ -33,6 +33,26 @@ TEST_CASE("syslog, dmesg, pod, torchrun --tee and srun -l prefixes come off") {
   LinePrefix e;
   CHECK(StripCollectorPrefixes("plain line", &e) == "plain line");
   CHECK(e.timestamp.empty());
+  // Open MPI's --tag-output, Ray's worker prefix, pdsh's host label, a Markdown paste.
+  LinePrefix f, g, h, k, m;
+  CHECK(StripCollectorPrefixes("[1,3]<stdout>:gpu07:1:2 [3] NCCL WARN x", &f) ==
+        "gpu07:1:2 [3] NCCL WARN x");
+  CHECK(f.rank == "3");
+  CHECK(StripCollectorPrefixes("(RayWorkerWrapper pid=263, ip=10.0.16.95) ERROR 05-25 x", &g) ==
+        "ERROR 05-25 x");
+  CHECK(StripCollectorPrefixes("(pid=776) gpu:1:2 [0] NCCL INFO y", &g) ==
+        "gpu:1:2 [0] NCCL INFO y");
+  CHECK(StripCollectorPrefixes("gpu07: gpu07:1234:1250 [3] NCCL WARN z", &h) ==
+        "gpu07:1234:1250 [3] NCCL WARN z");
+  CHECK(StripCollectorPrefixes(">     [rank2]:[E ProcessGroupNCCL.cpp:1] w", &k) ==
+        "[E ProcessGroupNCCL.cpp:1] w");
+  CHECK(k.rank == "2");
+  // Not prefixes: an error's own "Name: ", a parenthesis without pid=, ">" inside a word.
+  CHECK(StripCollectorPrefixes("RuntimeError: NCCL error", &m) == "RuntimeError: NCCL error");
+  CHECK(StripCollectorPrefixes("gpu07: not an NCCL line", &m) == "gpu07: not an NCCL line");
+  CHECK(StripCollectorPrefixes("(most recent call last):", &m) == "(most recent call last):");
+  CHECK(StripCollectorPrefixes("->x", &m) == "->x");
+  CHECK(StripCollectorPrefixes(">x", &m) == ">x");
 }
 
 TEST_CASE("cleaning removes ANSI colours and CR, and replaces bytes that are not UTF-8") {
