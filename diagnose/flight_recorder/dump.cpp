@@ -371,19 +371,48 @@ std::uint32_t DumpReader::StackId(std::uint32_t list) {
     Frame fr;
     if (!Spend(sizeof(Frame))) break;
     doc_.ForEachPair(f, [&](std::uint32_t key, std::uint32_t v) {
-      std::string_view name = doc_.Text(key);
-      if (name == "name")
-        fr.name = StrId(v);
-      else if (name == "filename")
-        fr.file = StrId(v);
-      else if (name == "line")
-        fr.line = AsInt(doc_, v, 0);
+      switch (FrameKey(key)) {
+        case 0:
+          fr.name = StrId(v);
+          break;
+        case 1:
+          fr.file = StrId(v);
+          break;
+        case 2:
+          fr.line = AsInt(doc_, v, 0);
+          break;
+        default:
+          break;
+      }
     });
     frames_.push_back(fr);
   }
-  std::uint32_t id = stacks_->Intern(frames_);
+  // Stacks are interned by their frames' bytes, so the id a thread saw for these bytes is the
+  // one Stacks::Intern returns (a dump whose frame dicts are not shared, one stack per entry,
+  // would otherwise take the table's lock and build a key per entry).
+  std::string_view bytes(reinterpret_cast<const char*>(frames_.data()),
+                         frames_.size() * sizeof(Frame));
+  std::uint32_t id = 0;
+  if (auto known = local_stacks_.find(bytes); known != local_stacks_.end()) {
+    id = known->second;
+  } else {
+    id = stacks_->Intern(frames_);
+    if (id != 0) local_stacks_.emplace(std::string(bytes), id);
+  }
   stack_cache_.emplace(scratch_, id);
   return id;
+}
+
+// 0, 1, 2 for a frame's "name", "filename", "line", -1 for any other key; torch memoizes the
+// three keys, so after the first frame of a dump this compares node ids, not text.
+int DumpReader::FrameKey(std::uint32_t key) {
+  for (int i = 0; i < 3; ++i) {
+    if (frame_keys_[i] == key) return i;
+  }
+  std::string_view name = doc_.Text(key);
+  int i = name == "name" ? 0 : name == "filename" ? 1 : name == "line" ? 2 : -1;
+  if (i >= 0) frame_keys_[i] = key;
+  return i;
 }
 
 // A 64-bit digest of the sizes and dtypes lists (ints, interned strings, nesting), so the shape
@@ -545,6 +574,7 @@ Result<RankDump> DumpReader::Extract() {
   key_field_.assign(doc_.size(), kUnset);
   str_id_.assign(doc_.size(), kNoId);
   stack_cache_.clear();  // keyed on this file's node ids
+  frame_keys_[0] = frame_keys_[1] = frame_keys_[2] = kNoId;
   std::uint32_t root = doc_.root();
   if (doc_.at(root).kind != Kind::kDict) return MakeError("the dump is not a dict");
   // "{path: dump}", as the fixtures' decoded.json wraps it.

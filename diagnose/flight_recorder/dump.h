@@ -63,6 +63,7 @@ class DumpReader {
   void ExtractEntry(std::uint32_t dict, Entry* e);
   std::uint32_t StrId(std::uint32_t node);
   std::uint32_t StackId(std::uint32_t list);
+  int FrameKey(std::uint32_t key);
   void Digest(std::uint32_t node, int depth, std::uint64_t* h);
   void AppendRendered(std::uint32_t node, int depth, std::string* out);
   void RegisterPgs(std::uint32_t config);
@@ -77,6 +78,13 @@ class DumpReader {
   std::vector<std::int8_t> key_field_;
   std::vector<std::uint32_t> str_id_;
   std::unordered_map<std::string, std::uint32_t> stack_cache_;
+  // A stack's frames as bytes -> its id in Stacks, for every file of this thread.
+  struct BytesHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::uint32_t, BytesHash, std::equal_to<>> local_stacks_;
+  std::uint32_t frame_keys_[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};  // FrameKey's nodes
   std::string scratch_;
   std::unordered_map<std::uint64_t, std::uint32_t> shape_cache_;  // digest -> shape, per thread
   std::vector<Frame> frames_;

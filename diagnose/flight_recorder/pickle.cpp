@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -150,6 +151,8 @@ struct Unpickler::State {
   std::size_t op_at = 0;
   std::uint8_t op = 0;
   std::uint32_t memo_count = 0;
+  std::uint64_t frame_need = 0;  // the input size the FRAMEs read so far ask for
+  bool done = false;             // STOP was read
   std::optional<Error> error;
 
   // The error paths are cold and out of line, so the hot handlers stay small enough to inline
@@ -170,9 +173,15 @@ struct Unpickler::State {
     return Fail(fmt::format(fmt::runtime(what), key));
   }
   bool Has(std::uint64_t n) const { return in.size() - pos >= n; }
-  std::uint64_t Le(std::size_t n) {
+  // n <= 8 bytes, little-endian; one load where n is a constant (the byte loop was a sixth of the
+  // opcode loop's instructions).
+  [[gnu::always_inline]] std::uint64_t Le(std::size_t n) {
     std::uint64_t v = 0;
-    for (std::size_t k = 0; k < n; ++k) v |= std::uint64_t(std::uint8_t(in[pos + k])) << (8 * k);
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(&v, in.data() + pos, n);
+    } else {
+      for (std::size_t k = 0; k < n; ++k) v |= std::uint64_t(std::uint8_t(in[pos + k])) << (8 * k);
+    }
     pos += n;
     return v;
   }
@@ -296,7 +305,7 @@ struct Unpickler::State {
   bool AddTo();
   bool Misc(bool* stop);
   bool Step(bool* stop);
-  bool Run();
+  bool Run(std::size_t until);
 };
 
 bool Unpickler::State::Float() {
@@ -432,7 +441,9 @@ bool Unpickler::State::Misc(bool* stop) {
     case 0x95: {
       if (!Has(8)) return Truncated(8);
       std::uint64_t len = Le(8);
-      return Has(len) ? true : Truncated(len);
+      if (!Has(len)) return Truncated(len);
+      frame_need = std::max<std::uint64_t>(frame_need, pos + len);
+      return true;
     }
     case '(':
       u.marks_.push_back(static_cast<std::uint32_t>(st.size()));
@@ -594,9 +605,12 @@ bool Unpickler::State::ScalarOp() { return op == 'G' ? Float() : Long(); }
   return Misc(stop);
 }
 
-bool Unpickler::State::Run() {
+// Runs opcodes until STOP, or until the first opcode boundary at or past `until` when that is
+// short of the input's end (done stays false: a pause, to keep the state there).
+[[gnu::flatten]] bool Unpickler::State::Run(std::size_t until) {
   bool stop = false;
   while (!stop) {
+    if (pos >= until && until < in.size()) return true;
     if (pos >= in.size()) {
       error = MakeError(
           fmt::format("truncated: the file ends at byte {} before the pickle's STOP", in.size()),
@@ -605,10 +619,11 @@ bool Unpickler::State::Run() {
     }
     if (!Step(&stop)) return false;
   }
+  done = true;
   return true;
 }
 
-Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
+void Unpickler::Reset(std::string_view data, PickleDoc* doc) {
   doc->input_ = data;
   doc->nodes_.clear();
   doc->chunks_.clear();
@@ -617,12 +632,76 @@ Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
   stack_.clear();
   marks_.clear();
   memo_.clear();
+}
+
+// The kept state when `data` starts with its prefix and is long enough that nothing the prefix
+// checked against the input's size (a FRAME's length, a memo key) fails for it.
+bool Unpickler::Resume(std::string_view data, PickleDoc* doc, State* s) {
+  const std::string& p = kept_.prefix;
+  if (p.empty() || data.size() < p.size() || data.size() < kept_.need_size ||
+      std::memcmp(data.data(), p.data(), p.size()) != 0) {
+    return false;
+  }
+  doc->nodes_.assign(kept_.nodes.begin(), kept_.nodes.end());
+  doc->chunks_.assign(kept_.chunks.begin(), kept_.chunks.end());
+  doc->items_.assign(kept_.items.begin(), kept_.items.end());
+  stack_.assign(kept_.stack.begin(), kept_.stack.end());
+  marks_.assign(kept_.marks.begin(), kept_.marks.end());
+  memo_.assign(kept_.memo.begin(), kept_.memo.end());
+  s->memo_count = kept_.memo_count;
+  s->pos = p.size();
+  reused_ = p.size();
+  return true;
+}
+
+void Unpickler::Keep(const State& s) {
+  kept_.prefix.assign(s.in.substr(0, s.pos));
+  // Put refuses a key past the input's size: the largest key stored bounds it from below.
+  std::uint64_t key = memo_.size();
+  while (key > 0 && memo_[key - 1] == kNoChunk) --key;
+  kept_.need_size = std::max<std::uint64_t>(s.frame_need, key);
+  kept_.nodes.assign(s.doc.nodes_.begin(), s.doc.nodes_.end());
+  kept_.chunks.assign(s.doc.chunks_.begin(), s.doc.chunks_.end());
+  kept_.items.assign(s.doc.items_.begin(), s.doc.items_.end());
+  kept_.stack.assign(stack_.begin(), stack_.end());
+  kept_.marks.assign(marks_.begin(), marks_.end());
+  kept_.memo.assign(memo_.begin(), memo_.end());
+  kept_.memo_count = s.memo_count;
+}
+
+Status Unpickler::Parse(std::string_view data, PickleDoc* doc) {
+  Reset(data, doc);
+  reused_ = 0;
   if (data.size() >= std::numeric_limits<std::uint32_t>::max()) {
     return MakeError("file too large for a Flight Recorder dump (4 GiB or more)", "byte 0");
   }
   doc->nodes_.reserve(data.size() / 3);
-  State s(*this, *doc, data);
-  if (!s.Run()) return *s.error;
+  std::optional<State> s;
+  s.emplace(*this, *doc, data);
+  if (!Resume(data, doc, &*s)) {
+    // What this input shares with the last one: parsed up to there, the state is kept when it
+    // is at an opcode boundary inside the shared bytes (an opcode that reads past them is parsed
+    // again from byte 0, stopping before it, so that the kept prefix ends where the inputs
+    // agree and the next input, which differs there too, still matches it).
+    const std::size_t common = std::min(data.size(), last_.size());
+    std::size_t shared = 0;
+    while (shared + 4096 <= common &&
+           std::memcmp(data.data() + shared, last_.data() + shared, 4096) == 0)
+      shared += 4096;
+    while (shared < common && data[shared] == last_[shared]) ++shared;
+    last_.assign(data.substr(0, std::min(data.size(), kMaxShared)));
+    if (shared >= kMinShared && shared < data.size()) {
+      if (!s->Run(shared)) return *s->error;
+      if (!s->done && s->pos > shared) {
+        const std::size_t boundary = s->op_at;
+        Reset(data, doc);
+        s.emplace(*this, *doc, data);
+        if (!s->Run(boundary)) return *s->error;
+      }
+      if (!s->done && s->pos >= kMinShared) Keep(*s);
+    }
+  }
+  if (!s->done && !s->Run(data.size())) return *s->error;
   return OkStatus();
 }
 

@@ -81,18 +81,47 @@ class PickleDoc {
   std::uint32_t root_ = 0;
 };
 
-/// Parses pickles into a PickleDoc. Reuse one per thread: its stacks keep their capacity.
+/// Parses pickles into a PickleDoc. Reuse one per thread: its stacks keep their capacity, and
+/// the leading bytes that consecutive inputs share are parsed once (see Parse).
 class Unpickler {
  public:
   /// Parses `data` up to its STOP opcode. Errors say what is wrong and carry "byte N" (the
   /// offset of the offending opcode) in Error::where; the caller prefixes the file name.
+  ///
+  /// The parser's state after a run of leading bytes depends on those bytes alone, so when an
+  /// input starts with the same bytes as an earlier one (a job's dumps all repeat the version and
+  /// the pg_config, whose rank lists grow with the job), the state after them is kept once and
+  /// later inputs that start with them resume from it: the same doc and the same errors as a parse
+  /// from byte 0, at the cost of a compare and a copy instead of one opcode each.
   Status Parse(std::string_view data, PickleDoc* doc);
+  /// Leading bytes the last Parse took from a kept state instead of parsing them (0: none).
+  std::size_t reused() const { return reused_; }
+
+  /// Below this many shared leading bytes no state is kept (parsing them costs less).
+  static constexpr std::size_t kMinShared = 4096;
+  /// Leading bytes of an input kept to find what the next one shares.
+  static constexpr std::size_t kMaxShared = 8u << 20;
 
  private:
   struct State;
+  /// The parser's registers and the doc's arrays after `prefix`, an opcode boundary.
+  struct Kept {
+    std::string prefix;
+    std::uint64_t need_size = 0;  ///< a shorter input may fail inside the prefix (FRAME, memo key)
+    std::vector<Node> nodes;
+    std::vector<PickleDoc::Chunk> chunks;
+    std::vector<std::uint32_t> items, stack, marks, memo;
+    std::uint32_t memo_count = 0;
+  };
+  void Reset(std::string_view data, PickleDoc* doc);
+  bool Resume(std::string_view data, PickleDoc* doc, State* s);
+  void Keep(const State& s);
   std::vector<std::uint32_t> stack_;
   std::vector<std::uint32_t> marks_;
   std::vector<std::uint32_t> memo_;
+  Kept kept_;
+  std::string last_;  ///< the leading bytes of the last input no kept state matched
+  std::size_t reused_ = 0;
 };
 
 /// The name pickletools gives an opcode byte ("BINUNICODE", "GLOBAL"), "?" when none.

@@ -147,3 +147,164 @@ TEST_CASE("a forged memo key, a newer protocol and an unknown opcode are clear e
   REQUIRE(!get.ok());
   CHECK_THAT(get.error().message, Catch::Contains("never stored"));
 }
+
+namespace {
+
+std::string Le32(std::uint32_t v) {
+  std::string out;
+  for (int k = 0; k < 4; ++k) out.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+  return out;
+}
+
+std::string Unicode(const std::string& s) { return "X" + Le32(std::uint32_t(s.size())) + s; }
+
+// What a job's dumps look like to the reader: {"pg_config": <the same long text in every rank,
+// memoized>, "entries": [<that text again, by memo>, rank]}, protocol 2. `head` goes first
+// (a memo key or a FRAME the prefix checks against the input's size); `tail` pads the end.
+std::string RankPickle(int rank, const std::string& head = "", std::size_t tail = 0) {
+  std::string ranks = "[";
+  for (int r = 0; r < 1500; ++r) ranks += (r ? ", " : "") + std::to_string(r);
+  ranks += "]";
+  using namespace std::string_literals;
+  std::string p = "\x80\x02"s + head + "}q\x00("s + Unicode("pg_config") + "q\x01"s +
+                  Unicode(ranks) + "q\x02"s + Unicode("entries") + "q\x03]q\x04(h\x02K"s +
+                  static_cast<char>(rank) + "eu"s;
+  if (tail > 0) p += Unicode(std::string(tail, 'x')) + "0";  // pushed, then POP
+  return p + ".";
+}
+
+// The values of a doc as text, for comparing two parses.
+std::string Render(const PickleDoc& d, std::uint32_t id) {
+  const Node& n = d.at(id);
+  switch (n.kind) {
+    case Kind::kStr:
+      return "'" + std::string(d.Text(id)) + "'";
+    case Kind::kInt:
+      return std::to_string(n.i);
+    case Kind::kList: {
+      std::string out = "[";
+      d.ForEachItem(id, [&](std::uint32_t c) { out += Render(d, c) + ","; });
+      return out + "]";
+    }
+    case Kind::kDict: {
+      std::string out = "{";
+      d.ForEachPair(id, [&](std::uint32_t k, std::uint32_t v) {
+        out += Render(d, k) + ":" + Render(d, v) + ",";
+      });
+      return out + "}";
+    }
+    default:
+      return "?";
+  }
+}
+
+// `bytes` parsed by `u` (which has seen other inputs) and by a fresh unpickler: the same doc,
+// or the same error.
+void SameAsFresh(Unpickler& u, const std::string& bytes) {
+  PickleDoc reused, fresh;
+  Unpickler f;
+  auto a = u.Parse(bytes, &reused);
+  auto b = f.Parse(bytes, &fresh);
+  REQUIRE(a.ok() == b.ok());
+  if (!a.ok()) {
+    CHECK(a.error().message == b.error().message);
+    CHECK(a.error().where == b.error().where);
+    return;
+  }
+  CHECK(Render(reused, reused.root()) == Render(fresh, fresh.root()));
+  CHECK(reused.size() == fresh.size());
+}
+
+}  // namespace
+
+TEST_CASE("the leading bytes a job's dumps share are parsed once, with the same result") {
+  Unpickler u;
+  PickleDoc doc;
+  REQUIRE(u.Parse(RankPickle(0), &doc).ok());
+  CHECK(u.reused() == 0);
+  // The second dump finds what it shares with the first and keeps the state there.
+  REQUIRE(u.Parse(RankPickle(1), &doc).ok());
+  CHECK(u.reused() == 0);
+  const std::string r2 = RankPickle(2);
+  SameAsFresh(u, r2);
+  CHECK(u.reused() > Unpickler::kMinShared);
+  CHECK(u.reused() < r2.size());
+  // The memo reference into the shared bytes resolves as in a fresh parse.
+  REQUIRE(u.Parse(r2, &doc).ok());
+  std::uint32_t entries = doc.Find(doc.root(), "entries");
+  std::vector<std::uint32_t> items;
+  doc.ForEachItem(entries, [&](std::uint32_t c) { items.push_back(c); });
+  REQUIRE(items.size() == 2);
+  CHECK(items[0] == doc.Find(doc.root(), "pg_config"));
+  CHECK(doc.at(items[1]).i == 2);
+  // A dump that differs inside those bytes (another pg_config) is parsed whole, and right.
+  std::string other = RankPickle(3);
+  other[other.find("1499")] = '7';
+  SameAsFresh(u, other);
+  CHECK(u.reused() == 0);
+  SameAsFresh(u, RankPickle(4));
+}
+
+TEST_CASE("a dump cut inside or after the shared bytes gives the error a fresh parse gives") {
+  Unpickler u;
+  PickleDoc doc;
+  REQUIRE(u.Parse(RankPickle(0), &doc).ok());
+  REQUIRE(u.Parse(RankPickle(1), &doc).ok());
+  const std::string r2 = RankPickle(2);
+  for (std::size_t n :
+       {std::size_t(10), Unpickler::kMinShared, r2.size() - 9, r2.size() - 4, r2.size() - 1}) {
+    CAPTURE(n);
+    SameAsFresh(u, r2.substr(0, n));
+  }
+  SameAsFresh(u, r2);
+  CHECK(u.reused() > Unpickler::kMinShared);
+}
+
+TEST_CASE("what the shared bytes check against the input's size is checked again") {
+  // A memo key of 20000 is in range for a 30000-byte dump, out of range for a 10000-byte one.
+  const std::string key = std::string("]r", 2) + Le32(20000) + "0";
+  Unpickler u;
+  PickleDoc doc;
+  REQUIRE(u.Parse(RankPickle(0, key, 30000), &doc).ok());
+  REQUIRE(u.Parse(RankPickle(1, key, 30000), &doc).ok());
+  SameAsFresh(u, RankPickle(2, key, 30000));
+  CHECK(u.reused() > Unpickler::kMinShared);
+  auto shorter = u.Parse(RankPickle(3, key), &doc);
+  REQUIRE(!shorter.ok());
+  CHECK_THAT(shorter.error().message, Catch::Contains("memo key 20000 out of range"));
+  SameAsFresh(u, RankPickle(3, key));
+  // A FRAME that announces 25000 bytes: there in the long dumps, past the end of a short one.
+  Unpickler v;
+  const std::string frame = "\x95" + Le32(25000) + std::string(4, '\0');
+  REQUIRE(v.Parse(RankPickle(0, frame, 30000), &doc).ok());
+  REQUIRE(v.Parse(RankPickle(1, frame, 30000), &doc).ok());
+  SameAsFresh(v, RankPickle(2, frame, 30000));
+  CHECK(v.reused() > Unpickler::kMinShared);
+  auto cut = v.Parse(RankPickle(3, frame), &doc);
+  REQUIRE(!cut.ok());
+  CHECK_THAT(cut.error().message, Catch::Contains("truncated"));
+  SameAsFresh(v, RankPickle(3, frame));
+}
+
+TEST_CASE("dumps with a byte changed anywhere parse as a fresh unpickler parses them") {
+  // One unpickler through a series of damaged dumps (it keeps and drops shared prefixes as they
+  // come), each compared with a parse from byte 0: the doc or the error is the same.
+  const std::string base = RankPickle(0, "", 2000);
+  Unpickler u;
+  PickleDoc doc;
+  REQUIRE(u.Parse(base, &doc).ok());
+  std::uint64_t x = 7;
+  int reused = 0;
+  for (int i = 0; i < 400; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    std::string bytes = i % 3 == 0 ? base : RankPickle(1 + i % 5, "", 2000);
+    const std::size_t at = static_cast<std::size_t>((x >> 33) % bytes.size());
+    bytes[at] = static_cast<char>(x >> 13);
+    CAPTURE(i, at);
+    SameAsFresh(u, bytes);
+    if (u.reused() > 0) ++reused;
+  }
+  // A change after the shared bytes (the rank, the 2000-byte tail) resumes from them; one inside
+  // them is parsed whole and may start another kept prefix (83 of the 400 resumed when written).
+  CHECK(reused > 50);
+}
