@@ -129,6 +129,34 @@ std::vector<RowCase> IbAsyncEventsCases() {
       {W("NET/IB : Got async event : local access violation work queue error"),
        "nccl.ib_event_qp_access_error",
        {}},
+      // net_ib.cc's receive-size check: v2.4.8-1 .. v2.9.9-1 "NET/IB : collective mismatch error
+      // local size %d remote %d addr %lx rkey %x seq %x/%x"
+      {W("NET/IB : collective mismatch error local size 65536 remote 496640 addr 7f2a1c000000 "
+         "rkey 1a2b seq 3/4"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", ""}, {"local_size", "65536"}, {"remote_size", "496640"}}},
+      // v2.10.3-1 .. v2.11.4-1 "NET/IB : peer %s collective mismatch error local size %d remote
+      // %d addr %lx rkey %x seq %x/%x"
+      {W("NET/IB : peer 10.0.0.2<58683> collective mismatch error local size 65536 remote "
+         "496640 addr 7f2a1c000000 rkey 1a2b seq 3/4"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", "10.0.0.2<58683>"}, {"remote_size", "496640"}}},
+      // v2.12.7-1 "NET/IB : req %d/%d tag %x peer %s collective mismatch error local size %d
+      // remote %d addr %lx rkey %x"
+      {W("NET/IB : req 0/1 tag 7 peer 10.0.0.2<58683> collective mismatch error local size "
+         "65536 remote 496640 addr 7f2a1c000000 rkey 1a2b"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", "10.0.0.2<58683>"}, {"local_size", "65536"}}},
+      // v2.12.12-1 .. v2.19.4-1 "NET/IB : req %d/%d tag %x peer %s collective mismatch error,
+      // local size %d remote size %d"
+      {W("NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size "
+         "496640 remote size 65536"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", "10.10.23.6<58683>"}, {"local_size", "496640"}, {"remote_size", "65536"}}},
+      // misc/ibvwrap.cc WARN v2.4.8-1 .. v2.10.3-1, INFO v2.11.4-1 .. (ibvsymbols.cc from
+      // v2.18.1-1) "Failed to open libibverbs.so[.1]"
+      {W("Failed to open libibverbs.so[.1]"), "nccl.no_libibverbs", {}},
+      {I("Failed to open libibverbs.so[.1]"), "nccl.no_libibverbs", {}},
       // v2.20.5-1 .. v2.22.3-1: "NET/IB : %s:%d Got async event : %s"
       {W("NET/IB : mlx5_2:1 Got async event : port error"),
        "nccl.ib_port_error",
@@ -506,6 +534,12 @@ std::vector<RowCase> SocketFactsCases() {
       {W("Call to bind failed : Address already in use"),
        "nccl.socket_bind_in_use",
        {{"error", "Address already in use"}}},
+      // graph/xml.h v2.6.4-1 WARN "KV Convert to int : could not find value of '%s' in
+      // dictionary"; the INFO of v2.7.3-1 .. v2.30.3-1 adds ", falling back to %d" and is no
+      // failure (no row)
+      {W("KV Convert to int : could not find value of '0x060000' in dictionary"),
+       "nccl.xml_kv_unknown",
+       {{"value", "0x060000"}}},
       // graph/xml.cc v2.10.3-1 .. v2.29.3-1 "Could not find real path of %s"
       {I("Could not find real path of /sys/class/net/br0/device"),
        "nccl.net_virtual_interface",
@@ -1877,6 +1911,32 @@ std::vector<RowCase> RdmaToolsCases() {
        "Cannot allocate memory",
        "ofi.enomem",
        {{"what", "Couldn't enable endpoint"}, {"rc", "-12"}}},
+      // "Request %p completed with error. RC: %d. Error: %s. Completed length: %ld, Request: %s"
+      // (nccl_ofi_net.c v1.4.0 .. v1.6.0, nccl_ofi_sendrecv.c v1.7.4-aws .. v1.9.2-aws)
+      {"ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed with error. RC: "
+       "20. Error: unknown error. Completed length: 0, Request: { buffer_index: 255, dev: 1 }",
+       "ofi.completion_error",
+       {{"rc", "20"}, {"prov_errno", ""}, {"error", "unknown error"}}},
+      // "... RC: %d. Error: %d (%s). Completed length: %ld, Request: %s" (v1.11.0-aws .. v1.21.1)
+      {"process_err_completion:1562 NCCL WARN NET/OFI Request 0x7f08c0001d30 completed with "
+       "error. RC: 5. Error: 16 (NO_SPACE). Completed length: 0, Request: { dev: 0 }",
+       "ofi.completion_error",
+       {{"rc", "5"}, {"prov_errno", "16"}, {"error", "NO_SPACE"}}},
+      // "Request %p seq %d completed with error. ..." (nccl_ofi_rdma.cpp v1.17.0 .. v1.21.1) and
+      // "Remote write completed with error. RC: %d. Error: %d (%s). Completed length: %ld"
+      {"NCCL WARN NET/OFI Request 0x7f08c0001d30 seq 12 completed with error. RC: 5. Error: 9 "
+       "(Invalid receiver queue pair number (QPN)). Completed length: 0, Request: {}",
+       "ofi.completion_error",
+       {{"rc", "5"}, {"prov_errno", "9"}, {"error", "Invalid receiver queue pair number (QPN)"}}},
+      {"NCCL WARN NET/OFI Remote write completed with error. RC: 5. Error: 3 (Remote access "
+       "error). Completed length: 0",
+       "ofi.completion_error",
+       {{"rc", "5"}, {"prov_errno", "3"}}},
+      // NVSHMEM ibgda.cpp WARN_PRINT "device %s cannot allocate buffer on the specified memory
+      // type. Skipping..."
+      {"WARN: device mlx5_3 cannot allocate buffer on the specified memory type. Skipping...",
+       "nvshmem.nic_memtype_unsupported",
+       {{"dev", "mlx5_3"}}},
       // Intel MPI's DAPL start-up message naming RLIMIT_MEMLOCK
       {"[0] DAPL startup: RLIMIT_MEMLOCK too small", "mpi.rlimit_memlock_small", {}},
       // p2pBandwidthLatencyTest's table header; /proc/cmdline; ip address's inet lines
