@@ -153,6 +153,58 @@ std::vector<RowCase> IbAsyncEventsCases() {
          "496640 remote size 65536"),
        "nccl.ib_collective_mismatch",
        {{"peer", "10.10.23.6<58683>"}, {"local_size", "496640"}, {"remote_size", "65536"}}},
+      // net_ib.cc v2.20.3-1 .. v2.23.4-1 "NET/IB : Can't merge net devices with different
+      // link_layer. i=%d remMeta.ndevs=%d link_layer=%d rem_link_layer=%d"; v2.24.3-1 ..
+      // v2.25.1-1 "Can't connect net devices ..." and "Trying to merge multiple devices together
+      // with different link_layer properties %s -> %d, %s -> %d. ..."
+      {W("NET/IB : Can't merge net devices with different link_layer. i=0 remMeta.ndevs=1 "
+         "link_layer=1 rem_link_layer=2"),
+       "nccl.ib_link_layer_mismatch",
+       {}},
+      {W("NET/IB : Can't connect net devices with different link_layer. i=0 remMeta.ndevs=1 "
+         "link_layer=2 rem_link_layer=1"),
+       "nccl.ib_link_layer_mismatch",
+       {}},
+      {W("NET/IB : Trying to merge multiple devices together with different link_layer "
+         "properties mlx5_0 -> 1, mlx5_2 -> 2. Try only selecting NICs with one type of link "
+         "using NCCL_IB_HCA"),
+       "nccl.ib_link_layer_mismatch",
+       {}},
+      // v2.26.2-1 .. v2.30.3-1 "NET/IB : Remote %s device is incompatible with the local
+      // [%d]%s:%d/%s. Try selecting NICs of only one link type using NCCL_IB_HCA"
+      {W("NET/IB : Remote IB device is incompatible with the local [0]mlx5_2:1/RoCE. Try "
+         "selecting NICs of only one link type using NCCL_IB_HCA"),
+       "nccl.ib_remote_incompatible",
+       {{"remote_link", "IB"},
+        {"ib_dev", "0"},
+        {"dev", "mlx5_2"},
+        {"port", "1"},
+        {"local_link", "RoCE"}}},
+      // v2.20.3-1 .. v2.23.4-1 WARN "NET/IB : Local mergedDev=%s has a different number of
+      // devices=%d as remoteDev=%s nRemDevs=%d"; "... mergedDev %s has a different number of
+      // devices=%d as remote %s %d" (WARN v2.20.3-1 .., INFO v2.24.3-1 .. v2.30.3-1)
+      {W("NET/IB : Local mergedDev=mlx5_0+mlx5_1 has a different number of devices=2 as "
+         "remoteDev=mlx5_0 nRemDevs=1"),
+       "nccl.ib_merged_dev_mismatch",
+       {{"dev", "mlx5_0+mlx5_1"}, {"ndevs", "2"}, {"remote_dev", "mlx5_0"}, {"remote_ndevs", "1"}}},
+      {I("NET/IB : Local mergedDev mlx5_0+mlx5_1 has a different number of devices=2 as remote "
+         "mlx5_0 1"),
+       "nccl.ib_merged_dev_mismatch",
+       {{"dev", "mlx5_0+mlx5_1"}, {"ndevs", "2"}, {"remote_dev", "mlx5_0"}, {"remote_ndevs", "1"}}},
+      // net_ib.cc v2.3.7-1 .. v2.30.3-1 "NET/IB : Unable to open device %s", "... query device
+      // %s"; "... query port %d" (.. v2.19.1-1), "... query port_num %d" (v2.20.3-1 ..)
+      {W("NET/IB : Unable to open device mlx5_3"),
+       "nccl.ib_device_unusable",
+       {{"what", "open device"}, {"dev", "mlx5_3"}}},
+      {W("NET/IB : Unable to query device mlx5_3"),
+       "nccl.ib_device_unusable",
+       {{"what", "query device"}, {"dev", "mlx5_3"}}},
+      {W("NET/IB : Unable to query port 1"),
+       "nccl.ib_device_unusable",
+       {{"what", "query port"}, {"dev", "1"}}},
+      {W("NET/IB : Unable to query port_num 1"),
+       "nccl.ib_device_unusable",
+       {{"what", "query port_num"}, {"dev", "1"}}},
       // misc/ibvwrap.cc WARN v2.4.8-1 .. v2.10.3-1, INFO v2.11.4-1 .. (ibvsymbols.cc from
       // v2.18.1-1) "Failed to open libibverbs.so[.1]"
       {W("Failed to open libibverbs.so[.1]"), "nccl.no_libibverbs", {}},
@@ -534,6 +586,33 @@ std::vector<RowCase> SocketFactsCases() {
       {W("Call to bind failed : Address already in use"),
        "nccl.socket_bind_in_use",
        {{"error", "Address already in use"}}},
+      // graph/xml.cc v2.6.4-1 .. v2.30.3-1 "XML Topology has wrong version %d, %d needed", "XML
+      // Graph has wrong version %d, %d needed"
+      {W("XML Topology has wrong version 1, 2 needed"),
+       "nccl.xml_wrong_version",
+       {{"what", "Topology"}, {"version", "1"}, {"needed", "2"}}},
+      {W("XML Graph has wrong version 1, 2 needed"), "nccl.xml_wrong_version", {{"what", "Graph"}}},
+      // dev_runtime.cc v2.29.2-1 "NCCL library version is too old. This application was compiled
+      // with NCCL version %d, but is running with NCCL library version %d."; v2.30.3-1 "NCCL
+      // library is too old. ... version %s, ... version %s."
+      {W("NCCL library version is too old. This application was compiled with NCCL version "
+         "22902, but is running with NCCL library version 22803."),
+       "nccl.library_too_old",
+       {{"compiled_version", "22902"}, {"runtime_version", "22803"}}},
+      {W("NCCL library is too old. This application was compiled with NCCL version 2.30.3, but "
+         "is running with NCCL library version 2.29.2."),
+       "nccl.library_too_old",
+       {{"compiled_version", "2.30.3"}, {"runtime_version", "2.29.2"}}},
+      // init.cc v2.10.3-1 .. v2.15.1-1
+      {W("The installed CUDA driver is older than the minimum version (R465) required for "
+         "NCCL's CUDA Graphs support"),
+       "nccl.cuda_graph_driver_old",
+       {}},
+      // net.cc v2.19.1-1 .. v2.25.1-1, plugin/net.cc v2.26.2-1 .. v2.30.3-1
+      {W("NCCL_DEVICE_UNPACK plugin has incompatible version 1, this NCCL build is compatible "
+         "with 2, not using it"),
+       "nccl.plugin_incompatible_version",
+       {{"plugin", "NCCL_DEVICE_UNPACK"}, {"plugin_version", "1"}, {"nccl_version_api", "2"}}},
       // graph/xml.h v2.6.4-1 WARN "KV Convert to int : could not find value of '%s' in
       // dictionary"; the INFO of v2.7.3-1 .. v2.30.3-1 adds ", falling back to %d" and is no
       // failure (no row)
