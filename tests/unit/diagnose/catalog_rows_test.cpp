@@ -586,6 +586,41 @@ std::vector<RowCase> SocketFactsCases() {
       {W("Call to bind failed : Address already in use"),
        "nccl.socket_bind_in_use",
        {{"error", "Address already in use"}}},
+      // misc/nvmlwrap.cc v2.3.7-1 .. v2.11.4-1 "nvmlInit() failed: %s"; v2.12.7-1 .. v2.30.3-1
+      // "nvmlInit%s() failed: %s", "nvmlDeviceGetHandleByIndex(%d) failed: %s", ...
+      {W("nvmlInit() failed: Driver/library version mismatch"),
+       "nccl.nvml_failed",
+       {{"function", "nvmlInit"}, {"error", "Driver/library version mismatch"}}},
+      {W("nvmlInit_v2() failed: Driver/library version mismatch"),
+       "nccl.nvml_failed",
+       {{"function", "nvmlInit_v2"}, {"error", "Driver/library version mismatch"}}},
+      {W("nvmlDeviceGetHandleByIndex(3) failed: Unknown Error"),
+       "nccl.nvml_failed",
+       {{"function", "nvmlDeviceGetHandleByIndex"}, {"error", "Unknown Error"}}},
+      // include/nvmlwrap.h v2.3.7-1 .. v2.11.4-1 NVMLCHECK "NVML failure '%s'"
+      {W("NVML failure 'GPU is lost'"), "nccl.nvml_failure", {{"error", "GPU is lost"}}},
+      // misc/cudawrap.cc v2.13.4-1 .. v2.20.3-1
+      {W("Failed to find CUDA library libcuda.so (NCCL_CUDA_PATH='') : libcuda.so: cannot open "
+         "shared object file: No such file or directory"),
+       "nccl.cuda_library_missing",
+       {{"library", "libcuda.so"},
+        {"cuda_path", ""},
+        {"error", "libcuda.so: cannot open shared object file: No such file or directory"}}},
+      {W("cuDriverGetVersion failed with 999"),
+       "nccl.cuda_driver_version_failed",
+       {{"cuda_code", "999"}}},
+      // misc/gdrwrap.cc v2.9.6-1 .. v2.30.3-1; include/gdrwrap.h GDRCHECK
+      {W("gdr_pin_buffer(addr 7f3a2c000000, size 2097152) failed: -22"),
+       "nccl.gdrcopy_failed",
+       {{"size", "2097152"}, {"code", "-22"}}},
+      {W("GDRCOPY failure -22"), "nccl.gdrcopy_failure", {{"code", "-22"}}},
+      // mnnvl.cc v2.25.1-1 .. v2.26.2-1
+      {W("MNNVL (cliqueSize 4) is available but not supported on this system. Check the IMEX "
+         "configuration."),
+       "nccl.mnnvl_unsupported",
+       {{"clique_size", "4"}}},
+      // include/alloc.h v2.3.7-1 .. v2.30.3-1
+      {W("Failed to malloc 1048576 bytes"), "nccl.host_malloc_failed", {{"size", "1048576"}}},
       // graph/xml.cc v2.6.4-1 .. v2.30.3-1 "XML Topology has wrong version %d, %d needed", "XML
       // Graph has wrong version %d, %d needed"
       {W("XML Topology has wrong version 1, 2 needed"),
