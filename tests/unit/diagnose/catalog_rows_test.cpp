@@ -153,6 +153,28 @@ std::vector<RowCase> IbAsyncEventsCases() {
          "496640 remote size 65536"),
        "nccl.ib_collective_mismatch",
        {{"peer", "10.10.23.6<58683>"}, {"local_size", "496640"}, {"remote_size", "65536"}}},
+      // UCX ib_device.c v1.5.0 .. v1.8.0 "ibv_create_ah(%s) failed: %m"; v1.9.0 .. v1.11.0
+      // "ibv_create_ah(%s) on %s failed: %m"; v1.12.0 .. v1.22.0 "ibv_create_ah(%s) for %s on %s
+      // failed: %m"
+      {"[1700000000.123] ib_device.c:997 UCX ERROR ibv_create_ah(dlid=49152 sl=0 port=1 "
+       "src_path_bits=0 dgid=::ffff:10.0.0.2 flow_label=0x0 sgid_index=1 traffic_class=106) "
+       "failed: Invalid argument",
+       "ucx.create_ah_einval",
+       {{"dev", ""}}},
+      {"ib_device.c:1319 UCX ERROR ibv_create_ah(dlid=49152 sl=0 port=1 src_path_bits=0 "
+       "dgid=::ffff:10.0.0.2 sgid_index=1 traffic_class=106) on mlx5_0 failed: Invalid argument",
+       "ucx.create_ah_einval",
+       {{"dev", "mlx5_0"}}},
+      {"ib_device.c:1451 UCX ERROR ibv_create_ah(dlid=49152 sl=0 port=1 src_path_bits=0 "
+       "dgid=::ffff:10.0.0.2 flow_label=0x0 sgid_index=3 traffic_class=106) for UD connect on "
+       "rocep33s0f1 failed: Invalid argument",
+       "ucx.create_ah_einval",
+       {{"usage", "UD connect"}, {"dev", "rocep33s0f1"}}},
+      // other errnos stay with the generic creation row
+      {"ib_device.c:1451 UCX ERROR ibv_create_ah(dlid=1 sl=0 port=1 src_path_bits=0) for RC "
+       "connect on mlx5_0 failed: Cannot allocate memory",
+       "nccl.ibv_create",
+       {}},
       // net_ib.cc v2.20.3-1 .. v2.23.4-1 "NET/IB : Can't merge net devices with different
       // link_layer. i=%d remMeta.ndevs=%d link_layer=%d rem_link_layer=%d"; v2.24.3-1 ..
       // v2.25.1-1 "Can't connect net devices ..." and "Trying to merge multiple devices together
