@@ -670,6 +670,16 @@ std::vector<RowCase> SocketFactsCases() {
          "with 2, not using it"),
        "nccl.plugin_incompatible_version",
        {{"plugin", "NCCL_DEVICE_UNPACK"}, {"plugin_version", "1"}, {"nccl_version_api", "2"}}},
+      // net.cc v2.13.4-1 .. v2.18.1-1 and v2.19.1-1 .. v2.25.1-1; the per-version probe line is
+      // the generic plugin row's
+      {I("NET/Plugin: Failed to find ncclNetPlugin symbol (v4 or v5)."),
+       "nccl.net_plugin_no_version",
+       {{"versions", "v4 or v5"}}},
+      {I("NET/Plugin: Failed to find ncclNetPlugin symbol (>= v5). ncclNetPlugin symbols v4 and "
+         "lower are not supported."),
+       "nccl.net_plugin_no_version",
+       {{"versions", ">= v5"}}},
+      {I("NET/Plugin: Failed to find ncclNetPlugin_v8 symbol."), "nccl.net_plugin", {}},
       // graph/xml.h v2.6.4-1 WARN "KV Convert to int : could not find value of '%s' in
       // dictionary"; the INFO of v2.7.3-1 .. v2.30.3-1 adds ", falling back to %d" and is no
       // failure (no row)
