@@ -129,6 +129,108 @@ std::vector<RowCase> IbAsyncEventsCases() {
       {W("NET/IB : Got async event : local access violation work queue error"),
        "nccl.ib_event_qp_access_error",
        {}},
+      // net_ib.cc's receive-size check: v2.4.8-1 .. v2.9.9-1 "NET/IB : collective mismatch error
+      // local size %d remote %d addr %lx rkey %x seq %x/%x"
+      {W("NET/IB : collective mismatch error local size 65536 remote 496640 addr 7f2a1c000000 "
+         "rkey 1a2b seq 3/4"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", ""}, {"local_size", "65536"}, {"remote_size", "496640"}}},
+      // v2.10.3-1 .. v2.11.4-1 "NET/IB : peer %s collective mismatch error local size %d remote
+      // %d addr %lx rkey %x seq %x/%x"
+      {W("NET/IB : peer 10.0.0.2<58683> collective mismatch error local size 65536 remote "
+         "496640 addr 7f2a1c000000 rkey 1a2b seq 3/4"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", "10.0.0.2<58683>"}, {"remote_size", "496640"}}},
+      // v2.12.7-1 "NET/IB : req %d/%d tag %x peer %s collective mismatch error local size %d
+      // remote %d addr %lx rkey %x"
+      {W("NET/IB : req 0/1 tag 7 peer 10.0.0.2<58683> collective mismatch error local size "
+         "65536 remote 496640 addr 7f2a1c000000 rkey 1a2b"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", "10.0.0.2<58683>"}, {"local_size", "65536"}}},
+      // v2.12.12-1 .. v2.19.4-1 "NET/IB : req %d/%d tag %x peer %s collective mismatch error,
+      // local size %d remote size %d"
+      {W("NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size "
+         "496640 remote size 65536"),
+       "nccl.ib_collective_mismatch",
+       {{"peer", "10.10.23.6<58683>"}, {"local_size", "496640"}, {"remote_size", "65536"}}},
+      // UCX ib_device.c v1.5.0 .. v1.8.0 "ibv_create_ah(%s) failed: %m"; v1.9.0 .. v1.11.0
+      // "ibv_create_ah(%s) on %s failed: %m"; v1.12.0 .. v1.22.0 "ibv_create_ah(%s) for %s on %s
+      // failed: %m"
+      {"[1700000000.123] ib_device.c:997 UCX ERROR ibv_create_ah(dlid=49152 sl=0 port=1 "
+       "src_path_bits=0 dgid=::ffff:10.0.0.2 flow_label=0x0 sgid_index=1 traffic_class=106) "
+       "failed: Invalid argument",
+       "ucx.create_ah_einval",
+       {{"dev", ""}}},
+      {"ib_device.c:1319 UCX ERROR ibv_create_ah(dlid=49152 sl=0 port=1 src_path_bits=0 "
+       "dgid=::ffff:10.0.0.2 sgid_index=1 traffic_class=106) on mlx5_0 failed: Invalid argument",
+       "ucx.create_ah_einval",
+       {{"dev", "mlx5_0"}}},
+      {"ib_device.c:1451 UCX ERROR ibv_create_ah(dlid=49152 sl=0 port=1 src_path_bits=0 "
+       "dgid=::ffff:10.0.0.2 flow_label=0x0 sgid_index=3 traffic_class=106) for UD connect on "
+       "rocep33s0f1 failed: Invalid argument",
+       "ucx.create_ah_einval",
+       {{"usage", "UD connect"}, {"dev", "rocep33s0f1"}}},
+      // other errnos stay with the generic creation row
+      {"ib_device.c:1451 UCX ERROR ibv_create_ah(dlid=1 sl=0 port=1 src_path_bits=0) for RC "
+       "connect on mlx5_0 failed: Cannot allocate memory",
+       "nccl.ibv_create",
+       {}},
+      // net_ib.cc v2.20.3-1 .. v2.23.4-1 "NET/IB : Can't merge net devices with different
+      // link_layer. i=%d remMeta.ndevs=%d link_layer=%d rem_link_layer=%d"; v2.24.3-1 ..
+      // v2.25.1-1 "Can't connect net devices ..." and "Trying to merge multiple devices together
+      // with different link_layer properties %s -> %d, %s -> %d. ..."
+      {W("NET/IB : Can't merge net devices with different link_layer. i=0 remMeta.ndevs=1 "
+         "link_layer=1 rem_link_layer=2"),
+       "nccl.ib_link_layer_mismatch",
+       {}},
+      {W("NET/IB : Can't connect net devices with different link_layer. i=0 remMeta.ndevs=1 "
+         "link_layer=2 rem_link_layer=1"),
+       "nccl.ib_link_layer_mismatch",
+       {}},
+      {W("NET/IB : Trying to merge multiple devices together with different link_layer "
+         "properties mlx5_0 -> 1, mlx5_2 -> 2. Try only selecting NICs with one type of link "
+         "using NCCL_IB_HCA"),
+       "nccl.ib_link_layer_mismatch",
+       {}},
+      // v2.26.2-1 .. v2.30.3-1 "NET/IB : Remote %s device is incompatible with the local
+      // [%d]%s:%d/%s. Try selecting NICs of only one link type using NCCL_IB_HCA"
+      {W("NET/IB : Remote IB device is incompatible with the local [0]mlx5_2:1/RoCE. Try "
+         "selecting NICs of only one link type using NCCL_IB_HCA"),
+       "nccl.ib_remote_incompatible",
+       {{"remote_link", "IB"},
+        {"ib_dev", "0"},
+        {"dev", "mlx5_2"},
+        {"port", "1"},
+        {"local_link", "RoCE"}}},
+      // v2.20.3-1 .. v2.23.4-1 WARN "NET/IB : Local mergedDev=%s has a different number of
+      // devices=%d as remoteDev=%s nRemDevs=%d"; "... mergedDev %s has a different number of
+      // devices=%d as remote %s %d" (WARN v2.20.3-1 .., INFO v2.24.3-1 .. v2.30.3-1)
+      {W("NET/IB : Local mergedDev=mlx5_0+mlx5_1 has a different number of devices=2 as "
+         "remoteDev=mlx5_0 nRemDevs=1"),
+       "nccl.ib_merged_dev_mismatch",
+       {{"dev", "mlx5_0+mlx5_1"}, {"ndevs", "2"}, {"remote_dev", "mlx5_0"}, {"remote_ndevs", "1"}}},
+      {I("NET/IB : Local mergedDev mlx5_0+mlx5_1 has a different number of devices=2 as remote "
+         "mlx5_0 1"),
+       "nccl.ib_merged_dev_mismatch",
+       {{"dev", "mlx5_0+mlx5_1"}, {"ndevs", "2"}, {"remote_dev", "mlx5_0"}, {"remote_ndevs", "1"}}},
+      // net_ib.cc v2.3.7-1 .. v2.30.3-1 "NET/IB : Unable to open device %s", "... query device
+      // %s"; "... query port %d" (.. v2.19.1-1), "... query port_num %d" (v2.20.3-1 ..)
+      {W("NET/IB : Unable to open device mlx5_3"),
+       "nccl.ib_device_unusable",
+       {{"what", "open device"}, {"dev", "mlx5_3"}}},
+      {W("NET/IB : Unable to query device mlx5_3"),
+       "nccl.ib_device_unusable",
+       {{"what", "query device"}, {"dev", "mlx5_3"}}},
+      {W("NET/IB : Unable to query port 1"),
+       "nccl.ib_device_unusable",
+       {{"what", "query port"}, {"dev", "1"}}},
+      {W("NET/IB : Unable to query port_num 1"),
+       "nccl.ib_device_unusable",
+       {{"what", "query port_num"}, {"dev", "1"}}},
+      // misc/ibvwrap.cc WARN v2.4.8-1 .. v2.10.3-1, INFO v2.11.4-1 .. (ibvsymbols.cc from
+      // v2.18.1-1) "Failed to open libibverbs.so[.1]"
+      {W("Failed to open libibverbs.so[.1]"), "nccl.no_libibverbs", {}},
+      {I("Failed to open libibverbs.so[.1]"), "nccl.no_libibverbs", {}},
       // v2.20.5-1 .. v2.22.3-1: "NET/IB : %s:%d Got async event : %s"
       {W("NET/IB : mlx5_2:1 Got async event : port error"),
        "nccl.ib_port_error",
@@ -506,6 +608,84 @@ std::vector<RowCase> SocketFactsCases() {
       {W("Call to bind failed : Address already in use"),
        "nccl.socket_bind_in_use",
        {{"error", "Address already in use"}}},
+      // misc/nvmlwrap.cc v2.3.7-1 .. v2.11.4-1 "nvmlInit() failed: %s"; v2.12.7-1 .. v2.30.3-1
+      // "nvmlInit%s() failed: %s", "nvmlDeviceGetHandleByIndex(%d) failed: %s", ...
+      {W("nvmlInit() failed: Driver/library version mismatch"),
+       "nccl.nvml_failed",
+       {{"function", "nvmlInit"}, {"error", "Driver/library version mismatch"}}},
+      {W("nvmlInit_v2() failed: Driver/library version mismatch"),
+       "nccl.nvml_failed",
+       {{"function", "nvmlInit_v2"}, {"error", "Driver/library version mismatch"}}},
+      {W("nvmlDeviceGetHandleByIndex(3) failed: Unknown Error"),
+       "nccl.nvml_failed",
+       {{"function", "nvmlDeviceGetHandleByIndex"}, {"error", "Unknown Error"}}},
+      // include/nvmlwrap.h v2.3.7-1 .. v2.11.4-1 NVMLCHECK "NVML failure '%s'"
+      {W("NVML failure 'GPU is lost'"), "nccl.nvml_failure", {{"error", "GPU is lost"}}},
+      // misc/cudawrap.cc v2.13.4-1 .. v2.20.3-1
+      {W("Failed to find CUDA library libcuda.so (NCCL_CUDA_PATH='') : libcuda.so: cannot open "
+         "shared object file: No such file or directory"),
+       "nccl.cuda_library_missing",
+       {{"library", "libcuda.so"},
+        {"cuda_path", ""},
+        {"error", "libcuda.so: cannot open shared object file: No such file or directory"}}},
+      {W("cuDriverGetVersion failed with 999"),
+       "nccl.cuda_driver_version_failed",
+       {{"cuda_code", "999"}}},
+      // misc/gdrwrap.cc v2.9.6-1 .. v2.30.3-1; include/gdrwrap.h GDRCHECK
+      {W("gdr_pin_buffer(addr 7f3a2c000000, size 2097152) failed: -22"),
+       "nccl.gdrcopy_failed",
+       {{"size", "2097152"}, {"code", "-22"}}},
+      {W("GDRCOPY failure -22"), "nccl.gdrcopy_failure", {{"code", "-22"}}},
+      // mnnvl.cc v2.25.1-1 .. v2.26.2-1
+      {W("MNNVL (cliqueSize 4) is available but not supported on this system. Check the IMEX "
+         "configuration."),
+       "nccl.mnnvl_unsupported",
+       {{"clique_size", "4"}}},
+      // include/alloc.h v2.3.7-1 .. v2.30.3-1
+      {W("Failed to malloc 1048576 bytes"), "nccl.host_malloc_failed", {{"size", "1048576"}}},
+      // graph/xml.cc v2.6.4-1 .. v2.30.3-1 "XML Topology has wrong version %d, %d needed", "XML
+      // Graph has wrong version %d, %d needed"
+      {W("XML Topology has wrong version 1, 2 needed"),
+       "nccl.xml_wrong_version",
+       {{"what", "Topology"}, {"version", "1"}, {"needed", "2"}}},
+      {W("XML Graph has wrong version 1, 2 needed"), "nccl.xml_wrong_version", {{"what", "Graph"}}},
+      // dev_runtime.cc v2.29.2-1 "NCCL library version is too old. This application was compiled
+      // with NCCL version %d, but is running with NCCL library version %d."; v2.30.3-1 "NCCL
+      // library is too old. ... version %s, ... version %s."
+      {W("NCCL library version is too old. This application was compiled with NCCL version "
+         "22902, but is running with NCCL library version 22803."),
+       "nccl.library_too_old",
+       {{"compiled_version", "22902"}, {"runtime_version", "22803"}}},
+      {W("NCCL library is too old. This application was compiled with NCCL version 2.30.3, but "
+         "is running with NCCL library version 2.29.2."),
+       "nccl.library_too_old",
+       {{"compiled_version", "2.30.3"}, {"runtime_version", "2.29.2"}}},
+      // init.cc v2.10.3-1 .. v2.15.1-1
+      {W("The installed CUDA driver is older than the minimum version (R465) required for "
+         "NCCL's CUDA Graphs support"),
+       "nccl.cuda_graph_driver_old",
+       {}},
+      // net.cc v2.19.1-1 .. v2.25.1-1, plugin/net.cc v2.26.2-1 .. v2.30.3-1
+      {W("NCCL_DEVICE_UNPACK plugin has incompatible version 1, this NCCL build is compatible "
+         "with 2, not using it"),
+       "nccl.plugin_incompatible_version",
+       {{"plugin", "NCCL_DEVICE_UNPACK"}, {"plugin_version", "1"}, {"nccl_version_api", "2"}}},
+      // net.cc v2.13.4-1 .. v2.18.1-1 and v2.19.1-1 .. v2.25.1-1; the per-version probe line is
+      // the generic plugin row's
+      {I("NET/Plugin: Failed to find ncclNetPlugin symbol (v4 or v5)."),
+       "nccl.net_plugin_no_version",
+       {{"versions", "v4 or v5"}}},
+      {I("NET/Plugin: Failed to find ncclNetPlugin symbol (>= v5). ncclNetPlugin symbols v4 and "
+         "lower are not supported."),
+       "nccl.net_plugin_no_version",
+       {{"versions", ">= v5"}}},
+      {I("NET/Plugin: Failed to find ncclNetPlugin_v8 symbol."), "nccl.net_plugin", {}},
+      // graph/xml.h v2.6.4-1 WARN "KV Convert to int : could not find value of '%s' in
+      // dictionary"; the INFO of v2.7.3-1 .. v2.30.3-1 adds ", falling back to %d" and is no
+      // failure (no row)
+      {W("KV Convert to int : could not find value of '0x060000' in dictionary"),
+       "nccl.xml_kv_unknown",
+       {{"value", "0x060000"}}},
       // graph/xml.cc v2.10.3-1 .. v2.29.3-1 "Could not find real path of %s"
       {I("Could not find real path of /sys/class/net/br0/device"),
        "nccl.net_virtual_interface",
@@ -1877,6 +2057,32 @@ std::vector<RowCase> RdmaToolsCases() {
        "Cannot allocate memory",
        "ofi.enomem",
        {{"what", "Couldn't enable endpoint"}, {"rc", "-12"}}},
+      // "Request %p completed with error. RC: %d. Error: %s. Completed length: %ld, Request: %s"
+      // (nccl_ofi_net.c v1.4.0 .. v1.6.0, nccl_ofi_sendrecv.c v1.7.4-aws .. v1.9.2-aws)
+      {"ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed with error. RC: "
+       "20. Error: unknown error. Completed length: 0, Request: { buffer_index: 255, dev: 1 }",
+       "ofi.completion_error",
+       {{"rc", "20"}, {"prov_errno", ""}, {"error", "unknown error"}}},
+      // "... RC: %d. Error: %d (%s). Completed length: %ld, Request: %s" (v1.11.0-aws .. v1.21.1)
+      {"process_err_completion:1562 NCCL WARN NET/OFI Request 0x7f08c0001d30 completed with "
+       "error. RC: 5. Error: 16 (NO_SPACE). Completed length: 0, Request: { dev: 0 }",
+       "ofi.completion_error",
+       {{"rc", "5"}, {"prov_errno", "16"}, {"error", "NO_SPACE"}}},
+      // "Request %p seq %d completed with error. ..." (nccl_ofi_rdma.cpp v1.17.0 .. v1.21.1) and
+      // "Remote write completed with error. RC: %d. Error: %d (%s). Completed length: %ld"
+      {"NCCL WARN NET/OFI Request 0x7f08c0001d30 seq 12 completed with error. RC: 5. Error: 9 "
+       "(Invalid receiver queue pair number (QPN)). Completed length: 0, Request: {}",
+       "ofi.completion_error",
+       {{"rc", "5"}, {"prov_errno", "9"}, {"error", "Invalid receiver queue pair number (QPN)"}}},
+      {"NCCL WARN NET/OFI Remote write completed with error. RC: 5. Error: 3 (Remote access "
+       "error). Completed length: 0",
+       "ofi.completion_error",
+       {{"rc", "5"}, {"prov_errno", "3"}}},
+      // NVSHMEM ibgda.cpp WARN_PRINT "device %s cannot allocate buffer on the specified memory
+      // type. Skipping..."
+      {"WARN: device mlx5_3 cannot allocate buffer on the specified memory type. Skipping...",
+       "nvshmem.nic_memtype_unsupported",
+       {{"dev", "mlx5_3"}}},
       // Intel MPI's DAPL start-up message naming RLIMIT_MEMLOCK
       {"[0] DAPL startup: RLIMIT_MEMLOCK too small", "mpi.rlimit_memlock_small", {}},
       // p2pBandwidthLatencyTest's table header; /proc/cmdline; ip address's inet lines
