@@ -1086,6 +1086,15 @@ std::vector<RowCase> TorchrunCases() {
        "signal, shutting down workers",
        "torchrun.death_signal",
        {{"signal", "Signals.SIGTERM"}}},
+      // multiprocessing/api.py _terminate_process_handler (Python 3.11+, then <= 3.10).
+      {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 17912 got signal: "
+       "15",
+       "torchrun.signal_exception",
+       {{"pid", "17912"}, {"signal", "15"}}},
+      {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 2037 got signal: "
+       "Signals.SIGINT",
+       "torchrun.signal_exception",
+       {{"signal", "Signals.SIGINT"}}},
       {"INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 2/3 "
        "attempts left; will restart worker group",
        "torchrun.worker_group_failed",
