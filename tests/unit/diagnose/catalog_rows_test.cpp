@@ -1049,6 +1049,66 @@ std::vector<RowCase> TorchC10dCases() {
        "Socket Timeout",
        "torch.unique_id_store_error",
        {{"rank", "3"}, {"root_rank", "0"}, {"key", "0"}, {"error", "Socket Timeout"}}},
+      // ProcessGroupNCCL.cpp WorkNCCL::synchronize with blocking wait: 1.13 "[Rank %d] Work %s
+      // timed out in blocking wait (NCCL_BLOCKING_WAIT=1).", 2.2-2.4 TORCH_NCCL_BLOCKING_WAIT,
+      // 2.5+ logPrefix() and no variable.
+      {"[E ProcessGroupNCCL.cpp:737] [Rank 1] Work WorkNCCL(SeqNum=4, OpType=ALLREDUCE, "
+       "Timeout(ms)=1800000) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).",
+       "torch.blocking_wait_timeout",
+       {{"rank", "1"}, {"seq", "4"}, {"op", "ALLREDUCE"}, {"timeout_ms", "1800000"}}},
+      {"[rank3]:[E ProcessGroupNCCL.cpp:1020] [PG 0 Rank 3] Work WorkNCCL(SeqNum=4, "
+       "OpType=BROADCAST, NumelIn=8, NumelOut=8, Timeout(ms)=600000) timed out in blocking wait "
+       "(TORCH_NCCL_BLOCKING_WAIT=1).",
+       "torch.blocking_wait_timeout",
+       {{"rank", "3"}, {"op", "BROADCAST"}, {"numel_in", "8"}}},
+      {"[rank0]:[E1201 09:14:07.118274 ProcessGroupNCCL.cpp:1195] [PG ID 0 PG GUID 0(default_pg) "
+       "Rank 0] Work WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+       "Timeout(ms)=5000) timed out in blocking wait.",
+       "torch.blocking_wait_timeout",
+       {{"seq", "7"}, {"timeout_ms", "5000"}}},
+      // HeartbeatMonitor getNCCLWatchdogTimeoutExitMsg (2.4+): the watchdog-hang reason; the
+      // "collective timeout or exception" reason stays the Flight Recorder fact.
+      {"[rank2]:[F1229 20:37:13.091528310 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID "
+       "0(default_pg) Rank 2] [PG ID 0 PG GUID 0(default_pg) Rank 2] Terminating the process "
+       "after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang.",
+       "torch.terminating_watchdog_hang",
+       {{"reason", "ProcessGroupNCCL watchdog hang"}}},
+      {"[rank0]:[F725 02:47:41.268394894 ProcessGroupNCCL.cpp:1653] [PG ID 0 PG GUID "
+       "0(default_pg) Rank 0] [PG ID 0 PG GUID 0(default_pg) Rank 0] Terminating the process "
+       "after attempting to dump debug info, due to collective timeout or exception.",
+       "torch.fr_dump",
+       {}},
+      // The heartbeat monitor's store poll (2.3+), with Utils.hpp's errors.
+      {"[rank10]:[W305 10:17:38.040221001 ProcessGroupNCCL.cpp:1771] [PG ID 0 PG GUID 0 Rank 10] "
+       "Failed to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut "
+       "down too early), with error: Broken pipe",
+       "c10d.should_dump_check_failed",
+       {{"rank", "10"}, {"error", "Broken pipe"}}},
+      {"[rank3]:[W310 15:54:45.574839167 ProcessGroupNCCL.cpp:1771] [PG ID 0 PG GUID 0 Rank 3] "
+       "Failed to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut "
+       "down too early), with error: Failed to recv, got 0 bytes. Connection was likely closed. "
+       "Did the remote server shutdown or crash?",
+       "c10d.should_dump_check_failed",
+       {{"error",
+         "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server "
+         "shutdown or crash?"}}},
+      // A CUDA error the watchdog's event query raised is the CUDA row's, not an NCCL error.
+      {"[rank0]:[E1201 ProcessGroupNCCL.cpp:1500] [PG ID 0 PG GUID 0(default_pg) Rank 0] Process "
+       "group watchdog thread terminated with exception: CUDA error: an illegal memory access "
+       "was encountered",
+       "torch.cuda_error",
+       {{"error", "an illegal memory access was encountered"}}},
+      {"[rank1]:[E1201 ProcessGroupNCCL.cpp:1500] [PG ID 0 PG GUID 0(default_pg) Rank 1] Process "
+       "group watchdog thread terminated with exception: NCCL communicator encountered error set "
+       "by ProcessGroupNCCL: NCCL communicator was aborted on rank 1.",
+       "torch.watchdog_terminated",
+       {{"rank", "1"}}},
+      // ProcessGroupGloo.cpp monitoredBarrier on a rank other than 0.
+      {"[rank1]:[E325 17:13:23.163175227 ProcessGroupGloo.cpp:145] Rank 1 successfully reached "
+       "monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please "
+       "check rank 0 logs for faulty rank.",
+       "torch.monitored_barrier_peer_error",
+       {{"waiting_rank", "1"}, {"failed_rank", "0"}}},
   };
 }
 TEST_CASE("torch c10d rows: NCCL error details, watchdog and async exception lines") {
@@ -1090,7 +1150,23 @@ std::vector<RowCase> C10dStoreCases() {
        "c10d.store_recv_value",
        {{"addr", "[::ffff:10.0.0.7]:39732"},
         {"peer", "[::ffff:10.0.0.1]:29500"},
-        {"error", "failed to recv, got 0 bytes"}}},
+        {"error", "failed to recv, got 0 bytes"},
+        {"store_op", "recvValue"}}},
+      {"[rank15]:[W305 10:17:38.404745404 TCPStore.cpp:106] [c10d] sendBytes failed on "
+       "SocketImpl(fd=102, addr=node08:33978, remote=10.99.91.59:5000): Broken pipe",
+       "c10d.store_recv_value",
+       {{"store_op", "sendBytes"}, {"peer", "10.99.91.59:5000"}, {"error", "Broken pipe"}}},
+      {"[c10d] recvValueWithTimeout failed on SocketImpl(fd=40, addr=[node2]:59426, "
+       "remote=[node1]:29500): Failed to recv, got 0 bytes. Connection was likely closed. Did the "
+       "remote server shutdown or crash?",
+       "c10d.store_recv_value",
+       {{"store_op", "recvValueWithTimeout"}, {"peer", "[node1]:29500"}}},
+      // distributed_c10d.py _store_based_barrier 2.x (num_workers_joined, error=).
+      {"torch.distributed.DistStoreError: Timed out initializing process group in store based "
+       "barrier on rank 3, for key: store_based_barrier_key:1 (world_size=16, "
+       "num_workers_joined=8, timeout=0:30:00 error=Socket Timeout)",
+       "c10d.store_barrier",
+       {{"joined", "8"}, {"timeout", "0:30:00"}}},
       // Utils.hpp recvBytes (2.3+ wording with the advice)
       {"torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely "
        "closed. Did the remote server shutdown or crash?",
@@ -1143,6 +1219,15 @@ std::vector<RowCase> GlooCases() {
        "[10.0.0.2]:48321",
        "gloo.connect_timeout",
        {{"peer", "[10.0.0.2]:48321"}}},
+      // pair.cc read() in synchronous mode and verifyConnected().
+      {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:431] Read timeout "
+       "[10.0.0.2]:48321",
+       "gloo.read_timeout",
+       {{"peer", "[10.0.0.2]:48321"}}},
+      {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:720] Socket closed "
+       "[10.0.0.2]:48321",
+       "gloo.socket_closed",
+       {{"peer", "[10.0.0.2]:48321"}}},
       {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/device.cc:84] Unable to find "
        "address for: eth0",
        "gloo.no_address",
@@ -1176,6 +1261,20 @@ std::vector<RowCase> TorchrunCases() {
        "down workers",
        "torchrun.death_signal",
        {{"signal", "15"}}},
+      // the same under Python <= 3.10: signal.Signals' str
+      {"WARNING:torch.distributed.elastic.agent.server.api:Received Signals.SIGTERM death "
+       "signal, shutting down workers",
+       "torchrun.death_signal",
+       {{"signal", "Signals.SIGTERM"}}},
+      // multiprocessing/api.py _terminate_process_handler (Python 3.11+, then <= 3.10).
+      {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 17912 got signal: "
+       "15",
+       "torchrun.signal_exception",
+       {{"pid", "17912"}, {"signal", "15"}}},
+      {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 2037 got signal: "
+       "Signals.SIGINT",
+       "torchrun.signal_exception",
+       {{"signal", "Signals.SIGINT"}}},
       {"INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 2/3 "
        "attempts left; will restart worker group",
        "torchrun.worker_group_failed",
@@ -1364,6 +1463,22 @@ std::vector<RowCase> DataLoaderCases() {
       {"RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
        "torch.dataloader_worker_killed",
        {{"signal_name", "Killed"}}},
+      // DataLoader.cpp nonzero exit; dataloader.py _try_get_data (one or more pids).
+      {"RuntimeError: DataLoader worker (pid 109) exited unexpectedly with exit code 1. Details "
+       "are lost due to multiprocessing. Rerunning with num_workers=0 may give better error "
+       "trace.",
+       "torch.dataloader_worker_killed",
+       {{"pid", "109"}, {"exitcode", "1"}}},
+      {"RuntimeError: DataLoader worker (pid(s) 6662, 6663) exited unexpectedly",
+       "torch.dataloader_worker_killed",
+       {{"pid", "6662, 6663"}}},
+      // DataLoader.cpp SIGSEGV / SIGFPE handlers.
+      {"ERROR: Unexpected segmentation fault encountered in worker.",
+       "torch.dataloader_worker_fault",
+       {{"signal_name", "segmentation fault"}}},
+      {"ERROR: Unexpected floating-point exception encountered in worker.",
+       "torch.dataloader_worker_fault",
+       {{"signal_name", "floating-point exception"}}},
   };
 }
 TEST_CASE("DataLoader rows: the SIGBUS shared-memory message and workers killed by a signal") {
