@@ -1013,6 +1013,15 @@ std::vector<RowCase> TorchC10dCases() {
        "NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.",
        "torch.watchdog_timeout",
        {{"rank", "3"}}},
+      // Without the closing "ran for ... milliseconds before timing out." (cut or left out).
+      {"[rank6] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1320347, "
+       "OpType=ALLREDUCE, NumelIn=4501504, NumelOut=4501504, Timeout(ms)=600000)",
+       "torch.watchdog_timeout",
+       {{"rank", "6"}, {"seq", "1320347"}, {"numel_in", "4501504"}, {"timeout_ms", "600000"}}},
+      {"[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+       "OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800",
+       "torch.watchdog_timeout",
+       {{"seq", "7"}, {"op", "BROADCAST"}, {"ran_ms", "1800"}}},
       // The same line with its WorkNCCL fields elided by the poster.
       {"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(... OpType=BROADCAST ...)",
        "torch.watchdog_timeout_text",

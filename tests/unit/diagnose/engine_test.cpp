@@ -169,6 +169,16 @@ TEST_CASE("a watchdog timeout wrapped over two or three lines is still read whol
             "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective "
             "ope\nration timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
             "NumelOut=1, Timeout(ms)=5000) ran for 5050 milliseconds before timing out.\n") == 1);
+  // Wrapped over three lines and without "ran for ..." (as sglang prints it): two ranks at one
+  // SeqNum with different sizes are a desync.
+  Diagnosis d =
+      Run("[rank6] Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=1320347, "
+          "OpType=ALLREDUCE,\nNumelIn=4501504, NumelOut=4501504, Timeout(ms)=600000)\n\n"
+          "[rank5] Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=1320347, "
+          "OpType=ALLREDUCE,\nNumelIn=8171520, NumelOut=8171520, Timeout(ms)=600000)\n");
+  bool differ = false;
+  for (const Feature& f : d.features) differ = differ || f.id == "cond:timeouts_differ_at_seq";
+  CHECK(differ);
   // The first line alone is not a whole message.
   CHECK(timeout_seq("[Rank 1] Watchdog caught collective operation timeout:\nsomething else\n") ==
         0);
