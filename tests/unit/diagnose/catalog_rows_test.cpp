@@ -2282,14 +2282,157 @@ TEST_CASE("errno text rows: the C library's messages when no source's own row ma
   CHECK(std::string_view(r->signature->id).substr(0, 6) != "errno.");
 }
 
+// The RDMA and MPI stacks beside NCCL (UCX, aws-ofi-nccl, Open MPI's openib BTL, MVAPICH2), one
+// case per format variant read from their sources at the tags the comments name.
+std::vector<RowCase> OtherStacksCases() {
+  constexpr const char* kUcx = "[1733000000.123456] [gpu07:2291:0]        ib_mlx5_log.c:171  UCX  ";
+  auto U = [&](const char* s) { return std::string(kUcx) + s; };
+  return {
+      // ucx src/uct/ib/mlx5/ib_mlx5_log.c v1.17.0: "%s on %s:%d/%s (synd 0x%x vend 0x%x hw_synd
+      // %d/%d)"; the protection error before the generic syndrome row
+      {U("ERROR Local protection error on mlx5_0:1/IB (synd 0x4 vend 0x56 hw_synd 0/0)"),
+       "ucx.local_protection_error",
+       {{"hca", "mlx5_0"}, {"port", "1"}, {"link", "IB"}}},
+      // ib_mlx5_log.c v1.10.0: the syndrome's text without " error" (1.2-1.15)
+      {"[lxbk1127:2330856:0:2330856] ib_mlx5_log.c:177  Local protection on mlx5_1:1/IB (synd "
+       "0x4 vend 0x56 hw_synd 0/0)",
+       "ucx.local_protection_error",
+       {{"hca", "mlx5_1"}, {"port", "1"}}},
+      {"[lxbk1127:2330856:0:2330856] ib_mlx5_log.c:177  Remote QP on mlx5_1:1/IB (synd 0x14 vend "
+       "0x0 hw_synd 0/0)",
+       "ucx.mlx5_completion_error",
+       {{"error", "Remote QP"}, {"hca", "mlx5_1"}}},
+      // rc_verbs_iface.c v1.9.0 "send completion with error: %s qpn 0x%x wrid 0x%lx vendor_err
+      // 0x%x" with ibv_wc_status_str()
+      {"[gpu07:2291:0:2291] rc_verbs_iface.c:65   UCX  ERROR send completion with error: local "
+       "protection error qpn 0x1a2 wrid 0x7 vendor_err 0x56",
+       "ucx.local_protection_error",
+       {}},
+      {U("ERROR Remote access error on mlx5_2:1/RoCE (synd 0x13 vend 0x88 hw_synd 0/0)"),
+       "ucx.mlx5_completion_error",
+       {{"error", "Remote access error"},
+        {"hca", "mlx5_2"},
+        {"link", "RoCE"},
+        {"syndrome", "0x13"},
+        {"vendor_err", "0x88"}}},
+      {U("ERROR Receive-no-ready retry count exceeded on mlx5_0:1/IB (synd 0x16 vend 0x0 hw_synd "
+         "0/0)"),
+       "ucx.mlx5_completion_error",
+       {{"error", "Receive-no-ready retry count exceeded"}}},
+      // ib_mlx5_log.c v1.4.0: "Error on QP 0x%x wqe[%03d]: %s (synd 0x%x vend 0x%x) opcode %s"
+      {"[jazz21:194169:0:194169] ib_mlx5_log.c:113  FATAL: Error on QP 0x2e5d6 wqe[007]: Remote "
+       "operation error (synd 0x14 vend 0x0) opcode RDMA_READ",
+       "ucx.mlx5_completion_error",
+       {{"error", "Remote operation error"}, {"syndrome", "0x14"}}},
+      // ucp_worker.c v1.3.0 "Error %s was not handled for ep %p - %s"
+      {"[clx-hercules-065:1411 :0]     ucp_worker.c:373  UCX  ERROR Error Endpoint timeout was "
+       "not handled for ep 0x9ce460 - ud/mlx5_0:1",
+       "ucx.endpoint_timeout",
+       {}},
+      // ucp_ep.c v1.17.0 "ep %p: error '%s' on %s will not be handled since no error callback is
+      // installed"
+      {"[gpu07:2291:0]         ucp_ep.c:1511 UCX  ERROR ep 0x7f3a: error 'Endpoint timeout' on "
+       "rc_mlx5/mlx5_0:1 will not be handled since no error callback is installed",
+       "ucx.endpoint_timeout",
+       {}},
+      // ud_iface.c v1.5.0 ucs_fatal "transport error: %s"
+      {"[clx-orion-095:15382:0:15382]    ud_iface.c:781  Fatal: transport error: Endpoint timeout",
+       "ucx.endpoint_timeout",
+       {}},
+      // ud_ep.c v1.17.0 "UD endpoint %p to %s:%d: unhandled timeout error"
+      {"[gpu07:2291:0:2300]        ud_ep.c:278  Fatal: UD endpoint 0x55e2a0 to mlx5_0:1: "
+       "unhandled timeout error",
+       "ucx.ud_unhandled_timeout",
+       {{"peer", "mlx5_0:1"}}},
+      {"[gpu07:2291:0]         ucp_ep.c:1511 UCX  ERROR ep 0x7f3a: error 'Connection reset by "
+       "remote peer' on rc_mlx5/mlx5_0:1 will not be handled since no error callback is installed",
+       "ucx.ep_error_not_handled",
+       {{"error", "Connection reset by remote peer"}, {"lane", "rc_mlx5/mlx5_0:1"}}},
+      // ucp_worker.c v1.8.0 "error '%s' will not be handled for ep %p - %s since no error
+      // callback is installed"
+      {"[gpu07:2291:0]     ucp_worker.c:541  UCX  ERROR error 'Input/output error' will not be "
+       "handled for ep 0x7f3a - rc_verbs/mlx5_0:1 since no error callback is installed",
+       "ucx.ep_error_not_handled",
+       {{"error", "Input/output error"}, {"lane", "rc_verbs/mlx5_0:1"}}},
+      // ucp_context.c v1.17.0 "no usable transports/devices (asked %s)"
+      {"[gpu07:2291:0]    ucp_context.c:1493 UCX  ERROR no usable transports/devices (asked ib "
+       "on network:mlx5_0:1 )",
+       "ucx.no_usable_transports",
+       {{"asked", "ib on network:mlx5_0:1 "}}},
+      // Open MPI pml_ucx.c v4.1.6 "ucp_ep_create(proc=%d) failed: %s" with UCS_ERR_UNREACHABLE
+      {"pml_ucx.c:424  Error: ucp_ep_create(proc=3) failed: Destination is unreachable",
+       "ucx.destination_unreachable",
+       {}},
+      // ib_md.c v1.17.0 "%s(address=%p, length=%zu, access=0x%lx) failed: %s": ENOMEM is memlock
+      // (the hint follows when the limit is finite), other errors the generic registration row
+      {"[gpu07:2291:0]          ib_md.c:293  UCX  ERROR ibv_reg_mr(address=0x7f1c2c000000, "
+       "length=268435456, access=0xf) failed: Cannot allocate memory : Please set max locked "
+       "memory (ulimit -l) to 'unlimited' (current: 65536 kbytes)",
+       "nccl.ibv_reg_mr_enomem",
+       {{"call", "ibv_reg_mr"}}},
+      {"[gpu07:2291:0]          ib_md.c:293  UCX  ERROR ibv_reg_dmabuf_mr(address=0x7f1c2c000000, "
+       "length=268435456, access=0xf) failed: Bad address",
+       "nccl.ibv_reg_mr",
+       {{"call", "ibv_reg_dmabuf_mr"}, {"error", "Bad address"}}},
+      // ib_iface.c v1.17.0 "%s: ibv_create_cq(cqe=%d) failed: %s : Please set max locked ..."
+      // and ib_mlx5_dv.c v1.22.0 "ibv_create_cq()"
+      {"[gpu07:2291:0]       ib_iface.c:1158 UCX  ERROR mlx5_0: ibv_create_cq(cqe=4096) failed: "
+       "Cannot allocate memory : Please set max locked memory (ulimit -l) to 'unlimited' "
+       "(current: 64 kbytes)",
+       "nccl.ibv_create_cq_enomem",
+       {{"call", "ibv_create_cq"}}},
+      {"[ampere:1188443:0]          ib_log.c:246  UCX  ERROR mlx5_0: ibv_create_cq() failed: "
+       "Cannot allocate memory. Please set max locked memory (ulimit -l) to 'unlimited' "
+       "(current: 64 kbytes)",
+       "nccl.ibv_create_cq_enomem",
+       {{"call", "ibv_create_cq"}}},
+      // aws-ofi-nccl nccl_ofi_net.c v1.7.4-aws, nccl_ofi_rdma.c v1.11.0-aws, nccl_ofi_net.cpp
+      // v1.17.0
+      {W("NET/OFI Couldn't find any optimal provider"), "ofi.no_provider", {}},
+      {W("NET/OFI OFI fi_getinfo() call failed: No data available"),
+       "ofi.no_provider",
+       {{"error", "No data available"}}},
+      {W("NET/OFI Unable to find a protocol that worked.  Failing initialization."),
+       "ofi.no_provider",
+       {}},
+      // Open MPI btl_openib_component.c v4.1.6: BTL_PEER_ERROR prefix, then "error polling %s
+      // with status %s status number %d for wr_id %lx opcode %d  vendor error %d qp_idx %d"
+      {"[gpu07][[54049,1],3][btl_openib_component.c:3685:handle_wc] from gpu07 to: gpu08 error "
+       "polling LP CQ with status RETRY EXCEEDED ERROR status number 12 for wr_id 7f3a opcode 0  "
+       "vendor error 129 qp_idx 0",
+       "openmpi.openib_poll_retry_exceeded",
+       {{"cq", "LP CQ"}, {"error", "RETRY EXCEEDED ERROR"}, {"vendor_err", "129"}}},
+      {"[gpu07][[54049,1],3][btl_openib_component.c:3685:handle_wc] from gpu07 to: gpu08 error "
+       "polling HP CQ with status REMOTE ACCESS ERROR status number 10 for wr_id 7f3a opcode 1  "
+       "vendor error 136 qp_idx 3",
+       "openmpi.openib_poll_error",
+       {{"status", "10"}, {"error", "REMOTE ACCESS ERROR"}, {"vendor_err", "136"}}},
+      // help-mpi-btl-openib.txt v4.1.6 [init-fail-no-mem], its second line
+      {"allocate some locked memory.  This typically can indicate that the",
+       "openmpi.openib_init_no_locked_memory",
+       {}},
+      // MVAPICH2 vbuf.c 2.3: "[%s %d] Cannot register vbuf region" and the UD pool's form
+      {"[src/mpid/ch3/channels/mrail/src/gen2/vbuf.c 534] Cannot register vbuf region",
+       "mvapich2.vbuf_register_failed",
+       {}},
+      {"[gpu07:mpi_rank_3][allocate_ud_vbuf_region] Cannot register vbuf region (ibv_reg_mr "
+       "errno=12 Cannot allocate memory)",
+       "mvapich2.vbuf_register_failed",
+       {{"errno", "12"}, {"error", "Cannot allocate memory"}}},
+  };
+}
+TEST_CASE("RDMA and MPI stacks beside NCCL: UCX, aws-ofi-nccl, Open MPI openib, MVAPICH2") {
+  CheckCases(OtherStacksCases());
+}
+
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
   std::set<std::string> tested;
   for (auto table :
-       {IbCompletionCases, IbAsyncEventsCases, VerbsCases,     IbFactsCases,  ShmCases,
-        SocketErrorsCases, SocketFactsCases,   InitCases,      RasCases,      TopologyCases,
-        TorchC10dCases,    C10dStoreCases,     GlooCases,      TorchrunCases, KernelCases,
-        MpiCases,          EarlierRowsCases,   ProgressCases,  SlurmCases,    DataLoaderCases,
-        NcclResultCases,   OtherLayerCases,    RdmaToolsCases, ErrnoTextCases}) {
+       {IbCompletionCases, IbAsyncEventsCases, VerbsCases,     IbFactsCases,   ShmCases,
+        SocketErrorsCases, SocketFactsCases,   InitCases,      RasCases,       TopologyCases,
+        TorchC10dCases,    C10dStoreCases,     GlooCases,      TorchrunCases,  KernelCases,
+        MpiCases,          EarlierRowsCases,   ProgressCases,  SlurmCases,     DataLoaderCases,
+        NcclResultCases,   OtherLayerCases,    RdmaToolsCases, ErrnoTextCases, OtherStacksCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;
