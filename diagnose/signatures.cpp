@@ -69,6 +69,7 @@ constexpr Signature kCatalog[] = {
 #include "diagnose/catalog/mpi.inc"
 #include "diagnose/catalog/slurm.inc"
 #include "diagnose/catalog/crash.inc"
+#include "diagnose/catalog/frameworks.inc"
 #include "diagnose/catalog/nccl_coll.inc"
 #include "diagnose/catalog/progress.inc"
 #include "diagnose/catalog/nccl_result.inc"

@@ -1414,6 +1414,10 @@ std::vector<RowCase> MpiCases() {
       // [orterun:non-zero-exit] / [prun:non-zero-exit] detail lines.
       {"  Process name: [[54049,1],3]", "mpi.ompi_process_name", {{"rank", "3"}}},
       {"   Process name: [prterun-gpu07-1234@1,6]", "mpi.ompi_process_name", {{"rank", "6"}}},
+      // oob_tcp_connection.c (ORTE 3.0-4.1, PRRTE 3.0): the banner's first line.
+      {"A process or daemon was unable to complete a TCP connection",
+       "mpi.oob_tcp_connect_failed",
+       {}},
   };
 }
 
@@ -1452,6 +1456,22 @@ std::vector<RowCase> SlurmCases() {
       {"slurmstepd: error: *** STEP 524549.0 ON gpu01 CANCELLED AT 2024-10-09T23:01:02 ***",
        "slurm.cancelled",
        {{"job", "524549.0"}, {"host", "gpu01"}}},
+      // step_launch.c / allocate.c error("Node failure on %s").
+      {"srun: error: Node failure on gpu[03-04]", "slurm.node_failure", {{"host", "gpu[03-04]"}}},
+      // jobacct_gather: "%ps exceeded memory limit (%lu > %lu), being killed" (20.11+), "Step
+      // %u.%u ..." (20.02), the virtual-memory variant, the notice srun prints and slurmd's own.
+      {"slurmstepd: error: StepId=1054.0 exceeded memory limit (20971520 > 20480000), being "
+       "killed",
+       "slurm.exceeded_memory_limit",
+       {{"used_bytes", "20971520"}, {"limit_bytes", "20480000"}}},
+      {"slurmstepd: error: Step 1054.0 exceeded virtual memory limit (41943040 > 40960000), "
+       "being killed",
+       "slurm.exceeded_memory_limit",
+       {{"used_bytes", "41943040"}}},
+      {"srun: Exceeded job memory limit", "slurm.exceeded_memory_limit", {}},
+      {"slurmd: Job 1054 exceeded memory limit (20971520>20480000), cancelling it",
+       "slurm.exceeded_memory_limit",
+       {{"limit_bytes", "20480000"}}},
   };
 }
 // torch/csrc/DataLoader.cpp: the SIGBUS handler's message and _error_if_any_worker_fails.
@@ -1492,6 +1512,91 @@ std::vector<RowCase> DataLoaderCases() {
 }
 TEST_CASE("DataLoader rows: the SIGBUS shared-memory message and workers killed by a signal") {
   CheckCases(DataLoaderCases());
+}
+
+// frameworks.inc: Horovod, vLLM, SGLang, Lightning, nvidia-resiliency-ext, CPython's
+// CalledProcessError, each line built from its source's format string.
+std::vector<RowCase> FrameworksCases() {
+  return {
+      // Horovod stall_inspector.cc (0.18+, glog prefix) and operations.cc (0.12-0.17 "WARNING: ").
+      {"[2021-02-02 21:19:07.345988: W horovod/common/stall_inspector.cc:107] One or more tensors "
+       "were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting "
+       "for remainder of ranks for more than 60 seconds. This may indicate that different ranks "
+       "are trying to submit different tensors or that only subset of ranks is submitting "
+       "tensors, which will cause deadlock. ",
+       "horovod.stall_warning",
+       {{"timeout_s", "60"}}},
+      {"WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by "
+       "subset of ranks and are waiting for remainder of ranks for more than 10 seconds. This may "
+       "indicate that different ranks are trying to submit different tensors or that only subset "
+       "of ranks is submitting tensors, which will cause deadlock.",
+       "horovod.stall_warning",
+       {{"timeout_s", "10"}}},
+      // common.h SHUT_DOWN_ERROR as TensorFlow raises it.
+      {"tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. This "
+       "was caused by an exception on one of the ranks or an attempt to allreduce, allgather or "
+       "broadcast a tensor after one of the ranks finished execution.",
+       "horovod.shut_down",
+       {}},
+      // controller.cc: shapes (0.19+ request type name), data types, operations (0.9-0.18 "MPI
+      // operations"), root ranks.
+      {"tensorflow.python.framework.errors_impl.FailedPreconditionError: Mismatched ALLREDUCE "
+       "tensor shapes: One rank sent a tensor of shape [10], but another rank sent a tensor of "
+       "shape [12].",
+       "horovod.mismatch",
+       {{"mismatch", "ALLREDUCE tensor shapes"}}},
+      {"Mismatched data types: One rank had type float32, but another rank had type float64.",
+       "horovod.mismatch",
+       {{"mismatch", "data types"}}},
+      {"Mismatched MPI operations: One rank did an allreduce, but another rank did an allgather.",
+       "horovod.mismatch",
+       {{"mismatch", "MPI operations"}}},
+      {"Mismatched BROADCAST root ranks: One rank specified root rank 0, but another rank "
+       "specified root rank 1.",
+       "horovod.mismatch",
+       {{"mismatch", "BROADCAST root ranks"}}},
+      // vLLM multiproc_executor.py / ray_executor_v2.py.
+      {"(EngineCore_DP0 pid=265) ERROR 02-27 10:31:24 [multiproc_executor.py:231] Worker proc "
+       "VllmWorker-0 died unexpectedly, shutting down executor.",
+       "vllm.worker_died",
+       {{"worker", "VllmWorker-0"}}},
+      {"ERROR 03-02 11:00:00 [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, "
+       "shutting down executor.",
+       "vllm.worker_died",
+       {{"worker", "[3]"}}},
+      // vLLM shm_broadcast.py long_wait_time_msg.
+      {"INFO 11-21 23:27:12 [shm_broadcast.py:501] No available shared memory broadcast block "
+       "found in 60 seconds. This typically happens when some processes are hanging or doing "
+       "some time-consuming work (e.g. compilation, weight/kv cache quantization).",
+       "vllm.shm_broadcast_wait",
+       {{"timeout_s", "60"}}},
+      // SGLang's launcher.
+      {"[07-01 15:20:44] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+       "sglang.scheduler_dead",
+       {{"scheduler_rank", "0"}}},
+      // Lightning ddp.py reconciliate_processes.
+      {"pytorch_lightning.utilities.exceptions.DeadlockDetectedException: DeadLock detected from "
+       "rank: 2 ",
+       "lightning.deadlock_detected",
+       {{"failed_rank", "2"}}},
+      // nvidia-resiliency-ext straggler_det_callback.py _print_stragglers (both wordings).
+      {"[NeMo W 2024-10-01 12:00:00 straggler_det_callback:120] STRAGGLER DETECTION WARNING: Some "
+       "GPUs have worse relative performance. Affected ranks: {1, 5}",
+       "nvrx.straggler_detected",
+       {{"ranks", "{1, 5}"}}},
+      {"STRAGGLER DETECTION WARNING: Some GPUs performance dropped. Affected ranks: [162, 79]",
+       "nvrx.straggler_detected",
+       {{"ranks", "[162, 79]"}}},
+      // CPython CalledProcessError.__str__ for a negative return code (torch.distributed.launch,
+      // DeepSpeed launch.py, accelerate launch).
+      {"subprocess.CalledProcessError: Command '['/opt/conda/bin/python', '-u', 'train.py', "
+       "'--local_rank=3']' died with <Signals.SIGKILL: 9>.",
+       "python.subprocess_died_signal",
+       {{"signal_name", "SIGKILL"}, {"signal", "9"}}},
+  };
+}
+TEST_CASE("framework rows: Horovod, vLLM, SGLang, Lightning, the straggler detector, launchers") {
+  CheckCases(FrameworksCases());
 }
 
 TEST_CASE("Slurm rows: srun task exits and signals, cgroup OOM kills, cancellation banners") {
@@ -2432,7 +2537,8 @@ TEST_CASE("every catalog row is the first match of at least one message from its
         SocketErrorsCases, SocketFactsCases,   InitCases,      RasCases,       TopologyCases,
         TorchC10dCases,    C10dStoreCases,     GlooCases,      TorchrunCases,  KernelCases,
         MpiCases,          EarlierRowsCases,   ProgressCases,  SlurmCases,     DataLoaderCases,
-        NcclResultCases,   OtherLayerCases,    RdmaToolsCases, ErrnoTextCases, OtherStacksCases}) {
+        NcclResultCases,   OtherLayerCases,    RdmaToolsCases, ErrnoTextCases, OtherStacksCases,
+        FrameworksCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;
