@@ -1863,6 +1863,15 @@ std::vector<RowCase> NcclResultCases() {
       {"ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
        "ray.actor_died",
        {}},
+      // Ray's memory monitor: the task's OutOfMemoryError and the raylet's summary.
+      {"ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+       "ray.memory_monitor_kill",
+       {}},
+      {"(raylet) Task _map_task failed due to oom. Error: 1 worker(s) were killed due to the node "
+       "running low on memory. Memory on the node (IP: 10.0.50.112, ID: 4cb2) was 28.62GB / "
+       "30.00GB (0.954017), which exceeds the memory usage threshold of 0.950000",
+       "ray.memory_monitor_kill",
+       {}},
       // strerror(EADDRINUSE) thrown by torch 1.x's store and THD.
       {"RuntimeError: Address already in use", "os.address_in_use", {}},
       {"RuntimeError: Address already in use at /pytorch/torch/lib/THD/process_group/"
