@@ -604,17 +604,17 @@ SlurmView ReadSlurmView(const RemediationInput& in, const RemediationPolicy& pol
   return slurm;
 }
 
-// Writes the record with `a` as asked and not answered ("pending"), then leaves `rec` as it was.
-void WriteAsked(const PlannedAction& a, const std::string& run_root, nlohmann::json& rec) {
+// Writes `rec` with `a` added as asked and not answered ("pending"); `rec` itself is unchanged.
+void WriteAsked(const PlannedAction& a, const std::string& run_root, const nlohmann::json& rec) {
   ActionResult asked;
   asked.action = a;
   asked.ran = true;
   asked.output = "asked; the requeue may end this step before scontrol's answer is written";
   nlohmann::json pending = ActionJson(asked);
   pending["pending"] = true;
-  rec["actions"].push_back(std::move(pending));
-  WriteRecord(run_root, rec);
-  rec["actions"].erase(rec["actions"].end() - 1);
+  nlohmann::json with_pending = rec;
+  with_pending["actions"].push_back(std::move(pending));
+  WriteRecord(run_root, with_pending);
 }
 
 // A preflight (on the node it names) or warm-up that refused the job would refuse it there

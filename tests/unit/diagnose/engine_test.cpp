@@ -23,6 +23,20 @@ Diagnosis Run(std::string_view text, std::span<const CauseClaim> claims = {}) {
   return Diagnose(ev, claims);
 }
 
+bool Fired(const Diagnosis& d, std::string_view rule) {
+  for (const Firing& f : d.fired) {
+    if (f.rule == rule) return true;
+  }
+  return false;
+}
+
+bool HasFeature(const Diagnosis& d, std::string_view id) {
+  for (const Feature& f : d.features) {
+    if (f.id == id) return true;
+  }
+  return false;
+}
+
 // net_ib.cc (2.12-2.28): WARN "NET/IB : Got completion from peer %s with status=%d opcode=%d
 // len=%d vendor err %d (%s)" and INFO "NET/IB: Dev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX)".
 constexpr std::string_view kRetry12 =
@@ -176,9 +190,7 @@ TEST_CASE("a watchdog timeout wrapped over two or three lines is still read whol
           "OpType=ALLREDUCE,\nNumelIn=4501504, NumelOut=4501504, Timeout(ms)=600000)\n\n"
           "[rank5] Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=1320347, "
           "OpType=ALLREDUCE,\nNumelIn=8171520, NumelOut=8171520, Timeout(ms)=600000)\n");
-  bool differ = false;
-  for (const Feature& f : d.features) differ = differ || f.id == "cond:timeouts_differ_at_seq";
-  CHECK(differ);
+  CHECK(HasFeature(d, "cond:timeouts_differ_at_seq"));
   // The first line alone is not a whole message.
   CHECK(timeout_seq("[Rank 1] Watchdog caught collective operation timeout:\nsomething else\n") ==
         0);
@@ -473,13 +485,6 @@ std::string MegatronIteration(int r, int it) {
          " | elapsed time per iteration (ms): 4401.2 |\n";
 }
 
-bool Fired(const Diagnosis& d, std::string_view rule) {
-  for (const Firing& f : d.fired) {
-    if (f.rule == rule) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("a rank that keeps printing iterations after the others timed out is the straggler") {
@@ -732,12 +737,10 @@ TEST_CASE("NCCL failing to allocate GPU memory is a rank's death, like torch's C
       "[rank1]:[E ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation "
       "timeout: WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=4, NumelOut=8, Timeout(ms)=600000) "
       "ran for 600001 milliseconds before timing out.\n");
-  bool died = false;
-  for (const auto& f : d.fired) died = died || f.rule == "oom_or_crash_other_rank.rank_died";
-  CHECK(died);
+  CHECK(Fired(d, "oom_or_crash_other_rank.rank_died"));
   // The same text without the allocation failure names no death.
   Diagnosis none = Run("n1:11:12 [0] NCCL WARN Failed to CUDA malloc host 1920 bytes\n");
-  for (const auto& f : none.fired) CHECK(f.rule != "oom_or_crash_other_rank.rank_died");
+  CHECK(!Fired(none, "oom_or_crash_other_rank.rank_died"));
 }
 
 TEST_CASE("CUDA's invalid device ordinal is a device selection bug (duplicate_gpu)") {
@@ -837,15 +840,6 @@ TEST_CASE("libibverbs' RLIMIT_MEMLOCK warning with a failing IB transport is mem
   // The warning alone is a standing condition; with the IB transport failing it is the cause.
   CHECK(alone.causes[0].probability < d.causes[0].probability);
 }
-
-namespace {
-bool HasFeature(const Diagnosis& d, std::string_view id) {
-  for (const Feature& f : d.features) {
-    if (f.id == id) return true;
-  }
-  return false;
-}
-}  // namespace
 
 TEST_CASE("NCCL's return trace alone is failure evidence with its result code and origin") {
   // checks.h "%s:%d -> %d": a system error (2) that started in misc/socket.cc, no WARN kept.
