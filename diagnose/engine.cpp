@@ -10,6 +10,7 @@
 
 #include "common/strings.h"
 #include "diagnose/job_facts.h"
+#include "diagnose/terms.h"
 #include "nccl/socket.h"
 
 namespace sl::diagnose {
@@ -1688,6 +1689,21 @@ void TraceOrigins(const Evidence& ev, FeatureSet* fs) {
   }
 }
 
+// The vocabulary's terms (diagnose/terms.h) in the lines the catalog knows only as failures --
+// the generic failure rows' and NCCL's WARN catch-all's: what such a line talks about
+// ("ibv_create_qp", "RLIMIT_MEMLOCK", "/dev/shm"), one feature "term:<id>" per term. A line a
+// source's row took is read by that row (and its rules), not again by its words.
+void TermFeatures(const Evidence& ev, FeatureSet* fs) {
+  for (const Match& m : ev.matches()) {
+    const std::string_view cat = m.signature->category;
+    if (cat != "failure_line" && cat != "nccl_warning") continue;
+    for (std::string_view id : TermsIn(m.line)) {
+      fs->Add("term:" + std::string(id), 1, "a term of the vocabulary in a failure line",
+              {Cite(m)});
+    }
+  }
+}
+
 // The CUDA error text a failed call names (cudaGetErrorString, whichever wrapper printed it) and
 // the NCCL source file of each WARN ("graph/rings.cc", "transport/net_ib.cc"): what failed,
 // and where in NCCL, for lines the rows only know as "a CUDA failure" or "an NCCL warning".
@@ -1709,6 +1725,7 @@ void TextFeatures(const Evidence& ev, FeatureSet* fs) {
     }
   }
   TraceOrigins(ev, fs);
+  TermFeatures(ev, fs);
   for (const Match* m : ev.Distinct("torch.exception_raised_from", "function")) {
     fs->Add("raised_from:" + m->Field("function"), 1, "the torch function that raised a c10::Error",
             {Cite(*m)});

@@ -2,8 +2,10 @@
 
 namespace sl::diagnose {
 
-std::string RegexLeadingLiteral(std::string_view pattern) {
-  // An alternation at the top level ("a|b") lets a match start at either branch: no literal.
+namespace {
+
+// An alternation at the top level ("a|b") lets a match start at either branch.
+bool TopLevelAlternation(std::string_view pattern) {
   int depth = 0;
   bool in_class = false;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
@@ -19,9 +21,20 @@ std::string RegexLeadingLiteral(std::string_view pattern) {
     } else if (c == ')') {
       --depth;
     } else if (c == '|' && depth == 0) {
-      return "";
+      return true;
     }
   }
+  return false;
+}
+
+}  // namespace
+
+bool RegexAnchoredAtStart(std::string_view pattern) {
+  return !pattern.empty() && pattern.front() == '^' && !TopLevelAlternation(pattern);
+}
+
+std::string RegexLeadingLiteral(std::string_view pattern) {
+  if (TopLevelAlternation(pattern)) return "";
   static constexpr std::string_view kMeta = "\\^$.|?*+()[]{}";
   static constexpr std::string_view kEscapedLiteral = "\\^$.|?*+()[]{}/-:=!,<> \"'#%&~@";
   std::string lead;

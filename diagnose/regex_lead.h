@@ -15,6 +15,10 @@ namespace sl::diagnose {
 /// "NET/IB ?:" -> "NET/IB", "\\[Rank" -> "[Rank".
 std::string RegexLeadingLiteral(std::string_view pattern);
 
+/// Whether every match of `pattern` starts at the line's first byte: it begins with '^' and has no
+/// alternation at the top level. Such a regex is tried once, at the start, not from every byte.
+bool RegexAnchoredAtStart(std::string_view pattern);
+
 /// regex_search of `re` over `line`, tried only from the occurrences of `lead` (the pattern's
 /// RegexLeadingLiteral; "" = every position): the same result and groups as a full search.
 bool SearchFromLead(std::string_view line, std::string_view lead, const std::regex& re,

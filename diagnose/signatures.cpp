@@ -75,6 +75,7 @@ constexpr Signature kCatalog[] = {
 #include "diagnose/catalog/nccl_result.inc"
 #include "diagnose/catalog/errno_text.inc"
 #include "diagnose/catalog/nccl_catchall.inc"
+#include "diagnose/catalog/generic.inc"
     // clang-format on
 };
 
@@ -100,6 +101,7 @@ struct LineMatcher::Compiled {
   // only from its occurrences, anchored there, instead of from every byte of the line. libstdc++
   // sets up its executor per start position, so on a 100-byte line this is most of the cost.
   std::string lead;
+  bool at_start = false;  // RegexAnchoredAtStart: tried at the line's start only
   // Compiled on the first line that passes the row's substring tests: compiling all 152 regexes
   // up front cost every start-up ~85 M instructions (3.5x the rest of `safe-launch -- true`),
   // and a healthy job reaches almost none of them. call_once: the matcher is shared by threads.
@@ -508,6 +510,7 @@ LineMatcher::LineMatcher() {
     if (sig.prefilter.size() >= 4) c->pre.emplace(sig.prefilter.begin(), sig.prefilter.end());
     c->names = Split(sig.fields, ',');
     c->lead = RegexLeadingLiteral(sig.pattern);
+    c->at_start = RegexAnchoredAtStart(sig.pattern);
     compiled_.push_back(c);
   }
 }
@@ -581,7 +584,10 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
     // ... but not to a row of the same message (same prefilter): the fact refines it (NVLS
     // "Proceeding without NVLS support" is the benign case of the failed-bind row). Decided
     // before the row's search and regex: a row that cannot win is not matched.
-    if (fact && (sig.kind == EvidenceKind::kFact || sig.prefilter == fact->signature->prefilter)) {
+    // Nor to a generic failure row (catalog/generic.inc): those only take lines that no row of a
+    // known source took ("Warning: Unable to resolve hostname" is Gloo's fact, not a failure).
+    if (fact && (sig.kind == EvidenceKind::kFact || sig.prefilter == fact->signature->prefilter ||
+                 sig.category == std::string_view("failure_line"))) {
       continue;
     }
     const Compiled& c = *compiled_[i];
@@ -594,7 +600,10 @@ std::optional<Match> LineMatcher::MatchLine(std::string_view line) const {
     Match m;
     if (const std::regex* re = c.Regex(sig.pattern)) {
       std::match_results<std::string_view::const_iterator> mr;
-      if (!SearchFromLead(line, c.lead, *re, &mr)) continue;
+      const bool hit = c.at_start ? std::regex_search(line.begin(), line.end(), mr, *re,
+                                                      std::regex_constants::match_continuous)
+                                  : SearchFromLead(line, c.lead, *re, &mr);
+      if (!hit) continue;
       for (std::size_t g = 0; g < c.names.size() && g + 1 < mr.size(); ++g) {
         if (mr[g + 1].matched && mr[g + 1].length() > 0) m.fields[c.names[g]] = mr[g + 1].str();
       }

@@ -1599,6 +1599,57 @@ TEST_CASE("framework rows: Horovod, vLLM, SGLang, Lightning, the straggler detec
   CheckCases(FrameworksCases());
 }
 
+// generic.inc: failure lines in words no source row knows, as other programs print them (the
+// shapes of Python's traceback module, error(3)/perror(3) and the logging level words).
+std::vector<RowCase> GenericCases() {
+  return {
+      {"trainer.WorkerLostError: worker 3 stopped answering", "generic.python_error", {}},
+      {"mymodule.TrainerException: rank 3 left the group", "generic.python_exception", {}},
+      {"[rank2] agent.c:184: Failed to pin the host buffer of 64 MiB", "generic.failed_cap", {}},
+      {"channel initialization failed (MPIDI_CH3_Init)", "generic.failed", {}},
+      {"TEST FAILED: all_reduce_perf returned 1", "generic.failed_upper", {}},
+      {"engine.cc:70 error: rdma endpoint setup ended with status 12", "generic.error_colon", {}},
+      {"transfer engine: got error 12 from the NIC", "generic.error_word", {}},
+      {"E0729 05:04:30.527725 14093 rdma_endpoint.cpp:70] ERROR rdma endpoint setup",
+       "generic.error_level",
+       {}},
+      {"ERROR: rank 5 lost its peer", "generic.error_level_colon", {}},
+      {"2025-01-01 10:00:00 [ERROR] worker exited", "generic.error_level_bracket", {}},
+      {"Fatal signal 11 in the proxy thread", "generic.fatal", {}},
+      {"dataloader: fatal signal in worker 3", "generic.fatal_lower", {}},
+      {"mlx5: fatal: QP 0x1234 left the ready state", "generic.fatal_colon", {}},
+      {"2025-01-01 10:00:00 FATAL rendezvous lost", "generic.fatal_level", {}},
+      {"FATAL: node gpu07 left the job", "generic.fatal_level_colon", {}},
+      {"Cannot register the buffer with the NIC", "generic.cannot", {}},
+      {"ucp worker cannot reach peer 10.0.0.2", "generic.cannot_lower", {}},
+      {"Unable to create the communicator for group 2", "generic.unable", {}},
+      {"agent: unable to open /dev/infiniband/uverbs0", "generic.unable_lower", {}},
+      {"Could not find a usable NIC on this host", "generic.could_not", {}},
+      {"proxy could not reach the peer", "generic.could_not_lower", {}},
+      {"plugin couldn't load its library", "generic.couldnt", {}},
+      {"worker 3: Aborted (core dumped) python train.py", "generic.aborted", {}},
+      {"the transfer was aborted by the peer", "generic.aborted_lower", {}},
+  };
+}
+TEST_CASE("generic failure rows take failure lines no source row knows, never INFO lines") {
+  CheckCases(GenericCases());
+  LineMatcher m;
+  // Informational lines are not failures, whatever words they hold.
+  for (const char* info :
+       {"gpu07:2291:2291 [3] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v5 symbol.",
+        "I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] could not set the stream",
+        "2025-01-01 10:00:00 INFO retrying after error: none", "INFO: Unable to find cache"}) {
+    INFO(info);
+    auto r = m.MatchLine(info);
+    CHECK((!r || r->signature->category != std::string_view("failure_line")));
+  }
+  // A fact row keeps its line from the generic rows (a source row knows it).
+  auto gloo = m.MatchLine(
+      "[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address.");
+  REQUIRE(gloo.has_value());
+  CHECK(gloo->signature->id == std::string_view("gloo.loopback_fallback"));
+}
+
 TEST_CASE("Slurm rows: srun task exits and signals, cgroup OOM kills, cancellation banners") {
   CheckCases(SlurmCases());
 }
@@ -2547,7 +2598,7 @@ TEST_CASE("every catalog row is the first match of at least one message from its
         TorchC10dCases,    C10dStoreCases,     GlooCases,      TorchrunCases,  KernelCases,
         MpiCases,          EarlierRowsCases,   ProgressCases,  SlurmCases,     DataLoaderCases,
         NcclResultCases,   OtherLayerCases,    RdmaToolsCases, ErrnoTextCases, OtherStacksCases,
-        FrameworksCases}) {
+        FrameworksCases,   GenericCases}) {
     for (const RowCase& c : table()) tested.insert(c.id);
   }
   std::size_t rows = 0;

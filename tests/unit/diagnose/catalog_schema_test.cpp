@@ -34,7 +34,7 @@ const std::set<std::string> kEvidenceCategories = {
     "collective_timeout", "watchdog_stuck", "nccl_error", "store_timeout", "ib_completion_error",
     "ib_async_event", "memlock_or_gdr", "peer_exit_or_network", "cuda_error", "cuda_oom",
     "rank_process_failed", "nccl_warning", "socket_error", "protocol_mismatch", "p2p_error",
-    "nccl_config", "net_plugin", "ras_report", "job_signalled",
+    "nccl_config", "net_plugin", "ras_report", "job_signalled", "failure_line",
     // facts
     "flight_recorder_dump", "collective_trace", "nccl_version", "nccl_init", "nccl_env",
     "net_device", "net_transport", "gid_info", "gdr_status", "bootstrap_interface",

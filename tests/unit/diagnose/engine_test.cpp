@@ -898,3 +898,25 @@ TEST_CASE("an RDMA registration failing with ENOMEM outside NCCL meets the ENOME
   CHECK(d.causes[0].category != "unknown");
   CHECK(HasFeature(d, "cond:verbs_enomem"));
 }
+
+// A failure in words no source row knows (a transfer engine of its own, an MPI library) is still
+// failure evidence: the generic rows take the line, the vocabulary's terms in it become features,
+// and the differential ranks causes instead of answering unknown.
+TEST_CASE("a failure line no source row knows is failure evidence and carries its terms") {
+  const Diagnosis d =
+      Run("E0729 05:04:30.527725 14093 rdma_endpoint.cpp:70] Failed to create QP via "
+          "ibv_create_qp: Cannot allocate memory [12] (RLIMIT_MEMLOCK is 65536 bytes)\n");
+  REQUIRE(!d.causes.empty());
+  CHECK(d.causes.front().category != "unknown");
+  CHECK(HasFeature(d, "term:verbs_qp"));
+  CHECK(HasFeature(d, "term:enomem"));
+  CHECK(HasFeature(d, "term:memlock"));
+  // Terms come from failure lines only: the same words in an INFO line are not evidence.
+  const Diagnosis info =
+      Run("n1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+          "n1:1:1 [0] NCCL INFO ibv_create_qp ok, RLIMIT_MEMLOCK unlimited, /dev/shm 64 GiB\n");
+  REQUIRE(!info.causes.empty());
+  CHECK(info.causes.front().category == "unknown");
+  CHECK(!HasFeature(info, "term:verbs_qp"));
+  CHECK(!HasFeature(info, "term:memlock"));
+}
