@@ -1654,6 +1654,41 @@ std::vector<RowCase> FrameworksCases() {
       {"A worker died or was killed while executing task 00000000a2b4c6d8.",
        "ray.worker_died_system_error",
        {}},
+      // DeepEP intranode.cu / utils.cuh (1.2.1, 1.0.0) and internode_ll.cu (2.1.0).
+      {"DeepEP timeout for dispatch receivers, rank 5, responsible_channel = 3, tokens "
+       "remained: 12",
+       "deepep.kernel_timeout",
+       {{"what", "dispatch receivers"}, {"rank", "5"}}},
+      {"DeepEP timeout for combine senders, rank 2, responsible_channel = 0",
+       "deepep.kernel_timeout",
+       {{"what", "combine senders"}, {"rank", "2"}}},
+      {"DeepEP timeout check failed: rank = 7, thread = 3, value = 1)",
+       "deepep.kernel_timeout",
+       {{"rank", "7"}}},
+      {"DeepEP timeout check failed: 0 (rank = 4)", "deepep.kernel_timeout", {{"rank", "4"}}},
+      {"Warning: DeepEP timeout for barrier, rank 1, dst_rank 6",
+       "deepep.kernel_timeout",
+       {{"what", "barrier"}, {"rank", "1"}}},
+      // internode.cu: both placements of the "(... check)" qualifier, and the coordinator.
+      {"DeepEP dispatch forwarder timeout (RDMA check), channel: 2, RDMA: 1, nvl: 3, dst NVL: 0, "
+       "src RDMA lane: 1, head: 4, tail: 8, expected: 16",
+       "deepep.internode_timeout",
+       {{"what", "dispatch forwarder"}, {"channel", "2"}, {"rdma_rank", "1"}, {"nvl_rank", "3"}}},
+      {"DeepEP combine forwarder (NVL check) timeout, channel: 5, RDMA: 0, nvl: 2, src NVL: 1, "
+       "dst RDMA: 1, tail: 3, waiting: 1, total: 8, sub: 0, large: 0, expected: 4",
+       "deepep.internode_timeout",
+       {{"what", "combine forwarder (NVL check)"}, {"channel", "5"}}},
+      {"DeepEP RDMA sender coordinator timeout, channel: 1, IB: 0, nvl 3, dst IB: 1, tail: 2, "
+       "remaining: 5",
+       "deepep.internode_timeout",
+       {{"what", "RDMA sender coordinator"}, {"nvl_rank", "3"}}},
+      // deep_ep.cpp std::runtime_error as Python shows it.
+      {"RuntimeError: DeepEP error: CPU recv timeout",
+       "deepep.cpu_timeout",
+       {{"what", "CPU recv timeout"}}},
+      {"RuntimeError: DeepEP error: timeout (dispatch CPU)",
+       "deepep.cpu_timeout",
+       {{"what", "timeout (dispatch CPU)"}}},
       // controller.cc: shapes (0.19+ request type name), data types, operations (0.9-0.18 "MPI
       // operations"), root ranks.
       {"tensorflow.python.framework.errors_impl.FailedPreconditionError: Mismatched ALLREDUCE "
