@@ -1624,6 +1624,7 @@ std::vector<RowCase> FrameworksCases() {
        {{"timeout_s", "120"}}},
       {"Missing ranks:", "horovod.missing_ranks", {}},
       {"Stalled ranks:", "horovod.stalled_ranks", {}},
+      {"[1,0]<stderr>:Missing ranks:", "horovod.missing_ranks", {}},
       // gcs_node_manager.cc 2.x and 1.x forms.
       {"2022-09-02 12:53:00,741 WARNING worker.py:1829 -- The node with node id: "
        "5ad7fa5dd64fc1fec7a82cceecabed8e5eb247ec97064bb50a1c2a11 and address: 10.0.0.21 and node "
@@ -2720,6 +2721,27 @@ std::vector<RowCase> OtherStacksCases() {
 }
 TEST_CASE("RDMA and MPI stacks beside NCCL: UCX, aws-ofi-nccl, Open MPI openib, MVAPICH2") {
   CheckCases(OtherStacksCases());
+}
+
+TEST_CASE("look-alike lines of healthy jobs and other tools are not the launcher rows'") {
+  LineMatcher m;
+  // Open MPI's verbose connect progress, another tool's "Missing ranks: [..]" inside a sentence,
+  // a timeout echoed with its unit, DeepEP's init banner: none is a failure these rows name.
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"btl: tcp: attempting to connect() to [[35384,1],2] address 10.0.0.2 on port 1024",
+       "openmpi.btl_tcp_connect_failed"},
+      {"btl:tcp: connect() to 10.0.0.2:1024 completed", "openmpi.btl_tcp_connect_failed"},
+      {"TimeoutError: Missing ranks: [1, 2]", "horovod.missing_ranks"},
+      {"File barrier timed out after 600s. Stalled ranks: [3].", "horovod.stalled_ranks"},
+      {"Timeout (ms): 5000!", "python.faulthandler_timeout"},
+      {"Timeout (0:05:00)! retrying", "python.faulthandler_timeout"},
+      {"DeepEP initialized with NCCL version: 2.27.3 (loaded library)", "deepep.kernel_timeout"},
+  };
+  for (const auto& [line, id] : cases) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (r.has_value()) CHECK(r->signature->id != std::string_view(id));
+  }
 }
 
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
