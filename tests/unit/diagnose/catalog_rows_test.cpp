@@ -1551,6 +1551,7 @@ std::vector<RowCase> SlurmCases() {
       {"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
        "slurm.step_aborted",
        {{"timeout_s", "32"}}},
+      {"srun: error: Timed out waiting for job step to complete", "slurm.step_wait_timed_out", {}},
   };
 }
 // torch/csrc/DataLoader.cpp: the SIGBUS handler's message and _error_if_any_worker_fails.
