@@ -1418,6 +1418,59 @@ std::vector<RowCase> MpiCases() {
       {"A process or daemon was unable to complete a TCP connection",
        "mpi.oob_tcp_connect_failed",
        {}},
+      // help-errmgr-base.txt [failed-daemon-launch]: ORTE 4.1, PRRTE 2.0 and 3.0 (tool name).
+      {"ORTE was unable to reliably start one or more daemons.", "mpi.daemon_launch_failed", {}},
+      {"PRTE was unable to reliably start one or more daemons.", "mpi.daemon_launch_failed", {}},
+      {"prterun was unable to reliably start one or more daemons.", "mpi.daemon_launch_failed", {}},
+      // [failed-daemon]: ORTE's and PRRTE's spelling.
+      {"An ORTE daemon has unexpectedly failed after launch and before",
+       "mpi.daemon_failed_after_launch",
+       {}},
+      {"An PRTE daemon has unexpectedly failed after launch and before",
+       "mpi.daemon_failed_after_launch",
+       {}},
+      // btl_tcp_endpoint.c BTL_ERROR (1.10-3.0): "[node][name][file:line:func] connect() to %s
+      // failed: %s (%d)".
+      {"[gpu07][[35384,1],1][btl_tcp_endpoint.c:803:mca_btl_tcp_endpoint_complete_connect] "
+       "connect() to 10.0.0.2 failed: Connection refused (111)",
+       "openmpi.btl_tcp_connect_failed",
+       {{"peer", "10.0.0.2"}, {"error", "Connection refused"}, {"errno", "111"}}},
+      {"[gpu07][[35384,1],1][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_connect] "
+       "connect() to 192.168.122.1 failed: No route to host (113)",
+       "openmpi.btl_tcp_connect_failed",
+       {{"peer", "192.168.122.1"}, {"errno", "113"}}},
+      // help-mpi-btl-tcp.txt [client connect fail]: 2.1-5.0 and the 3.1-4.1 "via" entry.
+      {"WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
+       "openmpi.btl_tcp_client_connect_fail",
+       {}},
+      {"WARNING: Open MPI failed to TCP connect to a peer MPI process via",
+       "openmpi.btl_tcp_client_connect_fail",
+       {}},
+      // BTL_PEER_ERROR prefix, then "Unable to connect to the peer %s on port %d: %s".
+      {"[[35384,1],1][btl_tcp_endpoint.c:794:mca_btl_tcp_endpoint_start_connect] from gpu07 to: "
+       "gpu08 Unable to connect to the peer 10.0.0.2 on port 1024: Network is unreachable",
+       "openmpi.btl_tcp_unable_to_connect",
+       {{"peer", "10.0.0.2"}, {"port", "1024"}, {"error", "Network is unreachable"}}},
+      // [server accept cannot find guid], its second line.
+      {"another Open MPI process but cannot find a corresponding process",
+       "openmpi.btl_tcp_unknown_peer",
+       {}},
+      // MPICH abort.c / init_impl.c.
+      {"application called MPI_Abort(MPI_COMM_WORLD, 1) - process 3",
+       "mpich.mpi_abort",
+       {{"comm", "MPI_COMM_WORLD"}, {"errorcode", "1"}, {"rank", "3"}}},
+      // errutil.c MPIR_Handle_fatal_error, 3.x (MPI_Init) and 4.x (internal_Init) names.
+      {"Fatal error in MPI_Init: Other MPI error, error stack:",
+       "mpich.fatal_error",
+       {{"function", "MPI_Init"}, {"error", "Other MPI error"}}},
+      {"Fatal error in internal_Init: Other MPI error, error stack:",
+       "mpich.fatal_error",
+       {{"function", "internal_Init"}}},
+      // ch3 / ch4 errnames.txt in an error stack line.
+      {"MPIDI_CH3_Init(120).......: channel initialization failed",
+       "mpich.channel_init_failed",
+       {}},
+      {"MPID_Init(1304)..........: channel initialization failed", "mpich.channel_init_failed", {}},
   };
 }
 
@@ -1472,6 +1525,33 @@ std::vector<RowCase> SlurmCases() {
       {"slurmd: Job 1054 exceeded memory limit (20971520>20480000), cancelling it",
        "slurm.exceeded_memory_limit",
        {{"limit_bytes", "20480000"}}},
+      // step_launch.c: %ps (20.11-26.05) and "%u.%u" (20.02).
+      {"srun: error: Task launch for StepId=1234.0 failed on node gpu07: Invalid node name "
+       "specified",
+       "slurm.task_launch_failed",
+       {{"job", "1234.0"}, {"host", "gpu07"}, {"error", "Invalid node name specified"}}},
+      {"srun: error: Task launch for 1234.0 failed on node gpu08: Communication connection "
+       "failure",
+       "slurm.task_launch_failed",
+       {{"job", "1234.0"}, {"host", "gpu08"}}},
+      // slurmstepd task.c exec_task.
+      {"slurmstepd: error: execve(): python: No such file or directory",
+       "slurm.execve_failed",
+       {{"program", "python"}, {"error", "No such file or directory"}}},
+      {"slurmstepd: error: execve(): bad interpreter(/opt/venv/bin/python3): No such file or "
+       "directory",
+       "slurm.execve_failed",
+       {{"program", "/opt/venv/bin/python3"}}},
+      // srun launch.c step creation.
+      {"srun: error: Unable to create step for job 1234: Requested node configuration is not "
+       "available",
+       "slurm.step_create_failed",
+       {{"job", "1234"}, {"error", "Requested node configuration is not available"}}},
+      // step_launch.c slurm_step_launch_wait_finish.
+      {"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+       "slurm.step_aborted",
+       {{"timeout_s", "32"}}},
+      {"srun: error: Timed out waiting for job step to complete", "slurm.step_wait_timed_out", {}},
   };
 }
 // torch/csrc/DataLoader.cpp: the SIGBUS handler's message and _error_if_any_worker_fails.
@@ -1538,6 +1618,79 @@ std::vector<RowCase> FrameworksCases() {
        "broadcast a tensor after one of the ranks finished execution.",
        "horovod.shut_down",
        {}},
+      // stall_inspector.cc: the shutdown line (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS) and the list
+      // headers of 0.20.1-0.28 and 0.16-0.20.0.
+      {"One or more rank (marked by \"!\") is stalled for longer than 120 seconds. Will shutdown.",
+       "horovod.stall_shutdown",
+       {{"timeout_s", "120"}}},
+      {"Missing ranks:", "horovod.missing_ranks", {}},
+      {"Stalled ranks:", "horovod.stalled_ranks", {}},
+      {"[1,0]<stderr>:Missing ranks:", "horovod.missing_ranks", {}},
+      // gcs_node_manager.cc 2.x and 1.x forms.
+      {"2022-09-02 12:53:00,741 WARNING worker.py:1829 -- The node with node id: "
+       "5ad7fa5dd64fc1fec7a82cceecabed8e5eb247ec97064bb50a1c2a11 and address: 10.0.0.21 and node "
+       "name: 10.0.0.21 has been marked dead because the detector has missed too many heartbeats "
+       "from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, preempted node, "
+       "etc.) ",
+       "ray.node_marked_dead",
+       {{"node_id", "5ad7fa5dd64fc1fec7a82cceecabed8e5eb247ec97064bb50a1c2a11"},
+        {"host", "10.0.0.21"}}},
+      {"The node with node id: 7c1e9a and ip: 10.0.0.22 has been marked dead because the "
+       "detector has missed too many heartbeats from it. This can happen when a raylet crashes "
+       "unexpectedly or has lagging heartbeats.",
+       "ray.node_marked_dead",
+       {{"node_id", "7c1e9a"}, {"host", "10.0.0.22"}}},
+      // raylet node_manager.cc, the worker's SYSTEM_ERROR exit as the driver prints it.
+      {"(raylet) A worker died or was killed while executing a task by an unexpected system "
+       "error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: "
+       "ffffffffffffffff8c22c88e5dbb3e566fc0518001000000 Worker ID: 1efd1674 Node ID: 0d733c08 "
+       "Worker IP address: 10.0.0.21 Worker port: 10003 Worker PID: 26108 Worker exit type: "
+       "SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.",
+       "ray.worker_died_system_error",
+       {{"exit_type", "SYSTEM_ERROR"}}},
+      // ... its first sentence alone (a wrapped or cut line), and the 0.x form.
+      {"A worker died or was killed while executing a task by an unexpected system error. To "
+       "troubleshoot the problem, check the logs for the dead worker.",
+       "ray.worker_died_system_error",
+       {{"exit_type", ""}}},
+      {"A worker died or was killed while executing task 00000000a2b4c6d8.",
+       "ray.worker_died_system_error",
+       {}},
+      // DeepEP intranode.cu / utils.cuh (1.2.1, 1.0.0) and internode_ll.cu (2.1.0).
+      {"DeepEP timeout for dispatch receivers, rank 5, responsible_channel = 3, tokens "
+       "remained: 12",
+       "deepep.kernel_timeout",
+       {{"what", "dispatch receivers"}, {"rank", "5"}}},
+      {"DeepEP timeout for combine senders, rank 2, responsible_channel = 0",
+       "deepep.kernel_timeout",
+       {{"what", "combine senders"}, {"rank", "2"}}},
+      {"DeepEP timeout check failed: rank = 7, thread = 3, value = 1)",
+       "deepep.kernel_timeout",
+       {{"rank", "7"}}},
+      {"DeepEP timeout check failed: 0 (rank = 4)", "deepep.kernel_timeout", {{"rank", "4"}}},
+      {"Warning: DeepEP timeout for barrier, rank 1, dst_rank 6",
+       "deepep.kernel_timeout",
+       {{"what", "barrier"}, {"rank", "1"}}},
+      // internode.cu: both placements of the "(... check)" qualifier, and the coordinator.
+      {"DeepEP dispatch forwarder timeout (RDMA check), channel: 2, RDMA: 1, nvl: 3, dst NVL: 0, "
+       "src RDMA lane: 1, head: 4, tail: 8, expected: 16",
+       "deepep.internode_timeout",
+       {{"what", "dispatch forwarder"}, {"channel", "2"}, {"rdma_rank", "1"}, {"nvl_rank", "3"}}},
+      {"DeepEP combine forwarder (NVL check) timeout, channel: 5, RDMA: 0, nvl: 2, src NVL: 1, "
+       "dst RDMA: 1, tail: 3, waiting: 1, total: 8, sub: 0, large: 0, expected: 4",
+       "deepep.internode_timeout",
+       {{"what", "combine forwarder (NVL check)"}, {"channel", "5"}}},
+      {"DeepEP RDMA sender coordinator timeout, channel: 1, IB: 0, nvl 3, dst IB: 1, tail: 2, "
+       "remaining: 5",
+       "deepep.internode_timeout",
+       {{"what", "RDMA sender coordinator"}, {"nvl_rank", "3"}}},
+      // deep_ep.cpp std::runtime_error as Python shows it.
+      {"RuntimeError: DeepEP error: CPU recv timeout",
+       "deepep.cpu_timeout",
+       {{"what", "CPU recv timeout"}}},
+      {"RuntimeError: DeepEP error: timeout (dispatch CPU)",
+       "deepep.cpu_timeout",
+       {{"what", "timeout (dispatch CPU)"}}},
       // controller.cc: shapes (0.19+ request type name), data types, operations (0.9-0.18 "MPI
       // operations"), root ranks.
       {"tensorflow.python.framework.errors_impl.FailedPreconditionError: Mismatched ALLREDUCE "
@@ -2161,6 +2314,10 @@ std::vector<RowCase> OtherLayerCases() {
       {"Fatal Python error: Segmentation fault",
        "crash.fatal_python_signal",
        {{"signal_name", "Segmentation fault"}}},
+      // faulthandler.c format_timeout: whole seconds, microseconds, behind a launcher's prefix.
+      {"Timeout (0:05:00)!", "python.faulthandler_timeout", {{"timeout", "0:05:00"}}},
+      {"Timeout (0:00:02.500000)!", "python.faulthandler_timeout", {{"timeout", "0:00:02.500000"}}},
+      {"[default3]:Timeout (1:00:00)!", "python.faulthandler_timeout", {{"timeout", "1:00:00"}}},
       // init.cc commAbort (2.12-2.30).
       {I("comm 0x560c6a8aafd0 rank 0 nranks 2 cudaDev 0 busId 86000 - Abort COMPLETE"),
        "nccl.abort_complete",
@@ -2372,6 +2529,30 @@ std::vector<RowCase> RdmaToolsCases() {
       {"WARN: device mlx5_3 cannot allocate buffer on the specified memory type. Skipping...",
        "nvshmem.nic_memtype_unsupported",
        {{"dev", "mlx5_3"}}},
+      // ibrc.cpp / ibgda.cpp NVSHMEMI_ERROR_PRINT ("%s:%s:%d: " prefix).
+      {"/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.0/main_nvshmem/src/modules/transport/ibrc/"
+       "ibrc.cpp:nvshmemt_init:1854: neither nv_peer_mem, or nvidia_peermem detected. Skipping "
+       "transport.",
+       "nvshmem.no_peermem",
+       {}},
+      // transport.cpp nvshmemi_transport_init.
+      {"src/host/transport/transport.cpp:nvshmemi_transport_init:282: init failed for transport: "
+       "IBGDA",
+       "nvshmem.transport_init_failed",
+       {{"transport", "IBGDA"}}},
+      {"src/host/transport/transport.cpp:nvshmemi_transport_init:294: Unable to initialize any "
+       "transports. returning error.",
+       "nvshmem.no_transport",
+       {}},
+      // topo.cpp.
+      {"src/host/topo/topo.cpp:488: [GPU 1] Peer GPU 4 is not accessible, exiting ... ",
+       "nvshmem.peer_not_accessible",
+       {{"pe", "1"}, {"peer_pe", "4"}}},
+      // nvshmem_api.h NONZERO_EXIT then its message.
+      {"src/include/host/nvshmem_api.h:65: non-zero status: -1: No such file or directory, "
+       "exiting... aborting due to error in nvshmemi_init_thread ",
+       "nvshmem.init_aborted",
+       {}},
       // Intel MPI's DAPL start-up message naming RLIMIT_MEMLOCK
       {"[0] DAPL startup: RLIMIT_MEMLOCK too small", "mpi.rlimit_memlock_small", {}},
       // p2pBandwidthLatencyTest's table header; /proc/cmdline; ip address's inet lines
@@ -2576,6 +2757,10 @@ std::vector<RowCase> OtherStacksCases() {
       {"allocate some locked memory.  This typically can indicate that the",
        "openmpi.openib_init_no_locked_memory",
        {}},
+      // help-mpi-btl-openib.txt v4.1.8 [error in device init], its first line
+      {"WARNING: There was an error initializing an OpenFabrics device.",
+       "openmpi.openib_device_init_error",
+       {}},
       // MVAPICH2 vbuf.c 2.3: "[%s %d] Cannot register vbuf region" and the UD pool's form
       {"[src/mpid/ch3/channels/mrail/src/gen2/vbuf.c 534] Cannot register vbuf region",
        "mvapich2.vbuf_register_failed",
@@ -2588,6 +2773,27 @@ std::vector<RowCase> OtherStacksCases() {
 }
 TEST_CASE("RDMA and MPI stacks beside NCCL: UCX, aws-ofi-nccl, Open MPI openib, MVAPICH2") {
   CheckCases(OtherStacksCases());
+}
+
+TEST_CASE("look-alike lines of healthy jobs and other tools are not the launcher rows'") {
+  LineMatcher m;
+  // Open MPI's verbose connect progress, another tool's "Missing ranks: [..]" inside a sentence,
+  // a timeout echoed with its unit, DeepEP's init banner: none is a failure these rows name.
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"btl: tcp: attempting to connect() to [[35384,1],2] address 10.0.0.2 on port 1024",
+       "openmpi.btl_tcp_connect_failed"},
+      {"btl:tcp: connect() to 10.0.0.2:1024 completed", "openmpi.btl_tcp_connect_failed"},
+      {"TimeoutError: Missing ranks: [1, 2]", "horovod.missing_ranks"},
+      {"File barrier timed out after 600s. Stalled ranks: [3].", "horovod.stalled_ranks"},
+      {"Timeout (ms): 5000!", "python.faulthandler_timeout"},
+      {"Timeout (0:05:00)! retrying", "python.faulthandler_timeout"},
+      {"DeepEP initialized with NCCL version: 2.27.3 (loaded library)", "deepep.kernel_timeout"},
+  };
+  for (const auto& [line, id] : cases) {
+    INFO(line);
+    auto r = m.MatchLine(line);
+    if (r.has_value()) CHECK(r->signature->id != std::string_view(id));
+  }
 }
 
 TEST_CASE("every catalog row is the first match of at least one message from its source") {
