@@ -1759,7 +1759,7 @@ std::vector<RowCase> GenericCases() {
       {"trainer.WorkerLostError: worker 3 stopped answering", "generic.python_error", {}},
       {"mymodule.TrainerException: rank 3 left the group", "generic.python_exception", {}},
       {"[rank2] agent.c:184: Failed to pin the host buffer of 64 MiB", "generic.failed_cap", {}},
-      {"channel initialization failed (MPIDI_CH3_Init)", "generic.failed", {}},
+      {"the staging copy failed after 3 tries", "generic.failed", {}},
       {"TEST FAILED: all_reduce_perf returned 1", "generic.failed_upper", {}},
       {"engine.cc:70 error: rdma endpoint setup ended with status 12", "generic.error_colon", {}},
       {"transfer engine: got error 12 from the NIC", "generic.error_word", {}},

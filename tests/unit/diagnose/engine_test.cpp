@@ -904,13 +904,19 @@ TEST_CASE("an RDMA registration failing with ENOMEM outside NCCL meets the ENOME
 // and the differential ranks causes instead of answering unknown.
 TEST_CASE("a failure line no source row knows is failure evidence and carries its terms") {
   const Diagnosis d =
-      Run("E0729 05:04:30.527725 14093 rdma_endpoint.cpp:70] Failed to create QP via "
-          "ibv_create_qp: Cannot allocate memory [12] (RLIMIT_MEMLOCK is 65536 bytes)\n");
+      Run("E0729 05:04:30.527725 14093 rdma_endpoint.cpp:70] Failed to set up the queue pair of "
+          "mlx5_2 (RLIMIT_MEMLOCK is 65536 bytes)\n");
   REQUIRE(!d.causes.empty());
   CHECK(d.causes.front().category != "unknown");
+  CHECK(HasFeature(d, "row:generic.failed_cap"));
   CHECK(HasFeature(d, "term:verbs_qp"));
-  CHECK(HasFeature(d, "term:enomem"));
+  CHECK(HasFeature(d, "term:ib_device"));
   CHECK(HasFeature(d, "term:memlock"));
+  // A line a source row took is read by that row, not again by its words.
+  const Diagnosis known =
+      Run("n1:1:2 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot "
+          "allocate memory\n");
+  CHECK(!HasFeature(known, "term:verbs_cq"));
   // Terms come from failure lines only: the same words in an INFO line are not evidence.
   const Diagnosis info =
       Run("n1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
