@@ -208,6 +208,28 @@ Result<std::string> InputFile::ReadAll() {
   return out;
 }
 
+Result<InputBytes> InputFile::ReadAllBytes() {
+  InputBytes out;
+  // new char[] leaves the bytes uninitialised; the helper reads straight into them (the buffer
+  // is shared with it, so a read abandoned at the deadline writes only to memory given up).
+  std::size_t capacity = static_cast<std::size_t>(size_ > read_ ? size_ - read_ : 0) + 1;
+  out.data = std::shared_ptr<char[]>(new char[capacity]);
+  for (;;) {
+    if (out.size == capacity) {  // the file grew since fstat: a bigger buffer, the bytes moved
+      std::size_t bigger = capacity + (std::size_t(1) << 16) + capacity / 2;
+      std::shared_ptr<char[]> next(new char[bigger]);
+      std::memcpy(next.get(), out.data.get(), out.size);
+      out.data = std::move(next);
+      capacity = bigger;
+    }
+    auto n = Read(out.data, out.size, capacity - out.size);
+    if (!n.ok()) return n.error();
+    if (*n == 0) break;
+    out.size += *n;
+  }
+  return out;
+}
+
 Result<InputFile> OpenInput(const std::string& path, const InputRule& rule) {
   int fd = ::open(path.c_str(), kOpenFlags);
   if (fd < 0) return MakeError(OpenError(errno), path);
@@ -262,6 +284,19 @@ Result<std::string> ReadInputUnder(const std::string& root, std::string_view rel
   auto f = OpenInputUnder(root, rel, rule);
   if (!f.ok()) return f.error();
   return f->ReadAll();
+}
+
+Result<InputBytes> ReadInputFileBytes(const std::string& path, const InputRule& rule) {
+  auto f = OpenInput(path, rule);
+  if (!f.ok()) return f.error();
+  return f->ReadAllBytes();
+}
+
+Result<InputBytes> ReadInputUnderBytes(const std::string& root, std::string_view rel,
+                                       const InputRule& rule) {
+  auto f = OpenInputUnder(root, rel, rule);
+  if (!f.ok()) return f.error();
+  return f->ReadAllBytes();
 }
 
 namespace {

@@ -160,24 +160,38 @@ struct ReadOutcome {
 
 // A dump through the input reader: regular files only, capped (a sparse 30 GB file is refused
 // by its size before any byte is read), under a deadline, no link followed below a walked root.
-Result<std::string> ReadLive(const Candidate& c) {
+Result<InputBytes> ReadLive(const Candidate& c) {
   InputRule rule;
   rule.kind = InputKind::kDump;
-  if (c.explicit_file) return ReadInputFile(c.path, InputRule::Named(InputKind::kDump));
+  if (c.explicit_file) return ReadInputFileBytes(c.path, InputRule::Named(InputKind::kDump));
   rule.trusted_uid = c.owner;
-  return ReadInputUnder(c.root, c.rel, rule);
+  return ReadInputUnderBytes(c.root, c.rel, rule);
 }
 
 ReadOutcome ReadOne(const FileReader* reader, DumpReader& dr, const Candidate& c) {
   ReadOutcome out;
-  auto bytes = reader ? reader->ReadFile(c.path, InputCap(InputKind::kDump)) : ReadLive(c);
-  if (!bytes) {
-    out.error = DumpError{c.path, -1, bytes.error().message};
-    return out;
+  // Through a FileReader (a sysroot, the tests' fakes) the bytes come as a string; live, as a
+  // buffer that is not zero-filled first.
+  std::string text;
+  InputBytes live;
+  if (reader != nullptr) {
+    auto got = reader->ReadFile(c.path, InputCap(InputKind::kDump));
+    if (!got) {
+      out.error = DumpError{c.path, -1, got.error().message};
+      return out;
+    }
+    text = std::move(got).value();
+  } else {
+    auto got = ReadLive(c);
+    if (!got) {
+      out.error = DumpError{c.path, -1, got.error().message};
+      return out;
+    }
+    live = std::move(got).value();
   }
+  const std::string_view bytes = reader != nullptr ? std::string_view(text) : live.view();
   int rank = RankFromFileName(c.path);
-  if (!c.explicit_file && !bytes->empty() && std::uint8_t((*bytes)[0]) != 0x80 &&
-      (*bytes)[0] != '{') {
+  if (!c.explicit_file && !bytes.empty() && std::uint8_t(bytes[0]) != 0x80 && bytes[0] != '{') {
     out.skipped = true;  // some other file of a bundle
     return out;
   }
@@ -186,7 +200,7 @@ ReadOutcome ReadOne(const FileReader* reader, DumpReader& dr, const Candidate& c
         DumpError{c.path, -1, "no rank in the file name (torch names dumps <prefix><rank>)"};
     return out;
   }
-  auto d = dr.Read(*bytes);
+  auto d = dr.Read(bytes);
   if (!d) {
     std::int64_t off = -1;
     if (StartsWith(d.error().where, "byte ")) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
@@ -183,6 +184,64 @@ std::vector<int> ParseRankList(std::string_view text) {
   return out;
 }
 
+void StackCache::Clear() {
+  if (count_ > 0) std::fill(slots_.begin(), slots_.end(), Slot{});
+  keys_.clear();
+  count_ = 0;
+}
+
+std::uint64_t StackCache::Hash(const std::vector<std::uint32_t>& key) {
+  std::uint64_t h = 0x84222325cbf29ce4ull ^ key.size();
+  for (std::uint32_t v : key) {
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+bool StackCache::Same(const Slot& s, const std::vector<std::uint32_t>& key,
+                      std::uint64_t hash) const {
+  return s.hash == hash && s.len == key.size() &&
+         std::equal(key.begin(), key.end(), keys_.begin() + s.off);
+}
+
+const std::uint32_t* StackCache::Find(const std::vector<std::uint32_t>& key,
+                                      std::uint64_t hash) const {
+  if (slots_.empty()) return nullptr;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (!s.used) return nullptr;
+    if (Same(s, key, hash)) return &s.id;
+  }
+}
+
+void StackCache::Insert(const std::vector<std::uint32_t>& key, std::uint64_t hash,
+                        std::uint32_t id) {
+  // At most half full: a probe ends at an empty slot.
+  if ((count_ + 1) * 2 > slots_.size()) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(1024, old.size() * 2), Slot{});
+    const std::size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (!s.used) continue;
+      std::size_t i = s.hash & mask;
+      while (slots_[i].used) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = hash & mask;
+  while (slots_[i].used) {
+    if (Same(slots_[i], key, hash)) return;
+    i = (i + 1) & mask;
+  }
+  slots_[i] = Slot{hash, static_cast<std::uint32_t>(keys_.size()),
+                   static_cast<std::uint32_t>(key.size()), id, true};
+  keys_.insert(keys_.end(), key.begin(), key.end());
+  ++count_;
+}
+
 bool DumpReader::Spend(std::uint64_t n) {
   spent_ += n;
   return spent_ <= budget_;
@@ -351,23 +410,19 @@ void DumpReader::AppendRendered(std::uint32_t node, int depth, std::string* out)
   }
 }
 
-// Torch memoizes identical frame dicts, so a frame is decoded once per file (frame_of_) and a
-// stack is looked up by its frames' node ids (16 bytes for 4 frames: no allocation).
+// A stack is looked up by its frame dicts' node ids (torch memoizes identical frame dicts), so
+// it is decoded once per file; the cache allocates nothing per lookup.
 std::uint32_t DumpReader::StackId(std::uint32_t list) {
   if (list == PickleDoc::kNotFound) return 0;
-  scratch_.clear();
+  frame_ids_.clear();
   doc_.ForEachItem(list, [&](std::uint32_t f) {
-    if (doc_.at(f).kind == Kind::kDict && scratch_.size() < 64 * sizeof(f)) {
-      scratch_.append(reinterpret_cast<const char*>(&f), sizeof(f));
-    }
+    if (doc_.at(f).kind == Kind::kDict && frame_ids_.size() < 64) frame_ids_.push_back(f);
   });
-  if (scratch_.empty()) return 0;
-  auto it = stack_cache_.find(scratch_);
-  if (it != stack_cache_.end()) return it->second;
+  if (frame_ids_.empty()) return 0;
+  const std::uint64_t hash = StackCache::Hash(frame_ids_);
+  if (const std::uint32_t* known = stack_cache_.Find(frame_ids_, hash)) return *known;
   frames_.clear();
-  for (std::size_t k = 0; k < scratch_.size(); k += sizeof(std::uint32_t)) {
-    std::uint32_t f;
-    std::memcpy(&f, scratch_.data() + k, sizeof(f));
+  for (std::uint32_t f : frame_ids_) {
     Frame fr;
     if (!Spend(sizeof(Frame))) break;
     doc_.ForEachPair(f, [&](std::uint32_t key, std::uint32_t v) {
@@ -399,7 +454,7 @@ std::uint32_t DumpReader::StackId(std::uint32_t list) {
     id = stacks_->Intern(frames_);
     if (id != 0) local_stacks_.emplace(std::string(bytes), id);
   }
-  stack_cache_.emplace(scratch_, id);
+  stack_cache_.Insert(frame_ids_, hash, id);
   return id;
 }
 
@@ -573,7 +628,7 @@ void DumpReader::RegisterPgs(std::uint32_t config) {
 Result<RankDump> DumpReader::Extract() {
   key_field_.assign(doc_.size(), kUnset);
   str_id_.assign(doc_.size(), kNoId);
-  stack_cache_.clear();  // keyed on this file's node ids
+  stack_cache_.Clear();  // keyed on this file's node ids
   frame_keys_[0] = frame_keys_[1] = frame_keys_[2] = kNoId;
   std::uint32_t root = doc_.root();
   if (doc_.at(root).kind != Kind::kDict) return MakeError("the dump is not a dict");

@@ -36,6 +36,29 @@ int RankFromFileName(std::string_view path);
 /// Parses "[0, 1, 2]" (pg_config's "ranks") into ranks; empty on anything else.
 std::vector<int> ParseRankList(std::string_view text);
 
+/// A stack's frame-dict node ids -> its stack id, for one file: open addressing over keys kept
+/// in one array, so a lookup or an insert allocates nothing (the map of strings it replaced took
+/// two allocations and two hashes of the key per entry, a sixth of extracting a dump).
+class StackCache {
+ public:
+  void Clear();
+  /// The id kept for the key, or nullptr.
+  const std::uint32_t* Find(const std::vector<std::uint32_t>& key, std::uint64_t hash) const;
+  void Insert(const std::vector<std::uint32_t>& key, std::uint64_t hash, std::uint32_t id);
+  static std::uint64_t Hash(const std::vector<std::uint32_t>& key);
+
+ private:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t off = 0, len = 0, id = 0;
+    bool used = false;
+  };
+  bool Same(const Slot& s, const std::vector<std::uint32_t>& key, std::uint64_t hash) const;
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> keys_;
+  std::size_t count_ = 0;
+};
+
 /// Reads dumps one after another (one reader per thread: it reuses its buffers).
 class DumpReader {
  public:
@@ -77,7 +100,8 @@ class DumpReader {
   std::string json_text_;  // string storage when the dump was JSON
   std::vector<std::int8_t> key_field_;
   std::vector<std::uint32_t> str_id_;
-  std::unordered_map<std::string, std::uint32_t> stack_cache_;
+  StackCache stack_cache_;
+  std::vector<std::uint32_t> frame_ids_;  // StackId's key: the stack's frame dicts
   // A stack's frames as bytes -> its id in Stacks, for every file of this thread.
   struct BytesHash {
     using is_transparent = void;

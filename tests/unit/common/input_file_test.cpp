@@ -67,6 +67,39 @@ TEST_CASE("a sparse file over its kind's cap is refused by its size before a byt
   std::filesystem::remove_all(d);
 }
 
+TEST_CASE("a file read into an uninitialised buffer has its bytes, and the caps of ReadAll") {
+  const std::string d = TempDir();
+  std::string big(3u << 20, '\0');  // three of the helper's 1 MiB reads
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 131 + i / 7) & 0xff);
+  Put(d + "/fr_rank_0", big);
+  auto r = sl::ReadInputFileBytes(d + "/fr_rank_0", sl::InputRule::Named(sl::InputKind::kDump));
+  REQUIRE(r.ok());
+  CHECK(r->view() == big);
+  sl::InputRule rule;
+  rule.kind = sl::InputKind::kDump;
+  auto under = sl::ReadInputUnderBytes(d, "fr_rank_0", rule);
+  REQUIRE(under.ok());
+  CHECK(under->view() == big);
+  Put(d + "/empty", "");
+  auto empty = sl::ReadInputFileBytes(d + "/empty", sl::InputRule::Named(sl::InputKind::kDump));
+  REQUIRE(empty.ok());
+  CHECK(empty->size == 0);
+  sl::InputRule small = sl::InputRule::Named(sl::InputKind::kManifest);
+  small.max_bytes = 4;
+  Put(d + "/m", "12345");
+  CHECK(!sl::ReadInputFileBytes(d + "/m", small).ok());
+  REQUIRE(::mkfifo((d + "/fifo").c_str(), 0600) == 0);
+  CHECK(!sl::ReadInputFileBytes(d + "/fifo", sl::InputRule::Named(sl::InputKind::kDump)).ok());
+  // A file that grows after it was opened (its size taken): the buffer grows, no byte is lost.
+  auto f = sl::OpenInput(d + "/m", sl::InputRule::Named(sl::InputKind::kDump));
+  REQUIRE(f.ok());
+  std::ofstream(d + "/m", std::ios::app) << std::string(200000, 'y');
+  auto grown = f->ReadAllBytes();
+  REQUIRE(grown.ok());
+  CHECK(grown->view() == "12345" + std::string(200000, 'y'));
+  std::filesystem::remove_all(d);
+}
+
 TEST_CASE("the walk lists regular files only and never leaves its root through a link") {
   const std::string d = TempDir();
   std::filesystem::create_directories(d + "/n1/fr");

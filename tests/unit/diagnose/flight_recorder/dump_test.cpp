@@ -77,6 +77,31 @@ TEST_CASE("the real NCCL dump and its decoded JSON (wrapped in its path) read th
   }
 }
 
+TEST_CASE("the stack cache finds each key it was given, only those, and forgets on Clear") {
+  StackCache c;
+  std::vector<std::vector<std::uint32_t>> keys;
+  // Past the first table's 1024 slots (it grows), keys that share a prefix or differ in length.
+  for (std::uint32_t i = 0; i < 3000; ++i) keys.push_back({i, i + 1, i % 7, i / 3});
+  keys.push_back({1, 2});
+  keys.push_back({1, 2, 0});
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    CHECK(c.Find(keys[i], StackCache::Hash(keys[i])) == nullptr);
+    c.Insert(keys[i], StackCache::Hash(keys[i]), static_cast<std::uint32_t>(i + 10));
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::uint32_t* id = c.Find(keys[i], StackCache::Hash(keys[i]));
+    REQUIRE(id != nullptr);
+    CHECK(*id == i + 10);
+  }
+  // The same hash with other ids is not a hit (the ids are compared, not only the hash).
+  const std::vector<std::uint32_t> other = {9, 9, 9, 9};
+  CHECK(c.Find(other, StackCache::Hash(keys[0])) == nullptr);
+  c.Clear();
+  CHECK(c.Find(keys[5], StackCache::Hash(keys[5])) == nullptr);
+  c.Insert(keys[5], StackCache::Hash(keys[5]), 1);
+  CHECK(*c.Find(keys[5], StackCache::Hash(keys[5])) == 1);
+}
+
 TEST_CASE("the rank comes from the last digits of the file name, with or without extension") {
   CHECK(RankFromFileName("/tmp/fr_rank_12") == 12);
   CHECK(RankFromFileName("/x/comm_lib_trace_rank_3.pkl") == 3);

@@ -245,6 +245,29 @@ TEST_CASE("the leading bytes a job's dumps share are parsed once, with the same 
   SameAsFresh(u, RankPickle(4));
 }
 
+TEST_CASE("dumps that part between a value and its PUT keep the state before the PUT") {
+  // The reader takes a str's PUT with the str; where the dumps stop agreeing at the PUT itself
+  // (BINPUT in one, LONG_BINPUT in the other), the kept state must still end before it.
+  std::string ranks = "[";
+  for (int r = 0; r < 1500; ++r) ranks += (r ? ", " : "") + std::to_string(r);
+  ranks += "]";
+  using namespace std::string_literals;
+  auto dump = [&](const std::string& put, int rank) {
+    return "\x80\x02}q\x00("s + Unicode("pg_config") + "q\x01"s + Unicode(ranks) + put +
+           Unicode("entries") + "q\x03]q\x04(h\x02K"s + static_cast<char>(rank) + "eu."s;
+  };
+  const std::string binput = "q\x02"s, long_binput = "r\x02\x00\x00\x00"s;
+  Unpickler u;
+  PickleDoc doc;
+  REQUIRE(u.Parse(dump(binput, 0), &doc).ok());
+  REQUIRE(u.Parse(dump(long_binput, 1), &doc).ok());
+  const std::string next = dump(binput, 2);
+  SameAsFresh(u, next);
+  CHECK(u.reused() == next.find(ranks) + ranks.size());
+  SameAsFresh(u, dump(long_binput, 3));
+  CHECK(u.reused() > Unpickler::kMinShared);
+}
+
 TEST_CASE("a dump cut inside or after the shared bytes gives the error a fresh parse gives") {
   Unpickler u;
   PickleDoc doc;
