@@ -3,8 +3,8 @@
 // inside a line no catalog row knows ("ibv_create_qp", "RLIMIT_MEMLOCK", "/dev/shm", "GID",
 // "Xid", "SeqNum"). The engine turns each term found in a line the catalog knows only as a
 // failure (a generic failure row's, NCCL's WARN catch-all's) into a feature "term:<id>" whose
-// weights the fit learns like any row's: a log in words the catalog never saw still reaches the differential by
-// what it talks about. The table is diagnose/catalog/terms.inc.
+// weights the fit learns like any row's: a log in words the catalog never saw still reaches the
+// differential by what it talks about. The table is diagnose/catalog/terms.inc.
 #include <span>
 #include <string_view>
 #include <vector>
