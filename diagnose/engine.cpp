@@ -1752,6 +1752,26 @@ void MemlockLimit(const Evidence& ev, FeatureSet* fs) {
   }
 }
 
+// The interfaces NCCL's sockets (NET/Socket, or Bootstrap before 2.10) say they use: several
+// means NCCL_SOCKET_IFNAME was left unset on a host with many, and NCCL spreads its connections
+// over all of them (a bad one among them is the condition bad_interface).
+void SocketInterfaces(const Evidence& ev, FeatureSet* fs) {
+  static const std::regex kEntry(R"(\[\d+\]([^:\s]+):)");
+  for (const Match& m : ev.matches()) {
+    const std::string_view id = m.signature->id;
+    if (id != "nccl.socket_using" && id != "nccl.bootstrap_using") continue;
+    std::set<std::string> names;
+    for (auto it = std::sregex_iterator(m.line.begin(), m.line.end(), kEntry);
+         it != std::sregex_iterator(); ++it) {
+      names.insert((*it)[1].str());
+    }
+    if (names.size() >= 2) {
+      fs->Add("struct:socket_ifs_several", 1, "NCCL's sockets list several interfaces", {Cite(m)});
+      return;
+    }
+  }
+}
+
 // The evidence's shape: symptoms with nothing that names a cause, a timeout without any error.
 void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
   if (!FailureEvidence(ev, d)) return;
@@ -1770,6 +1790,7 @@ void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
   TimeoutShape(ev, fs);
   NcclSeries(ev, fs);
   MemlockLimit(ev, fs);
+  SocketInterfaces(ev, fs);
   ErrorSpread(ev, fs);
 }
 

@@ -873,6 +873,19 @@ std::vector<RowCase> TopologyCases() {
       {I("Channel 00/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0/GDRDMA"),
        "nccl.channel_net_gdrdma",
        {{"net", "AWS Libfabric"}}},
+      // nccl-tests src/common.cu v2.13.0 "#   Rank %2d Pid %6d on %10s device %2d [0x%02x] %s",
+      // v2.19.6 "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s"
+      {"#   Rank  3 Pid  15833 on gpu-node-7 device  3 [0x83] GeForce GTX 1080 Ti",
+       "nccltests.rank_device",
+       {{"rank", "3"},
+        {"pid", "15833"},
+        {"host", "gpu-node-7"},
+        {"cuda_dev", "3"},
+        {"bus", "0x83"},
+        {"gpu", "GeForce GTX 1080 Ti"}}},
+      {"#  Rank 12 Group  0 Pid 402211 on   dgx-b07 device  4 [0000:9a:00] NVIDIA H100 80GB HBM3",
+       "nccltests.rank_device",
+       {{"rank", "12"}, {"group", "0"}, {"host", "dgx-b07"}, {"bus", "0000:9a:00"}}},
       // graph/paths.cc v2.18.3-1 (INFO and the NVLink WARN)
       {I("P2P is disabled between connected GPUs 0 and 1. You can repress this message with "
          "NCCL_IGNORE_DISABLED_P2P=1."),

@@ -38,7 +38,7 @@ const std::set<std::string> kEvidenceCategories = {
     // facts
     "flight_recorder_dump", "collective_trace", "nccl_version", "nccl_init", "nccl_env",
     "net_device", "net_transport", "gid_info", "gdr_status", "bootstrap_interface",
-    "socket_interface", "p2p_status", "nvls_status", "cumem_status", "progress"};
+    "socket_interface", "p2p_status", "nvls_status", "cumem_status", "progress", "job_layout"};
 
 // "<project> <file>[, <file>...] <range>", e.g. "nccl src/transport/net_ib.cc 2.10-2.28".
 const std::regex kProvenance(

@@ -247,6 +247,35 @@ TEST_CASE(
   CHECK_FALSE(HasFeature(init, "struct:error_before_init"));  // no error at all
 }
 
+// nccl-tests' device table (src/common.cu "#   Rank %2d Pid %6d on %10s device %2d [0x%02x] %s")
+// names each rank's host: a benchmark on one node is told from one across nodes.
+TEST_CASE("nccl-tests' device table names the hosts of a benchmark's failure") {
+  const std::string failure = "node1: Test NCCL failure common.cu:777 'unhandled system error'\n";
+  const std::string one =
+      "#   Rank  0 Pid   1688 on    node1 device  0 [0x18] GeForce RTX 2080 Ti\n"
+      "#   Rank  1 Pid   1688 on    node1 device  1 [0x3b] GeForce RTX 2080 Ti\n";
+  const std::string two = one + "#   Rank  2 Pid   2211 on    node2 device  0 [0x18] Tesla V100\n";
+  CHECK(HasFeature(one + failure, "struct:hosts_one"));
+  CHECK(HasFeature(two + failure, "struct:hosts_many"));
+  CHECK_FALSE(HasFeature(two + failure, "struct:hosts_one"));
+}
+
+// net_socket.cc 2.10-2.28 "NET/Socket : Using [0]%s:%s<0> [1]..." (NCCL_SOCKET_IFNAME unset:
+// every interface it found); bootstrap.cc before 2.10 listed them the same way.
+TEST_CASE("several interfaces in NCCL's socket list are a feature") {
+  const std::string failure = "n1:21:22 [0] misc/socket.cc:1 NCCL WARN unknown to the catalog\n";
+  const std::string many =
+      "n1:21:21 [0] NCCL INFO NET/Socket : Using [0]bond0:192.168.1.161<0> "
+      "[1]ib0:10.0.0.1<0> [2]eth1:10.1.0.7<0>\n";
+  const std::string plain = "n1:21:21 [0] NCCL INFO NET/Socket : Using [0]ens5:10.0.0.7<0>\n";
+  const std::string boot =
+      "n1:21:21 [0] NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0> [1]ib0:10.0.0.1<0>\n";
+  CHECK(HasFeature(many + failure, "struct:socket_ifs_several"));
+  CHECK(HasFeature(boot + failure, "struct:socket_ifs_several"));
+  CHECK_FALSE(HasFeature(plain + failure, "struct:socket_ifs_several"));
+  CHECK_FALSE(HasFeature(many, "struct:socket_ifs_several"));  // no failure: no struct features
+}
+
 // net_ib.cc 2.18-2.19 "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d,
 // vendor err %d (%s) localGid %s remoteGids%s": the completion's own local GID.
 TEST_CASE("an IB completion's own link-local GID is the GID's evidence, a routable one is not") {
