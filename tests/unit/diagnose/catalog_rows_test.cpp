@@ -1578,6 +1578,16 @@ std::vector<RowCase> DataLoaderCases() {
        "shared memory (shm).",
        "torch.dataloader_bus_error",
        {}},
+      // paddle/fluid/imperative/data_loader.cc (develop, 2.x): the SIGBUS handler and the parent.
+      {"ERROR: Unexpected BUS error encountered in DataLoader worker. This might be caused by "
+       "insufficient shared memory (shm), please check whether use_shared_memory is set and "
+       "storage space in /dev/shm is enough",
+       "paddle.dataloader_bus_error",
+       {}},
+      {"  It may be caused by insufficient shared storage space. This problem usually occurs when "
+       "using docker as a development environment.",
+       "paddle.dataloader_shared_storage",
+       {}},
       {"RuntimeError: DataLoader worker (pid 2841) is killed by signal: Bus error. It is possible "
        "that dataloader's workers are out of shared memory.",
        "torch.dataloader_worker_killed",
@@ -2494,6 +2504,18 @@ std::vector<RowCase> RdmaToolsCases() {
       {"libfabric:6413:1763620725::core:core:cuda_gdrcopy_dev_register():320<warn> "
        "gdr_pin_buffer failed! error: Invalid argument ptr: 0xdc12000000 len: 146800640",
        "libfabric.gdr_pin_failed",
+       {}},
+      // Mooncake rdma_context.cpp with EINVAL; aws-ofi-nccl nccl_ofi_net.c v1.7.4 "Unable to
+      // register
+      // memory (type = %d) for device %d. RC: %d, Error: %s"
+      {"E0819 11:21:45.193161 147554 rdma_context.cpp:588] Failed to register memory "
+       "0x12397fd5800: "
+       "Invalid argument [22]",
+       "rdma.register_invalid_argument",
+       {}},
+      {"ip-10-0-1-5:3234:3425 [5] register_mr_buffers:544 NCCL WARN NET/OFI Unable to register "
+       "memory (type = 2) for device 0. RC: -22, Error: Invalid argument",
+       "rdma.register_invalid_argument",
        {}},
       // mlx5 mr.c create_mkey_warn "async reg mr failed. status %d"; efa_com_cmd.c
       // "Failed to allocate pd[%d]"; Mooncake's registration failing with EIO

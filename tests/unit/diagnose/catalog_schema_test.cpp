@@ -42,7 +42,7 @@ const std::set<std::string> kEvidenceCategories = {
 
 // "<project> <file>[, <file>...] <range>", e.g. "nccl src/transport/net_ib.cc 2.10-2.28".
 const std::regex kProvenance(
-    R"(^(nccl|torch|gloo|linux|nvidia|glibc|gcc|ucx|gdb|bash|pciutils|python|openmpi|prrte|mpich|mvapich2|slurm|rdma-core|kmod|cuda-samples|libfabric|megatron|transformers|accelerate|deepspeed|lightning|ray|leptonai|iproute2|mlnx-tools|perftest|mooncake|aws-ofi-nccl|net-tools|tensorflow|vllm|ultralytics|datasets|abseil|nvshmem|horovod|sglang|nvidia-resiliency-ext|deepep) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
+    R"(^(nccl|torch|gloo|linux|nvidia|glibc|gcc|ucx|gdb|bash|pciutils|python|openmpi|prrte|mpich|mvapich2|slurm|rdma-core|kmod|cuda-samples|libfabric|megatron|transformers|accelerate|deepspeed|lightning|ray|leptonai|iproute2|mlnx-tools|perftest|mooncake|aws-ofi-nccl|net-tools|tensorflow|vllm|ultralytics|datasets|abseil|nvshmem|horovod|sglang|nvidia-resiliency-ext|deepep|paddle) \S+.*\b(\d+\.\d+(-\d+\.\d+)?|\d+\.x(-\d+\.x)?|r\d+-r\d+|\d{4}-\d{4})\b.*$)");
 
 }  // namespace
 
