@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <utility>
+#include <vector>
 
 namespace sl::diagnose {
 
@@ -154,7 +158,35 @@ nlohmann::json FeaturesOnlyJson(const std::vector<Feature>& features) {
 
 namespace {
 
-void CauseText(const Cause& c, std::size_t n, std::string* out) {
+// The (file, line) pairs of a cause's shown evidence: a cause that cites the very lines an earlier
+// one did says so in one line instead of repeating them.
+std::vector<std::pair<std::string, std::uint64_t>> ShownLines(const Cause& c) {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (std::size_t i = 0; i < c.evidence.size() && i < 8; ++i) {
+    out.emplace_back(c.evidence[i].file, c.evidence[i].line);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void EvidenceText(const Cause& c, std::span<const Cause> earlier, std::string* out) {
+  if (c.evidence.empty()) return;
+  const auto mine = ShownLines(c);
+  for (std::size_t k = 0; k < earlier.size(); ++k) {
+    if (earlier[k].category != "unknown" && ShownLines(earlier[k]) == mine) {
+      *out += fmt::format("   evidence: the same {} line(s) as cause {} ({})\n", mine.size(), k + 1,
+                          earlier[k].category);
+      return;
+    }
+  }
+  *out += "   evidence:\n";
+  for (std::size_t i = 0; i < c.evidence.size() && i < 8; ++i) {
+    const EvidenceLine& e = c.evidence[i];
+    *out += fmt::format("     {}:{}  {}\n", e.file, e.line, e.text.substr(0, 200));
+  }
+}
+
+void CauseText(const Cause& c, std::size_t n, std::span<const Cause> earlier, std::string* out) {
   if (c.category == "unknown") {
     *out += "No failure evidence: unknown.\n";
     if (!c.why.empty()) *out += "  " + c.why + "\n";
@@ -165,11 +197,7 @@ void CauseText(const Cause& c, std::size_t n, std::string* out) {
     *out += "\n";
     if (!c.why.empty()) *out += "   why: " + c.why + "\n";
   }
-  if (!c.evidence.empty()) *out += "   evidence:\n";
-  for (std::size_t i = 0; i < c.evidence.size() && i < 8; ++i) {
-    const EvidenceLine& e = c.evidence[i];
-    *out += fmt::format("     {}:{}  {}\n", e.file, e.line, e.text.substr(0, 200));
-  }
+  EvidenceText(c, earlier, out);
   if (!c.fix.empty()) *out += "   fix: " + c.fix + "\n";
   if (c.category == "unknown" && !c.decide.empty()) *out += "   to decide: " + c.decide + "\n";
 }
@@ -221,7 +249,7 @@ std::string DiagnosisText(const Diagnosis& d, const ReadSummary& read, bool expl
     if (i == 1 && d.causes.front().category == "unknown") {
       out += "Without failure evidence, the model's base rates for such logs:\n";
     }
-    CauseText(d.causes[i], i + 1, &out);
+    CauseText(d.causes[i], i + 1, std::span<const Cause>(d.causes).first(i), &out);
     out += "\n";
   }
   if (!d.separate.empty()) {

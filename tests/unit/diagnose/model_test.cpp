@@ -502,3 +502,26 @@ TEST_CASE("a timeout among the process group's first collectives is a feature of
   CHECK(HasFeature("WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1,\n",
                    "struct:timeout_early_seq"));
 }
+
+TEST_CASE("a cause citing the very lines an earlier one cited says so instead of repeating them") {
+  Diagnosis d;
+  const EvidenceLine a{"job.log", 1, "[Rank 1] Watchdog caught collective operation timeout", ""};
+  const EvidenceLine b{"job.log", 4, "terminate called after throwing an instance of", ""};
+  const EvidenceLine c{"job.log", 9, "NET/IB : Got completion from peer with status=12", ""};
+  auto cause = [](const char* category, double p, std::vector<EvidenceLine> lines) {
+    Cause x;
+    x.category = category;
+    x.probability = p;
+    x.evidence = std::move(lines);
+    return x;
+  };
+  d.causes.push_back(cause("straggler_or_slow_rank", 0.6, {a, b}));
+  d.causes.push_back(cause("desync_collective_mismatch", 0.3, {b, a}));
+  d.causes.push_back(cause("retry_exceeded_network", 0.1, {a, c}));
+  const std::string text = DiagnosisText(d, {}, /*explain=*/false);
+  CHECK(text.find("job.log:1  [Rank 1] Watchdog") != std::string::npos);  // cause 1 in full
+  CHECK(text.find("evidence: the same 2 line(s) as cause 1 (straggler_or_slow_rank)") !=
+        std::string::npos);
+  CHECK(text.find("job.log:9  NET/IB") != std::string::npos);  // cause 3: other lines, in full
+  CHECK(text.find("as cause 2") == std::string::npos);
+}
