@@ -1,7 +1,8 @@
 // Fuzz target for `safe-launch diagnose`'s reader and rules: arbitrary bytes, fed in pieces of
 // fuzzer-chosen sizes (lines cut across reads), go through cleaning, prefix stripping, the
 // catalog and every rule, and the reports render. Garbage must give a diagnosis, never a crash;
-// the reader must hand over whole lines with the line count a plain split gives.
+// the reader must hand over whole lines with the line count a plain split gives (at '\n' and
+// at a lone '\r').
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -23,10 +24,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ingest.BeginFile("fuzz");
   for (std::size_t at = 0; at < in.size(); at += piece) ingest.Bytes(in.substr(at, piece));
   ingest.EndFile();
-  std::size_t newlines = 0;
-  for (char c : in) newlines += c == '\n';
-  const bool tail = !in.empty() && in.back() != '\n';
-  if (ingest.lines() != newlines + (tail ? 1 : 0)) std::abort();
+  // A line ends at '\n', and at a lone '\r' (one not followed by '\n': a progress bar's redraw).
+  std::size_t ends = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    ends += in[i] == '\n' || (in[i] == '\r' && (i + 1 == in.size() || in[i + 1] != '\n'));
+  }
+  const bool tail = !in.empty() && in.back() != '\n' && in.back() != '\r';
+  if (ingest.lines() != ends + (tail ? 1 : 0)) std::abort();
   sl::diagnose::LinePrefix prefix;
   if (sl::diagnose::StripCollectorPrefixes(in, &prefix).size() > in.size()) std::abort();
   sl::diagnose::Diagnosis d = sl::diagnose::Diagnose(ev);
