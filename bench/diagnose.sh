@@ -59,20 +59,25 @@ python3 - "$SL" "$T/mixed.log" "$bytes" "$T/grep.out" <<'PY'
 import os, resource, subprocess, sys, time
 sl, path, size, grep_out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 
-def timed(cmd, out):
+def timed(cmd, out, env=None):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
-    subprocess.run(cmd, stdout=out, check=False)
+    subprocess.run(cmd, stdout=out, check=False, env=env)
     dt = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-best = {"diagnose": [1e9, 1e9], "grep": [1e9, 1e9]}  # wall, CPU
+# "scalar": the same binary with SAFE_LAUNCH_SCAN=scalar (the skip scan before its vector
+# kernel, 2026-12-04), alternated with the others: before and after in one run.
+scalar_env = dict(os.environ, SAFE_LAUNCH_SCAN="scalar")
+best = {"diagnose": [1e9, 1e9], "scalar": [1e9, 1e9], "grep": [1e9, 1e9]}  # wall, CPU
 for _ in range(3):
-    runs = (("diagnose", [sl, "diagnose", "--json", path], None), ("grep", ["grep", "-c", "NCCL", path], grep_out))
-    for name, cmd, out in runs:
+    runs = (("diagnose", [sl, "diagnose", "--json", path], None, None),
+            ("scalar", [sl, "diagnose", "--json", path], None, scalar_env),
+            ("grep", ["grep", "-c", "NCCL", path], grep_out, None))
+    for name, cmd, out, env in runs:
         if out is None:
-            dt, cpu = timed(cmd, subprocess.DEVNULL)
+            dt, cpu = timed(cmd, subprocess.DEVNULL, env)
         else:
             with open(out, "w") as f:
                 dt, cpu = timed(cmd, f)
@@ -84,6 +89,9 @@ gwall, gcpu = best["grep"]
 print(f"throughput: {size / 1e6 / wall:.0f} MB/s wall, {size / 1e6 / cpu:.0f} MB/s of CPU "
       f"time, on a {size / 1e6:.0f} MB mixed log (best of 3: {wall:.2f} s wall, {cpu:.2f} s "
       f"CPU); peak RSS {rss / 1024:.1f} MiB")
+swall, scpu = best["scalar"]
+print(f"  the same with SAFE_LAUNCH_SCAN=scalar (the scalar skip scan): {size / 1e6 / scpu:.0f} MB/s"
+      f" of CPU time (best of 3: {swall:.2f} s wall, {scpu:.2f} s CPU)")
 print(f"against grep -c NCCL into a file, same runs alternated (best of 3: {gwall:.3f} s wall, "
       f"{gcpu:.3f} s CPU): {cpu / gcpu:.1f}x grep's CPU time, {wall / gwall:.1f}x its wall time "
       f"(goal: at most 5x); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")

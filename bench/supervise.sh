@@ -36,7 +36,8 @@ printf 'wall time of one run:     true %.2f ms   safe-launch -- true %.2f ms   r
 
 # 2. throughput (issue 26): a file F of BYTES of 80-byte lines (page cache), `safe-launch -- cat F
 #    | cat` against `cat F | cat`, ROUNDS alternated; the same with SAFE_LAUNCH_OUTPUT_COPY=1 (the
-#    read/write pump: before/after in one run), and with our stdout on /dev/null (the discard
+#    read/write pump: before/after in one run), with SAFE_LAUNCH_SCAN=scalar (the hang
+#    scanner's skip scan without its vector kernel, 2026-12-04), and with our stdout on /dev/null (the discard
 #    path, read only; the splice path before 2026-12-03) against `cat F > /dev/null`. Figures:
 #    the ratio of median wall times (target >= 0.9), the whole pipeline's CPU (every process,
 #    from wait4 of a shell running it) against the plain one's (target <= 1.5x), and
@@ -67,6 +68,7 @@ def own_cpu(d):
     ru = st["supervisor_rusage"]
     return ru["user_s"] + ru["sys_s"]
 copy_env = dict(os.environ, SAFE_LAUNCH_OUTPUT_COPY="1")
+scalar_env = dict(os.environ, SAFE_LAUNCH_SCAN="scalar")
 cases = {
     "cat F | cat": lambda i: (pipeline(f"cat {src} | cat > /dev/null"), None),
     "safe-launch -- cat F | cat": lambda i: (pipeline(
@@ -75,6 +77,9 @@ cases = {
     "  the same, read/write pump": lambda i: (pipeline(
         f"{sl} --no-preflight --run-dir {tmp}/c{i} -- cat {src} 2>/dev/null | cat > /dev/null",
         copy_env), own_cpu(f"{tmp}/c{i}")),
+    "  the same, scalar skip scan": lambda i: (pipeline(
+        f"{sl} --no-preflight --run-dir {tmp}/s{i} -- cat {src} 2>/dev/null | cat > /dev/null",
+        scalar_env), own_cpu(f"{tmp}/s{i}")),
     "cat F > /dev/null": lambda i: (pipeline(f"cat {src} > /dev/null"), None),
     "safe-launch -- cat F > /dev/null": lambda i: (pipeline(
         f"{sl} --no-preflight --run-dir {tmp}/n{i} -- cat {src} > /dev/null 2>&1"),
@@ -93,6 +98,7 @@ print(f"output path, {nbytes / 2**20:.0f} MiB of 80-byte lines from a cached fil
       f" alternated, medians (load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after):")
 for base, ours in (("cat F | cat", "safe-launch -- cat F | cat"),
                    ("cat F | cat", "  the same, read/write pump"),
+                   ("cat F | cat", "  the same, scalar skip scan"),
                    ("cat F > /dev/null", "safe-launch -- cat F > /dev/null")):
     bw, ow = med(base, 0), med(ours, 0)
     bc, oc = med(base, 1), med(ours, 1)

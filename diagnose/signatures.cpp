@@ -1,6 +1,7 @@
 #include "diagnose/signatures.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "common/parse/kmsg.h"
 #include "common/strings.h"
+#include "diagnose/anchor_filter.h"
 #include "diagnose/regex_lead.h"
 
 namespace sl::diagnose {
@@ -158,6 +160,12 @@ inline std::uint8_t Shift(const std::uint8_t* shifts, const char* p) {
   return a < b ? a : b;
 }
 
+// What healthy jobs print by the thousand (statistics only: anchors and filter buckets are
+// chosen where it is thin).
+constexpr std::string_view kHealthySample =
+#include "diagnose/catalog/healthy_sample.inc"
+    ;
+
 // How often each byte, pair and triple occurs in kHealthySample: the cost of an anchor is how
 // far it holds the scan back on such text.
 struct HealthyText {
@@ -165,9 +173,6 @@ struct HealthyText {
   std::vector<std::uint32_t> pairs = std::vector<std::uint32_t>(1u << 16);
   std::uint32_t bytes[256] = {};
   HealthyText() {
-    static constexpr std::string_view kHealthySample =
-#include "diagnose/catalog/healthy_sample.inc"
-        ;
     const std::string_view s = kHealthySample;
     for (std::size_t i = 0; i < s.size(); ++i) {
       ++bytes[std::uint8_t(s[i])];
@@ -369,14 +374,19 @@ bool StealHalf(const char* d, Lanes& lanes, int k, std::vector<HitRange>& ranges
   return true;
 }
 
-// Every hit line, in block order. By now the block's first lines have left the core's cache (a
-// block is larger than L2): the lines a few places on are fetched while this one is recognised.
-void HandOver(std::vector<HitRange>& ranges, LineIndex& index,
-              const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) {
+// The hit lines of the ranges, in block order.
+std::vector<std::string_view> InBlockOrder(std::vector<HitRange>& ranges) {
   std::sort(ranges.begin(), ranges.end(),
             [](const HitRange& a, const HitRange& b) { return a.start < b.start; });
   std::vector<std::string_view> hits;
   for (const HitRange& r : ranges) hits.insert(hits.end(), r.hits.begin(), r.hits.end());
+  return hits;
+}
+
+// Every hit line, in block order. By now the block's first lines have left the core's cache (a
+// block is larger than L2): the lines a few places on are fetched while this one is recognised.
+void HandOver(const std::vector<std::string_view>& hits, LineIndex& index,
+              const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) {
   constexpr std::size_t kAhead = 8;
   for (std::size_t i = 0; i < std::min(kAhead, hits.size()); ++i) Prefetch(hits[i]);
   for (std::size_t i = 0; i < hits.size(); ++i) {
@@ -385,16 +395,54 @@ void HandOver(std::vector<HitRange>& ranges, LineIndex& index,
   }
 }
 
+std::atomic<bool> scalar_preferred{false};
+
 }  // namespace
+
+void LineMatcher::PreferScalarScan(bool scalar) { scalar_preferred.store(scalar); }
+
+LineMatcher::ScanKernel LineMatcher::Kernel() const {
+  return !scalar_preferred.load(std::memory_order_relaxed) && AnchorFilter::CpuSupported()
+             ? ScanKernel::kFilter
+             : ScanKernel::kScalar;
+}
 
 void LineMatcher::ScanBlockLazily(
     std::string_view block,
+    const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const {
+  ScanBlockWith(Kernel(), block, on_candidate);
+}
+
+void LineMatcher::ScanBlockWith(
+    ScanKernel kernel, std::string_view block,
     const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const {
   LineIndex index(block);
   if (short_rows_.any()) {  // a row without an anchor: every line must be tried
     ForEachLine(block, [&](std::string_view line) { on_candidate(line, index); });
     return;
   }
+  std::vector<std::string_view> hits;
+  if (kernel == ScanKernel::kScalar) {
+    ScanScalar(block, &hits);
+  } else {
+    Filter().FindLines(block, kernel == ScanKernel::kFilter, &hits);
+  }
+  HandOver(hits, index, on_candidate);
+}
+
+const AnchorFilter& LineMatcher::Filter() const {
+  std::call_once(filter_once_, [this] {
+    std::vector<std::string> all;
+    for (const std::string& a : anchors_) {
+      if (!a.empty()) all.push_back(a);
+    }
+    all.push_back(wrapped_anchor_);
+    filter_ = std::make_unique<AnchorFilter>(all, kHealthySample);
+  });
+  return *filter_;
+}
+
+void LineMatcher::ScanScalar(std::string_view block, std::vector<std::string_view>* out) const {
   // The skip scan runs across line ends (an anchor never holds '\n', so a window that hits lies
   // inside one line). Its steps form a dependency chain (load, hash, table, add) that leaves the
   // core mostly idle, so the block is cut at line ends into kLanes ranges scanned in lock step:
@@ -443,7 +491,7 @@ void LineMatcher::ScanBlockLazily(
       p = s != 0 ? p + s : zero_shift(p, k);
     }
   }
-  HandOver(ranges, index, on_candidate);
+  *out = InBlockOrder(ranges);
 }
 
 std::size_t LineMatcher::SlotOf(std::uint64_t window) const {
@@ -497,6 +545,7 @@ LineMatcher::LineMatcher() {
     if (!anchors_[i].empty()) add(anchors_[i], i);
   }
   add(wrapped, kMaxRows);
+  wrapped_anchor_ = wrapped;
   // The anchors again, in open addressing at most half full, for the scan's exact test (no
   // window is 0: an anchor holds no NUL byte, or cleaning would have replaced it).
   anchor_slots_.assign(std::bit_ceil(2 * windows.size()), 0);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +18,8 @@
 #include <vector>
 
 namespace sl::diagnose {
+
+class AnchorFilter;
 
 enum class Severity { kInfo, kWarning, kError, kHang };
 std::string_view SeverityName(Severity s);
@@ -110,6 +114,23 @@ class LineMatcher {
       std::string_view block,
       const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const;
 
+  /// How the skip scan finds the lines that hold an anchor; every kernel hands over the same.
+  enum class ScanKernel {
+    kScalar,          ///< Wu-Manber over 3-byte steps, 8 lanes (any CPU; the reference)
+    kFilter,          ///< AnchorFilter's vector kernel (AVX-512 VBMI), portable where it lacks
+    kFilterPortable,  ///< AnchorFilter's tables a byte at a time (tests)
+  };
+  /// The kernel ScanBlock and ScanBlockLazily run: kFilter where the CPU has it (checked at run
+  /// time) unless PreferScalarScan(true), else kScalar.
+  ScanKernel Kernel() const;
+  /// Process-wide: run the scalar scan even where the vector kernel would do (`run` and
+  /// `diagnose` set it from SAFE_LAUNCH_SCAN=scalar, for before/after comparisons).
+  static void PreferScalarScan(bool scalar);
+  /// ScanBlockLazily with the given kernel.
+  void ScanBlockWith(
+      ScanKernel kernel, std::string_view block,
+      const std::function<void(std::string_view line, LineIndex& index)>& on_candidate) const;
+
   /// Every row's anchor in the skip scan is kAnchor bytes of its prefilter or of its second
   /// substring (both must occur in a line it matches).
   static constexpr std::size_t kAnchor = 6;
@@ -137,6 +158,14 @@ class LineMatcher {
   std::size_t SlotOf(std::uint64_t window) const;
   bool IsAnchor(std::uint64_t window) const;
   std::bitset<kMaxRows> short_rows_;  // rows without an anchor of kAnchor bytes: always tried
+  // The same anchors for the vector kernel, built on the first scan that runs it (choosing its
+  // buckets costs ~1-2 ms: a process that never scans does not pay it). call_once: the matcher
+  // is shared by threads.
+  std::string wrapped_anchor_;
+  mutable std::once_flag filter_once_;
+  mutable std::unique_ptr<AnchorFilter> filter_;
+  const AnchorFilter& Filter() const;
+  void ScanScalar(std::string_view block, std::vector<std::string_view>* hits) const;
   std::bitset<kMaxRows> Candidates(std::string_view line) const;
 };
 

@@ -1,11 +1,14 @@
 // safe-launch entry point: picks a subcommand from the table and returns its exit status.
 // `safe-launch [OPTIONS] -- CMD ARGS...` is shorthand for `safe-launch run [OPTIONS] -- CMD`.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/exit_codes.h"
+#include "diagnose/signatures.h"
 #include "launcher/commands.h"
 #include "launcher/config.h"
 
@@ -38,6 +41,19 @@ int main(int argc, char** argv) {
     args.insert(args.begin(), "run");
   }
   if (args.empty()) args.push_back("--help");
+  // The hang scanner's and the log reader's skip scan: `scalar` keeps the vector kernel off
+  // (bench/supervise.sh and bench/diagnose.sh compare both in one run).
+  if (const char* scan = std::getenv("SAFE_LAUNCH_SCAN"); scan != nullptr && *scan != '\0') {
+    const std::string_view v(scan);
+    if (v == "scalar") {
+      sl::diagnose::LineMatcher::PreferScalarScan(true);
+    } else if (v != "auto") {
+      std::fprintf(stderr,
+                   "safe-launch: SAFE_LAUNCH_SCAN=%s is not 'scalar' or 'auto'; using 'auto' "
+                   "(unset it, or set scalar to keep the vector scan off)\n",
+                   scan);
+    }
+  }
 
   CLI::App app{"safe-launch: preflight, tune, warm up and supervise multi-node PyTorch/NCCL jobs",
                "safe-launch"};

@@ -458,6 +458,34 @@ class RunTest(unittest.TestCase):
                     for line in lines[:-1]:
                         self.assertIn(b"\n" + line + b"\n", end)
 
+    def test_the_hang_scanner_sees_the_same_lines_with_either_scan_kernel(self):
+        # SAFE_LAUNCH_SCAN: unset or auto (the vector kernel where the CPU has AVX-512 VBMI),
+        # scalar (the Wu-Manber scan); a bad value is named on stderr and taken as auto. A catalog
+        # line inside 7 MB of healthy lines is the last event either way, the lines all counted.
+        line = ("gpu1:1:1 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got completion from peer "
+                "10.0.0.2<1234> with status=12 opcode=0 len=0 vendor err 129 (Send)")
+        script = (f'yes "iter 7: loss 1.5, time: 1.2ms" | head -n 200000; echo "{line}"; '
+                  f'yes "gpu0:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC" | '
+                  f'head -n 5000')
+        for value in (None, "auto", "scalar", "bogus"):
+            with self.subTest(scan=value):
+                env = dict(os.environ)
+                env.pop("SAFE_LAUNCH_SCAN", None)
+                if value is not None:
+                    env["SAFE_LAUNCH_SCAN"] = value
+                d = self.run_dir(str(value))
+                r = subprocess.run([SL, "--no-preflight", "--run-dir", d, "--", "/bin/sh", "-c",
+                                    script], capture_output=True, timeout=120, env=env)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertEqual(len(r.stdout.splitlines()), 205001)
+                warned = b"SAFE_LAUNCH_SCAN=bogus is not 'scalar' or 'auto'" in r.stderr
+                self.assertEqual(warned, value == "bogus", r.stderr[-2000:])
+                with open(os.path.join(d, "live.json")) as f:
+                    live = json.load(f)
+                self.assertEqual(live["last_event"]["signature"], "nccl.ib_status_retry_exceeded")
+                self.assertEqual(live["last_event"]["line"], line)
+                self.assertEqual(live["lines"]["stdout"], 205001)
+
     def test_our_stdout_pipe_is_grown_so_that_one_tee_moves_a_whole_chunk(self):
         # tee(2) moves at most what our pipe has room for; at the default 64 KiB, 16 tee + read
         # pairs per MiB (bench/supervise.sh, doc/manual.md "Output path and reader cost").
