@@ -238,7 +238,9 @@ std::vector<ReadOutcome> ReadAll(const FileReader* reader, const std::vector<Can
       }
     }
   };
-  int n = threads > 0 ? threads : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+  // A file per thread at a time, its buffers released before the next (a few MB a thread at 16384
+  // ranks), so a node's cores are used up to 16: 16384 dumps are minutes of CPU.
+  int n = threads > 0 ? threads : std::clamp(int(std::thread::hardware_concurrency()), 1, 16);
   n = std::min<int>(n, std::max<std::size_t>(cands.size(), 1));
   std::vector<std::thread> pool;
   for (int t = 1; t < n; ++t) pool.emplace_back(work);

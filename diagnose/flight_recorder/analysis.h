@@ -22,7 +22,7 @@ namespace sl::diagnose::fr {
 
 struct FrOptions {
   const FileReader* reader = nullptr;  ///< nullptr: the local file system
-  int threads = 0;                     ///< reader threads; 0: one per core (at most 8)
+  int threads = 0;                     ///< reader threads; 0: one per core (at most 16)
   std::map<int, std::string> hosts;    ///< host per rank, beyond what the bundles say
 };
 

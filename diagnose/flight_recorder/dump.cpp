@@ -12,43 +12,7 @@ namespace sl::diagnose::fr {
 
 namespace {
 
-// The entry keys the analysis keeps; everything else (record_id, thread_name, ...) is skipped.
-enum Field : std::int8_t {
-  kUnset = -2,
-  kSkip = -1,
-  kFrames,
-  kProcessGroup,
-  kCollSeq,
-  kP2pSeq,
-  kProfilingName,
-  kCreated,
-  kInSizes,
-  kInDtypes,
-  kOutSizes,
-  kOutDtypes,
-  kState,
-  kStarted,
-  kCompleted,
-  kIsP2p,
-  kPgId,
-  kFieldCount
-};
-
-constexpr const char* kFieldNames[kFieldCount] = {"frames",
-                                                  "process_group",
-                                                  "collective_seq_id",
-                                                  "p2p_seq_id",
-                                                  "profiling_name",
-                                                  "time_created_ns",
-                                                  "input_sizes",
-                                                  "input_dtypes",
-                                                  "output_sizes",
-                                                  "output_dtypes",
-                                                  "state",
-                                                  "time_discovered_started_ns",
-                                                  "time_discovered_completed_ns",
-                                                  "is_p2p",
-                                                  "pg_id"};
+using namespace entry_field;  // NOLINT: the entry keys, shared with dump_stream.cpp
 
 constexpr std::uint32_t kNoId = 0xffffffffu;
 
@@ -263,7 +227,15 @@ Result<RankDump> DumpReader::Read(std::string_view bytes) {
   budget_ = kBudgetBase + kBudgetPerByte * static_cast<std::uint64_t>(bytes.size());
   spent_ = 0;
   range_error_.clear();
+  streamed_ = false;
   if (static_cast<std::uint8_t>(bytes[0]) == 0x80) {
+    if (use_stream_) {
+      RankDump out;
+      if (ReadStream(bytes, &out)) {
+        streamed_ = true;
+        return out;
+      }
+    }
     json_text_.clear();
     auto st = unpickler_.Parse(bytes, &doc_);
     if (!st) return st.error();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "diagnose/flight_recorder/dump_stream.h"
 #include "diagnose/flight_recorder/pickle.h"
 #include "diagnose/flight_recorder/records.h"
 
@@ -67,8 +68,16 @@ class DumpReader {
   /// The dump in `bytes` (a pickle when it starts with the PROTO opcode 0x80, JSON when with
   /// '{'). Errors carry "byte N" in Error::where when they are about a byte of the file.
   Result<RankDump> Read(std::string_view bytes);
+  /// Whether pickles are first tried by the streaming reader (dump_stream.cpp); off, every dump
+  /// goes through the full parser (the tests and the fuzzer compare the two).
+  void set_stream(bool on) { use_stream_ = on; }
+  /// Whether the last Read took the streaming reader's result (false: the full parser's).
+  bool streamed() const { return streamed_; }
 
  private:
+  struct Streamer;
+  /// The dump in one pass, or false when the full parser must read it (see dump_stream.h).
+  bool ReadStream(std::string_view bytes, RankDump* out);
   struct Fields;
   /// A file may expand to kBudgetBase + kBudgetPerByte x its size bytes of values.
   static constexpr std::uint64_t kBudgetBase = 16u << 20;
@@ -116,6 +125,8 @@ class DumpReader {
   bool gloo_ = false;
   std::uint64_t budget_ = 0, spent_ = 0, input_size_ = 0;
   std::string range_error_;  // the first number out of range in this file
+  StreamState stream_;
+  bool use_stream_ = true, streamed_ = false;
 };
 
 }  // namespace sl::diagnose::fr
