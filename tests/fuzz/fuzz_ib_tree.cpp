@@ -65,9 +65,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   sl::Thresholds th;
   sl::preflight::CheckContext ctx{facts, env, th, true};
-  for (auto fn : {sl::preflight::CheckIbPortState, sl::preflight::CheckIbPortErrors,
-                  sl::preflight::CheckIbMtu, sl::preflight::CheckIbGid}) {
-    (void)fn(ctx);
+  // The checks are reached through the registry, as the runner reaches them.
+  for (const char* id : {"ib.port.state", "ib.port.errors", "ib.mtu", "ib.gid"}) {
+    (void)sl::preflight::FindCheck(id)->run(ctx);
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -33,6 +34,13 @@ const std::string& Root() {
     ::symlink("loop", (r + "/loop").c_str());
     return r;
   }();
+  // The scratch tree goes when the process exits (the seed replay runs it in CI).
+  static const struct Cleanup {
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(std::filesystem::path(root).parent_path(), ec);
+    }
+  } cleanup;
   return root;
 }
 
