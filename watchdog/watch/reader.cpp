@@ -526,8 +526,9 @@ const RunRootFiles& RunRootReader::Stale(double now) {
   for (const auto& [name, since] : shared_->stuck) {
     auto stuck = std::make_shared<const NodeFiles>(
         NodeFiles{.name = name, .problem = UnreadableText(since, now)});
+    // By the copy's name: clang before 16 cannot capture a structured binding.
     auto it = std::find_if(nodes.begin(), nodes.end(),
-                           [&](const NodeList::Ptr& n) { return n->name == name; });
+                           [&stuck](const NodeList::Ptr& n) { return n->name == stuck->name; });
     if (it == nodes.end())
       nodes.push_back(std::move(stuck));
     else
