@@ -4,7 +4,9 @@
 #include <cctype>
 #include <cstring>
 #include <optional>
+#include <utility>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 
 namespace sl::hang {
@@ -306,6 +308,42 @@ std::optional<Span> ValueToRedact(std::string_view out, std::size_t p, bool json
   return Span{p, e};
 }
 
+// The backslash escape (JSON's \" \\ \n \uXXXX, a shell's \") that covers text[i], as
+// [begin, end); [i, i + 1) when text[i] is in none. A backslash escapes when it is the first,
+// third, ... of its run.
+std::pair<std::size_t, std::size_t> EscapeUnitAt(std::string_view text, std::size_t i) {
+  for (std::size_t k = 0; k <= 5 && k <= i; ++k) {
+    const std::size_t j = i - k;
+    if (text[j] != '\\') continue;
+    std::size_t run_start = j;
+    while (run_start > 0 && text[run_start - 1] == '\\') --run_start;
+    if ((j - run_start) % 2 != 0) continue;  // this backslash is itself escaped
+    std::size_t end = std::min(j + 2, text.size());
+    if (j + 1 < text.size() && text[j + 1] == 'u') {
+      std::size_t h = j + 2;
+      while (h < text.size() && h < j + 6 && std::isxdigit(static_cast<unsigned char>(text[h])))
+        ++h;
+      end = h;
+    }
+    if (i < end) return {j, end};
+  }
+  return {i, i + 1};
+}
+
+// Every occurrence of a learned secret becomes the marker. A match never splits an escape
+// sequence: one that starts or ends inside one takes the whole sequence, so JSON text stays valid
+// JSON (a secret `"Basic` matched inside `\"Basic` would leave `\<redacted>`).
+void ReplaceSecret(std::string& out, std::string_view secret) {
+  if (secret.empty()) return;
+  std::size_t pos = 0;
+  while ((pos = out.find(secret, pos)) != std::string::npos) {
+    const std::size_t begin = EscapeUnitAt(out, pos).first;
+    const std::size_t end = EscapeUnitAt(out, pos + secret.size() - 1).second;
+    out.replace(begin, end - begin, kRedacted);
+    pos = begin + kRedacted.size();
+  }
+}
+
 // PEM private keys: the body between "-----BEGIN ... PRIVATE KEY-----" and its "-----END" line
 // (to the end of the text when the END is cut off) becomes one "<redacted>" line.
 std::string RedactPem(std::string_view text) {
@@ -441,11 +479,12 @@ std::string Redactor::Redact(std::string_view text) const {
   {
     std::lock_guard lock(mu_);
     for (const std::string& s : secrets_) {
-      std::size_t pos = 0;
-      while ((pos = out.find(s, pos)) != std::string::npos) {
-        out.replace(pos, s.size(), kRedacted);
-        pos += kRedacted.size();
-      }
+      ReplaceSecret(out, s);
+      // The same value as a JSON string holds it (a quote as \", a backslash as \\, a newline
+      // as \n): the run directory's JSON files carry argv and environment values escaped.
+      std::string escaped = JsonText(nlohmann::json(s), -1);
+      escaped = escaped.substr(1, escaped.size() - 2);
+      if (escaped != s) ReplaceSecret(out, escaped);
     }
   }
   // Rules 2 and 3: scan for NAME=VALUE, "NAME": "VALUE", --flag VALUE with a secret-looking name.

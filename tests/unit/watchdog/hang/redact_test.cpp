@@ -1,6 +1,9 @@
 #include "watchdog/hang/redact.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/json_text.h"
 
 using namespace sl::hang;
 
@@ -185,4 +188,44 @@ TEST_CASE("Stripe live and test keys are redacted by their prefix") {
   Redactor r;
   CHECK(r.Redact("key sk_live_4eC39HqLyjWDarjtT1zdp7dc") == "key <redacted>");
   CHECK(r.Redact("key rk_test_4eC39HqLyjWDarjtT1zdp7dc") == "key <redacted>");
+}
+
+// JSON files of the run directory carry argv and environment values escaped: a learned secret
+// must go in its escaped form too, and a replacement must never split an escape sequence.
+TEST_CASE("a learned secret with a quote or a backslash goes from JSON text too") {
+  Redactor r;
+  const std::string secret = "pa\"ss\\word-42";
+  r.LearnArgv({"train.py", "--api-key", secret});
+  const std::string doc = sl::JsonText(nlohmann::json{{"argv", {"train.py", "--api-key", secret}}});
+  REQUIRE(doc.find("pa\\\"ss\\\\word-42") != std::string::npos);  // as JSON holds it
+  const std::string out = r.Redact(doc);
+  REQUIRE(nlohmann::json::accept(out));
+  auto argv = nlohmann::json::parse(out)["argv"];
+  CHECK(argv[0] == "train.py");
+  CHECK(argv[2] == std::string(kRedacted));
+  CHECK(out.find("word-42") == std::string::npos);
+}
+
+TEST_CASE("a secret that starts with a quote leaves JSON text valid (fuzz_redact's find)") {
+  // The shape fuzz_redact found: `--_"Authorization": "Basic dXNlcjpw"` split into words makes
+  // `"Basic` a learned secret; inside JSON it follows the backslash of \".
+  Redactor r;
+  r.RedactArgv({"--_\"Authorization\":", "\"Basic", "dXNlcjpw\"}"});
+  const std::string doc =
+      sl::JsonText(nlohmann::json{{"text", "--_\"Authorization\": \"Basic dXNlcjpw\"}"}});
+  const std::string out = r.Redact(doc);
+  INFO(out);
+  CHECK(nlohmann::json::accept(out));
+  CHECK(out.find("Basic") == std::string::npos);
+}
+
+TEST_CASE("a secret matched inside a JSON unicode escape takes the whole escape") {
+  Redactor r;
+  r.AddSecret("001fxyz123");  // the text holds it only as the tail of \u001f + "xyz123"
+  const std::string doc = sl::JsonText(nlohmann::json{{"s", "\x1fxyz123 rest"}});
+  REQUIRE(doc.find("\\u001fxyz123") != std::string::npos);
+  const std::string out = r.Redact(doc);
+  INFO(out);
+  REQUIRE(nlohmann::json::accept(out));
+  CHECK(nlohmann::json::parse(out)["s"] == std::string(kRedacted) + " rest");
 }
