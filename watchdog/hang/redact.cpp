@@ -475,6 +475,67 @@ std::vector<std::string> Redactor::RedactArgv(const std::vector<std::string>& ar
 }
 
 std::string Redactor::Redact(std::string_view text) const {
+  std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[') &&
+      nlohmann::json::accept(text)) {
+    return RedactJsonDocument(text);
+  }
+  return RedactText(text);
+}
+
+// A JSON document, string by string: each string's decoded text through RedactText (re-encoded
+// only where it changed), the value of a secret-named key replaced whole (a number becomes the
+// string "<redacted>"; an object or an array is left to its own keys; an auth scheme is kept:
+// "Bearer <redacted>"). Everything between the strings is copied as it is.
+std::string Redactor::RedactJsonDocument(std::string_view text) const {
+  std::string out;
+  out.reserve(text.size());
+  const std::size_t n = text.size();
+  bool secret_value_next = false;  // just past "SECRET_NAME":
+  std::size_t i = 0;
+  while (i < n) {
+    const char c = text[i];
+    if (c == '"') {
+      std::size_t e = i + 1;
+      while (e < n && text[e] != '"') e += text[e] == '\\' ? 2 : 1;
+      e = std::min(e + 1, n);
+      const std::string_view token = text.substr(i, e - i);
+      const std::string value = nlohmann::json::parse(token).get<std::string>();
+      std::size_t k = e;
+      while (k < n && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+      const bool is_key = k < n && text[k] == ':';
+      std::string redacted;
+      if (!is_key && secret_value_next && !IsTrivialValue(value) && value != kRedacted) {
+        auto sp = value.find(' ');
+        redacted = sp != std::string::npos && IsAuthScheme(value.substr(0, sp))
+                       ? value.substr(0, sp + 1) + std::string(kRedacted)
+                       : std::string(kRedacted);
+      } else {
+        redacted = RedactText(value);
+      }
+      out.append(redacted == value ? std::string(token) : JsonText(nlohmann::json(redacted), -1));
+      secret_value_next = is_key && IsSecretName(value);
+      i = e;
+      continue;
+    }
+    if (secret_value_next && (c == '-' || std::isdigit(static_cast<unsigned char>(c)))) {
+      std::size_t e = i;
+      while (e < n && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '-' ||
+                       text[e] == '+' || text[e] == '.'))
+        ++e;
+      out.append("\"").append(kRedacted).append("\"");
+      secret_value_next = false;
+      i = e;
+      continue;
+    }
+    if (c != ':' && !std::isspace(static_cast<unsigned char>(c))) secret_value_next = false;
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
+std::string Redactor::RedactText(std::string_view text) const {
   std::string out = RedactPem(text);
   {
     std::lock_guard lock(mu_);

@@ -55,12 +55,17 @@ class Redactor {
   void AddSecret(std::string_view value);
   /// Learns values after secret-named flags in `argv` ("--api-key X", "--token=X").
   void LearnArgv(const std::vector<std::string>& argv);
-  /// The text with every secret replaced. Thread-safe.
+  /// The text with every secret replaced. Thread-safe. A whole JSON document (an object or an
+  /// array that parses) is redacted string by string, so that it stays valid JSON with the
+  /// bytes outside the redacted strings unchanged; any other text as text.
   std::string Redact(std::string_view text) const;
   /// argv with secret values replaced (and learned).
   std::vector<std::string> RedactArgv(const std::vector<std::string>& argv);
 
  private:
+  std::string RedactText(std::string_view text) const;
+  std::string RedactJsonDocument(std::string_view text) const;
+
   mutable std::mutex mu_;
   std::set<std::string, std::greater<>> secrets_;  // longest-first is not needed: exact values
 };

@@ -220,12 +220,33 @@ TEST_CASE("a secret that starts with a quote leaves JSON text valid (fuzz_redact
 }
 
 TEST_CASE("a secret matched inside a JSON unicode escape takes the whole escape") {
+  // Text, not a JSON document (a log line that carries one): the learned value is searched in
+  // the escaped bytes as they are, and here matches from the middle of \u001f.
   Redactor r;
-  r.AddSecret("001fxyz123");  // the text holds it only as the tail of \u001f + "xyz123"
-  const std::string doc = sl::JsonText(nlohmann::json{{"s", "\x1fxyz123 rest"}});
-  REQUIRE(doc.find("\\u001fxyz123") != std::string::npos);
+  r.AddSecret("001fxyz123");
+  const std::string object = sl::JsonText(nlohmann::json{{"s", "\x1fxyz123 rest"}}, -1);
+  REQUIRE(object.find("\\u001fxyz123") != std::string::npos);
+  const std::string out = r.Redact("event " + object + " tail");
+  INFO(out);
+  REQUIRE(out.rfind("event ", 0) == 0);
+  const std::string redacted_object = out.substr(6, out.size() - 6 - 5);
+  REQUIRE(nlohmann::json::accept(redacted_object));
+  CHECK(nlohmann::json::parse(redacted_object)["s"] == std::string(kRedacted) + " rest");
+}
+
+TEST_CASE("a JSON document is redacted string by string and keeps its bytes elsewhere") {
+  Redactor r;
+  r.AddSecret("hunter2-secret");
+  const std::string doc =
+      "{\n  \"API_TOKEN\": 12345,\n  \"Authorization\": \"Bearer abcdefgh12345678\",\n"
+      "  \"log\": \"pw=hunter2-secret \\\"quoted\\\"\\n\",\n  \"ok\": [1, true, null]\n}";
+  REQUIRE(nlohmann::json::accept(doc));
   const std::string out = r.Redact(doc);
   INFO(out);
   REQUIRE(nlohmann::json::accept(out));
-  CHECK(nlohmann::json::parse(out)["s"] == std::string(kRedacted) + " rest");
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["API_TOKEN"] == std::string(kRedacted));
+  CHECK(j["Authorization"] == "Bearer " + std::string(kRedacted));
+  CHECK(j["log"] == "pw=" + std::string(kRedacted) + " \"quoted\"\n");
+  CHECK(out.find("\"ok\": [1, true, null]\n}") != std::string::npos);  // untouched bytes
 }
