@@ -1268,6 +1268,10 @@ std::vector<RowCase> TorchrunCases() {
        "python', '-u', 'train.py', '--local_rank=1'] exits with return code = -9",
        "deepspeed.launcher_exit",
        {{"exitcode", "-9"}}},
+      // the same handler, before it: logger.info(f"Killing subprocess {process.pid}")
+      {"[2022-05-15 00:12:57,785] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 97277",
+       "deepspeed.launcher_kill",
+       {{"pid", "97277"}}},
       // Ray's GCS actor manager: the actor's worker process died.
       {"The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
        "Worker exit detail: Worker unexpectedly exits with a connection error code 2.",
