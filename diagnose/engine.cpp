@@ -1587,6 +1587,13 @@ void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
   if (ranks.empty()) return;
   fs->Add(ranks.size() == 1 ? "struct:timeout_one_rank" : "struct:timeout_many_ranks", 1,
           "the processes whose watchdog timed out in a collective", CiteAll(ranks, 3));
+  // Rank 0 is where the extra work of a job runs alone (evaluation, checkpoint saving, building
+  // a dataset cache, logging): while it does, the others wait and their watchdogs fire, not its.
+  if (std::none_of(ranks.begin(), ranks.end(),
+                   [](const Match* m) { return m->Field("rank") == "0"; })) {
+    fs->Add("struct:timeout_not_rank0", 1,
+            "the ranks whose watchdog timed out do not include rank 0", CiteAll(ranks, 3));
+  }
   // Ranks stuck in different collectives (other sequence numbers, ops or sizes) did not call the
   // same thing: a desync; one collective everywhere is waiting for someone.
   const std::pair<const char*, const char*> differ[] = {

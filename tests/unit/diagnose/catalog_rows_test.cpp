@@ -1973,6 +1973,15 @@ std::vector<RowCase> ProgressCases() {
       {"    with torch_distributed_zero_first(rank):  # init dataset *.cache only once if DDP",
        "progress.zero_first",
        {}},
+      // Megatron-LM dataset_utils.py get_samples_mapping, gpt_dataset.py _build_index_mappings
+      {"WARNING: could not find index map file "
+       "/data/corpus_train_indexmap_320000mns_510msl_0.10ssp_"
+       "1234s.npy, building the indices on rank 0 ...",
+       "progress.megatron_building_indices",
+       {}},
+      {" > WARNING: could not find index map files, building the indices on rank 0 ...",
+       "progress.megatron_building_indices",
+       {}},
       // datasets' map bar (hf_tqdm, unit " examples"), with a script's desc and datasets' own.
       {"Running tokenizer on dataset:  47%|#####     | 3169000/6811963 [30:11<38:27, 1578.58 "
        "examples/s]",
@@ -2055,7 +2064,8 @@ std::vector<RowCase> NcclResultCases() {
        "nccl.result_invalid_argument",
        {}},
       // init.cc ncclGetErrorString default case (v2.4.8-1 .. v2.30.7-1)
-      {"Failed, NCCL error allreducePlugin.cpp:183 'unknown result code'", "nccl.result_unknown",
+      {"Failed, NCCL error allreducePlugin.cpp:183 'unknown result code'",
+       "nccl.result_unknown",
        {}},
       {"gpu07: Test NCCL failure common.cu:958 'unknown result code'", "nccl.result_unknown", {}},
       // torch's DistBackendError appends "NCCL version %s" to the result string: the error row,
