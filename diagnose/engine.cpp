@@ -777,9 +777,21 @@ bool NcclResultRemote(const Evidence& ev, Lines* out) {
 }
 
 // NCCL's "Init COMPLETE" / "Abort COMPLETE" lines name each member's busId: two ranks of one
-// host on one busId share a GPU.
+// host on one busId share a GPU. NCCL rejects that during init, so such a job often prints only
+// "Init START": those count within one communicator (its commId; a split's line has none), as
+// one GPU is in many communicators under other rank numbers.
 bool SameBusIdTwoRanks(const Evidence& ev, Lines* out) {
   std::map<std::string, std::pair<std::string, const Match*>> first;  // host|bus -> rank, line
+  for (const Match& m : ev.matches()) {
+    if (!Is(m, "nccl.init_start") || m.Field("comm_id").empty()) continue;
+    const std::string key = m.Field("host") + "|" + m.Field("comm_id") + "|" + m.Field("bus_id");
+    auto [it, fresh] = first.try_emplace(key, m.Field("rank"), &m);
+    if (!fresh && it->second.first != m.Field("rank")) {
+      out->push_back(it->second.second);
+      out->push_back(&m);
+      return true;
+    }
+  }
   for (std::string_view row : {"nccl.init_complete", "nccl.abort_complete"}) {
     for (const Match* m : ev.Distinct(row, "rank")) {
       const std::string key = m->Field("host") + "|" + m->Field("bus_id");
@@ -1575,6 +1587,13 @@ void TimeoutShape(const Evidence& ev, FeatureSet* fs) {
   if (ranks.empty()) return;
   fs->Add(ranks.size() == 1 ? "struct:timeout_one_rank" : "struct:timeout_many_ranks", 1,
           "the processes whose watchdog timed out in a collective", CiteAll(ranks, 3));
+  // Rank 0 is where the extra work of a job runs alone (evaluation, checkpoint saving, building
+  // a dataset cache, logging): while it does, the others wait and their watchdogs fire, not its.
+  if (std::none_of(ranks.begin(), ranks.end(),
+                   [](const Match* m) { return m->Field("rank") == "0"; })) {
+    fs->Add("struct:timeout_not_rank0", 1,
+            "the ranks whose watchdog timed out do not include rank 0", CiteAll(ranks, 3));
+  }
   // Ranks stuck in different collectives (other sequence numbers, ops or sizes) did not call the
   // same thing: a desync; one collective everywhere is waiting for someone.
   const std::pair<const char*, const char*> differ[] = {
@@ -1623,12 +1642,10 @@ void NcclSeries(const Evidence& ev, FeatureSet* fs) {
 
 // When and where the failure struck, as a person reads it: after NCCL's Init COMPLETE or training
 // progress (a job that ran, then broke: a crash, a flap, a hang) or before (setup: interfaces,
-// firewall, GIDs, versions), and on one host or several (one node cannot be firewalled off).
+// firewall, GIDs, versions).
 void ErrorPhase(const Evidence& ev, const Match& first, FeatureSet* fs) {
   bool init = false, progress = false;
-  std::set<std::string> hosts;
   for (const Match& m : ev.matches()) {
-    if (const std::string h = m.Field("host"); !h.empty()) hosts.insert(h);
     if (&m == &first || m.source != first.source || m.line_number >= first.line_number) continue;
     init = init || m.signature->id == std::string_view("nccl.init_complete");
     progress = progress || m.signature->category == std::string_view("progress");
@@ -1639,6 +1656,16 @@ void ErrorPhase(const Evidence& ev, const Match& first, FeatureSet* fs) {
   if (progress) {
     fs->Add("struct:error_after_progress", 1, "training progress lines precede the first error",
             {Cite(first)});
+  }
+}
+
+// On one host or several, whether or not any line is an error: a hang with no error line on a
+// single node (the benchmark's device table, NCCL's host:pid prefixes all name one machine) is
+// not a network's, and one node cannot be firewalled off from itself.
+void HostSpread(const Evidence& ev, FeatureSet* fs) {
+  std::set<std::string> hosts;
+  for (const Match& m : ev.matches()) {
+    if (const std::string h = m.Field("host"); !h.empty()) hosts.insert(h);
   }
   if (hosts.size() == 1) fs->Add("struct:hosts_one", 1, "the lines name one host only", {});
   if (hosts.size() >= 2) fs->Add("struct:hosts_many", 1, "the lines name several hosts", {});
@@ -1791,6 +1818,7 @@ void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
   NcclSeries(ev, fs);
   MemlockLimit(ev, fs);
   SocketInterfaces(ev, fs);
+  HostSpread(ev, fs);
   ErrorSpread(ev, fs);
 }
 

@@ -769,6 +769,23 @@ std::vector<RowCase> InitCases() {
          "18000 commId 0x5d2c3f9a0b1e4c7d - Init COMPLETE"),
        "nccl.init_complete",
        {{"rank", "0"}, {"bus_id", "18000"}}},
+      // init.cc v2.19.3-1, v2.21.5-1, v2.23.4-1 (split: parent/color/key, no commId), v2.30.7-1
+      {I("comm 0x55d0c4b0b2e0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 3f000 commId "
+         "0x5d2c3f9a0b1e4c7d - Init START"),
+       "nccl.init_start",
+       {{"rank", "3"}, {"nranks", "16"}, {"bus_id", "3f000"}, {"comm_id", "0x5d2c3f9a0b1e4c7d"}}},
+      {I("ncclCommInitRank comm 0x55d0c4b0b2e0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 100000 "
+         "commId 0xaa9becea043c4e6c - Init START"),
+       "nccl.init_start",
+       {{"rank", "0"}, {"cuda_dev", "0"}, {"bus_id", "100000"}}},
+      {I("ncclCommSplit comm 0x55d0c4b0b2e0 rank 1 nranks 8 cudaDev 1 nvmlDev 1 busId 1b000 "
+         "parent 0x55d0c4a01230 color 2 key 1- Init START"),
+       "nccl.init_start",
+       {{"rank", "1"}, {"bus_id", "1b000"}, {"comm_id", ""}}},
+      {I("[Rank 5] ncclCommInitRankConfig comm 0x55d0c4b0b2e0 rank 5 nranks 16 cudaDev 5 nvmlDev 5 "
+         "busId 9c000 commId 0x5d2c3f9a0b1e4c7d - Init START"),
+       "nccl.init_start",
+       {{"rank", "5"}, {"nvml_dev", "5"}, {"bus_id", "9c000"}}},
   };
 }
 TEST_CASE("init, bootstrap and proxy rows, with the version and Init COMPLETE facts") {
@@ -1359,6 +1376,11 @@ std::vector<RowCase> KernelCases() {
        "failed, status limits exceeded(0x8), syndrome (0x1b2c3d), err(-12)",
        "kernel.mlx5_cmd_limits",
        {{"command", "CREATE_CQ"}}},
+      // ... and on a memory-key create (a registration the firmware refused)
+      {"mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522): CREATE_MKEY(0x200) "
+       "op_mod(0x0) failed, status limits exceeded(0x8), syndrome (0x18af6), err(-12)",
+       "kernel.mlx5_cmd_limits",
+       {{"command", "CREATE_MKEY"}}},
       // kmod tools/modprobe.c "modprobe: ERROR: could not insert '%s': %s"
       {"modprobe: ERROR: could not insert 'nv_peer_mem': Invalid argument",
        "kmod.peermem_insert_failed",
@@ -1912,9 +1934,9 @@ std::vector<RowCase> EarlierRowsCases() {
       {"RuntimeError: CUDA error: an illegal memory access was encountered",
        "torch.cuda_error",
        {{"error", "an illegal memory access was encountered"}}},
-      // mlx5 cmd.c
-      {"mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522): CREATE_MKEY(0x200) "
-       "op_mod(0x0) failed, status limits exceeded(0x8), syndrome (0x18af6), err(-12)",
+      // mlx5 cmd.c mlx5_cmd_out_err (6.x): a command failure that is not a resource limit
+      {"mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 233522): MODIFY_QP(0x503) "
+       "op_mod(0x0) failed, status bad parameter(0x3), syndrome (0x29e0c6), err(-22)",
        "kernel.mlx5_error",
        {}},
       // elastic multiprocessing api.py / errors/__init__.py 1.13
@@ -1954,6 +1976,15 @@ std::vector<RowCase> ProgressCases() {
        {}},
       {"    with torch_distributed_zero_first(rank):  # init dataset *.cache only once if DDP",
        "progress.zero_first",
+       {}},
+      // Megatron-LM dataset_utils.py get_samples_mapping, gpt_dataset.py _build_index_mappings
+      {"WARNING: could not find index map file "
+       "/data/corpus_train_indexmap_320000mns_510msl_0.10ssp_"
+       "1234s.npy, building the indices on rank 0 ...",
+       "progress.megatron_building_indices",
+       {}},
+      {" > WARNING: could not find index map files, building the indices on rank 0 ...",
+       "progress.megatron_building_indices",
        {}},
       // datasets' map bar (hf_tqdm, unit " examples"), with a script's desc and datasets' own.
       {"Running tokenizer on dataset:  47%|#####     | 3169000/6811963 [30:11<38:27, 1578.58 "
@@ -2036,6 +2067,11 @@ std::vector<RowCase> NcclResultCases() {
       {"RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)",
        "nccl.result_invalid_argument",
        {}},
+      // init.cc ncclGetErrorString default case (v2.4.8-1 .. v2.30.7-1)
+      {"Failed, NCCL error allreducePlugin.cpp:183 'unknown result code'",
+       "nccl.result_unknown",
+       {}},
+      {"gpu07: Test NCCL failure common.cu:958 'unknown result code'", "nccl.result_unknown", {}},
       // torch's DistBackendError appends "NCCL version %s" to the result string: the error row,
       // not the version fact, is the line's match.
       {"internal error - please report this issue to the NCCL developers, NCCL version 2.19.3",
@@ -2636,6 +2672,8 @@ std::vector<RowCase> ErrnoTextCases() {
       {"OSError: [Errno 28] No space left on device: '/dev/shm/psm_shm.1'", "errno.enospc", {}},
       {"mmap failed: Cannot allocate memory", "errno.enomem", {}},
       {"ERRNO: Bad address.", "errno.efault", {}},
+      {"OSError: [Errno 24] Too many open files: '/proc/self/fd'", "errno.emfile", {}},
+      {"accept4: Too many open files in system", "errno.emfile", {}},
       // TensorFlow's cuda_platform.cc "failed initializing StreamExecutor for CUDA device
       // ordinal %d: %s" (and XLA's " stream group %d" form)
       {"F tensorflow/stream_executor/lib/statusor.cc:34] Attempting to fetch value instead of "
