@@ -73,6 +73,9 @@ class DumpReader {
   void set_stream(bool on) { use_stream_ = on; }
   /// Whether the last Read took the streaming reader's result (false: the full parser's).
   bool streamed() const { return streamed_; }
+  /// Entries of the last Read the streaming reader took through an entry template (0 when it
+  /// gave up, or none matched).
+  std::uint32_t templated() const { return streamed_ ? stream_.matched : 0; }
 
  private:
   struct Streamer;

@@ -54,12 +54,20 @@ constexpr const char* kKeyNames[int(kKeyCount) - int(kFieldCount)] = {"version",
                                                                       "last_started_collective",
                                                                       "last_completed_collective"};
 
-int KeyOfText(std::string_view t) {
-  for (int i = 0; i < kFieldCount; ++i) {
-    if (t == kFieldNames[i]) return i;
+// The names as views, their lengths counted once (a compare with a char* counts it each time:
+// at 16384 ranks, 2048 pg_config group names a dump are looked up here).
+struct KeyViews {
+  std::string_view names[kKeyCount];
+  KeyViews() {
+    for (int i = 0; i < kFieldCount; ++i) names[i] = kFieldNames[i];
+    for (int i = kFieldCount; i < kKeyCount; ++i) names[i] = kKeyNames[i - int(kFieldCount)];
   }
-  for (int i = kFieldCount; i < kKeyCount; ++i) {
-    if (t == kKeyNames[i - int(kFieldCount)]) return i;
+};
+
+int KeyOfText(std::string_view t) {
+  static const KeyViews views;
+  for (int i = 0; i < kKeyCount; ++i) {
+    if (t == views.names[i]) return i;
   }
   return kSkip;
 }
@@ -77,6 +85,7 @@ enum Role : std::uint8_t {
   kAsFrame,
   kAsPgPair,
   kAsShape,
+  kAsDone,  ///< an entry read through a template (StreamDone): nothing may be added to it
   kAsGiveUp = 0xff,
 };
 
@@ -136,6 +145,7 @@ struct DumpReader::Streamer {
   RankDump* out;
   ValStack stk;
   std::uint32_t memo_count = 0;
+  std::uint64_t rendered = 0;  // budget Render spent (Learn's count of what a match spends)
 
   Streamer(DumpReader& reader, std::string_view bytes, RankDump* o)
       : r(reader),
@@ -324,8 +334,9 @@ struct DumpReader::Streamer {
         break;
       }
       case kAsEntry:
+        if (!s.templates.empty() && TryTemplates()) return true;
         b.rec = static_cast<std::uint32_t>(s.entries.size());
-        s.entries.emplace_back();
+        s.entries.emplace_back().start = static_cast<std::uint32_t>(p - in.data() - 1);
         break;
       case kAsFrame:
         b.rec = static_cast<std::uint32_t>(s.frame_recs.size());
@@ -428,6 +439,13 @@ struct DumpReader::Streamer {
     Seal(v);
     switch (box.role) {
       case kAsEntries:
+        if (Is(v, kAsDone)) {
+          const StreamDone& d = s.done[s.boxes[v.s.off].rec];
+          if (!Spend(d.spend)) return false;
+          out->entries.push_back(d.entry);
+          out->entries.back().index = static_cast<std::uint32_t>(out->entries.size() - 1);
+          return true;
+        }
         if (!Is(v, kAsEntry)) return false;
         return Finish(s.entries[s.boxes[v.s.off].rec]);
       case kAsFrames:
@@ -547,7 +565,7 @@ struct DumpReader::Streamer {
     o->append("?");
     return true;
   }
-  bool Shape(const StreamEntryRec& rec, std::uint32_t* id) {
+  bool Shape(const StreamEntryRec& rec, std::uint32_t* id, bool keep) {
     std::uint64_t h = 0;
     for (Field k : {kInSizes, kInDtypes, kOutSizes, kOutDtypes}) {
       if (!Digest(rec.f[k], 0, &h)) return false;
@@ -559,6 +577,7 @@ struct DumpReader::Streamer {
     }
     std::string& o = r.scratch_;
     o.clear();
+    const std::uint64_t before = s.spend;
     if (!Render(rec.f[kInSizes], 0, &o)) return false;
     o.push_back('|');
     if (!Render(rec.f[kInDtypes], 0, &o)) return false;
@@ -567,7 +586,8 @@ struct DumpReader::Streamer {
     o.push_back('|');
     if (!Render(rec.f[kOutDtypes], 0, &o)) return false;
     *id = r.local_.Get(o);
-    r.shape_cache_.emplace(h, *id);
+    rendered += s.spend - before;
+    if (keep) r.shape_cache_.emplace(h, *id);
     return true;
   }
   std::uint32_t StackId(const Val& v) {
@@ -585,9 +605,16 @@ struct DumpReader::Streamer {
     return id;
   }
   bool Finish(const StreamEntryRec& rec) {
-    if (!Spend(sizeof(Entry))) return false;
     Entry e;
+    if (!Build(rec, &e, true)) return false;
     e.index = static_cast<std::uint32_t>(out->entries.size());
+    out->entries.push_back(e);
+    return true;
+  }
+  // The entry of `rec`, as ExtractEntry makes it; keep_shape: a shape rendered is cached.
+  bool Build(const StreamEntryRec& rec, Entry* out_entry, bool keep_shape) {
+    if (!Spend(sizeof(Entry))) return false;
+    Entry& e = *out_entry;
     const Val* f = rec.f;
     e.is_p2p = f[kIsP2p].tag != Val::kUnset && Plain(f[kIsP2p], 0) != 0;
     bool bad = false;
@@ -616,13 +643,515 @@ struct DumpReader::Streamer {
       r.pg_seen_[e.pg] = {text, std::string(Text(desc))};
     }
     r.gloo_ = r.gloo_ || Text(f[kProfilingName]).rfind("gloo:", 0) == 0;
-    if (!Shape(rec, &e.shape)) return false;
+    if (!Shape(rec, &e.shape, keep_shape)) return false;
     if (Is(f[kFrames], kAsFrames)) {
       if (!Spend(sizeof(Frame) * s.boxes[f[kFrames].s.off].count)) return false;
     }
     e.frames = StackId(f[kFrames]);
-    out->entries.push_back(e);
     return true;
+  }
+
+  // --- entry templates ---
+  //
+  // Most entries of a dump are written alike: the same keys (memo references), frames, shapes,
+  // group and state; only their numbers (seq ids, times, record_id, op_id) and the memo keys they
+  // store differ. An entry read the long way above becomes a template (Learn): its opcodes, with
+  // the arguments that may differ marked. A later entry whose bytes are the template's but for
+  // those arguments (Match) is the template's Entry with its seq and times read from its own
+  // bytes; its memo keys are stored (a str as that str, a container as kPoison: a later reference
+  // to one gives up) and nothing else is decoded. The arguments that may differ: the keys of
+  // PUTs, the ints of the seq and time fields, and the ints and strs of the fields the analysis
+  // skips (record_id, thread_id, ...): none of them changes what the long way would make of the
+  // entry. Every check the long way makes on them is made (a memo key out of range or stored
+  // before, a str's length), and a match changes nothing until it is complete: an entry that does
+  // not match is read the long way, from its first byte.
+
+  static constexpr std::size_t kMaxTemplates = 16;
+  static constexpr int kDirectCount = 5;  // the fields a match reads from its own bytes
+  static constexpr int kDirect[kDirectCount] = {kCollSeq, kP2pSeq, kCreated, kStarted, kCompleted};
+  // Where a match stands: the input position, the memo count, the PUTs so far (in put_keys), the
+  // memo word a PUT would store now (0: none may), the seq and time fields read.
+  struct MatchAt {
+    std::size_t q = 0;
+    std::uint32_t mc = 0, puts = 0;
+    std::uint64_t top = 0;
+    std::int64_t direct[kDirectCount];  // by kDirect's order
+    std::uint32_t have = 0;
+  };
+  enum : std::uint8_t { kTopNone, kTopStr, kTopWord, kTopPoison };  // StreamPiece::top
+  enum : std::int8_t { kOpFixed, kOpPut, kOpVar, kOpDirect };       // StreamOp::cls
+
+  static bool IsDirect(int f) {
+    return f == kCollSeq || f == kP2pSeq || f == kCreated || f == kStarted || f == kCompleted;
+  }
+  static bool IsIntOp(std::uint8_t op) { return op == 'K' || op == 'M' || op == 'J' || op == 0x8a; }
+  static bool IsStrOp(std::uint8_t op) { return op == 'X' || op == 0x8c; }
+  static bool IsPutOp(std::uint8_t op) { return op == 'q' || op == 'r' || op == 0x94; }
+
+  // The opcode at `pos` (below `end`) when a template may hold it.
+  bool Token(std::uint32_t pos, std::uint32_t end, StreamOp* t) const {
+    const char* q = in.data() + pos;
+    const std::size_t left = end - pos;
+    *t = StreamOp();
+    t->pos = pos;
+    t->op = static_cast<std::uint8_t>(q[0]);
+    auto arg = [&](std::size_t n) {
+      if (left < 1 + n) return false;
+      t->len = static_cast<std::uint32_t>(1 + n);
+      for (std::size_t k = 0; k < n; ++k)
+        t->arg |= std::uint64_t(std::uint8_t(q[1 + k])) << (8 * k);
+      return true;
+    };
+    switch (t->op) {
+      case '}':
+      case ']':
+      case ')':
+      case '(':
+      case 'a':
+      case 'e':
+      case 's':
+      case 'u':
+      case 't':
+      case 'N':
+      case 0x88:
+      case 0x89:
+      case 0x85:
+      case 0x86:
+      case 0x87:
+      case 0x94:
+        return arg(0);
+      case 'q':
+      case 'h':
+      case 'K':
+        return arg(1);
+      case 'M':
+        return arg(2);
+      case 'r':
+      case 'j':
+      case 'J':
+        return arg(4);
+      case 'G':
+        return arg(8);
+      case 0x8a:  // LONG1: the width is kept in arg, the bytes are the value
+        if (!arg(1) || t->arg > 8 || left < 2 + t->arg) return false;
+        t->len = static_cast<std::uint32_t>(2 + t->arg);
+        return true;
+      case 'X':
+      case 0x8c: {
+        const std::size_t w = t->op == 'X' ? 4 : 1;
+        if (!arg(w) || left < 1 + w + t->arg) return false;
+        t->text = static_cast<std::uint32_t>(pos + 1 + w);
+        t->tlen = static_cast<std::uint32_t>(t->arg);
+        t->len = static_cast<std::uint32_t>(1 + w + t->arg);
+        t->arg = 0;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // Entries made templates: the first 32 tried, then one for every 16 matched (a dump whose
+  // entries are all different costs a few tries, not one per entry).
+  bool LearnNow() const { return s.learned < 32 || s.learned * 16 < s.matched; }
+
+  // Splits [rec.start, end) into opcodes and finds the entry's key-value pairs: each value's
+  // opcodes are classed by its key (Class). False when the entry is not one a template can hold.
+  bool Pairs(const StreamEntryRec& rec, std::uint32_t end) {
+    auto& ops = s.ops;
+    ops.clear();
+    for (std::uint32_t pos = rec.start; pos < end;) {
+      StreamOp& t = ops.emplace_back();
+      if (!Token(pos, end, &t)) return false;
+      pos += t.len;
+    }
+    if (ops.size() < 4 || ops[0].op != '}' || !IsPutOp(ops[1].op) || ops[2].op != '(' ||
+        ops.back().op != 'u') {
+      return false;
+    }
+    auto& vals = s.vals;  // where each value on the stack began (an index into ops)
+    auto& marks = s.val_marks;
+    vals.clear();
+    marks.clear();
+    const std::uint32_t last = static_cast<std::uint32_t>(ops.size() - 1);
+    for (std::uint32_t i = 0; i < ops.size(); ++i) {
+      const std::uint8_t op = ops[i].op;
+      switch (op) {
+        case '(':
+          marks.emplace_back(static_cast<std::uint32_t>(vals.size()), i);
+          break;
+        case 'a':
+        case 's':
+          if (vals.size() < (op == 'a' ? 2u : 3u)) return false;
+          vals.resize(vals.size() - (op == 'a' ? 1 : 2));
+          break;
+        case 'e':
+        case 'u':
+        case 't': {
+          if (marks.empty() || (marks.size() == 1) != (i == last)) return false;
+          const auto [size, at] = marks.back();
+          marks.pop_back();
+          if (i == last) return size == 1 && at == 2 && Class(size, last);
+          vals.resize(size);
+          if (op == 't') vals.push_back(at);
+          break;
+        }
+        case 0x85:
+        case 0x86:
+        case 0x87: {
+          const std::size_t n = op - 0x84u;
+          if (vals.size() < n + 1) return false;
+          const std::uint32_t at = vals[vals.size() - n];
+          vals.resize(vals.size() - n);
+          vals.push_back(at);
+          break;
+        }
+        default:
+          if (IsPutOp(op)) {
+            if (vals.empty()) return false;
+          } else {
+            vals.push_back(i);
+          }
+      }
+    }
+    return false;
+  }
+  // The pairs vals[from..] of the entry: a key a memo reference to a str, each field the analysis
+  // keeps once; a seq or time field's int may differ, so may any int or str of a skipped field.
+  bool Class(std::uint32_t from, std::uint32_t last) {
+    auto& ops = s.ops;
+    const auto& vals = s.vals;
+    if ((vals.size() - from) % 2) return false;
+    std::uint32_t seen = 0;
+    for (std::size_t k = from; k < vals.size(); k += 2) {
+      const StreamOp& key = ops[vals[k]];
+      if ((key.op != 'h' && key.op != 'j') || vals[k + 1] != vals[k] + 1) return false;
+      const int f = KeyOf(MemoStr(key.arg));
+      if (f >= 0 && f < kFieldCount) {
+        if (seen & (1u << f)) return false;  // a repeated key: the last counts
+        seen |= 1u << f;
+      }
+      const std::uint32_t a = vals[k + 1];
+      const std::uint32_t b = k + 2 < vals.size() ? vals[k + 2] : last;
+      for (std::uint32_t i = a; i < b; ++i) {
+        StreamOp& t = ops[i];
+        if (IsDirect(f) && b == a + 1 && IsIntOp(t.op)) {
+          t.cls = kOpDirect;
+          t.field = static_cast<std::int8_t>(f);
+        } else if ((f < 0 || f >= kFieldCount) && (IsIntOp(t.op) || IsStrOp(t.op))) {
+          t.cls = kOpVar;
+        }
+      }
+    }
+    for (StreamOp& t : ops) {
+      if (IsPutOp(t.op)) t.cls = kOpPut;
+      if ((t.op == 'h' || t.op == 'j') && MemoStr(t.arg).tag != Val::kStr) return false;
+    }
+    return true;
+  }
+  // The str memo key `key` holds (kUnset when it holds anything else).
+  Val MemoStr(std::uint64_t key) const {
+    Val v;
+    if (key >= s.memo.size() || (s.memo[key] & 15) != Val::kStr) return v;
+    v.tag = Val::kStr;
+    v.s = {static_cast<std::uint32_t>(s.memo[key] >> 32),
+           static_cast<std::uint32_t>(s.memo[key] >> 4) & 0xfffffffu};
+    v.slot = static_cast<std::uint32_t>(key);
+    return v;
+  }
+
+  // Makes the entry just read the long way a template (see above).
+  void Learn(const StreamEntryRec& rec, std::uint32_t end) {
+    ++s.learned;
+    if (!Pairs(rec, end)) return;
+    StreamTemplate t;
+    // What a match spends: all the long way does but render a shape (it is cached by then).
+    const std::uint64_t saved = s.spend;
+    s.spend = 0;
+    rendered = 0;
+    const bool ok = Build(rec, &t.entry, false);
+    t.spend = s.spend - rendered;
+    s.spend = saved;
+    if (!ok) return;
+    t.pairs = static_cast<std::uint32_t>((s.vals.size() - 1) / 2);
+    std::uint32_t run = 0, run_end = 0;
+    const StreamOp* run_last = nullptr;
+    // The run of fixed opcodes before a piece's own opcode, and what the last of them leaves on
+    // top.
+    auto take_run = [&](StreamPiece& pc) {
+      if (run_last == nullptr) return;
+      pc.off = run;
+      pc.len = run_end - run;
+      const std::uint8_t op = run_last->op;
+      if (IsStrOp(op)) {
+        pc.top = kTopStr;
+        pc.rel = run_last->text - run;
+        pc.word = run_last->tlen;
+      } else if (op == 'h' || op == 'j') {
+        pc.top = kTopWord;
+        pc.word = s.memo[run_last->arg];
+      } else if (op == '}' || op == ']' || op == ')' || op == 't' || (op >= 0x85 && op <= 0x87) ||
+                 op == 'a' || op == 'e' || op == 's' || op == 'u') {
+        pc.top = kTopPoison;
+      }
+      run_last = nullptr;
+    };
+    for (const StreamOp& o : s.ops) {
+      if (o.cls == kOpFixed) {
+        if (run_last == nullptr) run = o.pos;
+        run_end = o.pos + o.len;
+        run_last = &o;
+        continue;
+      }
+      StreamPiece& pc = t.pieces.emplace_back();
+      take_run(pc);
+      pc.op = o.op;
+      pc.kind = o.cls == kOpPut ? StreamPiece::kPut
+                : IsStrOp(o.op) ? StreamPiece::kStr
+                                : StreamPiece::kInt;
+      pc.field = -1;
+      for (int d = 0; d < kDirectCount; ++d) {
+        if (o.cls == kOpDirect && kDirect[d] == o.field) pc.field = static_cast<std::int8_t>(d);
+      }
+      if (o.op == 0x8a) pc.width = static_cast<std::uint8_t>(o.arg);
+      if (o.cls == kOpPut) ++t.puts;
+    }
+    if (run_last != nullptr) take_run(t.pieces.emplace_back());
+    t.stamp = s.matched;
+    std::size_t at = s.templates.size();
+    if (at < kMaxTemplates) {
+      s.templates.push_back(std::move(t));
+    } else {
+      at = 0;  // the one that matched longest ago
+      for (std::size_t i = 1; i < s.templates.size(); ++i) {
+        if (s.templates[i].stamp < s.templates[at].stamp) at = i;
+      }
+      s.templates[at] = std::move(t);
+    }
+    SetLcp(at);
+  }
+
+  // The entry whose EMPTY_DICT was just read, through the first template it matches. Templates
+  // share their first pieces (the keys, the frames); a try that fails goes on from where the
+  // deepest failed try stopped when the next template has the same pieces up to there.
+  bool TryTemplates() {
+    const std::uint32_t n = static_cast<std::uint32_t>(s.templates.size());
+    const std::uint32_t last = s.last_template;
+    const std::uint32_t guess = last < n ? s.templates[last].next : 0;
+    MatchAt fresh;
+    fresh.q = static_cast<std::uint32_t>(p - in.data() - 1);
+    fresh.mc = memo_count;
+    MatchAt deep;
+    std::uint32_t deep_t = kNone32, deep_at = 0;
+    for (std::uint32_t k = 0; k <= n + 1; ++k) {
+      const std::uint32_t i = k == 0 ? guess : k == 1 ? last : k - 2;
+      if (i >= n || (k >= 2 && (i == guess || i == last)) || (k == 1 && i == guess)) continue;
+      const StreamTemplate& t = s.templates[i];
+      const std::size_t pair = deep_t * kMaxTemplates + i;
+      // Not the bytes the deepest try matched where they part: it cannot match.
+      if (deep_t != kNone32 && s.lcp[pair] < deep_at && s.apart[pair]) continue;
+      const bool resume = deep_t != kNone32 && s.lcp[pair] >= deep_at;
+      MatchAt at = resume ? deep : fresh;
+      const std::uint32_t stop = Match(t, resume ? deep_at : 0, &at);
+      if (stop == t.pieces.size()) {
+        Commit(t, at);
+        if (last < n) s.templates[last].next = i;
+        s.last_template = i;
+        s.templates[i].stamp = ++s.matched;
+        return true;
+      }
+      if (deep_t == kNone32 || stop > deep_at) {
+        deep_t = i;
+        deep_at = stop;
+        deep = at;
+      }
+    }
+    return false;
+  }
+
+  // The pieces of `t` from `from` on, over the input at at->q: the index of the piece that does
+  // not match, with *at as it was before it, or the pieces' count when all match.
+  std::uint32_t Match(const StreamTemplate& t, std::uint32_t from, MatchAt* at) {
+    const char* base = in.data();
+    const std::size_t n = in.size();
+    if (s.put_keys.size() < t.puts) {
+      s.put_keys.resize(t.puts);
+      s.put_words.resize(t.puts);
+    }
+    auto le = [&](std::size_t pos, std::size_t w) -> std::uint64_t {
+      if (w == 4) return LoadLe32(base + pos);
+      if (w == 1) return std::uint8_t(base[pos]);
+      if (w == 2) return std::uint8_t(base[pos]) | std::uint64_t(std::uint8_t(base[pos + 1])) << 8;
+      std::uint64_t v = 0;
+      for (std::size_t k = 0; k < w; ++k)
+        v |= std::uint64_t(std::uint8_t(base[pos + k])) << (8 * k);
+      return v;
+    };
+    const std::uint64_t* memo = s.memo.data();
+    const std::size_t memo_n = s.memo.size();
+    std::uint64_t* keys = s.put_keys.data();
+    std::uint64_t* words = s.put_words.data();
+    const StreamPiece* pieces = t.pieces.data();
+    MatchAt& m = *at;
+    const std::uint32_t count = static_cast<std::uint32_t>(t.pieces.size());
+    for (std::uint32_t j = from; j < count; ++j) {
+      const StreamPiece& pc = pieces[j];
+      std::size_t q = m.q;
+      std::uint64_t top = m.top;
+      if (pc.len != 0) {
+        if (n - q < pc.len || !SameBytes(base + q, base + pc.off, pc.len)) return j;
+        top = pc.top == kTopStr      ? StrWord(q + pc.rel, pc.word)
+              : pc.top == kTopWord   ? pc.word
+              : pc.top == kTopPoison ? std::uint64_t(Val::kPoison)
+                                     : 0;
+        q += pc.len;
+      }
+      if (pc.kind != StreamPiece::kFixed) {
+        if (q >= n || std::uint8_t(base[q]) != pc.op) return j;
+        ++q;
+      }
+      switch (pc.kind) {
+        case StreamPiece::kFixed:
+          break;
+        case StreamPiece::kPut: {
+          const std::size_t w = pc.op == 'q' ? 1 : pc.op == 'r' ? 4 : 0;
+          if (n - q < w) return j;
+          const std::uint64_t key = w ? le(q, w) : m.mc;
+          q += w;
+          if (top == 0 || key > n || (m.puts > 0 && key <= keys[m.puts - 1])) return j;
+          if (key < memo_n && memo[key] != 0) return j;
+          keys[m.puts] = key;
+          words[m.puts++] = top;
+          ++m.mc;
+          break;
+        }
+        case StreamPiece::kStr: {
+          const std::size_t w = pc.op == 'X' ? 4 : 1;
+          if (n - q < w) return j;
+          const std::uint64_t len = le(q, w);
+          q += w;
+          if (n - q < len) return j;
+          top = len < (1u << 28) ? StrWord(q, len) : 0;
+          q += len;
+          break;
+        }
+        default: {  // kInt
+          std::int64_t v = 0;
+          if (!IntArg(pc, &q, &v)) return j;
+          if (pc.field >= 0) {
+            m.direct[pc.field] = v;
+            m.have |= 1u << pc.field;
+          }
+          top = 0;
+        }
+      }
+      m.q = q;
+      m.top = top;
+    }
+    return count;
+  }
+  // A kInt piece's argument at *q (after its opcode): its value, *q moved past it; false when
+  // the input ends first or a LONG1 is not the template's width.
+  [[gnu::always_inline]] bool IntArg(const StreamPiece& pc, std::size_t* q, std::int64_t* v) const {
+    const char* at = in.data() + *q;
+    const std::size_t left = in.size() - *q;
+    auto le = [&](std::size_t from, std::size_t w) {
+      std::uint64_t u = 0;
+      for (std::size_t k = 0; k < w; ++k) u |= std::uint64_t(std::uint8_t(at[from + k])) << (8 * k);
+      return u;
+    };
+    if (pc.op == 0x8a) {
+      const std::size_t w = pc.width;
+      if (left < 1 + w || std::uint8_t(at[0]) != w) return false;
+      std::uint64_t u = le(1, w);
+      if (w > 0 && w < 8 && (u >> (8 * w - 1)) & 1) u |= ~std::uint64_t(0) << (8 * w);
+      *v = static_cast<std::int64_t>(u);
+      *q += 1 + w;
+      return true;
+    }
+    const std::size_t w = pc.op == 'K' ? 1 : pc.op == 'M' ? 2 : 4;
+    if (left < w) return false;
+    const std::uint64_t u = w == 4 ? LoadLe32(at) : le(0, w);
+    *v = pc.op == 'J' ? std::int32_t(std::uint32_t(u)) : static_cast<std::int64_t>(u);
+    *q += w;
+    return true;
+  }
+  // memcmp for the short runs of a template (most are a few memo references).
+  static bool SameBytes(const char* a, const char* b, std::size_t len) {
+    auto word = [](const char* x, std::size_t w) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, x, w);
+      return v;
+    };
+    if (len >= 8) {  // 8-byte words, the last one overlapping
+      for (std::size_t k = 0; k + 8 < len; k += 8) {
+        if (word(a + k, 8) != word(b + k, 8)) return false;
+      }
+      return word(a + len - 8, 8) == word(b + len - 8, 8);
+    }
+    if (len >= 4) return word(a, 4) == word(b, 4) && word(a + len - 4, 4) == word(b + len - 4, 4);
+    for (std::size_t k = 0; k < len; ++k) {
+      if (a[k] != b[k]) return false;
+    }
+    return true;
+  }
+  // Whether two templates' pieces are the same (a match of one is one of the other up to there).
+  bool SamePiece(const StreamPiece& a, const StreamPiece& b) const {
+    return a.kind == b.kind && a.op == b.op && a.field == b.field && a.top == b.top &&
+           a.len == b.len && a.rel == b.rel && a.word == b.word && a.width == b.width &&
+           std::memcmp(in.data() + a.off, in.data() + b.off, a.len) == 0;
+  }
+  void SetLcp(std::size_t i) {
+    s.lcp.resize(kMaxTemplates * kMaxTemplates);
+    s.apart.resize(kMaxTemplates * kMaxTemplates);
+    for (std::size_t j = 0; j < s.templates.size(); ++j) {
+      const auto& a = s.templates[i].pieces;
+      const auto& b = s.templates[j].pieces;
+      std::uint32_t k = 0;
+      while (k < a.size() && k < b.size() && SamePiece(a[k], b[k])) ++k;
+      s.lcp[i * kMaxTemplates + j] = s.lcp[j * kMaxTemplates + i] = k;
+      // Whether no input matches both pieces where they part: their runs differ in a byte both
+      // have, or the runs are the same and their opcodes differ.
+      bool apart = false;
+      if (k < a.size() && k < b.size()) {
+        const StreamPiece& x = a[k];
+        const StreamPiece& y = b[k];
+        const std::size_t both = std::min(x.len, y.len);
+        apart = !SameBytes(in.data() + x.off, in.data() + y.off, both) ||
+                (x.len == y.len && x.kind != StreamPiece::kFixed && y.kind != StreamPiece::kFixed &&
+                 x.op != y.op);
+      }
+      s.apart[i * kMaxTemplates + j] = s.apart[j * kMaxTemplates + i] = apart;
+    }
+  }
+  static std::uint64_t StrWord(std::size_t off, std::uint64_t len) {
+    return std::uint64_t(Val::kStr) | (len << 4) | (std::uint64_t(off) << 32);
+  }
+  void Commit(const StreamTemplate& t, const MatchAt& m) {
+    for (std::uint32_t k = 0; k < m.puts; ++k) {
+      if (s.put_keys[k] >= s.memo.size()) GrowMemo(s.put_keys[k]);
+      s.memo[s.put_keys[k]] = s.put_words[k];
+    }
+    memo_count = m.mc;
+    StreamDone& d = s.done.emplace_back();
+    d.entry = t.entry;
+    d.spend = t.spend;
+    const int seq = d.entry.is_p2p ? 1 : 0;  // kDirect's kP2pSeq, kCollSeq
+    if (m.have & (1u << seq)) d.entry.seq = m.direct[seq];
+    if (m.have & (1u << 2)) d.entry.t_created = m.direct[2];
+    if (m.have & (1u << 3)) d.entry.t_started = m.direct[3];
+    if (m.have & (1u << 4)) d.entry.t_completed = m.direct[4];
+    p = in.data() + m.q;
+    StreamBox b;
+    b.role = kAsDone;
+    b.dict = true;
+    b.rec = static_cast<std::uint32_t>(s.done.size() - 1);
+    b.adds = t.pairs;
+    Val v;
+    v.tag = Val::kBox;
+    v.s = {static_cast<std::uint32_t>(s.boxes.size()), 0};
+    s.boxes.push_back(b);
+    stk.push_back(v);
   }
 
   // --- the opcodes ---
@@ -698,7 +1227,7 @@ struct DumpReader::Streamer {
     const Val target = st[from - 1];
     if (target.tag != Val::kBox) return false;
     StreamBox& box = s.boxes[target.s.off];
-    if (box.dict != dict || box.sealed) return false;
+    if (box.dict != dict || box.sealed || box.role == kAsDone) return false;
     if (dict && (st.size() - from) % 2) return false;
     box.adds += static_cast<std::uint32_t>(dict ? (st.size() - from) / 2 : st.size() - from);
     if (dict) {
@@ -711,6 +1240,9 @@ struct DumpReader::Streamer {
       }
     }
     st.resize(from);
+    if (op == 'u' && box.role == kAsEntry && LearnNow()) {
+      Learn(s.entries[box.rec], static_cast<std::uint32_t>(p - in.data()));
+    }
     return true;
   }
   bool Tuple(std::size_t from) {
@@ -1087,6 +1619,10 @@ bool DumpReader::ReadStream(std::string_view bytes, RankDump* out) {
   s.config.clear();
   s.status.clear();
   for (StreamVal& v : s.root_f) v = StreamVal();
+  s.templates.clear();
+  s.done.clear();
+  s.last_template = 0xffffffffu;
+  s.matched = s.learned = 0;
   s.entries_box = s.config_box = s.status_box = 0xffffffffu;
   s.spend = 0;
   pg_seen_.clear();

@@ -2,8 +2,10 @@
 // generated dumps it is the one that reads them and gives the same RankDump and process groups;
 // where it gives up, the full parser's result or error comes back unchanged.
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -210,4 +212,231 @@ TEST_CASE("a dump in the pickler's usual form is streamed, keys and values in an
   CheckSamePgs(r.stream_pgs, r.full_pgs);
   CHECK(r.stream_pgs.all()["3"].members == std::vector<int>{4, 5});
   CHECK(r.stream_pgs.all()["3"].desc == "node");
+}
+
+namespace {
+
+// Entries as Python's pickler writes them (protocol 2): each key a str stored in the memo by the
+// first entry and referenced after, each value a new object (str + PUT), frames a list of dicts.
+struct EntryWriter {
+  std::string b = "\x80\x02}q\x00("s;
+  std::uint32_t memo = 1;
+  std::map<std::string, std::uint32_t> keys;
+  std::vector<std::uint32_t> frames_lists;  // the memo key of each entry's frames list
+
+  void Le32(std::uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); }
+  std::uint32_t Put() {
+    b += 'r';
+    Le32(memo);
+    return memo++;
+  }
+  void Get(std::uint32_t k) {
+    b += 'j';
+    Le32(k);
+  }
+  void Str(const std::string& s) {
+    b += SStr(s);
+    Put();
+  }
+  void Key(const std::string& k) {
+    if (auto it = keys.find(k); it != keys.end()) return Get(it->second);
+    b += SStr(k);
+    keys[k] = Put();
+  }
+  void Int(std::int32_t v) {
+    b += 'J';
+    Le32(static_cast<std::uint32_t>(v));
+  }
+  void Long8(std::int64_t v) {
+    b += "\x8a\x08"s;
+    b.append(reinterpret_cast<const char*>(&v), 8);
+  }
+  void Entry(std::int32_t seq, const std::string& op, std::int32_t size,
+             const std::string& thread = "pt_main_thread") {
+    b += '}';
+    Put();
+    b += '(';
+    Key("frames");
+    b += ']';
+    frames_lists.push_back(Put());
+    b += '(';
+    for (int f = 0; f < 2; ++f) {
+      b += '}';
+      Put();
+      b += '(';
+      Key("name");
+      Str(f == 0 ? op : "train_step");
+      Key("filename");
+      Str("train.py");
+      Key("line");
+      b += "K"s + char(10 + f);
+      b += 'u';
+    }
+    b += 'e';
+    Key("record_id");
+    Int(seq * 3);
+    Key("process_group");
+    b += ']';
+    Put();
+    b += '(';
+    Str("0");
+    Str("default_pg");
+    b += 'e';
+    Key("collective_seq_id");
+    Int(seq);
+    Key("thread_name");
+    Str(thread);
+    Key("profiling_name");
+    Str("nccl:" + op);
+    Key("time_created_ns");
+    Long8(1'790'000'000'000'000'000 + seq * 1000);
+    Key("input_sizes");
+    b += ']';
+    Put();
+    b += ']';
+    Put();
+    Int(size);
+    b += "aa";
+    Key("state");
+    Str(seq % 100 == 6 ? "started" : "completed");
+    Key("time_discovered_completed_ns");
+    b += 'N';
+    Key("is_p2p");
+    b += '\x89';
+    b += 'u';
+  }
+  void Begin() {
+    b += SStr("version");
+    Put();
+    Str("2.10");
+    b += SStr("entries");
+    Put();
+    b += ']';
+    Put();
+    b += '(';
+  }
+  std::string End() { return b + "eu."; }
+};
+
+std::string AlikeDump(int n, std::vector<std::uint32_t>* frames_lists = nullptr) {
+  EntryWriter w;
+  w.Begin();
+  const char* ops[] = {"all_reduce", "all_gather", "broadcast"};
+  for (int i = 0; i < n; ++i) w.Entry(i + 1, ops[i % 3], 1 << (i % 5), i % 11 ? "t" : "thread");
+  if (frames_lists != nullptr) *frames_lists = w.frames_lists;
+  return w.End();
+}
+
+}  // namespace
+
+TEST_CASE("entries written alike are read through templates, with the full parser's result") {
+  // 300 entries of 3 ops, 5 sizes, 2 states, a skipped field of 2 lengths: all but the first few
+  // of each kind come through a template; the seq ids and times are each entry's own.
+  const std::string dump = AlikeDump(300);
+  StreamPair r;
+  auto a = r.stream.Read(dump);
+  auto b = r.full.Read(dump);
+  if (!b.ok()) FAIL(b.error().Describe());
+  REQUIRE(a.ok());
+  CHECK(r.stream.streamed());
+  CHECK(r.stream.templated() >= 250);
+  CheckSame(*a, *b);
+  REQUIRE(a->entries.size() == 300);
+  for (int i = 0; i < 300; ++i) {
+    CAPTURE(i);
+    CHECK(a->entries[i].seq == i + 1);
+    CHECK(a->entries[i].t_created == 1'790'000'000'000'000'000 + (i + 1) * 1000);
+    CHECK(a->entries[i].index == std::uint32_t(i));
+  }
+  CHECK(r.strings.at(a->entries[4].op) == "nccl:all_gather");
+  CHECK(r.strings.at(a->entries[4].shape) == "[[16]]|||");
+  CHECK(a->entries[5].state == State::kStarted);
+  CHECK(a->entries[6].state == State::kCompleted);
+  CheckSamePgs(r.stream_pgs, r.full_pgs);
+}
+
+TEST_CASE("an entry that differs from every template where it matters is read the long way") {
+  // Entry 200 names another op in its frames and another profiling name: no template has them.
+  EntryWriter w;
+  w.Begin();
+  for (int i = 0; i < 300; ++i) w.Entry(i + 1, i == 200 ? "all_to_all" : "all_reduce", 4);
+  const std::string dump = w.End();
+  StreamPair r;
+  auto a = r.stream.Read(dump);
+  auto b = r.full.Read(dump);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(r.stream.streamed());
+  CHECK(r.stream.templated() >= 290);
+  CHECK(r.stream.templated() < 300);
+  CheckSame(*a, *b);
+  CHECK(r.strings.at(a->entries[200].op) == "nccl:all_to_all");
+  CHECK(r.strings.at(a->entries[201].op) == "nccl:all_reduce");
+}
+
+TEST_CASE("what a template would take wrongly gives up to the full parser") {
+  std::vector<std::uint32_t> lists;
+  const std::string dump = AlikeDump(200, &lists);
+  // A memo key stored again inside an entry that matches a template byte for byte otherwise:
+  // the stream reader refuses a reused key, so the template must not take it either.
+  std::string again = dump;
+  const std::size_t last = again.rfind("}r"s);
+  REQUIRE(last != std::string::npos);
+  std::uint32_t key = 0;
+  std::memcpy(&key, again.data() + last + 2, 4);
+  const std::uint32_t old_key = lists[10];
+  std::memcpy(again.data() + last + 2, &old_key, 4);
+  for (const std::string& d : {again}) {
+    StreamPair r;
+    auto a = r.stream.Read(d);
+    auto b = r.full.Read(d);
+    REQUIRE(b.ok());
+    REQUIRE(a.ok());
+    CHECK_FALSE(r.stream.streamed());
+    CheckSame(*a, *b);
+  }
+  // A GET of a memo key a template stored for a container (the 150th entry's frames list) as
+  // the last entry's version: the full parser reads it (a list where a str was).
+  std::string poison = dump;
+  const std::size_t stop = poison.rfind('u');  // the root's SETITEMS
+  std::string tail = SStr("comm_lib_version") + "j"s;
+  tail.append(reinterpret_cast<const char*>(&lists[150]), 4);
+  poison.insert(stop, tail);
+  {
+    StreamPair r;
+    auto a = r.stream.Read(poison);
+    auto b = r.full.Read(poison);
+    REQUIRE(b.ok());
+    REQUIRE(a.ok());
+    CHECK_FALSE(r.stream.streamed());
+    CheckSame(*a, *b);
+  }
+}
+
+TEST_CASE("a dump cut inside entries read through templates gives the full parser's error") {
+  const std::string dump = AlikeDump(100);
+  StreamPair r;
+  for (std::size_t cut = dump.size() / 2; cut < dump.size(); cut += 997) {
+    CAPTURE(cut);
+    auto a = r.stream.Read(dump.substr(0, cut));
+    auto b = r.full.Read(dump.substr(0, cut));
+    REQUIRE_FALSE(a.ok());
+    REQUIRE_FALSE(b.ok());
+    CHECK(a.error().message == b.error().message);
+    CHECK(a.error().where == b.error().where);
+  }
+}
+
+TEST_CASE("the generated dumps' entries come through templates") {
+  std::uint32_t templated = 0, entries = 0;
+  StreamPair r;
+  for (const auto& f : PickleDumps()) {
+    if (f.find("/gen/") == std::string::npos) continue;
+    auto a = r.stream.Read(SlurpStream(f));
+    REQUIRE(a.ok());
+    templated += r.stream.templated();
+    entries += static_cast<std::uint32_t>(a->entries.size());
+  }
+  CAPTURE(templated, entries);
+  CHECK(templated * 2 > entries);
 }
