@@ -1,6 +1,7 @@
 #include "watchdog/hang/redact.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <optional>
@@ -146,6 +147,7 @@ bool Base64UrlChar(char c) { return IsAlnum(c) || c == '-' || c == '_'; }
 // A JWT: three base64url parts joined by '.', the first two JSON objects ("eyJ" is base64 of
 // '{"'); the signature may be empty (alg none). Its length at text[i], 0 when none.
 std::size_t JwtAt(std::string_view text, std::size_t i) {
+  if (i >= text.size() || text[i] != 'e') return 0;
   std::size_t e = i;
   for (int part = 0; part < 3; ++part) {
     const std::size_t b = e;
@@ -161,7 +163,19 @@ std::size_t JwtAt(std::string_view text, std::size_t i) {
 }
 
 // Length of a token shape starting at text[i] (at a word boundary), 0 when none.
+// The first bytes of the shapes' prefixes: most positions of a text start none, and are passed
+// over at one table look-up instead of a compare per shape.
+const std::array<bool, 256>& ShapeFirstBytes() {
+  static const std::array<bool, 256> first = [] {
+    std::array<bool, 256> f{};
+    for (const TokenShape& t : kTokenShapes) f[static_cast<unsigned char>(t.prefix[0])] = true;
+    return f;
+  }();
+  return first;
+}
+
 std::size_t ShapeAt(std::string_view text, std::size_t i) {
+  if (i >= text.size() || !ShapeFirstBytes()[static_cast<unsigned char>(text[i])]) return 0;
   for (const TokenShape& t : kTokenShapes) {
     if (text.compare(i, t.prefix.size(), t.prefix) != 0) continue;
     std::size_t e = i + t.prefix.size();
@@ -226,7 +240,7 @@ std::string RedactShapes(std::string_view text) {
         }
       }
     }
-    if (text.compare(i, 3, "://") == 0) {
+    if (text[i] == ':' && text.compare(i, 3, "://") == 0) {
       // user:password@ right after the scheme: keep the user, drop the password.
       std::size_t colon = i + 3;
       while (colon < n && IsUserChar(text[colon])) ++colon;
@@ -441,7 +455,12 @@ Redactor::Redactor(const Environment& env) {
 void Redactor::AddSecret(std::string_view value) {
   if (IsTrivialValue(value)) return;
   std::lock_guard lock(mu_);
-  secrets_.insert(std::string(value));
+  if (!secrets_.insert(std::string(value)).second) return;
+  // The same value as a JSON string holds it (a quote as \", a backslash as \\, a newline as
+  // \n): the run directory's JSON files carry argv and environment values escaped.
+  std::string escaped = JsonText(nlohmann::json(std::string(value)), -1);
+  escaped = escaped.substr(1, escaped.size() - 2);
+  if (escaped != value) escaped_secrets_.insert(std::move(escaped));
 }
 
 void Redactor::LearnArgv(const std::vector<std::string>& argv) {
@@ -476,8 +495,10 @@ std::vector<std::string> Redactor::RedactArgv(const std::vector<std::string>& ar
 
 std::string Redactor::Redact(std::string_view text) const {
   std::size_t first = text.find_first_not_of(" \t\r\n");
+  // nlohmann's lexer takes a NUL byte for the end of its input: `{}` NUL garbage would pass as a
+  // document and the garbage, outside any string, would go unredacted.
   if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[') &&
-      nlohmann::json::accept(text)) {
+      text.find('\0') == std::string_view::npos && nlohmann::json::accept(text)) {
     return RedactJsonDocument(text);
   }
   return RedactText(text);
@@ -500,7 +521,10 @@ std::string Redactor::RedactJsonDocument(std::string_view text) const {
       while (e < n && text[e] != '"') e += text[e] == '\\' ? 2 : 1;
       e = std::min(e + 1, n);
       const std::string_view token = text.substr(i, e - i);
-      const std::string value = nlohmann::json::parse(token).get<std::string>();
+      // Most strings hold no escape: their text is the token's inside.
+      const std::string value = token.find('\\') == std::string_view::npos
+                                    ? std::string(token.substr(1, token.size() - 2))
+                                    : nlohmann::json::parse(token).get<std::string>();
       std::size_t k = e;
       while (k < n && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
       const bool is_key = k < n && text[k] == ':';
@@ -539,14 +563,8 @@ std::string Redactor::RedactText(std::string_view text) const {
   std::string out = RedactPem(text);
   {
     std::lock_guard lock(mu_);
-    for (const std::string& s : secrets_) {
-      ReplaceSecret(out, s);
-      // The same value as a JSON string holds it (a quote as \", a backslash as \\, a newline
-      // as \n): the run directory's JSON files carry argv and environment values escaped.
-      std::string escaped = JsonText(nlohmann::json(s), -1);
-      escaped = escaped.substr(1, escaped.size() - 2);
-      if (escaped != s) ReplaceSecret(out, escaped);
-    }
+    for (const std::string& s : secrets_) ReplaceSecret(out, s);
+    for (const std::string& s : escaped_secrets_) ReplaceSecret(out, s);
   }
   // Rules 2 and 3: scan for NAME=VALUE, "NAME": "VALUE", --flag VALUE with a secret-looking name.
   std::string result;

@@ -68,6 +68,7 @@ class Redactor {
 
   mutable std::mutex mu_;
   std::set<std::string, std::greater<>> secrets_;  // longest-first is not needed: exact values
+  std::set<std::string, std::greater<>> escaped_secrets_;  // those that JSON escapes, escaped
 };
 
 }  // namespace sl::hang

@@ -250,3 +250,14 @@ TEST_CASE("a JSON document is redacted string by string and keeps its bytes else
   CHECK(j["log"] == "pw=" + std::string(kRedacted) + " \"quoted\"\n");
   CHECK(out.find("\"ok\": [1, true, null]\n}") != std::string::npos);  // untouched bytes
 }
+
+TEST_CASE("bytes after a NUL are not taken for the end of a JSON document") {
+  // nlohmann's lexer stops at NUL: `{"":""}` NUL ... parsed as a document would leave what
+  // follows, outside any string, unredacted (fuzz_redact's third find).
+  Redactor r;
+  const std::string text =
+      std::string("{\"\":\"\"}") + '\0' + "\"\"\"\" ghp_0123456789abcdefghijklmnopqrstuvwxyz ";
+  const std::string out = r.Redact(text);
+  CHECK(out.find("ghp_0123456789") == std::string::npos);
+  CHECK(out.find(kRedacted) != std::string::npos);
+}
