@@ -131,6 +131,8 @@ constexpr FactCategory kStacks[] = {
      "ranks wait in different collectives"},
     {"stacks.all_wait_in_same_collective", "retry_exceeded_network", 0.4,
      "every rank waits in the same collective"},
+    {"stacks.pasted_main_thread_busy", "straggler_or_slow_rank", 0.45,
+     "a pasted stack's main thread is busy outside any collective"},
 };
 
 // IB port counters (kernel ib_core counters/ and mlx5 hw_counters/) that grew during the job.

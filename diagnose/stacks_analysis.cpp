@@ -74,6 +74,11 @@ bool Contains(const std::string& s, std::initializer_list<std::string_view> word
 std::string ActivityOf(const PyThread& t, const std::string& wchan) {
   for (const PyFrame& f : t.frames) {
     if (f.file.find("torch/utils/data/") != std::string::npos) return "data loading";
+    // Frameworks' own loaders (fairseq/data/iterators.py, a datasets/ module) iterating.
+    if (!f.native && Contains(f.file, {"/data/", "dataloader", "dataset", "data_loader"}) &&
+        (f.function == "__next__" || f.function == "__iter__" || f.function == "_next_data")) {
+      return "data loading";
+    }
     if (f.file.find("torch/serialization.py") != std::string::npos &&
         Contains(f.function, {"save"})) {
       return "checkpoint save";
@@ -120,6 +125,13 @@ std::string FirstFrameKey(const PyThread& t) {
   return "(no Python frame)";
 }
 
+// How a claim names the process: "rank 3", or for stacks pasted into a log, which does not say
+// the rank, "process 4242" (py-spy's pid) or "the process".
+std::string Who(const RankStacks& r) {
+  if (!r.pasted) return fmt::format("rank {}", r.rank);
+  return r.pid > 0 ? fmt::format("process {}", r.pid) : std::string("the process");
+}
+
 // The rank's main-thread frames as cited lines (innermost first, at most `n`).
 std::vector<EvidenceLine> StackLines(const RankStacks& r, std::size_t n) {
   std::vector<EvidenceLine> out;
@@ -127,19 +139,20 @@ std::vector<EvidenceLine> StackLines(const RankStacks& r, std::size_t n) {
   if (!m) return out;
   for (const PyFrame& f : m->frames) {
     if (out.size() >= n) break;
-    out.push_back({r.file, f.line_no, fmt::format("rank {} main thread: {}", r.rank, f.text), ""});
+    out.push_back({r.file, f.line_no, fmt::format("{} main thread: {}", Who(r), f.text), ""});
   }
   if (!r.wchan.empty() && out.size() < n + 1) {
-    out.push_back({r.file, 0,
-                   fmt::format("rank {} main thread in the kernel: wchan {}", r.rank, r.wchan),
-                   ""});
+    out.push_back(
+        {r.file, 0, fmt::format("{} main thread in the kernel: wchan {}", Who(r), r.wchan), ""});
   }
   return out;
 }
 
 std::string RankList(const std::vector<const RankStacks*>& rs) {
   std::vector<int> ranks;
-  for (const RankStacks* r : rs) ranks.push_back(r->rank);
+  for (const RankStacks* r : rs) {
+    if (!r->pasted) ranks.push_back(r->rank);  // a pasted dump's place is not a rank
+  }
   std::sort(ranks.begin(), ranks.end());
   std::string out;
   for (std::size_t i = 0; i < ranks.size();) {
@@ -150,6 +163,16 @@ std::string RankList(const std::vector<const RankStacks*>& rs) {
     i = j + 1;
   }
   return out;
+}
+
+// "rank 3", "ranks 1-2, 5", "process 4242, process 4250".
+std::string WhoList(const std::vector<const RankStacks*>& rs) {
+  if (!rs.empty() && !rs.front()->pasted) {
+    return fmt::format("{} {}", rs.size() == 1 ? "rank" : "ranks", RankList(rs));
+  }
+  std::vector<std::string> names;
+  for (const RankStacks* r : rs) names.push_back(Who(*r));
+  return Join(names, ", ");
 }
 
 std::string NodesOf(const std::vector<const RankStacks*>& rs) {
@@ -206,14 +229,13 @@ CauseClaim ElsewhereClaim(const Waiting& w) {
   std::vector<std::string> doing;
   for (const Placed* p : w.elsewhere) {
     if (doing.size() >= 4) break;
-    doing.push_back(fmt::format("rank {} at {}{}", p->rank->rank, p->place.where,
+    doing.push_back(fmt::format("{} at {}{}", Who(*p->rank), p->place.where,
                                 p->place.activity.empty() ? "" : " (" + p->place.activity + ")"));
   }
   c.why = fmt::format(
-      "The main thread of {} {} is not in a collective ({}) while the others wait in {}: the job "
+      "The main thread of {} is not in a collective ({}) while the others wait in {}: the job "
       "waits for {}.",
-      late.size() == 1 ? "rank" : "ranks", c.entity.rank, Join(doing, "; "), w.text,
-      late.size() == 1 ? "it" : "them");
+      WhoList(late), Join(doing, "; "), w.text, late.size() == 1 ? "it" : "them");
   for (const Placed* p : w.elsewhere) {
     for (auto& l : StackLines(*p->rank, 6)) {
       if (c.evidence.size() < 10) c.evidence.push_back(std::move(l));
@@ -231,7 +253,7 @@ CauseClaim DifferentCollectivesClaim(const Waiting& w) {
     for (const Placed* p : ps) {
       odd.push_back(p->rank);
       what.push_back(
-          fmt::format("rank {} in {} at {}", p->rank->rank, p->place.collective, p->place.where));
+          fmt::format("{} in {} at {}", Who(*p->rank), p->place.collective, p->place.where));
     }
   }
   CauseClaim c;
@@ -290,8 +312,8 @@ std::vector<CauseClaim> StacksClaims(const std::vector<RankStacks>& ranks) {
     if (!w.major || ps.size() > w.major->size()) w.major = &ps;
   }
   w.ref = w.major->front();
-  w.text = fmt::format("{} ({} waiting: rank {} at {})", w.ref->place.collective, w.major->size(),
-                       w.ref->rank->rank, w.ref->place.where);
+  w.text = fmt::format("{} ({} waiting: {} at {})", w.ref->place.collective, w.major->size(),
+                       Who(*w.ref->rank), w.ref->place.where);
   w.ref_lines = StackLines(*w.ref->rank, 2);
   if (!w.elsewhere.empty()) out.push_back(ElsewhereClaim(w));
   if (w.by_key.size() > 1) out.push_back(DifferentCollectivesClaim(w));
@@ -394,6 +416,64 @@ void ReadBundle(const FileReader& reader, const std::string& bundle,
 }
 
 }  // namespace
+
+std::vector<RankStacks> StacksInLog(std::string_view text, const std::string& file) {
+  std::vector<RankStacks> out;
+  if (text.find("(most recent call first)") == std::string_view::npos &&
+      text.find("): \"") == std::string_view::npos) {
+    return out;  // neither faulthandler's nor py-spy's thread header
+  }
+  // Sections: each py-spy "Process N: ..." line opens one; before the first, one section.
+  std::vector<std::pair<std::size_t, std::uint64_t>> starts = {{0, 0}};  // offset, lines before
+  std::uint64_t line = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view l = Trim(text.substr(pos, end - pos));
+    if (StartsWith(l, "Process ") && l.size() > 8 &&
+        std::isdigit(static_cast<unsigned char>(l[8])) && l.find(':') != std::string_view::npos &&
+        pos > 0) {
+      starts.push_back({pos, line});
+    }
+    ++line;
+    pos = end + 1;
+  }
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const std::size_t b = starts[i].first;
+    const std::size_t e = i + 1 < starts.size() ? starts[i + 1].first : text.size();
+    PyStacks parsed = ParsePyStacks(text.substr(b, e - b));
+    if (parsed.threads.empty()) continue;
+    for (PyThread& t : parsed.threads) {
+      for (PyFrame& f : t.frames) f.line_no += starts[i].second;
+    }
+    RankStacks r;
+    r.rank = static_cast<int>(out.size());
+    r.pid = parsed.pid;
+    r.file = file;
+    r.pasted = true;
+    r.stacks = std::move(parsed);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<CauseClaim> PastedStacksClaims(std::string_view text, const std::string& file) {
+  std::vector<RankStacks> ranks = StacksInLog(text, file);
+  if (ranks.size() != 1) return StacksClaims(ranks);
+  const auto place = PlaceOf(ranks.front());
+  if (!place || place->waiting || place->activity.empty()) return {};
+  CauseClaim c;
+  c.source = "stacks";
+  c.rule = "stacks.pasted_main_thread_busy";
+  c.category = "straggler_or_slow_rank";
+  c.confidence = 0.45;
+  c.why = fmt::format(
+      "The pasted stacks show {}'s main thread in {} at {}, not in a collective: if the other "
+      "ranks wait in one, this process holds them (the others' stacks would confirm it).",
+      Who(ranks.front()), place->activity, place->where);
+  c.evidence = StackLines(ranks.front(), 6);
+  return {c};
+}
 
 std::vector<RankStacks> ReadBundleStacks(const std::vector<std::string>& paths,
                                          const FileReader& reader) {

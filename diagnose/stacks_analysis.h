@@ -10,6 +10,7 @@
 //     (it was declared hung) -> the fabric (retry_exceeded_network), weakly.
 // The claims join the engine (diagnose/engine.h) with source "stacks"; their rule ids are stable.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/file_reader.h"
@@ -25,7 +26,8 @@ struct RankStacks {
   std::string node;  ///< the bundle's host ("" when unknown)
   std::string file;  ///< the file the Python stacks came from (cited as evidence)
   PyStacks stacks;
-  std::string wchan;  ///< what the main thread waits on in the kernel (/proc), "" when unknown
+  std::string wchan;    ///< what the main thread waits on in the kernel (/proc), "" when unknown
+  bool pasted = false;  ///< pasted into a log (StacksInLog): `rank` is its place, not a rank
 };
 
 /// Where a rank's main thread is.
@@ -45,6 +47,18 @@ std::optional<MainPlace> PlaceOf(const RankStacks& r);
 /// Rule ids: stacks.main_thread_elsewhere, stacks.different_collectives,
 /// stacks.all_wait_in_same_collective.
 std::vector<CauseClaim> StacksClaims(const std::vector<RankStacks>& ranks);
+
+/// Python stacks pasted into a log, as users paste them into a report: py-spy dump output, one
+/// section per process ("Process 4242: python train.py" opens each), or one faulthandler or
+/// py-spy dump. One RankStacks per process that has threads (`pasted`; `pid` from py-spy's
+/// header; frame line numbers are the log's). None when the text holds no stack.
+std::vector<RankStacks> StacksInLog(std::string_view text, const std::string& file);
+
+/// The claims of stacks pasted into one log: StacksClaims across its processes; with one
+/// process only, a main thread busy outside any collective (data loading, a checkpoint save,
+/// sleep, file I/O, evaluation) -- the dump a user takes of the rank that holds the others --
+/// is stacks.pasted_main_thread_busy (straggler_or_slow_rank, weakly).
+std::vector<CauseClaim> PastedStacksClaims(std::string_view text, const std::string& file);
 
 /// Every rank's stacks in the bundles under `paths` (directories searched 4 levels deep for a
 /// bundle's stacks/ folder; a bundle is a directory holding manifest.json, whose host names the

@@ -153,16 +153,26 @@ std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArg
   return std::move(*analysis);
 }
 
-// The ranks' stacks in the bundles of the directory inputs (a run root, a bundle), as claims:
-// who is elsewhere while the others wait (diagnose/stacks_analysis.h). None is fine.
+// The ranks' stacks in the bundles of the directory inputs (a run root, a bundle) and the stacks
+// pasted into the file inputs, as claims: who is elsewhere while the others wait
+// (diagnose/stacks_analysis.h). None is fine.
 std::vector<diagnose::CauseClaim> StacksOfInputs(const DiagnoseArgs& args) {
   const RootedFileReader host("");
   std::vector<std::string> dirs;
   for (const auto& in : args.inputs) {
     if (in != "-" && host.IsDir(in)) dirs.push_back(in);
   }
-  if (dirs.empty()) return {};
-  return diagnose::StacksClaims(diagnose::ReadBundleStacks(dirs, host));
+  std::vector<diagnose::CauseClaim> claims;
+  if (!dirs.empty()) claims = diagnose::StacksClaims(diagnose::ReadBundleStacks(dirs, host));
+  // Stacks pasted into a log file (py-spy or faulthandler output in a report): read again here,
+  // only for their stacks, the first 16 MiB of each (a report pastes them; a job log is larger).
+  for (const auto& in : args.inputs) {
+    if (in == "-" || host.IsDir(in)) continue;
+    auto text = host.ReadFile(in, 16u << 20);
+    if (!text.ok()) continue;  // the log reader names an unreadable input itself
+    for (auto& c : diagnose::PastedStacksClaims(*text, in)) claims.push_back(std::move(c));
+  }
+  return claims;
 }
 
 // Where diagnosis.{md,json,html} go: --out DIR, else the single input when it is a run root

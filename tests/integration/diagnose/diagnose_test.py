@@ -187,6 +187,30 @@ class Diagnose(unittest.TestCase):
         self.assertEqual(cause["entity"]["rank"], "0")
         self.assertIn((p, 5), {(e["file"], e["line"]) for e in cause["evidence"]})
 
+    def test_pasted_py_spy_dumps_name_the_process_elsewhere(self):
+        # py-spy dump's format (one "Process N:" section a process), as users paste two ranks:
+        # one main thread in torch's all_reduce, the other in its DataLoader.
+        text = ("Process 101: python train.py\n"
+                "Python v3.10.12 (/usr/bin/python3.10)\n\n"
+                "Thread 101 (idle): \"MainThread\"\n"
+                "    all_reduce (torch/distributed/distributed_c10d.py:2050)\n"
+                "    train_step (train.py:88)\n"
+                "    <module> (train.py:120)\n"
+                "Process 102: python train.py\n"
+                "Python v3.10.12 (/usr/bin/python3.10)\n\n"
+                "Thread 102 (idle): \"MainThread\"\n"
+                "    _next_data (torch/utils/data/dataloader.py:1328)\n"
+                "    __next__ (torch/utils/data/dataloader.py:633)\n"
+                "    train_step (train.py:80)\n"
+                "    <module> (train.py:120)\n")
+        p = self.write("py-spy.txt", text)
+        rc, out, err = diagnose("--json", "--no-write", p)
+        self.assertEqual(rc, 0, err)
+        cause = json.loads(out)["causes"][0]
+        self.assertEqual(cause["category"], "straggler_or_slow_rank")
+        self.assertIn("process 102", cause["why"])
+        self.assertIn((p, 12), {(e["file"], e["line"]) for e in cause["evidence"]})  # _next_data
+
     def test_slurm_and_mpirun_banners_name_the_rank_that_died(self):
         p = self.write("job.err",
                        "[rank0]:n1:1:1 [0] NCCL WARN Net : Connection closed by remote peer; "

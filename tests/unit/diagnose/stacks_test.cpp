@@ -236,3 +236,60 @@ TEST_CASE("a run root's bundles give each rank's stacks, the faulthandler file f
   CHECK(c->entity.rank == "1");
   CHECK(c->entity.node == "n2");
 }
+
+// Stacks pasted into a log (a report): py-spy dump's sections, or one dump.
+namespace {
+constexpr std::string_view kPastedTwo =
+    "some output before\n"
+    "Process 101: python train.py\n"
+    "Thread 101 (idle): \"MainThread\"\n"
+    "    all_reduce (torch/distributed/distributed_c10d.py:2050)\n"
+    "    <module> (train.py:120)\n"
+    "Process 102: python train.py\n"
+    "Thread 102 (idle): \"MainThread\"\n"
+    "    __next__ (torch/utils/data/dataloader.py:633)\n"
+    "    <module> (train.py:118)\n";
+}  // namespace
+
+TEST_CASE("py-spy sections pasted into a log are one process each, with the log's line numbers") {
+  auto ranks = StacksInLog(kPastedTwo, "report.txt");
+  REQUIRE(ranks.size() == 2);
+  CHECK(ranks[0].pasted);
+  CHECK(ranks[0].pid == 101);
+  CHECK(ranks[1].pid == 102);
+  CHECK(ranks[1].file == "report.txt");
+  REQUIRE(!ranks[1].stacks.threads.empty());
+  CHECK(ranks[1].stacks.threads[0].frames.at(0).line_no == 8);  // the log's line 8
+}
+
+TEST_CASE("pasted stacks of two processes name the one outside the collective by its pid") {
+  auto claims = PastedStacksClaims(kPastedTwo, "report.txt");
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].rule == "stacks.main_thread_elsewhere");
+  CHECK(claims[0].category == "straggler_or_slow_rank");
+  CHECK(claims[0].why.find("process 102") != std::string::npos);
+  CHECK(claims[0].why.find("rank") == std::string::npos);  // a paste does not say the rank
+  CHECK(claims[0].entity.rank.empty());
+}
+
+TEST_CASE(
+    "one pasted dump: busy in a data loader is a weak straggler, waiting in a collective is "
+    "nothing") {
+  const std::string loader =
+      "Thread 0x7FA6E7C01740 (idle): \"MainThread\"\n"
+      "    get (queue.py:170)\n"
+      "    __next__ (fairseq/data/iterators.py:648)\n"
+      "    train (fairseq_cli/train.py:274)\n";
+  auto claims = PastedStacksClaims(loader, "log.txt");
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].rule == "stacks.pasted_main_thread_busy");
+  CHECK(claims[0].category == "straggler_or_slow_rank");
+  CHECK(claims[0].confidence < 0.5);
+  CHECK(claims[0].evidence.size() >= 2);
+  const std::string waiting =
+      "Thread 7 (idle): \"MainThread\"\n"
+      "    all_reduce (torch/distributed/distributed_c10d.py:2050)\n"
+      "    <module> (train.py:120)\n";
+  CHECK(PastedStacksClaims(waiting, "log.txt").empty());
+  CHECK(StacksInLog("NCCL WARN Net : Connection closed by remote peer\n", "log.txt").empty());
+}
