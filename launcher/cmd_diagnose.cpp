@@ -165,10 +165,10 @@ std::vector<diagnose::CauseClaim> StacksOfInputs(const DiagnoseArgs& args) {
   std::vector<diagnose::CauseClaim> claims;
   if (!dirs.empty()) claims = diagnose::StacksClaims(diagnose::ReadBundleStacks(dirs, host));
   // Stacks pasted into a log file (py-spy or faulthandler output in a report): read again here,
-  // only for their stacks, the first 16 MiB of each (a report pastes them; a job log is larger).
+  // only for their stacks, the first 4 MiB of each (a report; a job log is larger).
   for (const auto& in : args.inputs) {
     if (in == "-" || host.IsDir(in)) continue;
-    auto text = host.ReadFile(in, 16u << 20);
+    auto text = host.ReadFile(in, 4u << 20);
     if (!text.ok()) continue;  // the log reader names an unreadable input itself
     for (auto& c : diagnose::PastedStacksClaims(*text, in)) claims.push_back(std::move(c));
   }
