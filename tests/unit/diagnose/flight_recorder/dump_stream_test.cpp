@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,6 +67,18 @@ void CheckSame(const RankDump& a, const RankDump& b) {
   }
 }
 
+// Both readers on `bytes`: both read it, the streaming one streams it or not as `streamed` says,
+// and they give the same records; the streaming reader's dump.
+std::optional<RankDump> ReadBoth(StreamPair& r, std::string_view bytes, bool streamed) {
+  auto a = r.stream.Read(bytes);
+  auto b = r.full.Read(bytes);
+  if (!b.ok()) FAIL(b.error().Describe());
+  REQUIRE(a.ok());
+  CHECK(r.stream.streamed() == streamed);
+  CheckSame(*a, *b);
+  return std::move(*a);
+}
+
 void CheckSamePgs(PgRegistry& a, PgRegistry& b) {
   REQUIRE(a.all().size() == b.all().size());
   for (auto& [name, info] : a.all()) {
@@ -105,13 +118,8 @@ TEST_CASE("the real and generated pickle dumps are streamed, with the full parse
   for (const auto& f : files) {
     CAPTURE(f);
     const std::string bytes = SlurpStream(f);
-    auto a = r.stream.Read(bytes);
-    auto b = r.full.Read(bytes);
-    REQUIRE(a.ok());
-    REQUIRE(b.ok());
-    CHECK(r.stream.streamed());
+    ReadBoth(r, bytes, true);
     CHECK_FALSE(r.full.streamed());
-    CheckSame(*a, *b);
   }
   CheckSamePgs(r.stream_pgs, r.full_pgs);
 }
@@ -168,12 +176,7 @@ TEST_CASE("shapes the stream reader does not take are read by the full parser") 
   for (std::size_t i = 0; i < dumps.size(); ++i) {
     CAPTURE(i);
     StreamPair r;
-    auto a = r.stream.Read(dumps[i]);
-    auto b = r.full.Read(dumps[i]);
-    if (!b.ok()) FAIL(b.error().Describe());
-    REQUIRE(a.ok());
-    CHECK(r.stream.streamed() == (i == 0));
-    CheckSame(*a, *b);
+    auto a = ReadBoth(r, dumps[i], i == 0);
     REQUIRE(a->entries.size() == 1);
     CHECK(r.strings.at(a->entries[0].op) == "nccl:all_reduce");
     CHECK(a->entries[0].seq == 7);
@@ -198,12 +201,7 @@ TEST_CASE("a dump in the pickler's usual form is streamed, keys and values in an
                            SStr("3") + "}(" + SStr("ranks") + SStr("[4, 5]") + SStr("desc") +
                            SStr("node") + "uu" + "u.";
   StreamPair r;
-  auto a = r.stream.Read(dump);
-  auto b = r.full.Read(dump);
-  REQUIRE(b.ok());
-  REQUIRE(a.ok());
-  CHECK(r.stream.streamed());
-  CheckSame(*a, *b);
+  auto a = ReadBoth(r, dump, true);
   REQUIRE(a->entries.size() == 2);
   CHECK(a->entries[1].index == 1);
   CHECK(r.strings.at(a->entries[0].shape) == "[[4], [5]]|||");
@@ -334,13 +332,8 @@ TEST_CASE("entries written alike are read through templates, with the full parse
   // of each kind come through a template; the seq ids and times are each entry's own.
   const std::string dump = AlikeDump(300);
   StreamPair r;
-  auto a = r.stream.Read(dump);
-  auto b = r.full.Read(dump);
-  if (!b.ok()) FAIL(b.error().Describe());
-  REQUIRE(a.ok());
-  CHECK(r.stream.streamed());
+  auto a = ReadBoth(r, dump, true);
   CHECK(r.stream.templated() >= 250);
-  CheckSame(*a, *b);
   REQUIRE(a->entries.size() == 300);
   for (int i = 0; i < 300; ++i) {
     CAPTURE(i);
@@ -388,12 +381,7 @@ TEST_CASE("what a template would take wrongly gives up to the full parser") {
   std::memcpy(again.data() + last + 2, &old_key, 4);
   for (const std::string& d : {again}) {
     StreamPair r;
-    auto a = r.stream.Read(d);
-    auto b = r.full.Read(d);
-    REQUIRE(b.ok());
-    REQUIRE(a.ok());
-    CHECK_FALSE(r.stream.streamed());
-    CheckSame(*a, *b);
+    auto a = ReadBoth(r, d, false);
   }
   // A GET of a memo key a template stored for a container (the 150th entry's frames list) as
   // the last entry's version: the full parser reads it (a list where a str was).
@@ -404,12 +392,7 @@ TEST_CASE("what a template would take wrongly gives up to the full parser") {
   poison.insert(stop, tail);
   {
     StreamPair r;
-    auto a = r.stream.Read(poison);
-    auto b = r.full.Read(poison);
-    REQUIRE(b.ok());
-    REQUIRE(a.ok());
-    CHECK_FALSE(r.stream.streamed());
-    CheckSame(*a, *b);
+    auto a = ReadBoth(r, poison, false);
   }
 }
 
