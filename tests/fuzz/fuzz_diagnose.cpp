@@ -2,7 +2,7 @@
 // fuzzer-chosen sizes (lines cut across reads), go through cleaning, prefix stripping, the
 // catalog and every rule, and the reports render. Garbage must give a diagnosis, never a crash;
 // the reader must hand over whole lines with the line count a plain split gives (at '\n' and
-// at a lone '\r').
+// at a lone '\r'). The same bytes as a pasted report's Python stacks, too.
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -13,6 +13,7 @@
 #include "diagnose/ingest.h"
 #include "diagnose/log_reader.h"
 #include "diagnose/report.h"
+#include "diagnose/stacks_analysis.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const sl::diagnose::LineMatcher matcher;
@@ -38,5 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)sl::diagnose::DiagnosisJson(d, {}, true).dump();
   (void)sl::diagnose::DiagnosisText(d, {}, true);
   (void)sl::diagnose::TorchErrorFileText(in);
+  // Stacks pasted into the same bytes (py-spy sections, faulthandler dumps): every claim cites a
+  // line of the text and names a category.
+  for (const auto& c : sl::diagnose::PastedStacksClaims(in, "fuzz")) {
+    if (c.category.empty() || c.evidence.empty()) std::abort();
+    for (const auto& e : c.evidence) {
+      if (e.line > ends + 1) std::abort();
+    }
+  }
   return 0;
 }
