@@ -159,19 +159,22 @@ std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArg
 std::vector<diagnose::CauseClaim> StacksOfInputs(const DiagnoseArgs& args) {
   const RootedFileReader host("");
   std::vector<std::string> dirs;
+  std::vector<diagnose::CauseClaim> pasted;
   for (const auto& in : args.inputs) {
-    if (in != "-" && host.IsDir(in)) dirs.push_back(in);
+    if (in == "-") continue;
+    if (host.IsDir(in)) {
+      dirs.push_back(in);
+      continue;
+    }
+    // Stacks pasted into a log file (py-spy or faulthandler output in a report): read again
+    // here, only for their stacks, the first 4 MiB of each (a report; a job log is larger).
+    auto text = host.ReadFile(in, 4u << 20);
+    if (!text.ok()) continue;  // the log reader names an unreadable input itself
+    for (auto& c : diagnose::PastedStacksClaims(*text, in)) pasted.push_back(std::move(c));
   }
   std::vector<diagnose::CauseClaim> claims;
   if (!dirs.empty()) claims = diagnose::StacksClaims(diagnose::ReadBundleStacks(dirs, host));
-  // Stacks pasted into a log file (py-spy or faulthandler output in a report): read again here,
-  // only for their stacks, the first 4 MiB of each (a report; a job log is larger).
-  for (const auto& in : args.inputs) {
-    if (in == "-" || host.IsDir(in)) continue;
-    auto text = host.ReadFile(in, 4u << 20);
-    if (!text.ok()) continue;  // the log reader names an unreadable input itself
-    for (auto& c : diagnose::PastedStacksClaims(*text, in)) claims.push_back(std::move(c));
-  }
+  for (auto& c : pasted) claims.push_back(std::move(c));
   return claims;
 }
 

@@ -162,7 +162,6 @@ std::size_t JwtAt(std::string_view text, std::size_t i) {
   return e - i;
 }
 
-// Length of a token shape starting at text[i] (at a word boundary), 0 when none.
 // The first bytes of the shapes' prefixes: most positions of a text start none, and are passed
 // over at one table look-up instead of a compare per shape.
 const std::array<bool, 256>& ShapeFirstBytes() {
@@ -174,6 +173,7 @@ const std::array<bool, 256>& ShapeFirstBytes() {
   return first;
 }
 
+// Length of a token shape starting at text[i] (at a word boundary), 0 when none.
 std::size_t ShapeAt(std::string_view text, std::size_t i) {
   if (i >= text.size() || !ShapeFirstBytes()[static_cast<unsigned char>(text[i])]) return 0;
   for (const TokenShape& t : kTokenShapes) {
@@ -271,6 +271,14 @@ bool IsTrivialValue(std::string_view v) {
   return v.size() < 4 || v == "true" || v == "false" || v == "none" || v == "None" || v == "null";
 }
 
+// The end of a JSON number (or number-like word) starting at text[p].
+std::size_t JsonNumberEnd(std::string_view text, std::size_t p) {
+  while (p < text.size() &&
+         (IsAlnum(text[p]) || text[p] == '-' || text[p] == '+' || text[p] == '.'))
+    ++p;
+  return p;
+}
+
 // The part of the text after a secret-looking name to replace: [begin, end).
 struct Span {
   std::size_t begin = 0, end = 0;
@@ -288,8 +296,7 @@ std::optional<Span> ValueToRedact(std::string_view out, std::size_t p, bool json
         out.compare(p, 5, "false") == 0 || out.compare(p, 4, "null") == 0) {
       return std::nullopt;
     }
-    std::size_t e = p;
-    while (e < n && (IsAlnum(out[e]) || out[e] == '-' || out[e] == '+' || out[e] == '.')) ++e;
+    const std::size_t e = JsonNumberEnd(out, p);
     if (e == p) return std::nullopt;
     return Span{p, e, true};
   }
@@ -543,13 +550,9 @@ std::string Redactor::RedactJsonDocument(std::string_view text) const {
       continue;
     }
     if (secret_value_next && (c == '-' || std::isdigit(static_cast<unsigned char>(c)))) {
-      std::size_t e = i;
-      while (e < n && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '-' ||
-                       text[e] == '+' || text[e] == '.'))
-        ++e;
       out.append("\"").append(kRedacted).append("\"");
       secret_value_next = false;
-      i = e;
+      i = JsonNumberEnd(text, i);
       continue;
     }
     if (c != ':' && !std::isspace(static_cast<unsigned char>(c))) secret_value_next = false;
