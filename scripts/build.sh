@@ -56,18 +56,32 @@ case $mode in
   *) echo "usage: build.sh [--demo [TARGET...]|--configure-only]" >&2; exit 2 ;;
 esac
 # ninja's [n/N] lines become one progress line: rewritten in place on a terminal, every 10% else.
+# A bash loop, not awk: Debian's awk is mawk, which reads a pipe in blocks, so the lines would
+# come out minutes late, all at once at the end of the build.
+progress() {  # WHAT: ninja's output on stdin
+  local tty=0 line done=0 total pct next_pct=0 what=$1
+  [ -t 1 ] && tty=1
+  while IFS= read -r line; do
+    if [[ $line =~ ^\[([0-9]+)/([0-9]+)\]\  ]]; then
+      done=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
+      ((done == 0)) && continue  # [0/2] re-checking the globbed directories: not a build step
+      pct=$((100 * done / total))
+      if ((tty)); then
+        printf '\r  build %s: %d/%d' "$what" "$done" "$total"
+      elif ((pct >= next_pct || done == total)); then
+        printf '  build %s: %d/%d\n' "$what" "$done" "$total"
+        next_pct=$((pct - pct % 10 + 10))
+      fi
+    elif [[ $line == "ninja: no work to do"* ]]; then
+      printf '  build %s: up to date\n' "$what"
+    else
+      ((tty && done)) && printf '\n'
+      printf '%s\n' "$line"
+    fi
+  done
+  ((tty && done)) && printf '\n'
+  return 0
+}
 set -o pipefail
 NINJA_STATUS='[%f/%t] ' cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${targets[@]}" 2>&1 |
-  awk -v tty="$([ -t 1 ] && echo 1 || echo 0)" -v what="${targets[*]}" '
-    /^\[[0-9]+\/[0-9]+\] / {
-      split(substr($1, 2, length($1) - 2), a, "/"); done = a[1]; total = a[2]
-      if (done == 0) next  # [0/2] re-checking the globbed directories: not a build step
-      pct = int(100 * done / total)
-      if (tty) { printf "\r  build %s: %d/%d", what, done, total; fflush() }
-      else if (pct >= next_pct || done == total) {
-        printf "  build %s: %d/%d\n", what, done, total; fflush(); next_pct = pct - pct % 10 + 10 }
-      next
-    }
-    /^ninja: no work to do/ { printf "  build %s: up to date\n", what; next }
-    { if (tty && done) printf "\n"; print; fflush() }
-    END { if (tty && done) printf "\n" }'
+  progress "${targets[*]}"

@@ -37,6 +37,29 @@ case $case_name in
       fail "$(cat "$T/out")"
     [ "$(built_targets)" = safe-launch ] || fail "--demo safe-launch built '$(built_targets)'"
     ;;
+  build-progress-live)
+    # The n/N line of a build step reaches the reader while the build still runs (not buffered
+    # until ninja exits, as Debian's mawk did): the fake build waits for the reader to see it.
+    fake_tools all safe-launch
+    cat >"$T/bin/cmake" <<'SH'
+#!/bin/sh
+[ "$1" = --build ] || exit 0
+echo "[1/4] Building CXX object a.o"
+i=0; while [ ! -f "$FLAG" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$FLAG" ] || echo stalled >>"$FAKE_LOG"
+echo "[4/4] Linking CXX executable bin/safe-launch"
+SH
+    export FLAG=$T/seen
+    BUILD_DIR=$T/b bash "$src/scripts/build.sh" --demo safe-launch >"$T/out" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+      grep -q "build safe-launch: 1/4" "$T/out" && { touch "$FLAG"; break; }
+      sleep 0.1
+    done
+    wait "$pid" || fail "build.sh failed: $(cat "$T/out")"
+    ! grep -q stalled "$FAKE_LOG" || fail "the 1/4 line came only after the build: $(cat "$T/out")"
+    grep -q "build safe-launch: 4/4" "$T/out" || fail "no 4/4 line: $(cat "$T/out")"
+    ;;
   build-demo-warmup-half)
     # Before libtorch is there, --demo safe-launch also compiles the warm-up's libtorch-free half.
     fake_tools all safe-launch sl_warmup_main

@@ -81,13 +81,25 @@ class Job:
             time.sleep(0.02)
         return False
 
+    # The job writes through the same open file as self.out/self.err: seeking it would move the
+    # job's write offset too, and a line written between our seek and our read would land over the
+    # start of the file (CI once saw "got SIGWINCH" over "ready\ngot SIG"). pread leaves the
+    # offset alone.
+    @staticmethod
+    def _read_all(f):
+        chunks, off = [], 0
+        while True:
+            b = os.pread(f.fileno(), 1 << 20, off)
+            if not b:
+                return b"".join(chunks).decode(errors="replace")
+            chunks.append(b)
+            off += len(b)
+
     def stdout(self):
-        self.out.seek(0)
-        return self.out.read().decode(errors="replace")
+        return self._read_all(self.out)
 
     def stderr(self):
-        self.err.seek(0)
-        return self.err.read().decode(errors="replace")
+        return self._read_all(self.err)
 
     def wait(self, timeout=30):
         return self.proc.wait(timeout=timeout)
