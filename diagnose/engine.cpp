@@ -196,8 +196,30 @@ bool ListHasBadInterface(std::string_view list) {
   return false;
 }
 
+// The gateway of a Docker network (the host's own bridge address, x.y.0.1 in Docker's default
+// address pools 172.17-172.31/16: docker0 is 172.17.0.1, user networks' br-<id> 172.18.0.1 on):
+// a peer address there means that node advertised its bridge, not the cluster interface.
+bool IsDockerGateway(std::string_view addr) {
+  static const std::regex kGateway(R"(^172\.(1[7-9]|2[0-9]|3[01])\.0\.1$)");
+  return std::regex_match(std::string(addr.substr(0, addr.find('<'))), kGateway);
+}
+
 bool BadInterface(const Evidence& ev, Lines* out) {
   bool any = AnyOf(ev, {"nccl.loopback_interface"}, out);
+  // An NCCL socket connect or transfer to a peer at a loopback, link-local or Docker-bridge
+  // address ("Connect to 172.18.0.1<49273> failed : Connection refused"): the peer advertised
+  // an interface the other nodes cannot reach.
+  for (const char* row :
+       {"nccl.socket_connect_refused", "nccl.socket_connect", "nccl.socket_io_failed"}) {
+    for (const Match* m : ev.Distinct(row, "peer")) {
+      const std::string peer = m->Field("peer");
+      const std::string host = peer.substr(0, peer.find('<'));
+      if (IsDockerGateway(host) || nccl::IsNonRoutableInterface("", host)) {
+        out->push_back(m);
+        any = true;
+      }
+    }
+  }
   // Gloo connecting to a loopback address another rank advertised (127.0.1.1 from /etc/hosts).
   for (const char* row : {"gloo.connect_failed", "gloo.remote_addr"}) {
     for (const Match* m : ev.Distinct(row, "addr")) {
@@ -848,7 +870,8 @@ constexpr NamedCondition kConditions[] = {
      "a CUDA OOM whose message lists two or more other processes holding memory on that GPU"},
     {"create_qp_failed", CreateQpFailed, "ibv_create_qp failures"},
     {"bad_interface", BadInterface,
-     "bootstrap or NET/Socket on a bridge, loopback, tunnel or link-local address"},
+     "bootstrap or NET/Socket on a bridge, loopback, tunnel or link-local address, or a socket "
+     "peer at one (a Docker network's gateway 172.17-31.0.1)"},
     {"good_interface", GoodInterface, "bootstrap or NET/Socket on a routable interface"},
     {"store_wait_timeout", StoreWaitTimeout,
      "a c10d store read timed out (Socket Timeout) and no connect to the store failed"},

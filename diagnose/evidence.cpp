@@ -102,7 +102,7 @@ constexpr std::string_view kDistinctFields[] = {
     "mtu",          "gdr",          "net",        "link",      "last_enqueued", "last_completed",
     "timeout_rank", "seq",          "error",      "exitcode",  "family",        "hca",
     "op",           "ran_ms",       "timeout_ms", "numel_in",  "signal_name",   "signal",
-    "nccl_code",    "function"};
+    "nccl_code",    "function",     "peer"};
 }  // namespace
 
 void Evidence::AddDistinct(const Match& m) {

@@ -7,7 +7,7 @@
 //     File "/usr/lib/python3.11/threading.py", line 324 in wait
 //
 //   Current thread 0x00007f3a1e8bb740 (most recent call first):
-//     File "/work/train.py", line 29 in <module>
+//     File "/home/alice/train.py", line 29 in <module>
 // faulthandler does not say which thread is the main one: safe-launch's sitecustomize writes a
 // header line first, "# safe-launch python stacks: pid=4242 rank=1 main_thread=0x00007f3a...".
 //

@@ -2245,6 +2245,15 @@ std::vector<RowCase> OtherLayerCases() {
        "domain=0x0003 address=0x80000040 flags=0x0020]",
        "kernel.amd_iommu_page_fault",
        {{"domain", "0x0003"}, {"address", "0x80000040"}}},
+      // No pci_dev for the requester: the device is in the message (5.x, and 6.x with the segment).
+      {"[ 4703.568967] AMD-Vi: Event logged [IO_PAGE_FAULT device=41:00.0 domain=0x000e "
+       "address=0x000003f80001b100 flags=0x0030]",
+       "kernel.amd_iommu_page_fault",
+       {{"domain", "0x000e"}, {"address", "0x000003f80001b100"}}},
+      {"AMD-Vi: Event logged [IO_PAGE_FAULT device=0000:04:00.0 domain=0x0000 address=0x10b4a01e0 "
+       "flags=0x0070]",
+       "kernel.amd_iommu_page_fault",
+       {{"domain", "0x0000"}, {"address", "0x10b4a01e0"}}},
       {"DMAR: [DMA Write] Request device [3b:00.0] fault addr 7f7c0000 [fault reason 05] PTE "
        "Write access is not set",
        "kernel.dmar_fault",

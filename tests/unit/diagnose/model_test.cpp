@@ -361,6 +361,27 @@ TEST_CASE("one unreachable interface in NCCL's list, or on a 2.3 line, is a bad 
                    "cond:good_interface"));
 }
 
+// socket.h 2.10-2.11 / socket.cc 2.12-2.28 "Connect to %s failed : %s", "Call to recv from %s
+// failed : %s": a peer at a Docker network's gateway (172.17-31.0.1) advertised its bridge.
+TEST_CASE("a socket peer at a Docker network's gateway is a bad interface, a routable one is not") {
+  CHECK(
+      HasFeature("id-d3:715:790 [1] include/socket.h:382 NCCL WARN Connect to "
+                 "172.18.0.1<49273> failed : Connection refused\n",
+                 "cond:bad_interface"));
+  CHECK(
+      HasFeature("h:1:2 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from "
+                 "172.17.0.1<34483> failed : Broken pipe\n",
+                 "cond:bad_interface"));
+  CHECK_FALSE(
+      HasFeature("h:1:2 [0] include/socket.h:382 NCCL WARN Connect to "
+                 "172.31.12.104<49273> failed : Connection refused\n",
+                 "cond:bad_interface"));
+  CHECK_FALSE(
+      HasFeature("h:1:2 [0] include/socket.h:382 NCCL WARN Connect to "
+                 "10.0.0.1<49273> failed : Connection refused\n",
+                 "cond:bad_interface"));
+}
+
 // ProcessGroupNCCL.cpp (2.1-2.11) "[%d] is setting up NCCL communicator and retrieving
 // ncclUniqueId from [0] via c10d key-value store by key '%s', but store->get('%s') got error: %s";
 // socket.cpp's "The client socket has timed out after %s while trying to connect to (%s, %d).".

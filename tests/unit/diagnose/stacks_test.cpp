@@ -20,7 +20,7 @@ constexpr std::string_view kRank1Sleeping =
     "  File \"/usr/lib/python3.11/threading.py\", line 1002 in _bootstrap\n"
     "\n"
     "Current thread 0x00007f602aa1db80 (most recent call first):\n"
-    "  File \"/work/tests/integration/hang/stall_job.py\", line 29 in <module>\n";
+    "  File \"/home/alice/job/stall_job.py\", line 29 in <module>\n";
 
 // Rank 0 of the same job: in all_reduce (torch 1.13's distributed_c10d.py).
 constexpr std::string_view kRank0AllReduce =
@@ -28,7 +28,7 @@ constexpr std::string_view kRank0AllReduce =
     "Current thread 0x00007f11aa000740 (most recent call first):\n"
     "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1536 "
     "in all_reduce\n"
-    "  File \"/work/tests/integration/hang/stall_job.py\", line 31 in <module>\n";
+    "  File \"/home/alice/job/stall_job.py\", line 31 in <module>\n";
 
 RankStacks Rank(int rank, std::string_view text, std::string wchan = "") {
   RankStacks r;
@@ -45,8 +45,8 @@ std::string InCollective(int rank, std::string_view op, int line = 31) {
          "in wrapper\n"
          "  File \"/venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py\", "
          "line 2806 in " +
-         std::string(op) + "\n  File \"/work/train.py\", line " + std::to_string(line) +
-         " in step\n  File \"/work/train.py\", line 50 in <module>\n# rank " +
+         std::string(op) + "\n  File \"/home/alice/train.py\", line " + std::to_string(line) +
+         " in step\n  File \"/home/alice/train.py\", line 50 in <module>\n# rank " +
          std::to_string(rank) + "\n";
 }
 
@@ -74,7 +74,7 @@ TEST_CASE("faulthandler's dump is read into threads, frames and the header's mai
   const PyThread* m = s.Main();
   REQUIRE(m != nullptr);
   REQUIRE(m->frames.size() == 1);
-  CHECK(m->frames[0].file == "/work/tests/integration/hang/stall_job.py");
+  CHECK(m->frames[0].file == "/home/alice/job/stall_job.py");
   CHECK(m->frames[0].line == 29);
   CHECK(m->frames[0].function == "<module>");
   CHECK(m->frames[0].line_no == 7);
@@ -87,8 +87,8 @@ TEST_CASE("without a header the main thread is the one whose outermost frame is 
       "  File \"/usr/lib/python3.11/threading.py\", line 1002 in _bootstrap\n"
       "\n"
       "Thread 0x00007f602aa1db80 (most recent call first):\n"
-      "  File \"/work/train.py\", line 12 in load\n"
-      "  File \"/work/train.py\", line 40 in <module>\n");
+      "  File \"/home/alice/train.py\", line 12 in load\n"
+      "  File \"/home/alice/train.py\", line 40 in <module>\n");
   REQUIRE(s.Main() != nullptr);
   CHECK(s.Main()->frames.front().function == "load");
 }
@@ -96,8 +96,8 @@ TEST_CASE("without a header the main thread is the one whose outermost frame is 
 TEST_CASE("a second dump appended to the same file replaces the first") {
   std::string twice = std::string(kRank1Sleeping) +
                       "Current thread 0x00007f602aa1db80 (most recent call first):\n"
-                      "  File \"/work/train.py\", line 77 in save_checkpoint\n"
-                      "  File \"/work/train.py\", line 90 in <module>\n";
+                      "  File \"/home/alice/train.py\", line 77 in save_checkpoint\n"
+                      "  File \"/home/alice/train.py\", line 90 in <module>\n";
   PyStacks s = ParsePyStacks(twice);
   REQUIRE(s.threads.size() == 1);
   CHECK(s.Main()->frames.front().function == "save_checkpoint");
@@ -150,18 +150,19 @@ TEST_CASE("what the late rank does is said from its frames: checkpoint, data loa
       "Current thread 0x1 (most recent call first):\n"
       "  File \"/venv/lib/python3.12/site-packages/torch/serialization.py\", line 650 in _save\n"
       "  File \"/venv/lib/python3.12/site-packages/torch/serialization.py\", line 628 in save\n"
-      "  File \"/work/train.py\", line 88 in <module>\n";
+      "  File \"/home/alice/train.py\", line 88 in <module>\n";
   const std::string loading =
       "Current thread 0x1 (most recent call first):\n"
       "  File \"/venv/lib/python3.12/site-packages/torch/utils/data/dataloader.py\", line 1295 "
       "in _get_data\n"
-      "  File \"/work/train.py\", line 44 in <module>\n";
+      "  File \"/home/alice/train.py\", line 44 in <module>\n";
   auto claims = StacksClaims({Rank(0, InCollective(0, "all_reduce")), Rank(1, saving),
                               Rank(2, InCollective(2, "all_reduce")), Rank(3, loading)});
   const CauseClaim* c = Find(claims, "stacks.main_thread_elsewhere");
   REQUIRE(c != nullptr);
   CHECK(c->entity.rank == "1, 3");
-  CHECK_THAT(c->why, Catch::Contains("rank 1 at /work/train.py:88 in <module> (checkpoint save)"));
+  CHECK_THAT(c->why,
+             Catch::Contains("rank 1 at /home/alice/train.py:88 in <module> (checkpoint save)"));
   CHECK_THAT(c->why, Catch::Contains("(data loading)"));
 }
 

@@ -360,17 +360,18 @@ TEST_CASE("an NCCL configuration file value is kept, not exported, and judged fo
 }
 
 TEST_CASE("Python stacks put safe-launch's sitecustomize first and keep the job's PYTHONPATH") {
-  Plan p = MustResolve("default", {{"PYTHONPATH", "/work/lib:/opt/site"}}, testing::SocketNode());
-  AddPythonStacks(&p, {{"PYTHONPATH", "/work/lib:/opt/site"}},
+  Plan p =
+      MustResolve("default", {{"PYTHONPATH", "/home/alice/lib:/opt/site"}}, testing::SocketNode());
+  AddPythonStacks(&p, {{"PYTHONPATH", "/home/alice/lib:/opt/site"}},
                   {"/usr/share/safe-launch/python", "/runs/job1/gpu01/pystacks", 41});
   const PlanEntry* pp = p.Find("PYTHONPATH");
   REQUIRE(pp != nullptr);
-  CHECK(pp->value == "/usr/share/safe-launch/python:/work/lib:/opt/site");
+  CHECK(pp->value == "/usr/share/safe-launch/python:/home/alice/lib:/opt/site");
   CHECK(pp->origin == "safe-launch (hang capture)");
   CHECK(p.Find("SAFE_LAUNCH_PYSTACKS_DIR")->value == "/runs/job1/gpu01/pystacks");
   CHECK(p.Find("SAFE_LAUNCH_PYSTACKS_SIGNAL")->value == "41");
-  auto env = ApplyPlan(p, {{"PYTHONPATH", "/work/lib:/opt/site"}});
-  CHECK(env["PYTHONPATH"] == "/usr/share/safe-launch/python:/work/lib:/opt/site");
+  auto env = ApplyPlan(p, {{"PYTHONPATH", "/home/alice/lib:/opt/site"}});
+  CHECK(env["PYTHONPATH"] == "/usr/share/safe-launch/python:/home/alice/lib:/opt/site");
   Plan q = MustResolve("default", {}, testing::SocketNode());
   AddPythonStacks(&q, {}, {"/p/share/safe-launch/python", "/r/pystacks", 41});
   CHECK(q.Find("PYTHONPATH")->value == "/p/share/safe-launch/python");

@@ -53,19 +53,20 @@ TEST_CASE("two Slurm nodes on one host and per-task runs get run directories of 
 }
 
 TEST_CASE("outside Slurm the run directory is under the cwd, named by UTC time and pid") {
-  CHECK(DefaultRunDir("", {}, "/work", "box", kNoon, 77) ==
-        "/work/safe-launch-runs/20251130T120000Z-77/box");
+  CHECK(DefaultRunDir("", {}, "/scratch/alice", "box", kNoon, 77) ==
+        "/scratch/alice/safe-launch-runs/20251130T120000Z-77/box");
 }
 
 TEST_CASE("the ranks of one mpirun share a job directory named by its PMIx namespace") {
   sl::Environment env{{"PMIX_NAMESPACE", "1059651585"}, {"OMPI_MCA_ess_base_jobid", "7"}};
-  CHECK(DefaultRunDir("", env, "/work", "box", kNoon, 77, "1") ==
-        "/work/safe-launch-runs/mpi-1059651585/box-rank1");
+  CHECK(DefaultRunDir("", env, "/scratch/alice", "box", kNoon, 77, "1") ==
+        "/scratch/alice/safe-launch-runs/mpi-1059651585/box-rank1");
   env.erase("PMIX_NAMESPACE");
-  CHECK(DefaultRunDir("", env, "/work", "box", kNoon, 78, "0") ==
-        "/work/safe-launch-runs/mpi-7/box-rank0");
+  CHECK(DefaultRunDir("", env, "/scratch/alice", "box", kNoon, 78, "0") ==
+        "/scratch/alice/safe-launch-runs/mpi-7/box-rank0");
   env["SLURM_JOB_ID"] = "5";  // srun --mpi=pmix: Slurm's job id wins
-  CHECK(DefaultRunDir("", env, "/work", "box", kNoon, 78) == "/work/safe-launch-runs/5/box");
+  CHECK(DefaultRunDir("", env, "/scratch/alice", "box", kNoon, 78) ==
+        "/scratch/alice/safe-launch-runs/5/box");
 }
 
 TEST_CASE("an explicit --run-dir wins and odd ids cannot escape the directory") {
