@@ -1824,7 +1824,12 @@ void SocketInterfaces(const Evidence& ev, FeatureSet* fs) {
 
 // The evidence's shape: symptoms with nothing that names a cause, a timeout without any error.
 void StructFeatures(const Evidence& ev, const Diagnosis& d, FeatureSet* fs) {
-  if (!FailureEvidence(ev, d)) return;
+  if (!FailureEvidence(ev, d)) {
+    // Unknown leads; the fit learns which causes such logs had (their base rates), rather than
+    // leaving the ranking to the intercepts, which other features' weights shape.
+    fs->Add("struct:no_failure_evidence", 1, "no line is a failure the catalog knows", {});
+    return;
+  }
   if (!d.decided) fs->Add("struct:symptoms_only", 1, "symptoms and nothing that names a cause", {});
   bool timeout = false, error = false;
   for (const Match& m : ev.matches()) {

@@ -361,6 +361,17 @@ TEST_CASE("one unreachable interface in NCCL's list, or on a 2.3 line, is a bad 
                    "cond:good_interface"));
 }
 
+TEST_CASE("a log without any failure line has struct:no_failure_evidence, a failing one not") {
+  const std::string healthy =
+      "h:1:2 [0] NCCL INFO comm 0x23ba7ea0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 47000 "
+      "commId 0x47dc53f08cbcda96 - Init COMPLETE\n";
+  CHECK(HasFeature(healthy, "struct:no_failure_evidence"));
+  CHECK(HasFeature("", "struct:no_failure_evidence"));
+  CHECK_FALSE(HasFeature(healthy + "h:1:2 [0] include/socket.h:382 NCCL WARN Connect to "
+                                   "10.0.0.1<49273> failed : Connection refused\n",
+                         "struct:no_failure_evidence"));
+}
+
 // socket.h 2.10-2.11 / socket.cc 2.12-2.28 "Connect to %s failed : %s", "Call to recv from %s
 // failed : %s": a peer at a Docker network's gateway (172.17-31.0.1) advertised its bridge.
 TEST_CASE("a socket peer at a Docker network's gateway is a bad interface, a routable one is not") {
