@@ -2291,6 +2291,16 @@ std::vector<RowCase> OtherLayerCases() {
       {"c76d92cccb6e:72:456 [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'",
        "cuda.symbol_not_found",
        {}},
+      // torch/cuda/__init__.py's capability warning, its text and the echoed source line.
+      {"/opt/conda/lib/python3.8/site-packages/torch/cuda/__init__.py:146: UserWarning: "
+       "NVIDIA GeForce RTX 4090 with CUDA capability sm_89 is not compatible with the current "
+       "PyTorch installation.",
+       "torch.cuda_capability_unsupported",
+       {{"sm", "89"}}},
+      {"  warnings.warn(incompatible_device_warn.format(device_name, capability, \" \".join("
+       "arch_list), device_name))",
+       "torch.cuda_capability_warn_line",
+       {}},
       {"RuntimeError: CUDA error: no kernel image is available for execution on the device",
        "cuda.no_kernel_image",
        {}},
