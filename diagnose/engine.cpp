@@ -2129,6 +2129,25 @@ constexpr Alternative kAlternatives[] = {
     {.of = "rule:retry_exceeded_network.retry_with_routable_gid",
      .category = "mtu_mismatch",
      .weight = 0.2},
+    // Retry exceeded (NCCL's IB status 12, UCX's transport retry count and endpoint timeouts,
+    // openib's status number 12) by itself: the peer stopped answering at the transport level;
+    // NCCL's and UCX's own texts for it name a link down or flapping, a wrong RoCE GID index and
+    // the path MTU. The rule above narrows it when the QP lines show routable GIDs.
+    {.of = "row:nccl.ib_status_retry_exceeded", .category = "gid_index", .weight = 0.25},
+    {.of = "row:nccl.ib_status_retry_exceeded",
+     .category = "ib_port_down_or_link_flap",
+     .weight = 0.2},
+    {.of = "row:nccl.ib_status_retry_exceeded", .category = "mtu_mismatch", .weight = 0.15},
+    {.of = "row:ucx.retry_exceeded", .category = "gid_index", .weight = 0.25},
+    {.of = "row:ucx.retry_exceeded", .category = "ib_port_down_or_link_flap", .weight = 0.2},
+    {.of = "row:ucx.retry_exceeded", .category = "mtu_mismatch", .weight = 0.15},
+    {.of = "row:ucx.endpoint_timeout", .category = "gid_index", .weight = 0.25},
+    {.of = "row:ucx.endpoint_timeout", .category = "ib_port_down_or_link_flap", .weight = 0.2},
+    {.of = "row:ucx.ud_unhandled_timeout", .category = "gid_index", .weight = 0.25},
+    {.of = "row:openmpi.openib_poll_retry_exceeded", .category = "gid_index", .weight = 0.2},
+    {.of = "row:openmpi.openib_poll_retry_exceeded",
+     .category = "ib_port_down_or_link_flap",
+     .weight = 0.2},
     // modify_qp failing on RoCE: the GID index, else the port or MTU.
     {.of = "rule:gid_index.modify_qp_on_roce",
      .category = "ib_port_down_or_link_flap",
