@@ -9,7 +9,8 @@
 # (issue 26) at 16384 ranks: time <= 0.05x Python's bare load, RSS <= 4 GB. Python keeping all
 # 16384 loaded would not fit a 24 GB box (3.1 GB at 1024), so it loads and drops each file, as at
 # every size. CPU seconds (user+sys) are printed beside wall time: on a shared box wall time is
-# mostly waiting for a core.
+# mostly waiting for a core. Under each row: the time cat takes to read the set once more, as a
+# fraction of Python's load, the floor no reader on this box can go below.
 # usage: bench/diagnose_fr.sh [BUILD_DIR [SIZES...]]   (default build, 64 512 4096; add 16384)
 #   FR_BENCH_DIR: where to generate (default a directory under ${TMPDIR:-/tmp}; 4096 ranks need
 #     ~3 GB, 16384 ~19 GB: the free space is checked first; each set is deleted after its row)
@@ -72,6 +73,9 @@ for n in "${SIZES[@]}"; do
 print(j["fault_rank"], j["fault_seq"])' "$ROOT/summary.json")
   size=$(du -sh "$d" | cut -f1)
   find "$d" -type f -exec cat {} + > /dev/null  # both read from the page cache (what fits)
+  # The floor of any reader on this box: reading the set once more with cat (at 16384 ranks the
+  # 18 GiB do not stay in the page cache of a 24 GB box, so part of it comes from the disk).
+  /usr/bin/time -f '%e' -o "$ROOT/cat.time" find "$d" -type f -exec cat {} + > /dev/null
   if [[ -n $BEFORE ]]; then
     read -r before_s before_kb before_u before_sys < <(best_of "$BEFORE" "$ROOT/before.json")
   fi
@@ -101,6 +105,10 @@ PY
     "${sl_s}s" "${sl_cpu}s" "$((sl_kb / 1024))MB" "${py_s}s" "${py_cpu}s" "$((py_kb / 1024))MB" \
     "$(python3 -c "print(f'{$py_s/max($sl_s,0.01):.1f}x')")" \
     "$(python3 -c "print(f'{$py_cpu/max($sl_cpu,0.01):.1f}x')")" "$named"
+  cat_s=$(tail -1 "$ROOT/cat.time")
+  printf '%-6s %-8s   reading the set alone (cat, after a first pass): %ss = %sx of Python'"'"'s load (the floor of any reader here), safe-launch %sx\n' \
+    "" "" "$cat_s" "$(python3 -c "print(f'{$cat_s/max($py_s,0.01):.3f}')")" \
+    "$(python3 -c "print(f'{$sl_s/max($py_s,0.01):.3f}')")"
   if [[ -n $BEFORE ]]; then
     printf '%-6s %-8s | %-9s %-7s %-9s | %-9s %-7s %-9s | %-7s %-7s | %s\n' "" "before" \
       "${before_s}s" "$(python3 -c "print(f'{$before_u + $before_sys:.2f}s')")" \
