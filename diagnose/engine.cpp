@@ -513,6 +513,13 @@ bool FirstSrunTaskLine(const Evidence& ev, const Match& m) {
   return true;
 }
 
+// A DataLoader worker killed by SIGBUS: its batches live in /dev/shm, and torch's DataLoader.cpp
+// follows "is killed by signal: Bus error." with "It is possible that dataloader's workers are out
+// of shared memory. Please try to raise your shared memory limit."
+bool IsDataLoaderBusKill(const Match& m) {
+  return Is(m, "torch.dataloader_worker_killed") && m.Field("signal_name") == "Bus error";
+}
+
 // A rank that died on its own: CUDA OOM, the kernel's or Slurm's OOM killer, SIGKILL/SIGSEGV/
 // SIGBUS exit codes in torchrun's failure table or the launchers' banners (-6 is not one: it is
 // the watchdog taking the process down).
@@ -524,12 +531,9 @@ bool RankDied(const Evidence& ev, Lines* out) {
             Is(m, "kernel.oom_kill")) {
           return true;
         }
-        // A DataLoader worker killed by SIGBUS after torch's shared-memory hint died of a full
-        // /dev/shm: shm_too_small, not a crash of its own.
-        if (Is(m, "torch.dataloader_worker_killed") && Has(m, "Bus error") &&
-            ev.Count("torch.dataloader_bus_error") > 0) {
-          return false;
-        }
+        // A DataLoader worker killed by SIGBUS died of a full /dev/shm (sigbus_no_backing):
+        // shm_too_small, not a crash of its own.
+        if (IsDataLoaderBusKill(m)) return false;
         // A CUDA call inside NCCL or torch that failed for memory ("Cuda failure 'out of
         // memory'", CUDA error: out of memory) is the same death by another row.
         if (m.signature->category == "cuda_error" && Has(m, "out of memory")) return true;
@@ -829,14 +833,15 @@ bool SameBusIdTwoRanks(const Evidence& ev, Lines* out) {
 }
 
 // A SIGBUS whose fault address has no backing page ("Bus error: nonexistent physical address",
-// UCX's handler; torch's DataLoader hint): a shared-memory mapping past what /dev/shm holds.
+// UCX's handler; torch's DataLoader hint, a DataLoader worker killed by SIGBUS): a shared-memory
+// mapping past what /dev/shm holds.
 bool SigbusNoBacking(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
       [](const Match& m) {
         return (Is(m, "ucx.caught_signal") && m.Field("signal") == "7" &&
                 Has(m, "nonexistent physical address")) ||
-               Is(m, "torch.dataloader_bus_error");
+               Is(m, "torch.dataloader_bus_error") || IsDataLoaderBusKill(m);
       },
       out);
 }
@@ -846,7 +851,8 @@ constexpr NamedCondition kConditions[] = {
      "GPU Direct RDMA Disabled for HCA ... (any reason)"},
     {"routable_gid", RoutableGid, "NET/IB QP lines whose GIDs are all routable (none fe80)"},
     {"sigbus_no_backing", SigbusNoBacking,
-     "a bus error on a page without backing (a shared-memory mapping beyond /dev/shm)"},
+     "a bus error on a page without backing (a shared-memory mapping beyond /dev/shm), or a "
+     "DataLoader worker killed by SIGBUS"},
     {"same_bus_id_two_ranks", SameBusIdTwoRanks,
      "two ranks of one host whose NCCL communicator lines name the same busId"},
     {"nccl_result_cuda", NcclResultCuda, "NCCL's 'unhandled cuda error' (ncclUnhandledCudaError)"},

@@ -361,6 +361,22 @@ TEST_CASE("one unreachable interface in NCCL's list, or on a 2.3 line, is a bad 
                    "cond:good_interface"));
 }
 
+// torch/csrc/DataLoader.cpp: "DataLoader worker (pid %d) is killed by signal: %s." and, for
+// SIGBUS, the shared-memory hint after it (some releases print "Details are lost due to
+// multiprocessing" instead): a worker's batches live in /dev/shm.
+TEST_CASE(
+    "a DataLoader worker killed by a bus error is a full /dev/shm, killed by SIGKILL a death") {
+  const std::string bus =
+      "RuntimeError: DataLoader worker (pid 20991) is killed by signal: Bus error. Details are "
+      "lost due to multiprocessing. Rerunning with num_workers=0 may give better error trace.\n";
+  CHECK(HasFeature(bus, "cond:sigbus_no_backing"));
+  CHECK_FALSE(HasFeature(bus, "cond:rank_died"));
+  const std::string killed =
+      "RuntimeError: DataLoader worker (pid 37) is killed by signal: Killed.\n";
+  CHECK(HasFeature(killed, "cond:rank_died"));
+  CHECK_FALSE(HasFeature(killed, "cond:sigbus_no_backing"));
+}
+
 TEST_CASE("a log without any failure line has struct:no_failure_evidence, a failing one not") {
   const std::string healthy =
       "h:1:2 [0] NCCL INFO comm 0x23ba7ea0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 47000 "
