@@ -2349,6 +2349,14 @@ std::vector<RowCase> OtherLayerCases() {
        "8192 kbytes)",
        "ucx.memlock_hint",
        {{"memlock_kb", "8192"}}},
+      {"[     INFO ] < /__w/1/s/contrib/../src/uct/ib/base/ib_md.c:1193 RDMA transports are "
+       "disabled because max locked memory limit (64 kbytes) is too low. Please set max locked "
+       "memory (ulimit -l) to 'unlimited' >",
+       "ucx.memlock_hint",
+       {{"memlock_kb", "64"}}},
+      {"allocate memory : Please set max locked memory (ulimit -l) to 'unlimited'",
+       "ucx.memlock_hint",
+       {}},
       {"max locked memory       (kbytes, -l) 2097152",
        "os.ulimit_memlock",
        {{"memlock_kb", "2097152"}}},
