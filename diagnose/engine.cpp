@@ -2154,6 +2154,10 @@ constexpr Alternative kAlternatives[] = {
     {.of = "row:openmpi.openib_poll_retry_exceeded",
      .category = "ib_port_down_or_link_flap",
      .weight = 0.2},
+    {.of = "row:mvapich2.cq_poll_retry_exceeded", .category = "gid_index", .weight = 0.2},
+    {.of = "row:mvapich2.cq_poll_retry_exceeded",
+     .category = "ib_port_down_or_link_flap",
+     .weight = 0.2},
     // modify_qp failing on RoCE: the GID index, else the port or MTU.
     {.of = "rule:gid_index.modify_qp_on_roce",
      .category = "ib_port_down_or_link_flap",

@@ -146,7 +146,7 @@ class LineMatcher {
   // shifts_: by a 16-bit hash of those 3 bytes (where they sit in some anchor), and by the last 2
   // (the start of an anchor, or its first byte). A healthy line is crossed about kAnchor - 1
   // bytes per step; only where a shift is 0 (the 3 bytes end an anchor) is the window looked up.
-  static constexpr std::size_t kMaxRows = 448;
+  static constexpr std::size_t kMaxRows = 512;
   std::vector<std::string> anchors_;  // parallel to Catalog(); "" for a row without one
   std::vector<std::uint8_t> shifts_;  // 2 x 65536 entries
   std::unordered_map<std::uint64_t, std::bitset<kMaxRows>> rows_by_window_;

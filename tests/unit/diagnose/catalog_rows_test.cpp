@@ -2847,6 +2847,11 @@ std::vector<RowCase> OtherStacksCases() {
        {}},
       // Open MPI btl_openib_component.c v4.1.6: BTL_PEER_ERROR prefix, then "error polling %s
       // with status %s status number %d for wr_id %lx opcode %d  vendor error %d qp_idx %d"
+      {"[gcn-4-11.sdsc.edu:mpi_rank_10][MPIDI_CH3I_MRAILI_Cq_poll] src/mpid/ch3/channels/mrail/"
+       "src/gen2/ibv_channel_manager.c:586: [] Got completion with error 12, vendor code=0x81, "
+       "dest rank=17",
+       "mvapich2.cq_poll_retry_exceeded",
+       {{"vendor_err", "0x81"}, {"peer_rank", "17"}}},
       {"[gpu07][[54049,1],3][btl_openib_component.c:3685:handle_wc] from gpu07 to: gpu08 error "
        "polling LP CQ with status RETRY EXCEEDED ERROR status number 12 for wr_id 7f3a opcode 0  "
        "vendor error 129 qp_idx 0",
