@@ -12,6 +12,7 @@ and kills the slurmstepd processes our slurmd left behind, found by the SLURM_CO
 environment. Nothing is left running.
 """
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,14 +21,37 @@ import tempfile
 import time
 
 
+def ephemeral_range():
+    """The kernel's range for outgoing connections' local ports (ip_local_port_range)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(v) for v in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_ports(n):
-    """`n` distinct TCP ports that were free a moment ago (bound together, then released)."""
+    """`n` distinct TCP ports that were free a moment ago (bound together, then released),
+    chosen below the ephemeral range: a port the kernel hands to some other test's outgoing
+    connection between our check and the daemon's bind would make slurmd exit with "Address
+    already in use"."""
+    lo, _ = ephemeral_range()
+    top = max(lo - 1, 12000)
     socks = []
     try:
-        for _ in range(n):
+        for port in random.sample(range(10000, top), min(4000, top - 10000)):
+            if len(socks) == n:
+                break
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
+        if len(socks) < n:
+            raise RuntimeError(f"no {n} free ports between 10000 and {top}")
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
@@ -49,11 +73,17 @@ class SlurmCluster:
 
     # ---- set-up ----------------------------------------------------------------------------
     def __enter__(self):
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
+        # A daemon that lost its port to another process between our check and its bind exits
+        # with "Address already in use": start again on other ports (twice at most).
+        for attempt in range(3):
+            try:
+                self.start()
+                return self
+            except BaseException as e:
+                lost_port = "Address already in use" in str(e)
+                self.stop()
+                if not lost_port or attempt == 2:
+                    raise
         return self
 
     def __exit__(self, *exc):
