@@ -523,6 +523,37 @@ bool IsDataLoaderBusKill(const Match& m) {
 // A rank that died on its own: CUDA OOM, the kernel's or Slurm's OOM killer, SIGKILL/SIGSEGV/
 // SIGBUS exit codes in torchrun's failure table or the launchers' banners (-6 is not one: it is
 // the watchdog taking the process down).
+// The process crashed inside NCCL: Abseil's faulting PC in an NCCL function, or a backtrace
+// frame (glibc's, torch's c10) in libnccl.
+bool CrashInNccl(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev, [](const Match& m) { return Is(m, "abseil.pc_in_nccl") || Is(m, "crash.frame_libnccl"); },
+      out);
+}
+
+// glibc found its heap corrupted (free(): invalid ..., double free or corruption) in a process
+// that printed NCCL's own lines and nothing that names another cause: memory NCCL (or the
+// library calling it) wrote past, an NCCL or plugin defect more often than the user's.
+bool CrashInNcclAnywhere(const Evidence& ev) {
+  Lines ignored;
+  return CrashInNccl(ev, &ignored);
+}
+
+bool HeapCorruptionWithNccl(const Evidence& ev, Lines* out) {
+  bool nccl = false;
+  for (const Match& m : ev.matches()) {
+    nccl = nccl || m.signature->id.starts_with("nccl.") || Has(m, "NCCL");
+  }
+  if (!nccl) return false;
+  return Collect(
+      ev,
+      [](const Match& m) {
+        return Is(m, "glibc.heap_corruption") || Is(m, "glibc.double_free") ||
+               Is(m, "glibc.corrupted_chunks");
+      },
+      out);
+}
+
 bool RankDied(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
@@ -547,8 +578,16 @@ bool RankDied(const Evidence& ev, Lines* out) {
         const std::string sig = m.Field("signal");
         const std::string name = m.Field("signal_name");
         if (Is(m, "slurm.task_signalled") && !FirstSrunTaskLine(ev, m)) return false;
+        // A crash whose faulting PC or frames are inside libnccl is the crash_in_nccl
+        // condition's (an NCCL defect), not a rank that died under its peers.
+        if ((sig == "11" || sig == "6" || name == "Segmentation fault" || name == "SIGSEGV" ||
+             name == "SIGABRT") &&
+            CrashInNcclAnywhere(ev)) {
+          return false;
+        }
         if (sig == "9" || sig == "11" || sig == "7" || name == "Killed" ||
-            name == "Segmentation fault" || name == "Bus error") {
+            name == "Segmentation fault" || name == "Bus error" || name == "SIGSEGV" ||
+            name == "SIGBUS" || name == "SIGKILL") {
           return true;
         }
         const std::string code = m.Field("exitcode");
@@ -846,10 +885,38 @@ bool SigbusNoBacking(const Evidence& ev, Lines* out) {
       out);
 }
 
+// A datasets map/filter bar that stopped short of 100 % after 25 minutes or more: one process
+// was still preprocessing when the others' first collective (or barrier) reached torch's default
+// 30-minute timeout. Elapsed is tqdm's "[MM:SS<" or "[H:MM:SS<".
+bool PreprocessingAtTimeout(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        if (!Is(m, "progress.datasets_map_bar")) return false;
+        const auto percent = ParseInt(m.Field("percent"));
+        if (!percent.ok() || *percent >= 100) return false;
+        long long seconds = 0;
+        for (std::string_view part : Split(m.Field("elapsed"), ':')) {
+          const auto v = ParseInt(part);
+          if (!v.ok()) return false;
+          seconds = seconds * 60 + *v;
+        }
+        return seconds >= 25 * 60;
+      },
+      out);
+}
+
 constexpr NamedCondition kConditions[] = {
     {"gdr_disabled_for_hca", GdrDisabledForHca,
      "GPU Direct RDMA Disabled for HCA ... (any reason)"},
     {"routable_gid", RoutableGid, "NET/IB QP lines whose GIDs are all routable (none fe80)"},
+    {"crash_in_nccl", CrashInNccl,
+     "a crash whose faulting PC or backtrace frames are inside libnccl"},
+    {"heap_corruption_with_nccl", HeapCorruptionWithNccl,
+     "glibc's heap-corruption abort in a process that printed NCCL's lines"},
+    {"preprocessing_at_timeout", PreprocessingAtTimeout,
+     "a datasets map/filter progress bar short of 100 % after 25 minutes or more (a process still "
+     "preprocessing when the others' collective reached the 30-minute timeout)"},
     {"sigbus_no_backing", SigbusNoBacking,
      "a bus error on a page without backing (a shared-memory mapping beyond /dev/shm), or a "
      "DataLoader worker killed by SIGBUS"},
@@ -1745,14 +1812,15 @@ void TraceOrigins(const Evidence& ev, FeatureSet* fs) {
   }
 }
 
-// The vocabulary's terms (diagnose/terms.h) in the lines the catalog knows only as failures --
-// the generic failure rows' and NCCL's WARN catch-all's: what such a line talks about
-// ("ibv_create_qp", "RLIMIT_MEMLOCK", "/dev/shm"), one feature "term:<id>" per term. A line a
-// source's row took is read by that row (and its rules), not again by its words.
+// The vocabulary's terms (diagnose/terms.h) in the lines the catalog knows only as failures or
+// symptoms -- the generic failure rows', NCCL's WARN catch-all's, and a symptom row's (a CUDA
+// failure, an NCCL error, a crash, a timeout): what such a line talks about ("ibv_create_qp",
+// "RLIMIT_MEMLOCK", "/dev/shm", "driver version is insufficient"), one feature "term:<id>" per
+// term. A cause row's line is read by that row (and its rules), not again by its words; facts
+// are not failures.
 void TermFeatures(const Evidence& ev, FeatureSet* fs) {
   for (const Match& m : ev.matches()) {
-    const std::string_view cat = m.signature->category;
-    if (cat != "failure_line" && cat != "nccl_warning") continue;
+    if (m.signature->kind != EvidenceKind::kSymptom) continue;
     for (std::string_view id : TermsIn(m.line)) {
       fs->Add("term:" + std::string(id), 1, "a term of the vocabulary in a failure line",
               {Cite(m)});

@@ -55,6 +55,26 @@ std::string_view NextLine(std::string_view text, std::string_view line) {
   return rest;
 }
 
+// Where the last progress bar of `line` ends when the line goes on after it: tqdm's format
+// "{desc}: 47%|####| n/N [elapsed<remaining, rate{postfix}]" (tqdm/std.py format_meter; the
+// rate "967.30 examples/s", "1.83s/it", "?it/s"), whose "]" the next output follows at once.
+// line.size() when there is no such bar or nothing but blanks follows it.
+std::size_t ProgressBarEnd(std::string_view line) {
+  const std::size_t bar = line.rfind("%|");
+  if (bar == std::string_view::npos) return line.size();
+  const std::size_t open = line.find(" [", bar);
+  if (open == std::string_view::npos) return line.size();
+  const std::size_t close = line.find(']', open);
+  if (close == std::string_view::npos) return line.size();
+  const std::string_view inside = line.substr(open, close - open);
+  if (inside.find('<') == std::string_view::npos ||
+      (inside.find("/s") == std::string_view::npos && inside.find("s/it") == std::string_view::npos)) {
+    return line.size();
+  }
+  const std::size_t more = line.find_first_not_of(" \t", close + 1);
+  return more == std::string_view::npos ? line.size() : close + 1;
+}
+
 }  // namespace
 
 std::optional<Match> RecognizeLine(const LineMatcher& matcher, std::string_view line) {
@@ -189,7 +209,23 @@ LogIngest::Recognised* LogIngest::Recall(std::string_view line) {
 void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
   // The skip scan hands over every line MatchLine can match (prefixes only add bytes in front,
   // so a line that matches once stripped holds the same anchors).
-  matcher_.ScanBlockLazily(block, [&](std::string_view line, LineIndex& index) {
+  matcher_.ScanBlockLazily(block, [&](std::string_view whole, LineIndex& index) {
+    // A progress bar's line that the terminal's next output went on (tqdm ends a bar with "\r",
+    // not "\n": a pasted log reads "Map: 47%|####| n/N [30:09<33:25, 967.30 examples/s]Traceback
+    // (most recent call last):") is two lines: each piece is recognised on its own.
+    const std::size_t cut = ProgressBarEnd(whole);
+    OnLine(block, whole.substr(0, cut), first_line, index);
+    if (cut < whole.size()) {
+      std::string_view rest = whole.substr(cut);
+      while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+      if (!rest.empty()) OnLine(block, rest, first_line, index);
+    }
+  });
+}
+
+void LogIngest::OnLine(std::string_view block, std::string_view line, std::uint64_t first_line,
+                       LineIndex& index) {
+  {
     Recognised* known = Recall(line);
     std::optional<Match> m;
     if (known == nullptr) {
@@ -228,7 +264,7 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
       if (!node_.empty() && m->Field("host").empty()) m->fields["host"] = node_;
       evidence_->Add(std::move(*m));
     }
-  });
+  }
 }
 
 void AnnotateNodes(const JobFacts& job, Diagnosis* diagnosis) {

@@ -56,6 +56,8 @@ class LogIngest : public InputSink {
 
  private:
   void OnBlock(std::string_view block, std::uint64_t first_line);
+  void OnLine(std::string_view block, std::string_view line, std::uint64_t first_line,
+              LineIndex& index);
   // What RecognizeLine made of a line of this file (source and host set), and whether that
   // Match has gone into the evidence once already (then a repeat may only be counted).
   struct Recognised {

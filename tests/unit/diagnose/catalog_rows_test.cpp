@@ -2126,6 +2126,8 @@ std::vector<RowCase> NcclResultCases() {
       // glibc malloc_printerr.
       {"free(): invalid next size (fast)", "glibc.heap_corruption", {}},
       {"double free or corruption (out)", "glibc.double_free", {}},
+      {"free(): corrupted unsorted chunks", "glibc.corrupted_chunks", {}},
+      {"malloc(): corrupted top size", "glibc.corrupted_chunks", {}},
       // Ray's ActorDiedError text.
       {"ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
        "ray.actor_died",

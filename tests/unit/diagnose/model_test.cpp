@@ -377,6 +377,53 @@ TEST_CASE(
   CHECK_FALSE(HasFeature(killed, "cond:sigbus_no_backing"));
 }
 
+// tqdm ends a bar with "\r": in a pasted log the traceback that followed goes on the bar's line.
+// Both pieces are recognised: the bar (datasets' map, short of 100 % after 30 minutes) and the
+// traceback.
+TEST_CASE("a progress bar the traceback went on is two lines; a bar stuck at the timeout") {
+  const std::string glued =
+      "Running tokenizer on dataset: 47%|####    | 1695000/3634744 [30:09<33:25, 967.30 "
+      "examples/s]Traceback (most recent call last):\n";
+  CHECK(HasFeature(glued, "row:progress.datasets_map_bar"));
+  CHECK(HasFeature(glued, "row:python.traceback"));
+  CHECK(HasFeature(glued, "cond:preprocessing_at_timeout"));
+  // An hour-long bar counts; a bar at 100 %, or one of five minutes, does not.
+  CHECK(HasFeature("Map (num_proc=8):  9%|#  | 280000/2969526 [1:02:55<4:48:08, 155.2 "
+                   "examples/s]\n",
+                   "cond:preprocessing_at_timeout"));
+  CHECK_FALSE(HasFeature("Map: 100%|##########| 3634744/3634744 [30:09<00:00, 967.30 "
+                         "examples/s]\nTraceback (most recent call last):\n",
+                         "cond:preprocessing_at_timeout"));
+  CHECK_FALSE(HasFeature("Map: 47%|####  | 1695/3634 [05:09<03:25, 967.30 examples/s]\n",
+                         "cond:preprocessing_at_timeout"));
+  // Text in brackets that is not a bar's rate is not cut.
+  CHECK_FALSE(HasFeature("loss 50%| of [x] Traceback (most recent call last):\n",
+                         "row:progress.datasets_map_bar"));
+}
+
+// A crash inside libnccl (Abseil's faulting PC, a backtrace frame) is NCCL's defect, not a
+// rank that died under its peers; glibc's heap-corruption abort among NCCL's lines likewise.
+TEST_CASE("a segfault inside NCCL is crash_in_nccl, not rank_died; heap corruption with NCCL") {
+  const std::string segv =
+      "*** SIGSEGV received at time=1742365186 on cpu 33 ***\n"
+      "PC: @     0x7f32d184f03d  (unknown)  ncclLaunchPrepare()\n"
+      "Fatal Python error: Segmentation fault\n";
+  CHECK(HasFeature(segv, "cond:crash_in_nccl"));
+  CHECK_FALSE(HasFeature(segv, "cond:rank_died"));
+  const std::string elsewhere =
+      "*** SIGSEGV received at time=1742365186 on cpu 33 ***\n"
+      "PC: @     0x7f32d184f03d  (unknown)  at::native::add_kernel()\n"
+      "Fatal Python error: Segmentation fault\n";
+  CHECK_FALSE(HasFeature(elsewhere, "cond:crash_in_nccl"));
+  CHECK(HasFeature(elsewhere, "cond:rank_died"));
+  const std::string heap =
+      "free(): corrupted unsorted chunks\n[h:186363] *** Process received signal ***\n"
+      "NCCL version 2.21.5+cuda12.8\n";
+  CHECK(HasFeature(heap, "row:glibc.corrupted_chunks"));
+  CHECK(HasFeature(heap, "cond:heap_corruption_with_nccl"));
+  CHECK_FALSE(HasFeature("free(): corrupted unsorted chunks\n", "cond:heap_corruption_with_nccl"));
+}
+
 TEST_CASE("a log without any failure line has struct:no_failure_evidence, a failing one not") {
   const std::string healthy =
       "h:1:2 [0] NCCL INFO comm 0x23ba7ea0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 47000 "
