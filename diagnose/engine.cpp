@@ -64,6 +64,21 @@ bool RetryExceeded(const Evidence& ev, Lines* out) {
       out);
 }
 
+// IB completions with a protection or access status (enum ibv_wc_status: 4 IBV_WC_LOC_PROT_ERR,
+// 8 IBV_WC_LOC_ACCESS_ERR, 10 IBV_WC_REM_ACCESS_ERR): a memory region the work request names is
+// not (or no longer) registered for that access -- GPU memory without a working peer-memory path,
+// or a registration the locked-memory limit cut short -- not the fabric losing packets.
+bool IbAccessError(const Evidence& ev, Lines* out) {
+  return Collect(
+      ev,
+      [](const Match& m) {
+        if (!Is(m, "nccl.ib_completion")) return false;
+        const std::string st = m.Field("status");
+        return st == "4" || st == "8" || st == "10";
+      },
+      out);
+}
+
 // NCCL prints the QP's GID as "(%lX/%lX)" of the big-endian subnet prefix and interface id
 // (net_ib.cc, 2.12-2.28): on little-endian hosts fe80::/64 reads "80FE"; print variants that
 // byte-swap read "FE80000000000000". A link-local GID is not routable: RoCE v1 or the v2 GID
@@ -914,6 +929,8 @@ constexpr NamedCondition kConditions[] = {
      "a crash whose faulting PC or backtrace frames are inside libnccl"},
     {"heap_corruption_with_nccl", HeapCorruptionWithNccl,
      "glibc's heap-corruption abort in a process that printed NCCL's lines"},
+    {"ib_access_error", IbAccessError,
+     "IB completions with a protection or access status (4, 8 or 10 of enum ibv_wc_status)"},
     {"preprocessing_at_timeout", PreprocessingAtTimeout,
      "a datasets map/filter progress bar short of 100 % after 25 minutes or more (a process still "
      "preprocessing when the others' collective reached the 30-minute timeout)"},
@@ -1117,6 +1134,14 @@ constexpr Rule kRules[] = {
      {"reg_mr_failed"},
      "verbs_enomem",
      "ibv_reg_mr failed: a small memlock limit, or GPU memory that cannot be registered."},
+    {"gdr_peermem.ib_access_error",
+     "gdr_peermem",
+     0.45,
+     {"ib_access_error"},
+     "",
+     "IB work requests completed with a protection or access error: the memory they name is not "
+     "registered for the NIC (GPU memory without a working GPUDirect path, or a registration cut "
+     "short), not packets lost in the fabric."},
     {"gdr_peermem.reg_mr_failed",
      "gdr_peermem",
      0.35,
@@ -1429,6 +1454,16 @@ bool SameProcess(const Entity& e, const std::string& pid, const Match& m) {
   return e.rank.empty();
 }
 
+// An RDMA device's name as the kernel's drivers give it (mlx5_0, mlx4_1, bnxt_re0, rxe0, efa_0,
+// irdma1, hfi1_0, qedr0, siw0, erdma_0, hns_0, ionic_0), not a CUDA device index.
+bool IsRdmaDeviceName(std::string_view v) {
+  for (std::string_view p : {"mlx4_", "mlx5_", "bnxt_re", "rxe", "efa", "irdma", "hfi1_", "qedr",
+                             "siw", "erdma", "hns_", "ionic_"}) {
+    if (v.starts_with(p)) return true;
+  }
+  return false;
+}
+
 // What the lines say about where: node, rank, port, GPU, peer (the first line that names each),
 // from the lines of one process only.
 Entity EntityOf(const Lines& lines) {
@@ -1447,7 +1482,10 @@ Entity EntityOf(const Lines& lines) {
     first(&e.rank, m->Field("rank_a"));
     const std::string hca = m->Field("hca");
     first(&e.port, hca.empty() || m->Field("port").empty() ? hca : hca + ":" + m->Field("port"));
-    first(&e.gpu, m->Field("dev"));
+    // "dev" is NCCL's CUDA device ("[3]") on most lines, an RDMA device on the tools' tables
+    // (show_gids' DEV column "mlx5_0"): the port, not a GPU.
+    const std::string dev = m->Field("dev");
+    first(IsRdmaDeviceName(dev) ? &e.port : &e.gpu, dev);
     first(&e.gpu, m->Field("cuda_dev"));
     first(&e.gpu, m->Field("pci"));
     first(&e.gpu, m->Field("gpu"));
@@ -1814,13 +1852,16 @@ void TraceOrigins(const Evidence& ev, FeatureSet* fs) {
 
 // The vocabulary's terms (diagnose/terms.h) in the lines the catalog knows only as failures or
 // symptoms -- the generic failure rows', NCCL's WARN catch-all's, and a symptom row's (a CUDA
-// failure, an NCCL error, a crash, a timeout): what such a line talks about ("ibv_create_qp",
+// failure, an NCCL error, a crash; not a timeout's): what such a line talks about ("ibv_create_qp",
 // "RLIMIT_MEMLOCK", "/dev/shm", "driver version is insufficient"), one feature "term:<id>" per
 // term. A cause row's line is read by that row (and its rules), not again by its words; facts
 // are not failures.
 void TermFeatures(const Evidence& ev, FeatureSet* fs) {
   for (const Match& m : ev.matches()) {
     if (m.signature->kind != EvidenceKind::kSymptom) continue;
+    // A timeout's line is about the wait itself ("SeqNum", "timed out"), not what made it.
+    const std::string_view cat = m.signature->category;
+    if (cat == "collective_timeout" || cat == "store_timeout" || cat == "watchdog_stuck") continue;
     for (std::string_view id : TermsIn(m.line)) {
       fs->Add("term:" + std::string(id), 1, "a term of the vocabulary in a failure line",
               {Cite(m)});
@@ -2161,6 +2202,18 @@ constexpr Alternative kAlternatives[] = {
     {.of = "symptom:cuda_error", .category = "gpu_xid_or_driver", .weight = 0.4},
     {.of = "symptom:cuda_error", .category = "nccl_bug", .weight = 0.15},
     {.of = "symptom:cuda_error", .category = "acs_iommu_p2p", .weight = 0.1},
+    // A CUDA error can also be a library built for another driver or device (cudaGetErrorString's
+    // texts that are not the GPU's own state).
+    {.of = "symptom:cuda_error", .category = "version_mismatch", .weight = 0.1},
+    // NVLink SHARP (NVLS) and Fabric Manager failures: the driver or Fabric Manager state first,
+    // then an NCCL defect of the NVLS path, then a driver/Fabric Manager/NCCL version skew
+    // (NCCL's init.cc and transport/nvls.cc bind multicast objects through the CUDA driver).
+    {.of = "row:nccl.nvls_cuda_failure", .category = "nccl_bug", .weight = 0.3},
+    {.of = "row:nccl.nvls_cuda_failure", .category = "version_mismatch", .weight = 0.15},
+    {.of = "row:nccl.nvls_bind_failed", .category = "nccl_bug", .weight = 0.3},
+    {.of = "row:nccl.nvls_bind_failed", .category = "version_mismatch", .weight = 0.15},
+    {.of = "row:cuda.system_not_ready", .category = "version_mismatch", .weight = 0.2},
+    {.of = "row:cuda.system_not_ready", .category = "nccl_bug", .weight = 0.1},
     // Registration or QP creation out of memory: the locked-memory limit, GPUDirect for GPU
     // buffers, or the HCA's own resources.
     {.of = "rule:memlock.verbs_enomem", .category = "gdr_peermem", .weight = 0.3},
@@ -2207,6 +2260,12 @@ constexpr Alternative kAlternatives[] = {
     // openib's status number 12) by itself: the peer stopped answering at the transport level;
     // NCCL's and UCX's own texts for it name a link down or flapping, a wrong RoCE GID index and
     // the path MTU. The rule above narrows it when the QP lines show routable GIDs.
+    // A link-local GID is NCCL's default on InfiniBand (the fe80 subnet prefix): with retry
+    // exceeded it decides only on RoCE, so the fabric stays open.
+    {.of = "rule:gid_index.retry_with_link_local_gid", .category = "retry_exceeded_network",
+     .weight = 0.3},
+    // A protection or access error: GPUDirect first, a registration the memlock limit cut short.
+    {.of = "rule:gdr_peermem.ib_access_error", .category = "memlock", .weight = 0.3},
     {.of = "row:nccl.ib_status_retry_exceeded", .category = "gid_index", .weight = 0.25},
     {.of = "row:nccl.ib_status_retry_exceeded",
      .category = "ib_port_down_or_link_flap",

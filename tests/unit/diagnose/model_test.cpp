@@ -133,6 +133,24 @@ TEST_CASE("the differential ranks by the model, and a feature's lines back the c
   CHECK(fabric.causes[0].category == "retry_exceeded_network");
 }
 
+// show_gids' DEV column names an RDMA device: the cause is on that port, not on a "GPU mlx5_0".
+TEST_CASE("an RDMA device in a tool's table is the entity's port, a CUDA index its GPU") {
+  static const LineMatcher matcher;
+  Evidence ev;
+  LogIngest ingest(matcher, &ev);
+  ingest.AddText("job.log",
+                 "mlx5_0  1       1       fe80:0000:0000:0000:a288:c2ff:fe5b:03ec"
+                 "                 v2      ens3np0\n"
+                 "mlx5_0  1       3       0000:0000:0000:0000:0000:ffff:0b00:0048 11.0.0.72"
+                 "       v2      ens3np0\n");
+  Diagnosis d = Diagnose(ev, {}, nullptr);
+  REQUIRE_FALSE(d.causes.empty());
+  CHECK(d.causes[0].category == "gid_index");
+  CHECK(d.causes[0].entity.gpu.empty());
+  CHECK(d.causes[0].entity.port.starts_with("mlx5_0"));
+  CHECK(EntityText(d.causes[0].entity).find("GPU") == std::string::npos);
+}
+
 TEST_CASE("the answer names what separates the first two causes") {
   Model m = TestModel();
   Diagnosis d = Run(std::string(kModelQpLinkLocal) + std::string(kModelRetry12), m);
@@ -380,7 +398,7 @@ TEST_CASE(
 // tqdm ends a bar with "\r": in a pasted log the traceback that followed goes on the bar's line.
 // Both pieces are recognised: the bar (datasets' map, short of 100 % after 30 minutes) and the
 // traceback.
-TEST_CASE("a progress bar the traceback went on is two lines; a bar stuck at the timeout") {
+TEST_CASE("a progress bar the traceback went on is two lines, and a bar stuck at the timeout") {
   const std::string glued =
       "Running tokenizer on dataset: 47%|####    | 1695000/3634744 [30:09<33:25, 967.30 "
       "examples/s]Traceback (most recent call last):\n";
@@ -403,7 +421,7 @@ TEST_CASE("a progress bar the traceback went on is two lines; a bar stuck at the
 
 // A crash inside libnccl (Abseil's faulting PC, a backtrace frame) is NCCL's defect, not a
 // rank that died under its peers; glibc's heap-corruption abort among NCCL's lines likewise.
-TEST_CASE("a segfault inside NCCL is crash_in_nccl, not rank_died; heap corruption with NCCL") {
+TEST_CASE("a segfault inside NCCL is crash_in_nccl, not rank_died, and heap corruption with NCCL") {
   const std::string segv =
       "*** SIGSEGV received at time=1742365186 on cpu 33 ***\n"
       "PC: @     0x7f32d184f03d  (unknown)  ncclLaunchPrepare()\n"

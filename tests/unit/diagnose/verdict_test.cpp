@@ -55,6 +55,7 @@ TEST_CASE("a root cause outranks the watchdog timeout it causes") {
   CHECK((v.category == "retry_exceeded_network" || v.category == "gid_index"));
   REQUIRE(v.causes.size() >= 2);
   const std::string second = v.causes[1].category;
+  INFO("second: " << second << " third: " << (v.causes.size() > 2 ? v.causes[2].category : ""));
   CHECK((second == "retry_exceeded_network" || second == "gid_index" ||
          second == "rail_topology_cross_nic"));
   CHECK(v.seq == "9");
