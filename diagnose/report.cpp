@@ -137,7 +137,7 @@ nlohmann::json DiagnosisJson(const Diagnosis& d, const ReadSummary& read, bool e
                 {"bytes", read.bytes},         {"lines", read.lines},
                 {"cut_lines", read.cut_lines}, {"replaced_bytes", read.replaced_bytes},
                 {"recognised", d.recognised},  {"skipped", read.skipped},
-                {"binary_files", read.binary}};
+                {"binary_files", read.binary}, {"flight_recorder_dumps", read.dumps}};
   if (explain) {
     j["rules_fired"] = FiredJson(d);
     j["features"] = FeaturesJson(d);
@@ -237,9 +237,10 @@ void FiredText(const Diagnosis& d, std::string* out) {
 
 std::string DiagnosisText(const Diagnosis& d, const ReadSummary& read, bool explain) {
   std::string out =
-      fmt::format("safe-launch diagnose: {} file(s), {} line(s), {} recognised{}\n\n", read.files,
+      fmt::format("safe-launch diagnose: {} file(s), {} line(s), {} recognised{}{}\n\n", read.files,
                   read.lines, d.recognised,
-                  read.cut_lines ? fmt::format(", {} over-long line(s) cut", read.cut_lines) : "");
+                  read.cut_lines ? fmt::format(", {} over-long line(s) cut", read.cut_lines) : "",
+                  read.dumps ? fmt::format("; {} Flight Recorder dump(s)", read.dumps) : "");
   if (d.causes.front().category != "unknown") {
     out += d.decided ? "Differential, most likely first:\n"
                      : "Only symptoms were found, no line names a cause; the likeliest causes:\n";

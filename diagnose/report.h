@@ -16,6 +16,7 @@ struct ReadSummary {
   std::vector<std::string> skipped;
   std::uint64_t binary = 0;           ///< binary files (dumps, cores) not read as logs: one count
   std::uint64_t duplicate_lines = 0;  ///< recognised lines already counted from another file
+  std::uint64_t dumps = 0;            ///< Flight Recorder dumps the analysis read (its causes join)
 };
 
 /// "node n1, rank 3, port mlx5_0, GPU 2, peer n2": the entity's non-empty parts, or "".

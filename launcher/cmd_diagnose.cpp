@@ -25,6 +25,7 @@
 #include "common/json_text.h"
 #include "common/strings.h"
 #include "diagnose/flight_recorder/analysis.h"
+#include "diagnose/flight_recorder/dump.h"
 #include "diagnose/flight_recorder/report.h"
 #include "diagnose/ingest.h"
 #include "diagnose/job_report.h"
@@ -138,12 +139,37 @@ int RunFlightRecorder(const DiagnoseArgs& args) {
   return causes.empty() ? exit_code::kChecksFailed : exit_code::kOk;
 }
 
-// Dumps found in the directory inputs (a bundle's fr/, a run root); none is fine (nullopt).
+// A file named on the command line that is a Flight Recorder pickle: the PROTO opcode (0x80)
+// first and a rank at the end of its name, as torch names its dumps (`fr_rank_0.pkl` is not a
+// log whose lines could be read).
+bool IsNamedDump(const RootedFileReader& host, const std::string& in) {
+  if (in == "-" || host.IsDir(in)) return false;
+  const std::size_t slash = in.find_last_of('/');
+  if (diagnose::fr::RankFromFileName(slash == std::string::npos ? in : in.substr(slash + 1)) < 0) {
+    return false;
+  }
+  auto head = host.ReadFile(in, 1);
+  return head.ok() && !head->empty() && static_cast<unsigned char>((*head)[0]) == 0x80;
+}
+
+// The inputs the log reader reads: all but the dumps named on their own (the analysis reads
+// those). A dump given alone still names itself as the input read.
+std::vector<std::string> LogInputs(const DiagnoseArgs& args) {
+  const RootedFileReader host("");
+  std::vector<std::string> out;
+  for (const auto& in : args.inputs) {
+    if (!IsNamedDump(host, in)) out.push_back(in);
+  }
+  return out;
+}
+
+// Dumps found in the directory inputs (a bundle's fr/, a run root) and the dumps named on their
+// own; none is fine (nullopt).
 std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArgs& args) {
   const RootedFileReader host("");
   std::vector<std::string> dirs;
   for (const auto& in : args.inputs) {
-    if (in != "-" && host.IsDir(in)) dirs.push_back(in);
+    if (in != "-" && (host.IsDir(in) || IsNamedDump(host, in))) dirs.push_back(in);
   }
   if (dirs.empty()) return std::nullopt;
   diagnose::fr::FrOptions options;
@@ -166,6 +192,7 @@ std::vector<diagnose::CauseClaim> StacksOfInputs(const DiagnoseArgs& args) {
       dirs.push_back(in);
       continue;
     }
+    if (IsNamedDump(host, in)) continue;
     // Stacks pasted into a log file (py-spy or faulthandler output in a report): read again
     // here, only for their stacks, the first 4 MiB of each (a report; a job log is larger).
     auto text = host.ReadFile(in, 4u << 20);
@@ -274,13 +301,14 @@ int DiagnoseAndWrite(const DiagnoseArgs& args, const FileWriter& writer, bool pr
       fr ? ClaimsOf(diagnose::fr::FlightRecorderCauses(*fr)) : std::vector<diagnose::CauseClaim>{};
   for (auto& c : StacksOfInputs(args)) claims.push_back(std::move(c));
   TermProgress progress;
-  auto run = diagnose::DiagnoseInputs(args.inputs, stdin, claims,
+  auto run = diagnose::DiagnoseInputs(LogInputs(args), stdin, claims,
                                       print ? progress.Callback() : diagnose::ReadProgress{});
   progress.Done();
   if (!run.ok()) {
     std::fprintf(stderr, "safe-launch diagnose: %s\n", run.error().Describe().c_str());
     return exit_code::kUsage;
   }
+  if (fr) run->read.dumps = fr->dumps.size();
   if (args.features) {
     PrintFeatures(*run, args.json);
     return exit_code::kOk;

@@ -151,6 +151,45 @@ def case_usage():
         fail(f"no arguments: exit {rc}")
 
 
+def case_named_dump_files():
+    """Dumps named on their own (no --flight-recorder, no directory) are read as dumps, not as
+    logs, alone and beside a log file; a text file whose name ends in a number stays a log."""
+    d, summary = gen("named", "--scenario", "missing-rank", "--fault-rank", "13")
+    dumps = sorted(glob.glob(os.path.join(d, "*")))
+    dumps = [p for p in dumps if open(p, "rb").read(1) == b"\x80"]
+    if len(dumps) < 15:
+        fail(f"generator wrote {len(dumps)} pickle dumps")
+    rc, out, err = diagnose("--json", "--no-write", *dumps)
+    if rc != 0:
+        fail(f"named dumps: exit {rc}: {err[:500]}")
+    j = json.loads(out)
+    top = j["causes"][0]
+    if top["category"] != "straggler_or_slow_rank":
+        fail(f"named dumps: top cause {top['category']}, want straggler_or_slow_rank: {out[:800]}")
+    if not any("13" in e["text"] for e in top["evidence"]):
+        fail(f"named dumps: the planted rank 13 is not in the evidence: {top['evidence'][:3]}")
+    # Beside a log: the log is read as a log (its line is evidence), the dumps as dumps.
+    log = os.path.join(TMP, "job.log")
+    with open(log, "w") as f:
+        f.write("[rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, "
+                "Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n")
+    rc, out, err = diagnose("--json", "--no-write", log, *dumps)
+    j = json.loads(out)
+    files = {e["file"] for c in j["causes"] for e in c["evidence"]}
+    if not any(f.endswith("job.log") for f in files) or not any(f in dumps for f in files):
+        fail(f"log and dumps: evidence files {sorted(files)[:5]}")
+    if j["causes"][0]["category"] != "straggler_or_slow_rank":
+        fail(f"log and dumps: top cause {j['causes'][0]['category']}")
+    # A log named like a dump (a rank number at the end) is still a log.
+    text = os.path.join(TMP, "worker_3")
+    shutil.copy(log, text)
+    rc, out, err = diagnose("--json", "--no-write", text)
+    j = json.loads(out)
+    if not any(e["file"].endswith("worker_3") for c in j["causes"] for e in c["evidence"]):
+        fail(f"a text file named worker_3 was not read as a log: {out[:500]}")
+
+
 def case_html_in_chromium():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
