@@ -2197,6 +2197,21 @@ std::vector<RowCase> OtherLayerCases() {
       {"gpu07:2291:2377 [3] NCCL WARN Failed to CUDA calloc 4194304 bytes",
        "nccl.cuda_calloc_failed",
        {{"bytes", "4194304"}}},
+      // alloc.h 2.19-2.30 ncclCudaMalloc.
+      {"gpu07:2291:2377 [3] include/alloc.h:297 NCCL WARN Failed to CUDA malloc 67108864 bytes",
+       "nccl.cuda_calloc_failed",
+       {{"bytes", "67108864"}}},
+      // mnnvl.cc 2.27-2.30, both texts.
+      {"nvl72-a01:4411:4490 [0] mnnvl.cc:67 NCCL WARN MNNVL (cliqueSize 72) is available but not "
+       "working on this system. Check the IMEX channel configuration "
+       "(/dev/nvidia-caps-imex-channels). Set NCCL_MNNVL_ENABLE=0 to ignore this issue.",
+       "nccl.mnnvl_not_working",
+       {{"clique_size", "72"}, {"check", "IMEX channel configuration "}}},
+      {"nvl72-a01:4411:4490 [0] mnnvl.cc:78 NCCL WARN MNNVL (cliqueSize 18) is available but not "
+       "working on this system. Check the IMEX configuration (nvidia-imex-ctl -N). Set "
+       "NCCL_MNNVL_ENABLE=0 to ignore this issue.",
+       "nccl.mnnvl_not_working",
+       {{"clique_size", "18"}, {"check", "IMEX configuration "}}},
       // init.cc 2.14-2.30, as torch's "Last error:" line repeats it.
       {"Invalid config blocking attribute value -2147483648",
        "nccl.config_blocking_invalid",
