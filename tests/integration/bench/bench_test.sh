@@ -218,7 +218,7 @@ SHEOF
   run-history)
     # `run`'s warm-up (2 nodes x 1 rank on loopback) appends to SAFE_LAUNCH_BW_HISTORY and compares
     # with SAFE_LAUNCH_BW_BASELINE; a drop is a warning, the job still starts.
-    PORT=$($PY -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+    PORT=$($PY "$(dirname "$0")/../helpers/ports.py") || fail "no free port pair"
     echo '{"sweep": [{"bytes": 65536, "busbw_gbps": 1000}]}' > "$WORK/base.json"
     for i in 0 1; do
       SAFE_LAUNCH_BW_HISTORY="$WORK/h.jsonl" SAFE_LAUNCH_BW_BASELINE="$WORK/base.json" \

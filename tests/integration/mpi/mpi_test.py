@@ -12,7 +12,6 @@ import glob
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -25,11 +24,11 @@ HANG_EXIT = 124
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A rendezvous port P with P + 1 (the warm-up store's) free too, below the ephemeral range
+    (tests/integration/helpers/ports.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+    from ports import free_port_pair
+    return free_port_pair()
 
 
 class MpiTest(unittest.TestCase):

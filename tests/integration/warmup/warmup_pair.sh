@@ -34,19 +34,8 @@ expect_in() {  # FILE PATTERN
   grep -q -- "$2" "$1" || fail "expected '$2' in $1"
 }
 
-# A port P with P and P+1 free (rendezvous and warm-up store).
-PORT=$($PY - <<'PYEOF'
-import socket
-for _ in range(200):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-    if p >= 65535: continue
-    t = socket.socket()
-    try:
-        t.bind(("127.0.0.1", p + 1)); t.close(); print(p); break
-    except OSError:
-        t.close()
-PYEOF
-)
+# A port P with P and P+1 free (rendezvous and warm-up store), below the ephemeral range.
+PORT=$($PY "$(dirname "$0")/../helpers/ports.py")
 [ -n "$PORT" ] || fail "no free port pair"
 
 HOST=127.0.0.1
