@@ -2228,6 +2228,10 @@ constexpr Alternative kAlternatives[] = {
     // Refused, unreachable, timed out: a filter, the wrong interface, or the peer is gone.
     {.of = "rule:firewall_or_port.refused", .category = "socket_ifname_wrong", .weight = 0.3},
     {.of = "rule:firewall_or_port.refused", .category = "oom_or_crash_other_rank", .weight = 0.2},
+    // NCCL's own refused connect (socket.cc "Connect to %s failed : %s"), the row by itself: the
+    // same three causes -- a filter, the wrong interface or address, a peer that is gone.
+    {.of = "row:nccl.socket_connect_refused", .category = "socket_ifname_wrong", .weight = 0.3},
+    {.of = "row:nccl.socket_connect_refused", .category = "oom_or_crash_other_rank", .weight = 0.2},
     {.of = "rule:firewall_or_port.store_connect_timeout",
      .category = "socket_ifname_wrong",
      .weight = 0.25},
