@@ -535,44 +535,32 @@ bool IsDataLoaderBusKill(const Match& m) {
   return Is(m, "torch.dataloader_worker_killed") && m.Field("signal_name") == "Bus error";
 }
 
-// A rank that died on its own: CUDA OOM, the kernel's or Slurm's OOM killer, SIGKILL/SIGSEGV/
-// SIGBUS exit codes in torchrun's failure table or the launchers' banners (-6 is not one: it is
-// the watchdog taking the process down).
 // The process crashed inside NCCL: Abseil's faulting PC in an NCCL function, or a backtrace
 // frame (glibc's, torch's c10) in libnccl.
 bool CrashInNccl(const Evidence& ev, Lines* out) {
-  return Collect(
-      ev, [](const Match& m) { return Is(m, "abseil.pc_in_nccl") || Is(m, "crash.frame_libnccl"); },
-      out);
+  return AnyOf(ev, {"abseil.pc_in_nccl", "crash.frame_libnccl"}, out);
 }
 
 // glibc found its heap corrupted (free(): invalid ..., double free or corruption) in a process
 // that printed NCCL's own lines and nothing that names another cause: memory NCCL (or the
 // library calling it) wrote past, an NCCL or plugin defect more often than the user's.
-bool CrashInNcclAnywhere(const Evidence& ev) {
-  Lines ignored;
-  return CrashInNccl(ev, &ignored);
-}
-
 bool HeapCorruptionWithNccl(const Evidence& ev, Lines* out) {
-  bool nccl = false;
-  for (const Match& m : ev.matches()) {
-    nccl = nccl || m.signature->id.starts_with("nccl.") || Has(m, "NCCL");
-  }
-  if (!nccl) return false;
-  return Collect(
-      ev,
-      [](const Match& m) {
-        return Is(m, "glibc.heap_corruption") || Is(m, "glibc.double_free") ||
-               Is(m, "glibc.corrupted_chunks");
-      },
-      out);
+  const bool nccl = std::any_of(ev.matches().begin(), ev.matches().end(), [](const Match& m) {
+    return m.signature->id.starts_with("nccl.") || Has(m, "NCCL");
+  });
+  return nccl &&
+         AnyOf(ev, {"glibc.heap_corruption", "glibc.double_free", "glibc.corrupted_chunks"}, out);
 }
 
+// A rank that died on its own: CUDA OOM, the kernel's or Slurm's OOM killer, SIGKILL/SIGSEGV/
+// SIGBUS exit codes in torchrun's failure table or the launchers' banners (-6 is not one: it is
+// the watchdog taking the process down).
 bool RankDied(const Evidence& ev, Lines* out) {
+  Lines in_nccl;
+  const bool crash_in_nccl = CrashInNccl(ev, &in_nccl);
   return Collect(
       ev,
-      [&ev](const Match& m) {
+      [&ev, crash_in_nccl](const Match& m) {
         if (Is(m, "torch.cuda_oom") || Is(m, "nccl.cuda_calloc_failed") ||
             Is(m, "kernel.oom_kill")) {
           return true;
@@ -595,9 +583,8 @@ bool RankDied(const Evidence& ev, Lines* out) {
         if (Is(m, "slurm.task_signalled") && !FirstSrunTaskLine(ev, m)) return false;
         // A crash whose faulting PC or frames are inside libnccl is the crash_in_nccl
         // condition's (an NCCL defect), not a rank that died under its peers.
-        if ((sig == "11" || sig == "6" || name == "Segmentation fault" || name == "SIGSEGV" ||
-             name == "SIGABRT") &&
-            CrashInNcclAnywhere(ev)) {
+        if (crash_in_nccl && (sig == "11" || sig == "6" || name == "Segmentation fault" ||
+                              name == "SIGSEGV" || name == "SIGABRT")) {
           return false;
         }
         if (sig == "9" || sig == "11" || sig == "7" || name == "Killed" ||
@@ -2266,7 +2253,8 @@ constexpr Alternative kAlternatives[] = {
     // the path MTU. The rule above narrows it when the QP lines show routable GIDs.
     // A link-local GID is NCCL's default on InfiniBand (the fe80 subnet prefix): with retry
     // exceeded it decides only on RoCE, so the fabric stays open.
-    {.of = "rule:gid_index.retry_with_link_local_gid", .category = "retry_exceeded_network",
+    {.of = "rule:gid_index.retry_with_link_local_gid",
+     .category = "retry_exceeded_network",
      .weight = 0.3},
     // A protection or access error: GPUDirect first, a registration the memlock limit cut short.
     {.of = "rule:gdr_peermem.ib_access_error", .category = "memlock", .weight = 0.3},

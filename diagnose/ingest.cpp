@@ -68,7 +68,8 @@ std::size_t ProgressBarEnd(std::string_view line) {
   if (close == std::string_view::npos) return line.size();
   const std::string_view inside = line.substr(open, close - open);
   if (inside.find('<') == std::string_view::npos ||
-      (inside.find("/s") == std::string_view::npos && inside.find("s/it") == std::string_view::npos)) {
+      (inside.find("/s") == std::string_view::npos &&
+       inside.find("s/it") == std::string_view::npos)) {
     return line.size();
   }
   const std::size_t more = line.find_first_not_of(" \t", close + 1);
@@ -213,57 +214,54 @@ void LogIngest::OnBlock(std::string_view block, std::uint64_t first_line) {
     // A progress bar's line that the terminal's next output went on (tqdm ends a bar with "\r",
     // not "\n": a pasted log reads "Map: 47%|####| n/N [30:09<33:25, 967.30 examples/s]Traceback
     // (most recent call last):") is two lines: each piece is recognised on its own.
+    // ProgressBarEnd cuts only where text other than blanks follows.
     const std::size_t cut = ProgressBarEnd(whole);
     OnLine(block, whole.substr(0, cut), first_line, index);
     if (cut < whole.size()) {
-      std::string_view rest = whole.substr(cut);
-      while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-      if (!rest.empty()) OnLine(block, rest, first_line, index);
+      OnLine(block, whole.substr(whole.find_first_not_of(" \t", cut)), first_line, index);
     }
   });
 }
 
 void LogIngest::OnLine(std::string_view block, std::string_view line, std::uint64_t first_line,
                        LineIndex& index) {
-  {
-    Recognised* known = Recall(line);
-    std::optional<Match> m;
-    if (known == nullptr) {
-      m = RecognizeLine(matcher_, line);
-    } else if (known->match && MayBeCompletedByLaterText(*known->match->signature)) {
-      // The lines after it may complete a remembered match: completed, it is a new match
-      // (below); otherwise the remembered one stands, counted like any other.
-      m = RecognizeWrapped(matcher_, block, line);
-    }
-    if (known != nullptr && known->match && !m) {
-      if (SeenInAnotherFile(line)) {
-        ++duplicates_;
-        return;
-      }
-      // Already in the evidence once: when Add would only count it, count it (its line number
-      // is not needed then, and not counted).
-      if (known->added && evidence_->CountRepeat(*known->match->signature)) return;
-      known->added = true;
-      Match copy = *known->match;
-      copy.line_number = first_line + index.Of(line);
-      evidence_->Add(std::move(copy));
+  Recognised* known = Recall(line);
+  std::optional<Match> m;
+  if (known == nullptr) {
+    m = RecognizeLine(matcher_, line);
+  } else if (known->match && MayBeCompletedByLaterText(*known->match->signature)) {
+    // The lines after it may complete a remembered match: completed, it is a new match
+    // (below); otherwise the remembered one stands, counted like any other.
+    m = RecognizeWrapped(matcher_, block, line);
+  }
+  if (known != nullptr && known->match && !m) {
+    if (SeenInAnotherFile(line)) {
+      ++duplicates_;
       return;
     }
-    // Not recognised alone (or only as the watchdog line without its WorkNCCL fields): a wrapped
-    // line depends on the lines after it, never remembered.
-    if (!m || MayBeCompletedByLaterText(*m->signature)) {
-      if (auto whole = RecognizeWrapped(matcher_, block, line)) m = std::move(whole);
+    // Already in the evidence once: when Add would only count it, count it (its line number
+    // is not needed then, and not counted).
+    if (known->added && evidence_->CountRepeat(*known->match->signature)) return;
+    known->added = true;
+    Match copy = *known->match;
+    copy.line_number = first_line + index.Of(line);
+    evidence_->Add(std::move(copy));
+    return;
+  }
+  // Not recognised alone (or only as the watchdog line without its WorkNCCL fields): a wrapped
+  // line depends on the lines after it, never remembered.
+  if (!m || MayBeCompletedByLaterText(*m->signature)) {
+    if (auto whole = RecognizeWrapped(matcher_, block, line)) m = std::move(whole);
+  }
+  if (m) {
+    if (SeenInAnotherFile(line)) {
+      ++duplicates_;
+      return;
     }
-    if (m) {
-      if (SeenInAnotherFile(line)) {
-        ++duplicates_;
-        return;
-      }
-      m->source = file_;
-      m->line_number = first_line + index.Of(line);
-      if (!node_.empty() && m->Field("host").empty()) m->fields["host"] = node_;
-      evidence_->Add(std::move(*m));
-    }
+    m->source = file_;
+    m->line_number = first_line + index.Of(line);
+    if (!node_.empty() && m->Field("host").empty()) m->fields["host"] = node_;
+    evidence_->Add(std::move(*m));
   }
 }
 

@@ -236,11 +236,10 @@ void FiredText(const Diagnosis& d, std::string* out) {
 }  // namespace
 
 std::string DiagnosisText(const Diagnosis& d, const ReadSummary& read, bool explain) {
-  std::string out =
-      fmt::format("safe-launch diagnose: {} file(s), {} line(s), {} recognised{}{}\n\n", read.files,
-                  read.lines, d.recognised,
-                  read.cut_lines ? fmt::format(", {} over-long line(s) cut", read.cut_lines) : "",
-                  read.dumps ? fmt::format("; {} Flight Recorder dump(s)", read.dumps) : "");
+  std::string out = fmt::format(
+      "safe-launch diagnose: {} file(s), {} line(s), {} recognised{}{}\n\n", read.files, read.lines,
+      d.recognised, read.cut_lines ? fmt::format(", {} over-long line(s) cut", read.cut_lines) : "",
+      read.dumps ? fmt::format("; {} Flight Recorder dump(s)", read.dumps) : "");
   if (d.causes.front().category != "unknown") {
     out += d.decided ? "Differential, most likely first:\n"
                      : "Only symptoms were found, no line names a cause; the likeliest causes:\n";

@@ -152,29 +152,33 @@ bool IsNamedDump(const RootedFileReader& host, const std::string& in) {
   return head.ok() && !head->empty() && static_cast<unsigned char>((*head)[0]) == 0x80;
 }
 
-// The inputs the log reader reads: all but the dumps named on their own (the analysis reads
-// those). A dump given alone still names itself as the input read.
-std::vector<std::string> LogInputs(const DiagnoseArgs& args) {
+// The inputs, looked at once: what the log reader reads, and the Flight Recorder pickles named
+// on their own (the analysis reads those, never the log reader).
+struct InputSplit {
+  std::vector<std::string> logs;
+  std::vector<std::string> dumps;
+};
+
+InputSplit SplitInputs(const DiagnoseArgs& args) {
   const RootedFileReader host("");
-  std::vector<std::string> out;
-  for (const auto& in : args.inputs) {
-    if (!IsNamedDump(host, in)) out.push_back(in);
-  }
+  InputSplit out;
+  for (const auto& in : args.inputs) (IsNamedDump(host, in) ? out.dumps : out.logs).push_back(in);
   return out;
 }
 
 // Dumps found in the directory inputs (a bundle's fr/, a run root) and the dumps named on their
 // own; none is fine (nullopt).
-std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArgs& args) {
+std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArgs& args,
+                                                               const InputSplit& inputs) {
   const RootedFileReader host("");
-  std::vector<std::string> dirs;
-  for (const auto& in : args.inputs) {
-    if (in != "-" && (host.IsDir(in) || IsNamedDump(host, in))) dirs.push_back(in);
+  std::vector<std::string> paths = inputs.dumps;
+  for (const auto& in : inputs.logs) {
+    if (in != "-" && host.IsDir(in)) paths.push_back(in);
   }
-  if (dirs.empty()) return std::nullopt;
+  if (paths.empty()) return std::nullopt;
   diagnose::fr::FrOptions options;
   options.threads = args.threads;
-  auto analysis = diagnose::fr::AnalyzeFlightRecorder(dirs, options);
+  auto analysis = diagnose::fr::AnalyzeFlightRecorder(paths, options);
   if (!analysis || analysis->dumps.empty()) return std::nullopt;
   return std::move(*analysis);
 }
@@ -182,17 +186,16 @@ std::optional<diagnose::fr::FrAnalysis> FlightRecorderOfInputs(const DiagnoseArg
 // The ranks' stacks in the bundles of the directory inputs (a run root, a bundle) and the stacks
 // pasted into the file inputs, as claims: who is elsewhere while the others wait
 // (diagnose/stacks_analysis.h). None is fine.
-std::vector<diagnose::CauseClaim> StacksOfInputs(const DiagnoseArgs& args) {
+std::vector<diagnose::CauseClaim> StacksOfInputs(const InputSplit& inputs) {
   const RootedFileReader host("");
   std::vector<std::string> dirs;
   std::vector<diagnose::CauseClaim> pasted;
-  for (const auto& in : args.inputs) {
+  for (const auto& in : inputs.logs) {
     if (in == "-") continue;
     if (host.IsDir(in)) {
       dirs.push_back(in);
       continue;
     }
-    if (IsNamedDump(host, in)) continue;
     // Stacks pasted into a log file (py-spy or faulthandler output in a report): read again
     // here, only for their stacks, the first 4 MiB of each (a report; a job log is larger).
     auto text = host.ReadFile(in, 4u << 20);
@@ -296,12 +299,13 @@ int PrintPriors() {
 // The diagnosis of valid inputs: printed (when `print`), and diagnosis.{json,md,html} written
 // through `writer` where ReportDir says.
 int DiagnoseAndWrite(const DiagnoseArgs& args, const FileWriter& writer, bool print) {
-  const auto fr = FlightRecorderOfInputs(args);
+  const InputSplit inputs = SplitInputs(args);
+  const auto fr = FlightRecorderOfInputs(args, inputs);
   auto claims =
       fr ? ClaimsOf(diagnose::fr::FlightRecorderCauses(*fr)) : std::vector<diagnose::CauseClaim>{};
-  for (auto& c : StacksOfInputs(args)) claims.push_back(std::move(c));
+  for (auto& c : StacksOfInputs(inputs)) claims.push_back(std::move(c));
   TermProgress progress;
-  auto run = diagnose::DiagnoseInputs(LogInputs(args), stdin, claims,
+  auto run = diagnose::DiagnoseInputs(inputs.logs, stdin, claims,
                                       print ? progress.Callback() : diagnose::ReadProgress{});
   progress.Done();
   if (!run.ok()) {

@@ -406,12 +406,14 @@ TEST_CASE("a progress bar the traceback went on is two lines, and a bar stuck at
   CHECK(HasFeature(glued, "row:python.traceback"));
   CHECK(HasFeature(glued, "cond:preprocessing_at_timeout"));
   // An hour-long bar counts; a bar at 100 %, or one of five minutes, does not.
-  CHECK(HasFeature("Map (num_proc=8):  9%|#  | 280000/2969526 [1:02:55<4:48:08, 155.2 "
-                   "examples/s]\n",
-                   "cond:preprocessing_at_timeout"));
-  CHECK_FALSE(HasFeature("Map: 100%|##########| 3634744/3634744 [30:09<00:00, 967.30 "
-                         "examples/s]\nTraceback (most recent call last):\n",
-                         "cond:preprocessing_at_timeout"));
+  CHECK(
+      HasFeature("Map (num_proc=8):  9%|#  | 280000/2969526 [1:02:55<4:48:08, 155.2 "
+                 "examples/s]\n",
+                 "cond:preprocessing_at_timeout"));
+  CHECK_FALSE(
+      HasFeature("Map: 100%|##########| 3634744/3634744 [30:09<00:00, 967.30 "
+                 "examples/s]\nTraceback (most recent call last):\n",
+                 "cond:preprocessing_at_timeout"));
   CHECK_FALSE(HasFeature("Map: 47%|####  | 1695/3634 [05:09<03:25, 967.30 examples/s]\n",
                          "cond:preprocessing_at_timeout"));
   // Text in brackets that is not a bar's rate is not cut.
@@ -422,16 +424,16 @@ TEST_CASE("a progress bar the traceback went on is two lines, and a bar stuck at
 // A crash inside libnccl (Abseil's faulting PC, a backtrace frame) is NCCL's defect, not a
 // rank that died under its peers; glibc's heap-corruption abort among NCCL's lines likewise.
 TEST_CASE("a segfault inside NCCL is crash_in_nccl, not rank_died, and heap corruption with NCCL") {
-  const std::string segv =
-      "*** SIGSEGV received at time=1742365186 on cpu 33 ***\n"
-      "PC: @     0x7f32d184f03d  (unknown)  ncclLaunchPrepare()\n"
-      "Fatal Python error: Segmentation fault\n";
+  // Abseil's handler, its faulting PC in `function`, then faulthandler's line.
+  auto segv_in = [](std::string_view function) {
+    return "*** SIGSEGV received at time=1742365186 on cpu 33 ***\n"
+           "PC: @     0x7f32d184f03d  (unknown)  " +
+           std::string(function) + "()\nFatal Python error: Segmentation fault\n";
+  };
+  const std::string segv = segv_in("ncclLaunchPrepare");
   CHECK(HasFeature(segv, "cond:crash_in_nccl"));
   CHECK_FALSE(HasFeature(segv, "cond:rank_died"));
-  const std::string elsewhere =
-      "*** SIGSEGV received at time=1742365186 on cpu 33 ***\n"
-      "PC: @     0x7f32d184f03d  (unknown)  at::native::add_kernel()\n"
-      "Fatal Python error: Segmentation fault\n";
+  const std::string elsewhere = segv_in("at::native::add_kernel");
   CHECK_FALSE(HasFeature(elsewhere, "cond:crash_in_nccl"));
   CHECK(HasFeature(elsewhere, "cond:rank_died"));
   const std::string heap =
