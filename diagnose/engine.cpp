@@ -64,17 +64,18 @@ bool RetryExceeded(const Evidence& ev, Lines* out) {
       out);
 }
 
-// IB completions with a protection or access status (enum ibv_wc_status: 4 IBV_WC_LOC_PROT_ERR,
-// 8 IBV_WC_LOC_ACCESS_ERR, 10 IBV_WC_REM_ACCESS_ERR): a memory region the work request names is
-// not (or no longer) registered for that access -- GPU memory without a working peer-memory path,
-// or a registration the locked-memory limit cut short -- not the fabric losing packets.
+// IB completions with an access status (enum ibv_wc_status: 8 IBV_WC_LOC_ACCESS_ERR, 10
+// IBV_WC_REM_ACCESS_ERR): a memory region the work request names is not (or no longer)
+// registered for that access -- GPU memory without a working peer-memory path, or a
+// registration the locked-memory limit cut short -- not the fabric losing packets. Status 4
+// (local protection) has a row of its own, nccl.ib_status_loc_prot (ACS/IOMMU).
 bool IbAccessError(const Evidence& ev, Lines* out) {
   return Collect(
       ev,
       [](const Match& m) {
         if (!Is(m, "nccl.ib_completion")) return false;
         const std::string st = m.Field("status");
-        return st == "4" || st == "8" || st == "10";
+        return st == "8" || st == "10";
       },
       out);
 }
@@ -917,7 +918,7 @@ constexpr NamedCondition kConditions[] = {
     {"heap_corruption_with_nccl", HeapCorruptionWithNccl,
      "glibc's heap-corruption abort in a process that printed NCCL's lines"},
     {"ib_access_error", IbAccessError,
-     "IB completions with a protection or access status (4, 8 or 10 of enum ibv_wc_status)"},
+     "IB completions with an access status (8 or 10 of enum ibv_wc_status)"},
     {"preprocessing_at_timeout", PreprocessingAtTimeout,
      "a datasets map/filter progress bar short of 100 % after 25 minutes or more (a process still "
      "preprocessing when the others' collective reached the 30-minute timeout)"},
@@ -1126,7 +1127,7 @@ constexpr Rule kRules[] = {
      0.45,
      {"ib_access_error"},
      "",
-     "IB work requests completed with a protection or access error: the memory they name is not "
+     "IB work requests completed with an access error: the memory they name is not "
      "registered for the NIC (GPU memory without a working GPUDirect path, or a registration cut "
      "short), not packets lost in the fabric."},
     {"gdr_peermem.reg_mr_failed",
@@ -2256,7 +2257,7 @@ constexpr Alternative kAlternatives[] = {
     {.of = "rule:gid_index.retry_with_link_local_gid",
      .category = "retry_exceeded_network",
      .weight = 0.3},
-    // A protection or access error: GPUDirect first, a registration the memlock limit cut short.
+    // An access error: GPUDirect first, a registration the memlock limit cut short.
     {.of = "rule:gdr_peermem.ib_access_error", .category = "memlock", .weight = 0.3},
     {.of = "row:nccl.ib_status_retry_exceeded", .category = "gid_index", .weight = 0.25},
     {.of = "row:nccl.ib_status_retry_exceeded",

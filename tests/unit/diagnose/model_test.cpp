@@ -444,6 +444,38 @@ TEST_CASE("a segfault inside NCCL is crash_in_nccl, not rank_died, and heap corr
   CHECK_FALSE(HasFeature("free(): corrupted unsorted chunks\n", "cond:heap_corruption_with_nccl"));
 }
 
+// net_ib.cc's completion WARN: status 8/10 (access) is a registration problem; status 4 (local
+// protection) is its own row's (ACS/IOMMU), 12 (retry exceeded) the fabric's.
+TEST_CASE("an IB access error is ib_access_error, local protection and retry exceeded are not") {
+  auto completion = [](int status) {
+    return "n1:1:1 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer "
+           "10.0.0.2<5> with status=" +
+           std::to_string(status) + " opcode=1 len=0 vendor err 136 (Send)\n";
+  };
+  for (int status : {8, 10}) {
+    CHECK(HasFeature(completion(status), "cond:ib_access_error"));
+    CHECK(HasFeature(completion(status), "rule:gdr_peermem.ib_access_error"));
+  }
+  CHECK(HasFeature(completion(4), "row:nccl.ib_status_loc_prot"));
+  for (int status : {4, 5, 12}) CHECK_FALSE(HasFeature(completion(status), "cond:ib_access_error"));
+}
+
+// Terms are read in symptom lines (NCCL's CUDA failure names the driver) but not in a timeout's
+// line, whose words ("SeqNum", "Timeout") are about the wait.
+TEST_CASE("terms come from a symptom line's words, not from a timeout's") {
+  CHECK(
+      HasFeature("h:1:2 [0] misc/cudawrap.cc:182 NCCL WARN Cuda failure 'CUDA driver version "
+                 "is insufficient for CUDA runtime version'\n",
+                 "term:cuda_driver"));
+  const std::string watchdog =
+      "[rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=4, NumelOut=8, Timeout(ms)=600000) ran for "
+      "600001 milliseconds before timing out.\n";
+  CHECK(HasFeature(watchdog, "row:torch.watchdog_timeout"));
+  CHECK_FALSE(HasFeature(watchdog, "term:collective_seq"));
+  CHECK_FALSE(HasFeature(watchdog, "term:timed_out"));
+}
+
 TEST_CASE("a log without any failure line has struct:no_failure_evidence, a failing one not") {
   const std::string healthy =
       "h:1:2 [0] NCCL INFO comm 0x23ba7ea0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 47000 "
